@@ -1,0 +1,93 @@
+"""The small typed contract every listener implements.
+
+A listener is instantiated inside its own subprocess (``python -m radtrack.listeners``),
+probed once (:meth:`Listener.probe` returns the metrics it will emit, with units), then
+sampled on monotonic deadlines by :mod:`radtrack.listeners.runner`; it never talks to
+the tracking store. Readings a device does not support are dropped at probe time and
+reported through :meth:`Listener.tags`, never emitted as 0 or -1.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import ClassVar
+
+# Metric keys: <listener>/<scope>/<quantity>_<unit>; only characters MLflow accepts.
+_KEY_RE = re.compile(r"^[A-Za-z0-9_\-./ ]+$")
+
+
+def check_key(key: str) -> str:
+    """Return ``key`` if MLflow accepts it as a metric name, else raise ValueError."""
+    if not key or not _KEY_RE.match(key) or "//" in key or key.startswith("/"):
+        raise ValueError(f"invalid metric key {key!r}: use letters, digits, '_-./ ' only")
+    return key
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One metric a listener emits."""
+
+    key: str  # e.g. "smi/gpu0/power_w"
+    unit: str  # e.g. "W"
+    description: str = ""
+    source: str = ""  # API or command it comes from, e.g. "nvmlDeviceGetPowerUsage"
+
+    def __post_init__(self) -> None:
+        check_key(self.key)
+
+
+@dataclass(frozen=True)
+class Availability:
+    ok: bool
+    reason: str = ""
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+
+@dataclass
+class ListenerConfig:
+    """What a listener needs to know about the run it watches."""
+
+    interval: float = 1.0  # seconds between samples
+    devices: list[str] = field(default_factory=list)  # as CUDA_VISIBLE_DEVICES entries; [] = all
+    pid: int | None = None  # root of the run's process tree (the workload process)
+    outdir: Path | None = None  # where a listener may leave artifacts (profiler reports)
+
+
+class Listener(ABC):
+    """Base class: subclass, set ``name``, implement probe/sample."""
+
+    name: ClassVar[str]
+    #: profiler-style listeners wrap the workload command instead of sampling
+    wraps_command: ClassVar[bool] = False
+
+    def __init__(self, config: ListenerConfig):
+        self.config = config
+
+    @classmethod
+    def available(cls) -> Availability:
+        """Whether this listener can run on this host, with a human reason when not."""
+        return Availability(True)
+
+    @abstractmethod
+    def probe(self) -> list[MetricSpec]:
+        """Called once before sampling; returns the metrics :meth:`sample` will emit."""
+
+    @abstractmethod
+    def sample(self) -> dict[str, float]:
+        """One reading: metric key -> value. Keys must be among those probed."""
+
+    def tags(self) -> dict[str, str]:
+        """Run tags describing the probe (supported/unsupported fields, device names, ...)."""
+        return {}
+
+    def wrap(self, argv: list[str]) -> list[str]:
+        """For ``wraps_command`` listeners: the command line that runs ``argv`` under the tool."""
+        return argv
+
+    def close(self) -> None:
+        """Release resources; must be safe to call twice."""

@@ -1,0 +1,70 @@
+"""iostat: per-disk read/write bytes/s and ops/s, network bytes/s (psutil counters)."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import psutil
+
+from radtrack.listeners.base import Listener, MetricSpec
+
+_SAFE = re.compile(r"[^A-Za-z0-9_\-.]")
+
+
+def _scope(name: str) -> str:
+    return _SAFE.sub("_", name)
+
+
+class IostatListener(Listener):
+    name = "iostat"
+
+    def probe(self) -> list[MetricSpec]:
+        disks = psutil.disk_io_counters(perdisk=True) or {}
+        nics = psutil.net_io_counters(pernic=True) or {}
+        self._disks = sorted(d for d in disks if not d.startswith(("loop", "ram")))
+        self._nics = sorted(n for n in nics if n != "lo")
+        specs = []
+        for d in self._disks:
+            s = _scope(d)
+            specs += [
+                MetricSpec(f"iostat/{s}/read_bytes_per_s", "B/s", f"bytes read from {d}", "psutil.disk_io_counters"),
+                MetricSpec(f"iostat/{s}/write_bytes_per_s", "B/s", f"bytes written to {d}", "psutil.disk_io_counters"),
+                MetricSpec(f"iostat/{s}/read_ops_per_s", "1/s", f"read operations on {d}", "psutil.disk_io_counters"),
+                MetricSpec(f"iostat/{s}/write_ops_per_s", "1/s", f"write operations on {d}", "psutil.disk_io_counters"),
+            ]
+        specs += [
+            MetricSpec("iostat/net/recv_bytes_per_s", "B/s", "bytes received, all NICs but lo", "psutil.net_io_counters"),
+            MetricSpec("iostat/net/sent_bytes_per_s", "B/s", "bytes sent, all NICs but lo", "psutil.net_io_counters"),
+        ]
+        self._prev = self._read()
+        return specs
+
+    def _read(self) -> tuple[float, dict[str, tuple[int, int, int, int]], tuple[int, int]]:
+        disks = psutil.disk_io_counters(perdisk=True) or {}
+        nics = psutil.net_io_counters(pernic=True) or {}
+        d = {k: (v.read_bytes, v.write_bytes, v.read_count, v.write_count)
+             for k, v in disks.items() if k in self._disks}
+        recv = sum(nics[n].bytes_recv for n in self._nics if n in nics)
+        sent = sum(nics[n].bytes_sent for n in self._nics if n in nics)
+        return time.monotonic(), d, (recv, sent)
+
+    def sample(self) -> dict[str, float]:
+        now = self._read()
+        t0, d0, n0 = self._prev
+        t1, d1, n1 = now
+        self._prev = now
+        dt = t1 - t0
+        if dt <= 0:
+            return {}
+        out: dict[str, float] = {}
+        names = ("read_bytes_per_s", "write_bytes_per_s", "read_ops_per_s", "write_ops_per_s")
+        for disk, cur in d1.items():
+            old = d0.get(disk)
+            if old is None:
+                continue
+            for qty, a, b in zip(names, old, cur, strict=True):
+                out[f"iostat/{_scope(disk)}/{qty}"] = max(b - a, 0) / dt
+        out["iostat/net/recv_bytes_per_s"] = max(n1[0] - n0[0], 0) / dt
+        out["iostat/net/sent_bytes_per_s"] = max(n1[1] - n0[1], 0) / dt
+        return out

@@ -1,0 +1,83 @@
+"""Find listeners through the ``radtrack.listeners`` entry-point group.
+
+Built-in and third-party listeners register the same way; one that fails to import is
+a warning, never a crash.
+"""
+
+from __future__ import annotations
+
+import warnings
+from functools import cache
+from importlib.metadata import entry_points
+
+from radtrack.errors import RadtrackError
+from radtrack.listeners.base import Availability, Listener
+
+GROUP = "radtrack.listeners"
+ALIASES = {"dcgmi": "dcgm", "nvidia-smi": "smi"}
+
+
+@cache
+def installed() -> dict[str, type[Listener] | Exception]:
+    """Every registered listener name -> its class, or the exception that stopped its import."""
+    found: dict[str, type[Listener] | Exception] = {}
+    for ep in entry_points(group=GROUP):
+        try:
+            cls = ep.load()
+            if not (isinstance(cls, type) and issubclass(cls, Listener)):
+                raise TypeError(f"{ep.value} is not a radtrack Listener subclass")
+            found[ep.name] = cls
+        except Exception as exc:  # a broken plugin must not take radtrack down
+            warnings.warn(f"listener {ep.name!r} ({ep.value}) failed to load: {exc}", stacklevel=2)
+            found[ep.name] = exc
+    return found
+
+
+def canonical(name: str) -> str:
+    name = name.strip().lower()
+    return ALIASES.get(name, name)
+
+
+def get(name: str) -> type[Listener]:
+    """The listener class registered under ``name`` (aliases accepted)."""
+    cls = installed().get(canonical(name))
+    if cls is None:
+        raise RadtrackError(f"unknown listener {name!r}; installed: {', '.join(sorted(installed()))}")
+    if isinstance(cls, Exception):
+        raise RadtrackError(f"listener {name!r} failed to load: {cls}")
+    return cls
+
+
+@cache
+def availability(name: str) -> Availability:
+    try:
+        return get(name).available()
+    except RadtrackError as exc:
+        return Availability(False, str(exc))
+    except Exception as exc:  # available() itself must not crash the launcher
+        return Availability(False, f"availability check failed: {exc}")
+
+
+def parse_names(text: str | None) -> list[str] | None:
+    """'smi+top' -> ['smi', 'top']; 'none' -> []; None/'' -> None (= every available one)."""
+    if text is None or not text.strip():
+        return None
+    parts = [canonical(p) for p in text.split("+") if p.strip()]
+    if parts == ["none"]:
+        return []
+    return parts
+
+
+def unknown(names: list[str]) -> list[str]:
+    return [n for n in names if canonical(n) not in installed()]
+
+
+def default_names() -> list[str]:
+    """Every installed sampling listener available on this host (profilers are opt-in)."""
+    out = []
+    for name, cls in sorted(installed().items()):
+        if isinstance(cls, Exception) or cls.wraps_command:
+            continue
+        if availability(name):
+            out.append(name)
+    return out

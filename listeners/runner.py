@@ -1,0 +1,86 @@
+"""Run one listener in this process and write JSON-lines to a stream.
+
+Protocol (one JSON object a line):
+  {"type": "hello", "listener": NAME, "metrics": [{key, unit, description, source}], "tags": {...}}
+  {"type": "sample", "t": UNIX_SECONDS, "v": {KEY: VALUE, ...}}
+  {"type": "error", "message": TEXT}            (then exit code 1)
+Sampling follows monotonic deadlines (start + k * interval), so the rate never drifts;
+a deadline missed by more than one interval is skipped and counted, not bunched.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import signal
+import sys
+import time
+from dataclasses import asdict
+from typing import TextIO
+
+from radtrack.listeners.base import Listener, ListenerConfig
+from radtrack.listeners.registry import get
+
+
+class _Stop:
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self, *_: object) -> None:
+        self.requested = True
+
+
+def run(name: str, config: ListenerConfig, out: TextIO = sys.stdout, count: int | None = None) -> int:
+    """Sample listener ``name`` until SIGTERM/SIGINT (or ``count`` samples); return an exit code."""
+    stop = _Stop()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    listener: Listener | None = None
+    try:
+        cls = get(name)
+        why = cls.available()
+        if not why:
+            raise RuntimeError(f"{name} unavailable: {why.reason}")
+        listener = cls(config)
+        specs = listener.probe()
+        keys = {s.key for s in specs}
+        hello = {"type": "hello", "listener": name, "metrics": [asdict(s) for s in specs],
+                 "tags": listener.tags(), "interval": config.interval}
+        out.write(json.dumps(hello) + "\n")
+        out.flush()
+        if cls.wraps_command:
+            while not stop.requested:
+                time.sleep(0.1)
+            return 0
+        start = time.monotonic()
+        k = 0
+        emitted = 0
+        while not stop.requested and (count is None or emitted < count):
+            deadline = start + k * config.interval
+            delay = deadline - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+                if stop.requested:
+                    break
+            elif -delay > config.interval:  # fell behind: skip the missed deadlines
+                k += math.floor(-delay / config.interval)
+            t = time.time()
+            values = {key: float(v) for key, v in listener.sample().items()
+                      if key in keys and v is not None and math.isfinite(v)}
+            out.write(json.dumps({"type": "sample", "t": t, "v": values}) + "\n")
+            out.flush()
+            emitted += 1
+            k += 1
+        return 0
+    except BrokenPipeError:
+        return 0
+    except Exception as exc:
+        try:
+            out.write(json.dumps({"type": "error", "message": f"{type(exc).__name__}: {exc}"}) + "\n")
+            out.flush()
+        except BrokenPipeError:
+            pass
+        return 1
+    finally:
+        if listener is not None:
+            listener.close()

@@ -1,0 +1,112 @@
+"""RADTBenchmark: the script-side handle on the launcher's MLflow run.
+
+Inside a script started by radtrack, ``with RADTBenchmark() as run:`` attaches to the
+run the launcher created (its id travels in ``RADTRACK_RUN_ID``) and exposes every
+``mlflow`` function as a method. Outside radtrack every call is a no-op returning
+None, and mlflow is not even imported, so the script runs unchanged.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from radtrack import env
+
+STOPPED_BY_TAG = "radtrack.stopped_by"
+
+
+def _noop(*_: Any, **__: Any) -> None:
+    return None
+
+
+class RADTBenchmark:
+    """Context manager attached to the launcher's run, or a no-op outside radtrack."""
+
+    def __init__(self) -> None:
+        self.run_id = os.environ.get(env.RUN_ID) or None
+        self.max_epoch = _int_or_none(os.environ.get(env.MAX_EPOCH))
+        max_time = os.environ.get(env.MAX_TIME)
+        self.max_time_s = float(max_time) * 60 if max_time else None
+        self.manual = os.environ.get(env.MANUAL) == "1"
+        control = os.environ.get(env.CONTROL_DIR)
+        self._control = Path(control) if control else None
+        start = os.environ.get(env.START_TIME)
+        self._t0 = float(start) if start else time.time()
+        self._mlflow: Any = None
+
+    @property
+    def active(self) -> bool:
+        return self.run_id is not None
+
+    def __enter__(self) -> RADTBenchmark:
+        if not self.active:
+            return self
+        import mlflow
+
+        self._mlflow = mlflow
+        if mlflow.active_run() is None or mlflow.active_run().info.run_id != self.run_id:
+            mlflow.start_run(run_id=self.run_id)
+        if self.manual:
+            self._t0 = time.time()
+            self._signal("start")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.active and self.manual:
+            self._signal("stop")
+
+    def _signal(self, what: str) -> None:
+        if self._control is not None:
+            self._control.mkdir(parents=True, exist_ok=True)
+            (self._control / what).write_text(repr(time.time()))
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if not self.active:
+            return _noop
+        if self._mlflow is None:  # used without ``with``
+            self.__enter__()
+        return getattr(self._mlflow, name)
+
+    # ML metrics with epoch-aware stopping -------------------------------------------
+    def log_metric(self, key: str, value: float, epoch: int | None = None,
+                   step: int | None = None, **kwargs: Any) -> None:
+        if not self.active:
+            return None
+        if self._mlflow is None:
+            self.__enter__()
+        self._mlflow.log_metric(key, value, step=step if step is not None else epoch, **kwargs)
+        self._check_limits(epoch)
+        return None
+
+    def log_metrics(self, metrics: dict[str, float], epoch: int | None = None,
+                    step: int | None = None, **kwargs: Any) -> None:
+        if not self.active:
+            return None
+        if self._mlflow is None:
+            self.__enter__()
+        self._mlflow.log_metrics(metrics, step=step if step is not None else epoch, **kwargs)
+        self._check_limits(epoch)
+        return None
+
+    def _check_limits(self, epoch: int | None) -> None:
+        reason = None
+        if self.max_epoch is not None and epoch is not None and epoch >= self.max_epoch:
+            reason = "max_epoch"
+        elif self.max_time_s is not None and time.time() - self._t0 >= self.max_time_s:
+            reason = "max_time"
+        if reason is None:
+            return
+        self._mlflow.set_tag(STOPPED_BY_TAG, reason)
+        if self.manual:
+            self._signal("stop")
+        raise SystemExit(0)
+
+
+def _int_or_none(text: str | None) -> int | None:
+    return int(text) if text not in (None, "") else None

@@ -1,0 +1,23 @@
+"""Environment variables shared by the launcher, the workload process and RADTBenchmark."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+RUN_ID = "RADTRACK_RUN_ID"
+TRACKING_URI = "MLFLOW_TRACKING_URI"
+MLFLOW_RUN_ID = "MLFLOW_RUN_ID"
+MAX_EPOCH = "RADTRACK_MAX_EPOCH"
+MAX_TIME = "RADTRACK_MAX_TIME"  # minutes, float
+MANUAL = "RADTRACK_MANUAL"  # "1" when listeners start on RADTBenchmark.__enter__
+CONTROL_DIR = "RADTRACK_CONTROL_DIR"  # manual mode: the script touches start/stop files here
+START_TIME = "RADTRACK_START_TIME"  # unix seconds when the launcher released the script
+HOME = "RADTRACK_HOME"
+
+DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
+
+
+def radtrack_home() -> Path:
+    """Folder for spools and per-run scratch (MPS pipes, logs): ``$RADTRACK_HOME`` or ./.radtrack."""
+    return Path(os.environ.get(HOME, ".radtrack")).absolute()

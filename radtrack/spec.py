@@ -1,0 +1,54 @@
+"""RunSpec: one typed row of an experiment sheet (a single-run launch is a one-row sheet)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_INTERVAL = 1.0
+
+
+@dataclass
+class RunSpec:
+    """Everything needed to launch and record one run (one sheet row)."""
+
+    experiment: str
+    workload: int
+    file: Path
+    args: list[str] = field(default_factory=list)  # passed to the script verbatim
+    devices: list[str] = field(default_factory=list)  # "0", "GPU-<uuid>", ... ; [] = not set
+    collocation: str = "-"  # "-" plain, "mps", "mps:<pct>", or a MIG profile such as "1g.10gb"
+    listeners: list[str] | None = None  # None = every listener available on this host
+    interval: float = DEFAULT_INTERVAL
+    max_epoch: int | None = None
+    max_time: float | None = None  # minutes
+    manual: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    clocks: str | None = None  # "1410" or "1200,1980" (MHz) for DVFS studies
+    power_limit: float | None = None  # watts
+    run_name: str | None = None
+    letter: str = "A"
+    row: int | None = None  # 1-based line number in the sheet, None for CLI launches
+    sheet: Path | None = None
+    status: str = ""  # as read from the sheet's Status column
+    run_id: str = ""  # as read from the sheet's Run column
+
+    @property
+    def collocation_kind(self) -> str:
+        """"plain", "mps" or "mig"."""
+        c = self.collocation.strip().lower()
+        if c in ("", "-"):
+            return "plain"
+        if c == "mps" or c.startswith("mps:"):
+            return "mps"
+        return "mig"
+
+    @property
+    def mps_percentage(self) -> int | None:
+        c = self.collocation.strip().lower()
+        if c.startswith("mps:"):
+            return int(c.split(":", 1)[1])
+        return None
+
+    def default_run_name(self) -> str:
+        return f"{self.experiment}-{self.workload} {self.letter}"
