@@ -1,0 +1,321 @@
+"""Data access for analysis and the frontend: runs, metric series and Parquet telemetry.
+
+Everything here returns tidy pandas frames read from MLflow (runs, params, tags, metric
+history) and from the full-resolution Parquet traces the launcher stores as
+``telemetry/<listener>.parquet`` artifacts (docs/architecture.md). Parquet is preferred
+for listener metrics because it is complete and fast; the script's own metrics (loss,
+``throughput_*``) only exist in MLflow's metric history.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+from mlflow import MlflowClient
+from mlflow.entities import Experiment, Run, ViewType
+from mlflow.exceptions import MlflowException
+
+from radtrack import env
+from radtrack.errors import RadtrackError
+
+TELEMETRY_DIR = "telemetry"
+SUMMARY_PREFIX = "summary/"
+CACHE_ENV = "RADTRACK_CACHE_DIR"
+
+ROLE_TAG = "radtrack.role"
+PARENT_TAG = "mlflow.parentRunId"
+
+SERIES_COLUMNS = ["run_id", "metric", "seconds", "time", "step", "value"]
+_RUN_COLUMNS = [
+    "run_id", "run_name", "experiment_id", "experiment", "workload", "letter", "status",
+    "start_time", "end_time", "duration_s", "devices", "collocation", "file", "parent_run_id",
+]
+# Only a FINISHED run's artifacts are final: a RUNNING run has no trace yet, and a run a
+# killed launcher left behind may still get its trace from ``radtrack sync``.
+_FINAL_STATUSES = {"FINISHED"}
+
+
+def resolve_tracking_uri(tracking_uri: str | None = None) -> str:
+    """The tracking URI to use: the argument, else ``MLFLOW_TRACKING_URI``, else the default."""
+    return tracking_uri or os.environ.get(env.TRACKING_URI) or env.DEFAULT_TRACKING_URI
+
+
+def client_for(tracking_uri: str | None = None) -> MlflowClient:
+    return MlflowClient(tracking_uri=resolve_tracking_uri(tracking_uri))
+
+
+def find_experiment(client: MlflowClient, experiment: str) -> Experiment:
+    """The experiment called ``experiment``, or with that id; RadtrackError when neither exists."""
+    found = client.get_experiment_by_name(experiment)
+    if found is None and experiment.isdigit():
+        try:
+            found = client.get_experiment(experiment)
+        except MlflowException:
+            found = None
+    if found is None:
+        names = sorted(e.name for e in client.search_experiments(view_type=ViewType.ALL))
+        hint = f" (known: {', '.join(names)})" if names else " (the store has no experiments)"
+        raise RadtrackError(
+            f"experiment {experiment!r} not found in {client.tracking_uri}{hint}")
+    return found
+
+
+def get_runs(client: MlflowClient, run_ids: Iterable[str]) -> list[Run]:
+    """Fetch runs by id; RadtrackError naming the first id that does not exist."""
+    runs = []
+    for run_id in run_ids:
+        try:
+            runs.append(client.get_run(run_id))
+        except MlflowException as exc:
+            raise RadtrackError(
+                f"run {run_id!r} not found in {client.tracking_uri}") from exc
+    return runs
+
+
+def _search_all(client: MlflowClient, experiment_ids: list[str]) -> list[Run]:
+    runs: list[Run] = []
+    token = None
+    while True:
+        page = client.search_runs(experiment_ids, max_results=1000, page_token=token,
+                                  order_by=["attributes.start_time ASC"])
+        runs.extend(page)
+        token = page.token
+        if not token:
+            return runs
+
+
+def load_runs(experiment: str | None = None, workload: int | str | None = None,
+              run_ids: list[str] | None = None, tracking_uri: str | None = None,
+              include_parents: bool = False) -> pd.DataFrame:
+    """One row per run: identity, timing, placement, then ``param.*``, ``tag.*``, ``metric.*``.
+
+    ``experiment`` is a name or an id (None = every experiment). Parent (workload) runs
+    are left out unless ``include_parents``; explicit ``run_ids`` are always returned.
+    ``metric.*`` columns hold each metric's latest value, i.e. the summary metrics.
+    """
+    client = client_for(tracking_uri)
+    if run_ids is not None:
+        runs = get_runs(client, run_ids)
+    else:
+        if experiment is not None:
+            exp_ids = [find_experiment(client, str(experiment)).experiment_id]
+        else:
+            exp_ids = [e.experiment_id for e in client.search_experiments()]
+        runs = _search_all(client, exp_ids) if exp_ids else []
+        if not include_parents:
+            runs = [r for r in runs if r.data.tags.get(ROLE_TAG) != "workload"]
+    if workload is not None:
+        wanted = str(workload).strip()
+        runs = [r for r in runs if r.data.tags.get("radtrack.workload") == wanted]
+    names = {}
+    rows = []
+    for run in runs:
+        exp_id = run.info.experiment_id
+        if exp_id not in names:
+            names[exp_id] = client.get_experiment(exp_id).name
+        rows.append(_run_row(run, names[exp_id]))
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return pd.DataFrame(columns=_RUN_COLUMNS)
+    extra = sorted(c for c in frame.columns if c not in _RUN_COLUMNS)
+    order = ([c for c in extra if c.startswith("param.")] + [c for c in extra if c.startswith("tag.")]
+             + [c for c in extra if c.startswith("metric.")])
+    frame = frame[_RUN_COLUMNS + order]
+    frame["workload"] = frame["workload"].astype("Int64")
+    for col in ("start_time", "end_time"):
+        frame[col] = pd.to_datetime(frame[col], unit="ms", utc=True)
+    return frame.reset_index(drop=True)
+
+
+def _run_row(run: Run, experiment_name: str) -> dict[str, object]:
+    info, tags, params = run.info, run.data.tags, run.data.params
+    workload = tags.get("radtrack.workload", "")
+    duration = ((info.end_time - info.start_time) / 1000.0
+                if info.end_time and info.start_time else float("nan"))
+    row: dict[str, object] = {
+        "run_id": info.run_id,
+        "run_name": info.run_name,
+        "experiment_id": info.experiment_id,
+        "experiment": experiment_name,
+        "workload": int(workload) if workload.lstrip("-").isdigit() else None,
+        "letter": tags.get("radtrack.letter"),
+        "status": info.status,
+        "start_time": info.start_time,
+        "end_time": info.end_time,
+        "duration_s": duration,
+        "devices": tags.get("radtrack.devices", params.get("devices")),
+        "collocation": tags.get("radtrack.collocation", params.get("collocation")),
+        "file": params.get("script", tags.get("mlflow.source.name")),
+        "parent_run_id": tags.get(PARENT_TAG),
+    }
+    row.update({f"param.{k}": v for k, v in params.items()})
+    row.update({f"tag.{k}": v for k, v in tags.items()})
+    row.update({f"metric.{k}": v for k, v in run.data.metrics.items()})
+    return row
+
+
+# Telemetry ------------------------------------------------------------------------------
+
+def cache_dir() -> Path:
+    """Where downloaded telemetry is kept: ``$RADTRACK_CACHE_DIR`` or a per-user temp folder."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return Path(configured)
+    user = hashlib.sha1(str(Path.home()).encode()).hexdigest()[:8]
+    return Path(tempfile.gettempdir()) / f"radtrack-cache-{user}"
+
+
+def telemetry_listeners(run_id: str, tracking_uri: str | None = None,
+                        client: MlflowClient | None = None) -> list[str]:
+    """Names of the listeners with a Parquet trace in the run's artifacts, sorted."""
+    client = client or client_for(tracking_uri)
+    try:
+        files = client.list_artifacts(run_id, TELEMETRY_DIR)
+    except (MlflowException, OSError):
+        # A store whose artifact root is unreachable from here still has the metric history.
+        return []
+    return sorted(Path(f.path).stem for f in files
+                  if not f.is_dir and f.path.endswith(".parquet"))
+
+
+def telemetry_path(run_id: str, listener: str, tracking_uri: str | None = None,
+                   client: MlflowClient | None = None) -> Path:
+    """Local path of ``telemetry/<listener>.parquet``, downloaded once for FINISHED runs."""
+    client = client or client_for(tracking_uri)
+    artifact = f"{TELEMETRY_DIR}/{listener}.parquet"
+    run = get_runs(client, [run_id])[0]
+    cached = cache_dir() / run_id / artifact
+    if run.info.status in _FINAL_STATUSES and cached.is_file():
+        return cached
+    cached.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix="download-", dir=cached.parent))
+    try:
+        try:
+            local = client.download_artifacts(run_id, artifact, str(staging))
+        except (MlflowException, OSError) as exc:
+            raise RadtrackError(
+                f"run {run_id}: no telemetry artifact {artifact!r} ({exc})") from exc
+        # Readers in other processes (the frontend) must never see a half-written file.
+        os.replace(local, cached)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return cached
+
+
+def read_telemetry(run_id: str, listener: str, tracking_uri: str | None = None,
+                   client: MlflowClient | None = None) -> pd.DataFrame:
+    """The wide Parquet trace of one listener: ``time`` (unix s), ``step``, one column per key."""
+    path = telemetry_path(run_id, listener, tracking_uri, client)
+    frame = pd.read_parquet(path)
+    if "time" not in frame.columns:
+        raise RadtrackError(f"run {run_id}: telemetry/{listener}.parquet has no 'time' column")
+    return frame
+
+
+def _telemetry_keys(run_id: str, listener: str, client: MlflowClient) -> list[str]:
+    schema = pq.read_schema(telemetry_path(run_id, listener, client=client))
+    return [n for n in schema.names if n not in ("time", "step")]
+
+
+# Metric series --------------------------------------------------------------------------
+
+def list_metrics(run_ids: list[str], tracking_uri: str | None = None,
+                 include_summary: bool = False) -> list[str]:
+    """Metric keys present for these runs (telemetry columns and logged metrics), sorted."""
+    client = client_for(tracking_uri)
+    keys: set[str] = set()
+    for run in get_runs(client, run_ids):
+        keys.update(run.data.metrics)
+        for listener in telemetry_listeners(run.info.run_id, client=client):
+            keys.update(_telemetry_keys(run.info.run_id, listener, client))
+    if not include_summary:
+        keys = {k for k in keys if not k.startswith(SUMMARY_PREFIX)}
+    return sorted(keys)
+
+
+def load_series(run_ids: list[str], metrics: list[str] | None = None,
+                tracking_uri: str | None = None) -> pd.DataFrame:
+    """Long-format series: run_id, metric, seconds (since run start), time (UTC), step, value.
+
+    Listener metrics come from the Parquet traces when a run has them, every other metric
+    from MLflow's metric history. ``metrics=None`` loads every key except ``summary/*``.
+    RadtrackError when a requested metric exists in none of the runs.
+    """
+    client = client_for(tracking_uri)
+    runs = get_runs(client, run_ids)
+    wanted = None if metrics is None else list(dict.fromkeys(metrics))
+    parts: list[pd.DataFrame] = []
+    seen: set[str] = set()
+    for run in runs:
+        frame = _run_series(client, run, wanted)
+        seen.update(frame["metric"].unique())
+        parts.append(frame)
+    if wanted is not None:
+        missing = [m for m in wanted if m not in seen]
+        if missing:
+            raise RadtrackError(
+                f"unknown metric {', '.join(repr(m) for m in missing)} for run "
+                f"{', '.join(run_ids)}; see radtrack.analysis.list_metrics")
+    if not parts:
+        return _empty_series()
+    out = pd.concat(parts, ignore_index=True)
+    return out.sort_values(["run_id", "metric", "time", "step"], kind="stable").reset_index(drop=True)
+
+
+def _empty_series() -> pd.DataFrame:
+    return pd.DataFrame({
+        "run_id": pd.Series(dtype=str), "metric": pd.Series(dtype=str),
+        "seconds": pd.Series(dtype=float), "time": pd.Series(dtype=pd.DatetimeTZDtype(tz="UTC")),
+        "step": pd.Series(dtype="int64"), "value": pd.Series(dtype=float),
+    })
+
+
+def _run_series(client: MlflowClient, run: Run, wanted: list[str] | None) -> pd.DataFrame:
+    run_id = run.info.run_id
+    start_s = run.info.start_time / 1000.0
+    parts: list[pd.DataFrame] = []
+    from_parquet: set[str] = set()
+    for listener in telemetry_listeners(run_id, client=client):
+        wide = read_telemetry(run_id, listener, client=client)
+        keys = [c for c in wide.columns if c not in ("time", "step")
+                and c not in from_parquet and (wanted is None or c in wanted)]
+        if not keys:
+            continue
+        from_parquet.update(keys)
+        step = wide["step"] if "step" in wide.columns else pd.Series(range(len(wide)))
+        long = (wide.assign(step=step.astype("int64"))[["time", "step", *keys]]
+                .melt(id_vars=["time", "step"], var_name="metric", value_name="value")
+                .dropna(subset=["value"]))
+        parts.append(long)
+    history_keys = [k for k in run.data.metrics
+                    if k not in from_parquet and not k.startswith(SUMMARY_PREFIX)
+                    and (wanted is None or k in wanted)]
+    if wanted is not None:
+        # A summary metric asked for by name is still a (one-point) series.
+        history_keys += [k for k in wanted if k.startswith(SUMMARY_PREFIX) and k in run.data.metrics]
+    for key in history_keys:
+        history = client.get_metric_history(run_id, key)
+        if history:
+            parts.append(pd.DataFrame({
+                "time": [m.timestamp / 1000.0 for m in history],
+                "step": [m.step for m in history],
+                "metric": key,
+                "value": [m.value for m in history],
+            }))
+    if not parts:
+        return _empty_series()
+    frame = pd.concat(parts, ignore_index=True)
+    frame["time"] = frame["time"].astype(float)
+    frame["run_id"] = run_id
+    frame["seconds"] = frame["time"] - start_s
+    frame["time"] = pd.to_datetime(frame["time"], unit="s", utc=True)
+    frame["step"] = frame["step"].astype("int64")
+    frame["value"] = frame["value"].astype(float)
+    return frame[SERIES_COLUMNS]

@@ -1,0 +1,108 @@
+"""radtrack.analysis.data on a store seeded the way the launcher writes runs."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+from test_analysis_seed import T0, Row, seed_workload
+
+from radtrack.analysis import data
+from radtrack.analysis.data import list_metrics, load_runs, load_series, read_telemetry
+from radtrack.errors import RadtrackError
+
+
+@pytest.fixture
+def seeded(store: str, tmp_path, monkeypatch) -> dict[str, list[str]]:
+    monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
+    client = MlflowClient(store)
+    solo = seed_workload(client, "exp", 1, [Row(duration_s=10)])
+    pair = seed_workload(client, "exp", 2, [Row(duration_s=15, parquet=False, collocation="mps"),
+                                            Row(duration_s=12, collocation="mps",
+                                                params={"batch-size": "32"})],
+                         start=T0 + 100)
+    return {"solo": solo, "pair": pair}
+
+
+def test_load_runs_one_row_per_child_with_typed_columns(seeded):
+    runs = load_runs("exp")
+    assert sorted(runs["run_id"]) == sorted(seeded["solo"] + seeded["pair"])
+    solo = runs.set_index("run_id").loc[seeded["solo"][0]]
+    assert solo["run_name"] == "exp-1 A"
+    assert solo["workload"] == 1 and solo["letter"] == "A"
+    assert solo["status"] == "FINISHED"
+    assert solo["start_time"] == pd.Timestamp(T0, unit="s", tz="UTC")
+    assert solo["duration_s"] == pytest.approx(10.0)
+    assert solo["file"] == "train.py" and solo["devices"] == "0" and solo["collocation"] == "-"
+    assert solo["param.batch-size"] == "64"
+    assert solo["tag.radtrack.gpu.names"] == "NVIDIA H100 80GB HBM3"
+    assert solo["metric.summary/duration_s"] == 10.0
+    assert isinstance(runs["start_time"].dtype, pd.DatetimeTZDtype)
+    assert str(runs["start_time"].dt.tz) == "UTC"
+    assert runs["parent_run_id"].notna().all()
+
+
+def test_load_runs_filters_and_parents(seeded, store):
+    assert list(load_runs("exp", workload=2)["letter"]) == ["A", "B"]
+    assert len(load_runs("exp", workload="1")) == 1
+    with_parents = load_runs("exp", include_parents=True)
+    assert (with_parents["tag.radtrack.role"] == "workload").sum() == 2
+    by_id = load_runs(MlflowClient(store).get_experiment_by_name("exp").experiment_id)
+    assert len(by_id) == 3
+    assert list(load_runs(run_ids=seeded["solo"])["run_id"]) == seeded["solo"]
+
+
+def test_unknown_experiment_and_run_are_named(seeded):
+    with pytest.raises(RadtrackError, match="experiment 'nope' not found.*known: .*exp"):
+        load_runs("nope")
+    with pytest.raises(RadtrackError, match="run 'deadbeef' not found"):
+        load_runs(run_ids=["deadbeef"])
+
+
+def test_series_from_parquet_and_history_agree(seeded):
+    with_parquet, history_only = seeded["pair"][1], seeded["pair"][0]
+    series = load_series([with_parquet, history_only], metrics=["smi/gpu0/power_w"])
+    assert list(series.columns) == data.SERIES_COLUMNS
+    for run_id, n in ((with_parquet, 25), (history_only, 31)):
+        one = series[series["run_id"] == run_id]
+        assert len(one) == n  # every 0.5 s sample, both ends included
+        assert one["seconds"].iloc[0] == pytest.approx(0.0)
+        assert one["seconds"].iloc[-1] == pytest.approx((n - 1) * 0.5)
+        assert list(one["step"]) == list(range(n))
+        assert (one["value"] == 200.0).all()
+    assert series["time"].iloc[0] == pd.Timestamp(T0 + 100, unit="s", tz="UTC")
+
+
+def test_parquet_is_read_instead_of_history(store, tmp_path, monkeypatch):
+    monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
+    (run_id,) = seed_workload(MlflowClient(store), "pq", 1, [Row(duration_s=4, history=False)])
+    series = load_series([run_id])
+    # smi samples exist only in the Parquet trace, throughput only in the metric history
+    assert set(series["metric"]) == {"smi/gpu0/power_w", "smi/gpu0/gpu_util_pct",
+                                     "smi/gpu0/mem_used_mib", "smi/gpu0/gpu_temp_c",
+                                     "smi/gpu0/energy_j", "throughput_samples_per_s"}
+    assert (series["metric"] == "smi/gpu0/power_w").sum() == 9
+    assert (series["metric"] == "throughput_samples_per_s").sum() == 4
+    assert not series["metric"].str.startswith("summary/").any()
+
+
+def test_unknown_metric_is_named(seeded):
+    with pytest.raises(RadtrackError, match="unknown metric 'smi/gpu9/power_w'"):
+        load_series(seeded["solo"], metrics=["smi/gpu0/power_w", "smi/gpu9/power_w"])
+
+
+def test_list_metrics_and_read_telemetry_cache(seeded, tmp_path):
+    run_id = seeded["solo"][0]
+    keys = list_metrics([run_id])
+    assert "smi/gpu0/energy_j" in keys and "throughput_samples_per_s" in keys
+    assert keys == sorted(keys) and not any(k.startswith("summary/") for k in keys)
+    assert "summary/duration_s" in list_metrics([run_id], include_summary=True)
+    wide = read_telemetry(run_id, "smi")
+    assert list(wide.columns[:2]) == ["time", "step"] and len(wide) == 21
+    cached = tmp_path / "cache" / run_id / "telemetry" / "smi.parquet"
+    assert cached.is_file()
+    # A FINISHED run's trace is served from the cache without asking the store again.
+    pd.DataFrame({"time": [1.0], "step": [0]}).to_parquet(cached)
+    assert len(read_telemetry(run_id, "smi")) == 1
+    with pytest.raises(RadtrackError, match="no telemetry artifact 'telemetry/dcgm.parquet'"):
+        read_telemetry(run_id, "dcgm")
