@@ -1,0 +1,125 @@
+"""Child-process plumbing: output pumps with per-row prefixes, and graceful group stops."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import BinaryIO
+
+_COLORS = [32, 34, 35, 36, 33, 31, 92, 94, 95, 96]
+_term_lock = threading.Lock()
+
+
+def use_color() -> bool:
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or sys.stdout.isatty()
+
+
+def prefix_for(letter: str, index: int) -> bytes:
+    text = f"[{letter}] "
+    if use_color():
+        text = f"\033[{_COLORS[index % len(_COLORS)]}m{text}\033[0m"
+    return text.encode()
+
+
+def set_parent_death_signal() -> None:
+    """Linux: get SIGTERM if the launcher dies (even by SIGKILL), so nothing is orphaned."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+
+
+def pump(src: BinaryIO, dest: BinaryIO, log: BinaryIO, log_lock: threading.Lock,
+         prefix: bytes | None) -> threading.Thread:
+    """Copy a child's pipe to the terminal (prefixed per line when ``prefix``) and the log."""
+
+    def run() -> None:
+        pending = b""
+        fd = src.fileno()
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                break
+            with log_lock:
+                log.write(chunk)
+                log.flush()
+            if prefix is None:
+                with _term_lock:
+                    dest.write(chunk)
+                    dest.flush()
+                continue
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            if lines:
+                with _term_lock:
+                    dest.write(b"".join(prefix + line + b"\n" for line in lines))
+                    dest.flush()
+        if pending and prefix is not None:
+            with _term_lock:
+                dest.write(prefix + pending + b"\n")
+                dest.flush()
+        src.close()
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    return t
+
+
+class GroupStopper:
+    """Stop a process group in stages without blocking: SIGINT, then SIGTERM after
+    ``grace`` seconds, then SIGKILL after ``grace`` more."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], grace: float):
+        self.proc = proc
+        self.grace = grace
+        self.started: float | None = None
+        self.stage = 0
+
+    def request(self) -> None:
+        if self.started is None:
+            self.started = time.monotonic()
+            self._send(signal.SIGINT)
+            self.stage = 1
+
+    def tick(self) -> None:
+        if self.started is None or self.proc.poll() is not None:
+            return
+        waited = time.monotonic() - self.started
+        if self.stage == 1 and waited >= self.grace:
+            self._send(signal.SIGTERM)
+            self.stage = 2
+        elif self.stage == 2 and waited >= 2 * self.grace:
+            self._send(signal.SIGKILL)
+            self.stage = 3
+
+    def _send(self, sig: int) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+
+
+def reap_group(pgid: int, timeout: float = 5.0) -> None:
+    """After the leader exited, end whatever else of its group is left (workers, helpers)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except (ProcessLookupError, PermissionError):
+            return
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            try:
+                os.killpg(pgid, 0)
+            except (ProcessLookupError, PermissionError):
+                return
+            time.sleep(0.05)

@@ -1,0 +1,310 @@
+"""The launcher's one writer to MLflow for hardware metrics: spool first, then ship.
+
+Every line a listener emits is appended to ``spool/<run_id>/<listener>.jsonl`` before
+anything else happens (write-ahead), then a shipper thread sends the samples with
+``MlflowClient.log_batch`` (at most 1000 metrics a call, at least every 2 s, and at the
+end). ``<listener>.shipped`` counts the spool lines already stored, so shipping resumes
+where it stopped after an outage or a crash; MLflow's metric primary key makes a
+resent batch idempotent, so every sample is stored exactly once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from radtrack.stats import counter_delta, time_weighted_mean
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from mlflow import MlflowClient
+
+log = logging.getLogger(__name__)
+
+MAX_METRICS_PER_CALL = 1000
+FLUSH_EVERY_S = 2.0
+
+
+@dataclass
+class _Stream:
+    name: str
+    path: Path
+    file: Any
+    lines: int = 0  # lines in the spool file
+    samples: int = 0  # sample lines seen (the step of the next one)
+    shipped: int = 0  # spool lines stored in MLflow
+    pending: list[tuple[int, int, float, dict[str, float]]] = field(default_factory=list)
+    hello: dict[str, Any] | None = None
+    errors: list[str] = field(default_factory=list)
+
+
+class Sink:
+    """Spool + batch shipper for one run."""
+
+    def __init__(self, client: MlflowClient, run_id: str, spool_root: Path, tracking_uri: str,
+                 flush_every: float = FLUSH_EVERY_S):
+        self.client = client
+        self.run_id = run_id
+        self.dir = spool_root / run_id
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "meta.json").write_text(json.dumps({"run_id": run_id, "tracking_uri": tracking_uri}))
+        self.flush_every = flush_every
+        self._streams: dict[str, _Stream] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._ship_lock = threading.Lock()
+        self.stored = 0  # metric points stored so far
+        self.failures = 0  # failed log_batch calls (store unreachable, ...)
+        self.last_error = ""
+
+    # -- intake ------------------------------------------------------------------------
+    def _stream(self, name: str) -> _Stream:
+        s = self._streams.get(name)
+        if s is None:
+            path = self.dir / f"{name}.jsonl"
+            s = _Stream(name, path, path.open("a", encoding="utf-8"))
+            self._streams[name] = s
+        return s
+
+    def feed(self, listener: str, line: str) -> dict[str, Any] | None:
+        """Take one JSON line from a listener: spool it, queue samples. Returns the message."""
+        line = line.strip()
+        if not line:
+            return None
+        try:
+            msg = json.loads(line)
+        except json.JSONDecodeError:
+            msg = {"type": "error", "message": f"unparsable output: {line[:200]}"}
+            line = json.dumps(msg)
+        with self._lock:
+            s = self._stream(listener)
+            s.file.write(line + "\n")
+            s.file.flush()
+            index = s.lines
+            s.lines += 1
+            kind = msg.get("type")
+            if kind == "sample":
+                s.pending.append((index, s.samples, float(msg["t"]), msg.get("v", {})))
+                s.samples += 1
+            elif kind == "hello":
+                s.hello = msg
+            elif kind == "error":
+                s.errors.append(str(msg.get("message")))
+            if sum(len(v) for _, _, _, v in s.pending) >= MAX_METRICS_PER_CALL:
+                self._wake.set()
+        return msg
+
+    # -- shipping ----------------------------------------------------------------------
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._loop, name=f"sink-{self.run_id[:8]}", daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self._wake.wait(self.flush_every)
+            self._wake.clear()
+            self.ship()
+
+    def ship(self) -> bool:
+        """Send everything pending; True when nothing is left unsent."""
+        with self._ship_lock:
+            ok = True
+            for s in list(self._streams.values()):
+                with self._lock:
+                    pending = list(s.pending)
+                for chunk in _chunks(pending):
+                    metrics = _metrics(chunk)
+                    try:
+                        for i in range(0, len(metrics), MAX_METRICS_PER_CALL):
+                            self.client.log_batch(self.run_id, metrics=metrics[i:i + MAX_METRICS_PER_CALL])
+                    except Exception as exc:  # store unreachable: everything stays spooled
+                        self.failures += 1
+                        self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                        log.warning("radtrack: storing %s samples failed (%s); kept in %s",
+                                    s.name, self.last_error, s.path)
+                        ok = False
+                        break
+                    with self._lock:  # only this method removes, and only from the front
+                        del s.pending[:len(chunk)]
+                    self.stored += len(metrics)
+                    self._mark_shipped(s, chunk[-1][0] + 1)
+            return ok
+
+    def _mark_shipped(self, s: _Stream, lines: int) -> None:
+        s.shipped = lines
+        tmp = s.path.with_name(s.name + ".shipped.tmp")
+        tmp.write_text(str(lines))
+        tmp.replace(s.path.with_name(s.name + ".shipped"))
+
+    @property
+    def pending_count(self) -> int:
+        with self._lock:
+            return sum(len(s.pending) for s in self._streams.values())
+
+    def emitted(self, listener: str) -> int:
+        s = self._streams.get(listener)
+        return s.samples if s else 0
+
+    def listener_errors(self, listener: str) -> list[str]:
+        s = self._streams.get(listener)
+        return list(s.errors) if s else []
+
+    def hello(self, listener: str) -> dict[str, Any] | None:
+        s = self._streams.get(listener)
+        return s.hello if s else None
+
+    @property
+    def listeners(self) -> list[str]:
+        return list(self._streams)
+
+    # -- end of run --------------------------------------------------------------------
+    def close(self, retry_for: float = 30.0) -> bool:
+        """Stop the shipper, ship what is left (retrying while the store is away for up to
+        ``retry_for`` seconds), store Parquet traces and summaries. True when the spool is
+        fully stored (and then removed); else it stays for ``radtrack sync``."""
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join()
+        deadline = time.monotonic() + retry_for
+        while not self.ship() and time.monotonic() < deadline:
+            time.sleep(1.0)
+        with self._lock:
+            for s in self._streams.values():
+                s.file.close()
+        if self.pending_count:
+            return False
+        try:
+            self.finalize()
+        except Exception as exc:
+            self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+            log.warning("radtrack: storing telemetry artifacts failed (%s); spool kept in %s",
+                        self.last_error, self.dir)
+            return False
+        shutil.rmtree(self.dir, ignore_errors=True)
+        return True
+
+    def finalize(self) -> None:
+        """Parquet trace + probe JSON per listener, and summary metrics, as run artifacts."""
+        import tempfile
+
+        from mlflow.entities import Metric
+
+        summary: list[Metric] = []
+        now = int(time.time() * 1000)
+        with tempfile.TemporaryDirectory() as tmp:
+            for s in self._streams.values():
+                frame = read_spool(s.path)
+                if s.hello is not None:
+                    probe = Path(tmp) / f"{s.name}.json"
+                    probe.write_text(json.dumps(s.hello, indent=1))
+                    self.client.log_artifact(self.run_id, str(probe), "telemetry")
+                if frame.empty:
+                    continue
+                out = Path(tmp) / f"{s.name}.parquet"
+                frame.to_parquet(out, index=False)
+                self.client.log_artifact(self.run_id, str(out), "telemetry")
+                summary += [Metric(k, v, now, 0) for k, v in summarize(frame).items()]
+        for i in range(0, len(summary), MAX_METRICS_PER_CALL):
+            self.client.log_batch(self.run_id, metrics=summary[i:i + MAX_METRICS_PER_CALL])
+
+    # -- crash recovery ----------------------------------------------------------------
+    @classmethod
+    def recover(cls, client: MlflowClient, run_dir: Path) -> Sink:
+        """Rebuild a sink from a spool a killed launcher left behind (``radtrack sync``)."""
+        meta = json.loads((run_dir / "meta.json").read_text())
+        sink = cls(client, meta["run_id"], run_dir.parent, meta["tracking_uri"])
+        for path in sorted(run_dir.glob("*.jsonl")):
+            name = path.stem
+            marker = run_dir / f"{name}.shipped"
+            shipped = int(marker.read_text()) if marker.exists() else 0
+            s = _Stream(name, path, path.open("a", encoding="utf-8"), shipped=shipped)
+            with path.open(encoding="utf-8") as f:
+                for line_no, line in enumerate(f):
+                    s.lines += 1
+                    try:
+                        msg = json.loads(line)
+                    except json.JSONDecodeError:
+                        continue  # a torn last line from the crash
+                    if msg.get("type") == "hello":
+                        s.hello = msg
+                    elif msg.get("type") == "sample":
+                        if line_no >= shipped:
+                            s.pending.append((line_no, s.samples, float(msg["t"]), msg.get("v", {})))
+                        s.samples += 1
+            sink._streams[name] = s
+        return sink
+
+
+def _chunks(pending: list[tuple[int, int, float, dict[str, float]]]) -> list[list[Any]]:
+    """Group samples so one log_batch call carries at most 1000 metrics (whole samples)."""
+    out: list[list[Any]] = []
+    cur: list[Any] = []
+    n = 0
+    for item in pending:
+        k = len(item[3])
+        if cur and n + k > MAX_METRICS_PER_CALL:
+            out.append(cur)
+            cur, n = [], 0
+        cur.append(item)
+        n += k
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _metrics(chunk: list[tuple[int, int, float, dict[str, float]]]) -> list[Any]:
+    from mlflow.entities import Metric
+
+    return [Metric(k, float(v), int(t * 1000), step) for _, step, t, vals in chunk
+            for k, v in vals.items()]
+
+
+def read_spool(path: Path) -> pd.DataFrame:
+    """A listener's spool file as the wide Parquet layout: time, step, one column per key."""
+    import pandas as pd
+
+    rows = []
+    step = 0
+    with path.open(encoding="utf-8") as f:
+        for line in f:
+            try:
+                msg = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if msg.get("type") == "sample":
+                rows.append({"time": float(msg["t"]), "step": step, **msg.get("v", {})})
+                step += 1
+    frame = pd.DataFrame(rows)
+    if frame.empty:
+        return frame
+    frame["step"] = frame["step"].astype("int64")
+    for col in frame.columns[2:]:
+        frame[col] = frame[col].astype("float64")
+    return frame
+
+
+def summarize(frame: pd.DataFrame) -> dict[str, float]:
+    """summary/<key>/mean|min|max for every metric; summary/<key> for energy counters."""
+    out: dict[str, float] = {}
+    t = frame["time"].to_numpy()
+    for key in frame.columns[2:]:
+        v = frame[key].to_numpy(dtype=float)
+        if key.endswith("energy_j"):
+            out[f"summary/{key}"] = counter_delta(v)
+            continue
+        mean = time_weighted_mean(t, v)
+        if mean != mean:  # all NaN
+            continue
+        out[f"summary/{key}/mean"] = mean
+        out[f"summary/{key}/min"] = float(frame[key].min())
+        out[f"summary/{key}/max"] = float(frame[key].max())
+    return out

@@ -1,0 +1,153 @@
+"""MLflow side of a launch: store resolution, experiments, parent/child runs, statuses."""
+
+from __future__ import annotations
+
+import os
+import socket
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from radtrack import env
+from radtrack.errors import RadtrackError
+from radtrack.spec import RunSpec
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+ROLE = "radtrack.role"
+
+
+def resolve_uri(cli_uri: str | None = None) -> str:
+    """--tracking-uri, else MLFLOW_TRACKING_URI, else sqlite:///mlflow.db (the embedded store)."""
+    return cli_uri or os.environ.get(env.TRACKING_URI) or env.DEFAULT_TRACKING_URI
+
+
+def check_reachable(uri: str, timeout: float = 5.0) -> None:
+    """Fail fast (exit 2) on a tracking server that does not answer, before anything starts."""
+    if not uri.startswith(("http://", "https://")):
+        if uri.startswith("sqlite:///"):
+            folder = Path(uri.removeprefix("sqlite:///")).absolute().parent
+            if not folder.is_dir():
+                raise RadtrackError(f"tracking store {uri}: folder {folder} does not exist")
+        return
+    try:
+        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout).close()
+    except urllib.error.HTTPError:
+        return  # it answered (auth or a proxy in front): reachable
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise RadtrackError(f"tracking server {uri} is unreachable: {reason}") from None
+
+
+def client(uri: str) -> MlflowClient:
+    # Keep MLflow's own HTTP retries short: the sink retries on its own schedule and keeps
+    # everything spooled meanwhile, so a long blocking retry inside MLflow gains nothing.
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def default_artifact_location(uri: str) -> str | None:
+    """Local SQLite stores keep artifacts in ./mlartifacts next to the database."""
+    if uri.startswith("sqlite:///"):
+        return (Path(uri.removeprefix("sqlite:///")).absolute().parent / "mlartifacts").as_uri()
+    return None
+
+
+def experiment_id(c: MlflowClient, uri: str, name_or_id: str) -> str:
+    """The id of the experiment named (or numbered) ``name_or_id``, created when missing."""
+    exp = c.get_experiment_by_name(name_or_id)
+    if exp is None and name_or_id.isdigit():
+        try:
+            exp = c.get_experiment(name_or_id)
+        except Exception:
+            exp = None
+    if exp is not None:
+        if exp.lifecycle_stage == "deleted":
+            raise RadtrackError(f"experiment {name_or_id!r} is deleted; restore it or pick another name")
+        return exp.experiment_id
+    return c.create_experiment(name_or_id, artifact_location=default_artifact_location(uri))
+
+
+def next_workload_number(c: MlflowClient, exp_id: str) -> int:
+    """One more than the highest workload number used in the experiment (1 when none)."""
+    runs = c.search_runs([exp_id], filter_string=f"tags.`{ROLE}` = 'workload'",
+                         max_results=5000)
+    numbers = [int(r.data.tags.get("radtrack.workload", "0") or 0) for r in runs
+               if (r.data.tags.get("radtrack.workload") or "").isdigit()]
+    return max(numbers, default=0) + 1
+
+
+def workload_tags(spec: RunSpec) -> dict[str, str]:
+    from radtrack import __version__
+
+    tags = {ROLE: "workload", "radtrack.experiment": spec.experiment,
+            "radtrack.workload": str(spec.workload), "radtrack.version": __version__,
+            "radtrack.hostname": socket.gethostname()}
+    if spec.sheet is not None:
+        tags["radtrack.sheet"] = str(spec.sheet)
+    return tags
+
+
+def row_tags(spec: RunSpec, siblings: list[RunSpec], host: dict[str, str]) -> dict[str, str]:
+    from radtrack import __version__
+
+    tags = {
+        ROLE: "row",
+        "radtrack.experiment": spec.experiment,
+        "radtrack.workload": str(spec.workload),
+        "radtrack.letter": spec.letter,
+        "radtrack.devices": "+".join(spec.devices) or "-",
+        "radtrack.collocation": spec.collocation or "-",
+        "radtrack.version": __version__,
+        "radtrack.hostname": socket.gethostname(),
+        **host,
+    }
+    others = [s.run_name or s.default_run_name() for s in siblings if s is not spec]
+    if others:
+        tags["radtrack.colocated_with"] = ",".join(others)
+    if spec.row is not None:
+        tags["radtrack.row"] = str(spec.row)
+    if spec.sheet is not None:
+        tags["radtrack.sheet"] = str(spec.sheet)
+    return tags
+
+
+def row_params(spec: RunSpec, listeners: list[str], command: list[str]) -> dict[str, str]:
+    import shlex
+
+    from radtrack.params import MAX_PARAM_LEN, parse_script_args
+
+    params = parse_script_args(spec.args)
+    params.update({
+        "script": str(spec.file),
+        "command": shlex.join(command)[:MAX_PARAM_LEN],
+        "devices": "+".join(spec.devices) or "-",
+        "collocation": spec.collocation or "-",
+        "listeners": "+".join(listeners) or "none",
+        "interval": str(spec.interval),
+        "max_epoch": "" if spec.max_epoch is None else str(spec.max_epoch),
+        "max_time": "" if spec.max_time is None else str(spec.max_time),
+        "manual": str(spec.manual).lower(),
+    })
+    return {k: v for k, v in params.items() if v != ""}
+
+
+def log_params(c: MlflowClient, run_id: str, params: dict[str, str]) -> None:
+    from mlflow.entities import Param
+
+    items = [Param(k, v) for k, v in params.items()]
+    for i in range(0, len(items), 100):
+        c.log_batch(run_id, params=items[i:i + 100])
+
+
+def set_tags(c: MlflowClient, run_id: str, tags: dict[str, str]) -> None:
+    from mlflow.entities import RunTag
+
+    items = [RunTag(k, str(v)[:8000]) for k, v in tags.items()]
+    for i in range(0, len(items), 100):
+        c.log_batch(run_id, tags=items[i:i + 100])
