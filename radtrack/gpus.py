@@ -1,0 +1,192 @@
+"""Host GPU inventory through ``nvidia-smi`` (so a test double first on PATH answers instead).
+
+Every query returns an empty answer instead of raising when ``nvidia-smi`` is missing or
+fails: a host without GPUs is a normal state, not an error.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from dataclasses import dataclass
+from functools import cache
+
+SMI = "nvidia-smi"
+QUERY_FIELDS = (
+    "index", "uuid", "name", "mig.mode.current", "driver_version",
+    "power.limit", "power.min_limit", "power.max_limit", "clocks.max.sm",
+)
+TIMEOUT_S = 30.0
+
+
+@dataclass(frozen=True)
+class Gpu:
+    """One physical GPU as ``nvidia-smi`` numbers it (PCI bus order)."""
+
+    index: int
+    uuid: str
+    name: str
+    mig_mode: str  # "Enabled", "Disabled" or "[N/A]" (GPU without MIG)
+    driver: str
+    power_limit_w: float | None = None
+    power_min_w: float | None = None
+    power_max_w: float | None = None
+    max_sm_clock_mhz: int | None = None
+
+    @property
+    def mig_enabled(self) -> bool:
+        return self.mig_mode.strip().lower() == "enabled"
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    """One GPU-instance profile offered by ``nvidia-smi mig -lgip``."""
+
+    gpu: int
+    name: str  # "1g.10gb", "1g.10gb+me", ... (without the "MIG " prefix)
+    id: int
+    free: int
+    total: int
+    memory_gib: float
+    sms: int
+
+
+@dataclass(frozen=True)
+class MigDevice:
+    """One MIG device line of ``nvidia-smi -L``."""
+
+    gpu: int
+    profile: str
+    device: int  # the MIG device index within its GPU, not the GPU-instance id
+    uuid: str  # "MIG-..."
+
+
+def run_smi(args: list[str], timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str] | None:
+    """Run ``nvidia-smi ARGS``; None when the tool is missing or hangs."""
+    try:
+        return subprocess.run([SMI, *args], capture_output=True, text=True, timeout=timeout,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:  # "[N/A]", "[Not Supported]"
+        return None
+
+
+def parse_inventory(text: str) -> list[Gpu]:
+    """Parse ``--query-gpu=<QUERY_FIELDS> --format=csv,noheader,nounits`` output."""
+    gpus = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) != len(QUERY_FIELDS) or not cells[0].isdigit():
+            continue
+        clock = _number(cells[8])
+        gpus.append(Gpu(index=int(cells[0]), uuid=cells[1], name=cells[2], mig_mode=cells[3],
+                        driver=cells[4], power_limit_w=_number(cells[5]),
+                        power_min_w=_number(cells[6]), power_max_w=_number(cells[7]),
+                        max_sm_clock_mhz=int(clock) if clock is not None else None))
+    return gpus
+
+
+def inventory() -> list[Gpu]:
+    """Every GPU on this host; [] when nvidia-smi is missing or fails."""
+    proc = run_smi([f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv,noheader,nounits"])
+    if proc is None or proc.returncode != 0:
+        return []
+    return parse_inventory(proc.stdout)
+
+
+# "|   0  MIG 1g.10gb         19     7/7        9.75       No     16     1     0   |"
+_LGIP_RE = re.compile(
+    r"^\|\s*(?P<gpu>\d+)\s+MIG\s+(?P<name>\S+)\s+(?P<id>\d+)\s+(?P<free>\d+)/(?P<total>\d+)"
+    r"\s+(?P<mem>[\d.]+)\s+\S+\s+(?P<sms>\d+)")
+
+
+def parse_mig_profiles(text: str) -> dict[int, dict[str, MigProfile]]:
+    """Parse ``nvidia-smi mig -lgip``: GPU index -> profile name (lower case) -> profile."""
+    out: dict[int, dict[str, MigProfile]] = {}
+    for line in text.splitlines():
+        m = _LGIP_RE.match(line.strip())
+        if not m:
+            continue
+        p = MigProfile(gpu=int(m["gpu"]), name=m["name"].lower(), id=int(m["id"]),
+                       free=int(m["free"]), total=int(m["total"]), memory_gib=float(m["mem"]),
+                       sms=int(m["sms"]))
+        out.setdefault(p.gpu, {})[p.name] = p
+    return out
+
+
+def mig_profiles(index: int) -> dict[str, MigProfile]:
+    """GPU-instance profiles GPU ``index`` offers; {} when it offers none (no MIG support)."""
+    proc = run_smi(["mig", "-lgip", "-i", str(index)])
+    if proc is None or proc.returncode != 0:
+        return {}
+    return parse_mig_profiles(proc.stdout).get(index, {})
+
+
+_L_GPU_RE = re.compile(r"^GPU\s+(\d+):\s.*\(UUID:\s*(GPU-[^)\s]+)\)")
+_L_MIG_RE = re.compile(r"^MIG\s+(\S+)\s+Device\s+(\d+):\s*\(UUID:\s*(MIG-[^)\s]+)\)")
+
+
+def parse_mig_devices(text: str) -> list[MigDevice]:
+    """MIG devices listed by ``nvidia-smi -L`` (indented under the GPU they belong to)."""
+    out: list[MigDevice] = []
+    gpu: int | None = None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if m := _L_GPU_RE.match(stripped):
+            gpu = int(m[1])
+        elif (m := _L_MIG_RE.match(stripped)) and gpu is not None:
+            out.append(MigDevice(gpu=gpu, profile=m[1].lower(), device=int(m[2]), uuid=m[3]))
+    return out
+
+
+def mig_devices() -> list[MigDevice]:
+    """Every MIG device on this host now; [] when there are none or nvidia-smi fails."""
+    proc = run_smi(["-L"])
+    if proc is None or proc.returncode != 0:
+        return []
+    return parse_mig_devices(proc.stdout)
+
+
+_CUDA_RE = re.compile(r"CUDA Version\s*:\s*([\d.]+)")
+
+
+def parse_cuda_version(text: str) -> str | None:
+    """The CUDA version from the ``nvidia-smi`` banner or ``nvidia-smi -q``."""
+    m = _CUDA_RE.search(text)
+    return m[1] if m else None
+
+
+@cache
+def host_tags() -> dict[str, str]:
+    """``radtrack.gpu.*`` run tags describing this host's GPUs; {} without a GPU."""
+    gpus = inventory()
+    if not gpus:
+        return {}
+    tags = {
+        "radtrack.gpu.names": ",".join(g.name for g in gpus),
+        "radtrack.gpu.uuids": ",".join(g.uuid for g in gpus),
+        "radtrack.gpu.driver": gpus[0].driver,
+    }
+    banner = run_smi([])
+    cuda = parse_cuda_version(banner.stdout) if banner and banner.returncode == 0 else None
+    if cuda:
+        tags["radtrack.gpu.cuda"] = cuda
+    return tags
+
+
+def resolve_index(device: str, gpus: list[Gpu]) -> int | None:
+    """The nvidia-smi index of a sheet device ("0" or "GPU-<uuid>"); None when not on this host."""
+    if device.isdigit():
+        idx = int(device)
+        return idx if any(g.index == idx for g in gpus) else None
+    for g in gpus:
+        # CUDA accepts a unique UUID prefix too, so the sheet may.
+        if g.uuid.lower().startswith(device.lower()):
+            return g.index
+    return None
