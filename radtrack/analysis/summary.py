@@ -1,0 +1,283 @@
+"""Per-run summaries: duration, energy, time-weighted power/utilisation/memory/clocks, throughput.
+
+Pure functions on the long series frames of :func:`radtrack.analysis.data.load_series`
+(columns run_id, metric, seconds, value), plus :func:`summarize_runs` which loads what it
+needs. Statistics are time-weighted (trapezoid rule) so uneven sampling does not bias
+them; energy comes from a hardware energy counter when one was recorded (Zeus-style:
+the counter is exact, integrated sampled power is an estimate) and from integrated
+power otherwise.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
+
+# Preferred source first: when several listeners measure the same GPU, only the first one
+# that has the reading is used, so two listeners never double-count one device.
+GPU_LISTENERS = ("smi", "dcgm")
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A reading summarised per run, found by metric-name pattern."""
+
+    name: str  # column prefix in the summary, e.g. "power_w"
+    pattern: str  # regex on metric keys; group "listener" picks the source
+    combine: str  # across devices: "sum" (additive: power, memory) or "mean" (util, temps)
+
+
+QUANTITIES = (
+    Quantity("power_w", r"(?P<listener>smi|dcgm)/gpu\d+/power_w", "sum"),
+    Quantity("gpu_util_pct", r"(?P<listener>smi|dcgm)/gpu\d+/gpu_util_pct", "mean"),
+    Quantity("sm_active_pct", r"(?P<listener>dcgm|smi)/gpu\d+/sm_active_pct", "mean"),
+    Quantity("mem_used_mib", r"(?P<listener>smi|dcgm)/gpu\d+/mem_used_mib", "sum"),
+    Quantity("gpu_temp_c", r"(?P<listener>smi|dcgm)/gpu\d+/gpu_temp_c", "mean"),
+    Quantity("sm_clock_mhz", r"(?P<listener>smi|dcgm)/gpu\d+/sm_clock_mhz", "mean"),
+    Quantity("cpu_pct", r"(?P<listener>top)/cpu_pct", "mean"),
+    Quantity("proc_cpu_pct", r"(?P<listener>top)/proc/cpu_pct", "sum"),
+    Quantity("rss_mib", r"(?P<listener>top)/proc/rss_mib", "sum"),
+)
+_ENERGY_RE = re.compile(r"(?P<listener>[^/]+)/(?P<scope>gpu\d+)/energy_j")
+_POWER_RE = re.compile(r"(?P<listener>[^/]+)/(?P<scope>gpu\d+)/power_w")
+_THROUGHPUT_RE = re.compile(r"throughput_(?P<unit>[A-Za-z0-9]+)_per_s")
+
+
+# Pure numeric helpers -------------------------------------------------------------------
+
+def _clean(t: np.ndarray | pd.Series, v: np.ndarray | pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    t = np.asarray(t, dtype=float)
+    v = np.asarray(v, dtype=float)
+    ok = ~(np.isnan(t) | np.isnan(v))
+    t, v = t[ok], v[ok]
+    order = np.argsort(t, kind="stable")
+    return t[order], v[order]
+
+
+def time_weighted_mean(t: np.ndarray | pd.Series, v: np.ndarray | pd.Series) -> float:
+    """Mean of the piecewise-linear signal through the samples (trapezoid); one sample: itself."""
+    t, v = _clean(t, v)
+    if len(v) == 0:
+        return float("nan")
+    if len(v) == 1 or t[-1] <= t[0]:
+        return float(v.mean())
+    return float(np.trapezoid(v, t) / (t[-1] - t[0]))
+
+
+def integrate_energy(t: np.ndarray | pd.Series, watts: np.ndarray | pd.Series) -> float:
+    """Joules from power samples (W) at times ``t`` (s), trapezoid rule; NaN under two samples."""
+    t, w = _clean(t, watts)
+    if len(w) < 2:
+        return float("nan")
+    return float(np.trapezoid(w, t))
+
+
+def counter_energy(values: np.ndarray | pd.Series) -> float:
+    """Joules from a cumulative energy counter (J): last minus first reading."""
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    if len(v) < 2:
+        return float("nan")
+    return float(v[-1] - v[0])
+
+
+def time_weighted_quantile(t: np.ndarray | pd.Series, v: np.ndarray | pd.Series, q: float) -> float:
+    """Quantile where each sample weighs the time it represents (half the gap to each neighbour)."""
+    t, v = _clean(t, v)
+    if len(v) == 0:
+        return float("nan")
+    if len(v) == 1 or t[-1] <= t[0]:
+        return float(np.quantile(v, q))
+    gaps = np.diff(t)
+    weights = np.concatenate(([gaps[0] / 2], (gaps[:-1] + gaps[1:]) / 2, [gaps[-1] / 2]))
+    order = np.argsort(v, kind="stable")
+    cumulative = np.cumsum(weights[order])
+    idx = int(np.searchsorted(cumulative, q * cumulative[-1], side="left"))
+    return float(v[order][min(idx, len(v) - 1)])
+
+
+def coefficient_of_variation(values: np.ndarray | pd.Series) -> float:
+    """Sample standard deviation over mean; NaN with fewer than two values or a zero mean."""
+    v = np.asarray(values, dtype=float)
+    v = v[~np.isnan(v)]
+    if len(v) < 2 or v.mean() == 0:
+        return float("nan")
+    return float(v.std(ddof=1) / v.mean())
+
+
+# Series-level helpers -------------------------------------------------------------------
+
+def _metric(series: pd.DataFrame, metric: str) -> pd.DataFrame:
+    return series[series["metric"] == metric]
+
+
+def windowed_mean(series: pd.DataFrame, metric: str, start_s: float = 0.0,
+                  end_s: float = float("inf")) -> pd.Series:
+    """Time-weighted mean of ``metric`` per run between ``start_s`` and ``end_s`` (run seconds).
+
+    The signal is interpolated at the window edges, so a window that falls between samples
+    is still weighted exactly. NaN for a run without samples in the window.
+    """
+    if end_s <= start_s:
+        raise ValueError(f"windowed_mean: window end {end_s} s must be after its start {start_s} s")
+    out = {}
+    for run_id, one in _metric(series, metric).groupby("run_id", sort=True):
+        t, v = _clean(one["seconds"], one["value"])
+        inside = (t >= start_s) & (t <= end_s)
+        edges_t, edges_v = [], []
+        for edge in (start_s, end_s):
+            if len(t) and t[0] < edge < t[-1]:
+                edges_t.append(edge)
+                edges_v.append(float(np.interp(edge, t, v)))
+        wt = np.concatenate((t[inside], edges_t))
+        wv = np.concatenate((v[inside], edges_v))
+        out[run_id] = time_weighted_mean(wt, wv)
+    return pd.Series(out, name=f"{metric} [{start_s:g}, {end_s:g}] s", dtype=float)
+
+
+def _keys_for(quantity: Quantity, keys: list[str]) -> list[str]:
+    matches = [(m.group("listener"), k) for k in keys
+               if (m := re.fullmatch(quantity.pattern, k))]
+    if not matches:
+        return []
+    listeners = [m[0] for m in matches]
+    preferred = next(x for x in (*GPU_LISTENERS, *listeners) if x in listeners)
+    return sorted(k for lst, k in matches if lst == preferred)
+
+
+def _combined(one_run: pd.DataFrame, keys: list[str], how: str) -> tuple[np.ndarray, np.ndarray]:
+    """One signal out of several devices' series: each interpolated on the union of their times."""
+    parts = [_clean(*_metric(one_run, k)[["seconds", "value"]].T.to_numpy()) for k in keys]
+    parts = [p for p in parts if len(p[0])]
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        return np.array([]), np.array([])
+    grid = np.unique(np.concatenate([p[0] for p in parts]))
+    # Outside a device's own sampled span it has no reading: do not extrapolate it.
+    stacked = np.vstack([np.where((grid >= t[0]) & (grid <= t[-1]), np.interp(grid, t, v), np.nan)
+                         for t, v in parts])
+    with np.errstate(invalid="ignore"):
+        values = np.nansum(stacked, axis=0) if how == "sum" else np.nanmean(stacked, axis=0)
+    return grid, values
+
+
+def run_energy(one_run: pd.DataFrame) -> float:
+    """Joules over the run's devices: each GPU's energy counter, else its integrated power."""
+    keys = list(one_run["metric"].unique())
+    by_scope: dict[str, dict[str, dict[str, str]]] = {}
+    for key in keys:
+        for kind, rx in (("counter", _ENERGY_RE), ("power", _POWER_RE)):
+            if m := rx.fullmatch(key):
+                by_scope.setdefault(m.group("scope"), {}).setdefault(kind, {})[m.group("listener")] = key
+    if not by_scope:
+        return float("nan")
+    total = 0.0
+    for readings in by_scope.values():
+        joules = float("nan")
+        for kind in ("counter", "power"):
+            sources = readings.get(kind, {})
+            for listener in (*GPU_LISTENERS, *sorted(sources)):
+                if listener in sources:
+                    one = _metric(one_run, sources[listener])
+                    joules = (counter_energy(one.sort_values("seconds")["value"]) if kind == "counter"
+                              else integrate_energy(one["seconds"], one["value"]))
+                    break
+            if not np.isnan(joules):
+                break
+        if np.isnan(joules):
+            return float("nan")
+        total += joules
+    return total
+
+
+def _unit_singular(unit: str) -> str:
+    return unit[:-1] if unit.endswith("s") and len(unit) > 1 else unit
+
+
+def summarize_series(series: pd.DataFrame,
+                     durations: Mapping[str, float] | None = None) -> pd.DataFrame:
+    """One row per run of ``series``: duration_s, energy_j, <quantity>_mean/_p95/_max,
+    <throughput key>_mean and energy_per_<unit>_j (energy over mean throughput x duration).
+
+    ``durations`` (run id -> seconds) overrides the span of the run's samples.
+    """
+    rows = []
+    for run_id, one in series.groupby("run_id", sort=False):
+        keys = sorted(one["metric"].unique())
+        duration = (durations or {}).get(run_id)
+        if duration is None or np.isnan(duration):
+            duration = float(one["seconds"].max() - min(one["seconds"].min(), 0.0))
+        row: dict[str, object] = {"run_id": run_id, "duration_s": duration,
+                                  "energy_j": run_energy(one)}
+        for q in QUANTITIES:
+            qkeys = _keys_for(q, keys)
+            if not qkeys:
+                continue
+            t, v = _combined(one, qkeys, q.combine)
+            row[f"{q.name}_mean"] = time_weighted_mean(t, v)
+            row[f"{q.name}_p95"] = time_weighted_quantile(t, v, 0.95)
+            row[f"{q.name}_max"] = float(np.nanmax(v)) if len(v) else float("nan")
+        for key in keys:
+            if m := _THROUGHPUT_RE.fullmatch(key):
+                rate = float(_metric(one, key)["value"].mean())
+                row[f"{key}_mean"] = rate
+                work = rate * duration
+                if work > 0 and not np.isnan(row["energy_j"]):
+                    row[f"energy_per_{_unit_singular(m.group('unit'))}_j"] = row["energy_j"] / work
+            elif key.startswith("throughput_"):
+                row[f"{key}_mean"] = float(_metric(one, key)["value"].mean())
+        rows.append(row)
+    if not rows:
+        return pd.DataFrame(columns=["run_id", "duration_s", "energy_j"])
+    return pd.DataFrame(rows)
+
+
+def summary_metric_keys(keys: list[str]) -> list[str]:
+    """The metric keys :func:`summarize_series` uses, out of ``keys``."""
+    wanted = set()
+    for q in QUANTITIES:
+        wanted.update(k for k in keys if re.fullmatch(q.pattern, k))
+    wanted.update(k for k in keys if _ENERGY_RE.fullmatch(k) or _POWER_RE.fullmatch(k)
+                  or k.startswith("throughput_"))
+    return sorted(wanted)
+
+
+IDENTITY_COLUMNS = ["run_id", "run_name", "workload", "letter", "status", "file", "devices",
+                    "collocation"]
+
+
+def summarize_runs(runs: list[str] | pd.DataFrame, tracking_uri: str | None = None,
+                   series: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Summaries of runs given by id or as a :func:`load_runs` frame, with their identity columns.
+
+    ``series`` may be passed when already loaded; otherwise only the metrics the summary
+    uses are read.
+    """
+    uri = resolve_tracking_uri(tracking_uri)
+    frame = runs if isinstance(runs, pd.DataFrame) else load_runs(run_ids=list(runs), tracking_uri=uri)
+    ids = list(frame["run_id"])
+    if not ids:
+        return pd.DataFrame(columns=[*IDENTITY_COLUMNS, "duration_s", "energy_j"])
+    if series is None:
+        keys = summary_metric_keys(list_metrics(ids, tracking_uri=uri))
+        series = load_series(ids, metrics=keys, tracking_uri=uri) if keys else None
+    durations = dict(zip(frame["run_id"], frame["duration_s"], strict=True))
+    if series is None or series.empty:
+        stats = pd.DataFrame({"run_id": ids, "duration_s": [durations[i] for i in ids],
+                              "energy_j": np.nan})
+    else:
+        stats = summarize_series(series, durations)
+        missing = [i for i in ids if i not in set(stats["run_id"])]
+        if missing:
+            stats = pd.concat([stats, pd.DataFrame({"run_id": missing,
+                                                    "duration_s": [durations[i] for i in missing]})],
+                              ignore_index=True)
+    identity = frame[[c for c in IDENTITY_COLUMNS if c in frame.columns]]
+    return identity.merge(stats, on="run_id", how="left")
