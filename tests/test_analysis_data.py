@@ -79,7 +79,7 @@ def test_parquet_is_read_instead_of_history(store, tmp_path, monkeypatch):
     series = load_series([run_id])
     # smi samples exist only in the Parquet trace, throughput only in the metric history
     assert set(series["metric"]) == {"smi/gpu0/power_w", "smi/gpu0/gpu_util_pct",
-                                     "smi/gpu0/mem_used_mib", "smi/gpu0/gpu_temp_c",
+                                     "smi/gpu0/mem_used_mib", "smi/gpu0/temp_c",
                                      "smi/gpu0/energy_j", "throughput_samples_per_s"}
     assert (series["metric"] == "smi/gpu0/power_w").sum() == 9
     assert (series["metric"] == "throughput_samples_per_s").sum() == 4

@@ -49,7 +49,7 @@ def smi_frame(row: Row, start: float) -> pd.DataFrame:
         "smi/gpu0/power_w": np.full(len(t), row.power_w),
         "smi/gpu0/gpu_util_pct": np.full(len(t), row.util_pct),
         "smi/gpu0/mem_used_mib": np.linspace(1000.0, 2000.0, len(t)),
-        "smi/gpu0/gpu_temp_c": np.full(len(t), 50.0),
+        "smi/gpu0/temp_c": np.full(len(t), 50.0),
     })
     if row.energy_counter:
         # A counter with an arbitrary origin: only its increase is energy.

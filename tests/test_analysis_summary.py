@@ -124,7 +124,7 @@ def test_summarize_runs_on_seeded_store(store, tmp_path, monkeypatch):
     assert b["energy_j"] == pytest.approx(2400.0)  # integrated power, from history
     assert a["power_w_mean"] == pytest.approx(150.0)
     assert a["mem_used_mib_mean"] == pytest.approx(1500.0)
-    assert a["gpu_temp_c_max"] == pytest.approx(50.0)
+    assert a["temp_c_max"] == pytest.approx(50.0)
     assert a["energy_per_sample_j"] == pytest.approx(1500.0 / (100.0 * 10))
     assert np.isnan(b["throughput_samples_per_s_mean"])
     by_frame = summarize_runs(data.load_runs("sum"))

@@ -1,0 +1,42 @@
+"""What makes two runs "the same configuration": File + the script's params.
+
+The launcher records placement and bookkeeping as params too (architecture.md: devices,
+collocation, listeners, interval, command); those describe how a run was observed or
+placed, not what it computed, so they are left out of the configuration key.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+# ``command`` repeats script + args and may embed paths that differ between launches.
+BOOKKEEPING_PARAMS = frozenset({"script", "command", "devices", "collocation", "listeners",
+                                "interval"})
+
+
+def params_text(row: pd.Series) -> str:
+    """The script's params of one :func:`load_runs` row as ``k=v`` pairs, sorted."""
+    pairs = []
+    for col, value in row.items():
+        if not str(col).startswith("param."):
+            continue
+        name = str(col).removeprefix("param.")
+        if name in BOOKKEEPING_PARAMS or value is None or (isinstance(value, float) and pd.isna(value)):
+            continue
+        pairs.append(f"{name}={value}")
+    return " ".join(sorted(pairs))
+
+
+def with_config(runs: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` plus ``params`` (config text), ``rows_in_workload`` and ``gpu`` (model names)."""
+    out = runs.copy()
+    out["params"] = [params_text(row) for _, row in runs.iterrows()] if len(runs) else []
+    keys = [out["experiment_id"].astype(str), out["workload"].astype(str)]
+    out["rows_in_workload"] = out.groupby(keys, dropna=False)["run_id"].transform("count")
+    # A run without a workload tag (plain mlflow run) is a workload of its own.
+    out.loc[out["workload"].isna(), "rows_in_workload"] = 1
+    gpu = out["tag.radtrack.gpu.names"] if "tag.radtrack.gpu.names" in out else pd.Series(
+        index=out.index, dtype=object)
+    out["gpu"] = gpu.fillna("no GPU")
+    out["file"] = out["file"].fillna("-")
+    return out

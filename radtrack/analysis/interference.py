@@ -1,0 +1,93 @@
+"""Co-location interference: each co-located run against the solo run(s) of its configuration.
+
+A co-located run is a row of a workload with more than one row; its baseline is every
+FINISHED run in the same experiment whose workload has exactly one row and whose File +
+params match (:mod:`radtrack.analysis.configs`). Repeated solo runs are averaged.
+
+Slowdown is solo throughput / co-located throughput when both logged the same
+``throughput_<unit>_per_s`` key (a time-limited run keeps its duration but loses
+throughput), else co-located duration / solo duration. A GPU meter reads the whole
+device, so a co-located row is charged its share of the energy: the device energy
+divided by the number of the workload's rows on the same devices.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from radtrack.analysis.configs import with_config
+
+PREFERRED_THROUGHPUT = "throughput_samples_per_s_mean"
+COLUMNS = [
+    "run_id", "run_name", "experiment", "workload", "letter", "collocation", "file", "params",
+    "solo_run_ids", "slowdown", "slowdown_basis", "duration_s", "solo_duration_s",
+    "throughput", "solo_throughput", "work_unit", "energy_share_j", "energy_per_unit_j",
+    "solo_energy_per_unit_j", "energy_per_unit_change_pct", "note",
+]
+
+
+def _throughput_columns(summary: pd.DataFrame) -> list[str]:
+    cols = [c for c in summary.columns
+            if c.startswith("throughput_") and c.endswith("_per_s_mean")]
+    return sorted(cols, key=lambda c: (c != PREFERRED_THROUGHPUT, c))
+
+
+def _unit(column: str) -> str:
+    unit = column.removeprefix("throughput_").removesuffix("_per_s_mean")
+    return unit[:-1] if unit.endswith("s") and len(unit) > 1 else unit
+
+
+def interference(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """One row per co-located run: slowdown and energy-per-unit change against its solo runs.
+
+    ``runs`` is a :func:`load_runs` frame of the experiment (all workloads, so the solo
+    runs are there), ``summary`` the :func:`summarize_runs` frame of the same runs. A run
+    without a solo baseline gets NaN figures and a ``note`` saying what is missing.
+    """
+    if "tag.radtrack.role" in runs:
+        runs = runs[runs["tag.radtrack.role"] != "workload"]
+    if runs.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    stats = summary.set_index("run_id")
+    runs = with_config(runs)
+    tput_cols = _throughput_columns(summary)
+    solos = runs[(runs["rows_in_workload"] == 1) & (runs["status"] == "FINISHED")]
+    shared = runs.groupby(["experiment_id", "workload", "devices"], dropna=False)["run_id"] \
+        .transform("count")
+    rows = []
+    for idx, run in runs[runs["rows_in_workload"] > 1].iterrows():
+        base = solos[(solos["experiment_id"] == run["experiment_id"])
+                     & (solos["file"] == run["file"]) & (solos["params"] == run["params"])]
+        me = stats.loc[run["run_id"]]
+        energy_share = me.get("energy_j", np.nan) / shared[idx]
+        row = {c: run.get(c) for c in ("run_id", "run_name", "experiment", "workload", "letter",
+                                       "collocation", "file", "params")}
+        row.update(solo_run_ids=",".join(base["run_id"]), duration_s=me["duration_s"],
+                   energy_share_j=energy_share, note="")
+        if base.empty:
+            row["note"] = (f"no solo run of {run['file']} with params [{run['params']}] "
+                           f"in experiment {run['experiment']!r}")
+            rows.append(row)
+            continue
+        solo = stats.loc[list(base["run_id"])]
+        row["solo_duration_s"] = float(solo["duration_s"].mean())
+        column = next((c for c in tput_cols if not np.isnan(me.get(c, np.nan))
+                       and solo[c].notna().any()), None)
+        if column is not None:
+            row.update(throughput=me[column], solo_throughput=float(solo[column].mean()),
+                       slowdown_basis=column.removesuffix("_mean"), work_unit=_unit(column))
+            row["slowdown"] = row["solo_throughput"] / row["throughput"]
+            work, solo_work = (me[column] * me["duration_s"],
+                               solo[column] * solo["duration_s"])
+        else:
+            row.update(slowdown_basis="duration_s", work_unit="run")
+            row["slowdown"] = row["duration_s"] / row["solo_duration_s"]
+            work, solo_work = 1.0, pd.Series(1.0, index=solo.index)
+        if "energy_j" in solo:
+            row["energy_per_unit_j"] = energy_share / work if work else np.nan
+            row["solo_energy_per_unit_j"] = float((solo["energy_j"] / solo_work).mean())
+            row["energy_per_unit_change_pct"] = (
+                100.0 * (row["energy_per_unit_j"] / row["solo_energy_per_unit_j"] - 1.0))
+        rows.append(row)
+    return pd.DataFrame(rows, columns=COLUMNS)
