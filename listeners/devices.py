@@ -1,0 +1,176 @@
+"""Resolve the run's GPUs, written as CUDA_VISIBLE_DEVICES entries, to NVML handles.
+
+An entry is an index (``0``), a GPU UUID or a unique prefix of one (``GPU-558ac94e``),
+a MIG UUID (``MIG-<uuid>``) or the legacy MIG form ``MIG-GPU-<uuid>/<gi>/<ci>``. The
+scope of a device is ``gpu<i>`` with ``i`` its position in the list, i.e. the CUDA
+index the run sees. Indices are NVML (PCI bus) order, which is CUDA's order when
+``CUDA_DEVICE_ORDER=PCI_BUS_ID``; the launcher sets that for the runs it starts.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from radtrack.listeners.nvml import NA, nvml_query, text
+
+from radtrack.errors import RadtrackError
+
+_LEGACY_MIG = re.compile(r"^MIG-(GPU-[0-9a-fA-F-]+)/(\d+)/(\d+)$")
+
+
+@dataclass(frozen=True)
+class GpuDevice:
+    """One GPU or MIG instance the run can use."""
+
+    scope: str  # "gpu0": the CUDA index as the run sees it
+    entry: str  # as written in CUDA_VISIBLE_DEVICES / --devices ("" when all GPUs were taken)
+    handle: Any
+    uuid: str
+    name: str
+    index: int | None = None  # NVML index of the physical GPU (of the parent for MIG)
+    parent: Any = None  # physical GPU handle of a MIG instance
+    gpu_instance_id: int | None = None  # MIG GPU instance, for per-instance GPM samples
+
+    @property
+    def is_mig(self) -> bool:
+        return self.parent is not None
+
+
+def _is_cuda_entry(entry: str) -> bool:
+    return entry.isdigit() or entry.startswith(("GPU-", "MIG-"))
+
+
+def visible_entries(devices: list[str], environ: Mapping[str, str] | None = None) -> list[str] | None:
+    """The run's device entries: ``devices`` if given, else this process's
+    CUDA_VISIBLE_DEVICES; None means every GPU (the variable is unset)."""
+    if devices:
+        return [d.strip() for d in devices if d.strip()]
+    env = os.environ if environ is None else environ
+    raw = env.get("CUDA_VISIBLE_DEVICES")
+    if raw is None:
+        return None
+    out: list[str] = []
+    for part in raw.split(","):
+        part = part.strip()
+        if not _is_cuda_entry(part):
+            break  # CUDA itself ignores everything from the first invalid entry on
+        out.append(part)
+    return out
+
+
+def _nvml_error() -> type[BaseException]:
+    import pynvml
+
+    return pynvml.NVMLError
+
+
+def _device_count() -> int:
+    return int(nvml_query("nvmlDeviceGetCount"))
+
+
+def _physical(index: int) -> Any:
+    return nvml_query("nvmlDeviceGetHandleByIndex", index)
+
+
+def _index_of(handle: Any) -> int | None:
+    idx = nvml_query("nvmlDeviceGetIndex", handle)
+    return None if idx is NA else int(idx)
+
+
+def _mig_children(parent: Any) -> list[Any]:
+    """Every MIG instance handle that exists on a physical GPU ([] when MIG is off)."""
+    count = nvml_query("nvmlDeviceGetMaxMigDeviceCount", parent)
+    if count is NA:
+        return []
+    found = []
+    for i in range(int(count)):
+        try:
+            h = nvml_query("nvmlDeviceGetMigDeviceHandleByIndex", parent, i)
+        except _nvml_error():  # NotFound: an empty slot
+            continue
+        if h is not NA:
+            found.append(h)
+    return found
+
+
+def _by_gpu_uuid(entry: str) -> Any:
+    try:
+        return nvml_query("nvmlDeviceGetHandleByUUID", entry)
+    except _nvml_error():
+        pass
+    # CUDA accepts any unique UUID prefix, so the run may have been given one.
+    matches = [h for h in map(_physical, range(_device_count()))
+               if text(nvml_query("nvmlDeviceGetUUID", h)).startswith(entry)]
+    if len(matches) == 1:
+        return matches[0]
+    why = "matches several GPUs" if matches else "matches no GPU"
+    raise RadtrackError(f"device {entry!r} {why}; `nvidia-smi -L` lists the UUIDs")
+
+
+def _mig_by_uuid(entry: str) -> tuple[Any, Any]:
+    """(MIG handle, parent handle) for a MIG UUID, in modern or legacy form."""
+    legacy = _LEGACY_MIG.match(entry)
+    if legacy:
+        parent = _by_gpu_uuid(legacy.group(1))
+        gi, ci = int(legacy.group(2)), int(legacy.group(3))
+        for h in _mig_children(parent):
+            if (nvml_query("nvmlDeviceGetGpuInstanceId", h) == gi
+                    and nvml_query("nvmlDeviceGetComputeInstanceId", h) == ci):
+                return h, parent
+        raise RadtrackError(f"device {entry!r}: no MIG instance gi={gi} ci={ci} on that GPU")
+    try:
+        h = nvml_query("nvmlDeviceGetHandleByUUID", entry)
+        if h is not NA:
+            return h, nvml_query("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", h)
+    except _nvml_error():
+        pass
+    for i in range(_device_count()):
+        parent = _physical(i)
+        for h in _mig_children(parent):
+            if text(nvml_query("nvmlDeviceGetUUID", h)) == entry:
+                return h, parent
+    raise RadtrackError(f"device {entry!r} matches no MIG instance; `nvidia-smi -L` lists them")
+
+
+def _describe(scope: str, entry: str, handle: Any, parent: Any = None) -> GpuDevice:
+    gi = None
+    if parent is not None:
+        got = nvml_query("nvmlDeviceGetGpuInstanceId", handle)
+        gi = None if got is NA else int(got)
+    return GpuDevice(scope=scope, entry=entry, handle=handle,
+                     uuid=text(nvml_query("nvmlDeviceGetUUID", handle)),
+                     name=text(nvml_query("nvmlDeviceGetName", handle)),
+                     index=_index_of(parent if parent is not None else handle),
+                     parent=parent, gpu_instance_id=gi)
+
+
+def resolve(entries: list[str] | None) -> list[GpuDevice]:
+    """NVML handles for the run's entries (None = every GPU); RadtrackError names a bad entry."""
+    if entries is None:
+        return [_describe(f"gpu{i}", "", _physical(i)) for i in range(_device_count())]
+    out = []
+    for pos, entry in enumerate(entries):
+        scope = f"gpu{pos}"
+        if entry.isdigit():
+            count = _device_count()
+            if int(entry) >= count:
+                raise RadtrackError(f"device {entry!r} does not exist: NVML sees {count} GPU(s), "
+                                    f"indices 0-{count - 1}")
+            out.append(_describe(scope, entry, _physical(int(entry))))
+        elif entry.startswith("GPU-"):
+            out.append(_describe(scope, entry, _by_gpu_uuid(entry)))
+        elif entry.startswith("MIG-"):
+            handle, parent = _mig_by_uuid(entry)
+            out.append(_describe(scope, entry, handle, parent))
+        else:
+            raise RadtrackError(f"device {entry!r} is not a GPU index, GPU-<uuid> or MIG-<uuid>")
+    return out
+
+
+def run_devices(devices: list[str], environ: Mapping[str, str] | None = None) -> list[GpuDevice]:
+    """The GPUs a listener watches for a run configured with ``devices``."""
+    return resolve(visible_entries(devices, environ))

@@ -1,0 +1,277 @@
+"""smi: per-GPU power, energy, utilisation, memory, clocks, temperatures and the run's
+own GPU memory and SM share, straight from NVML (no nvidia-smi parsing).
+
+Every reading is tried once in :meth:`SmiListener.probe`; what a device does not offer
+is listed in the ``radtrack.listener.smi.unsupported`` tag and never emitted. Power,
+memory temperature and PCIe counters come in one ``nvmlDeviceGetFieldValues`` call.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from radtrack.listeners.base import Availability, Listener, ListenerConfig, MetricSpec
+from radtrack.listeners.devices import GpuDevice, run_devices
+from radtrack.listeners.nvml import NA, nvml_available, nvml_query
+from radtrack.listeners.proctree import ProcessTree
+
+FI_MEMORY_TEMP = 82
+FI_POWER_AVERAGE = 185
+FI_POWER_INSTANT = 186
+FI_PCIE_TX_BYTES = 197
+FI_PCIE_RX_BYTES = 198
+_FIELDS = (FI_POWER_INSTANT, FI_POWER_AVERAGE, FI_MEMORY_TEMP, FI_PCIE_TX_BYTES, FI_PCIE_RX_BYTES)
+
+# clock-event ("throttle") reason bits, nvmlClocksEventReason*
+REASON_SW_POWER_CAP = 0x4
+REASON_HW_SLOWDOWN = 0x8
+REASON_SW_THERMAL = 0x20
+REASON_HW_THERMAL = 0x40
+_PSTATE_UNKNOWN = 32
+_MIB = 2**20
+
+# quantity -> (unit, description, source)
+QUANTITIES: dict[str, tuple[str, str, str]] = {
+    "power_w": ("W", "board power draw, instantaneous",
+                "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT), else nvmlDeviceGetPowerUsage"),
+    "power_avg_w": ("W", "board power draw averaged by the driver over 1 s",
+                    "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_AVERAGE)"),
+    "energy_j": ("J", "energy used since the listener started (hardware counter)",
+                 "nvmlDeviceGetTotalEnergyConsumption"),
+    "gpu_util_pct": ("%", "time a kernel was running", "nvmlDeviceGetUtilizationRates.gpu"),
+    "mem_util_pct": ("%", "time device memory was read or written", "nvmlDeviceGetUtilizationRates.memory"),
+    "mem_used_mib": ("MiB", "device memory in use, all processes", "nvmlDeviceGetMemoryInfo.used"),
+    "mem_total_mib": ("MiB", "device memory size", "nvmlDeviceGetMemoryInfo.total"),
+    "temp_c": ("°C", "GPU core temperature", "nvmlDeviceGetTemperature(NVML_TEMPERATURE_GPU)"),
+    "mem_temp_c": ("°C", "HBM/memory temperature", "nvmlDeviceGetFieldValues(NVML_FI_DEV_MEMORY_TEMP)"),
+    "sm_clock_mhz": ("MHz", "SM clock", "nvmlDeviceGetClockInfo(NVML_CLOCK_SM)"),
+    "mem_clock_mhz": ("MHz", "memory clock", "nvmlDeviceGetClockInfo(NVML_CLOCK_MEM)"),
+    "pstate_level": ("P-state", "performance state, 0 = fastest", "nvmlDeviceGetPerformanceState"),
+    "fan_pct": ("%", "fan speed", "nvmlDeviceGetFanSpeed"),
+    "clock_reasons_mask": ("bitmask", "clock-event (throttle) reasons, nvmlClocksEventReason* bits",
+                           "nvmlDeviceGetCurrentClocksEventReasons"),
+    "throttle_sw_power_cap_flag": ("0/1", "clocks held down by the software power cap",
+                                   "nvmlDeviceGetCurrentClocksEventReasons & 0x4"),
+    "throttle_hw_slowdown_flag": ("0/1", "hardware slowdown (thermal or power brake)",
+                                  "nvmlDeviceGetCurrentClocksEventReasons & 0x8"),
+    "throttle_thermal_flag": ("0/1", "software or hardware thermal slowdown",
+                              "nvmlDeviceGetCurrentClocksEventReasons & 0x60"),
+    "pcie_tx_bytes_per_s": ("B/s", "PCIe bytes sent by the GPU",
+                            "nvmlDeviceGetFieldValues(NVML_FI_DEV_PCIE_COUNT_TX_BYTES), else nvmlDeviceGetPcieThroughput"),
+    "pcie_rx_bytes_per_s": ("B/s", "PCIe bytes received by the GPU",
+                            "nvmlDeviceGetFieldValues(NVML_FI_DEV_PCIE_COUNT_RX_BYTES), else nvmlDeviceGetPcieThroughput"),
+    "ecc_corrected_volatile_count": ("count", "corrected ECC errors since the driver loaded",
+                                     "nvmlDeviceGetTotalEccErrors(CORRECTED, VOLATILE)"),
+    "ecc_uncorrected_volatile_count": ("count", "uncorrected ECC errors since the driver loaded",
+                                       "nvmlDeviceGetTotalEccErrors(UNCORRECTED, VOLATILE)"),
+    "proc_mem_used_mib": ("MiB", "device memory of the run's process tree",
+                          "nvmlDeviceGetComputeRunningProcesses"),
+    "proc_sm_util_pct": ("%", "SM utilisation of the run's process tree",
+                         "nvmlDeviceGetProcessUtilization"),
+}
+PROCESS_QUANTITIES = ("proc_mem_used_mib", "proc_sm_util_pct")
+
+
+def field_value(fv: Any) -> float | None:
+    """The number in one c_nvmlFieldValue_t, None when NVML returned an error for it."""
+    if fv.nvmlReturn != 0:
+        return None
+    member = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")[fv.valueType]
+    return float(getattr(fv.value, member))
+
+
+@dataclass
+class _DeviceState:
+    dev: GpuDevice
+    fields: list[int] = field(default_factory=list)  # field ids this device answers
+    energy0_mj: float | None = None
+    pcie_prev: tuple[float, float, float] | None = None  # (monotonic s, tx bytes, rx bytes)
+    util_ts: int = 0  # last process-utilisation timestamp seen (us)
+
+
+class SmiListener(Listener):
+    name = "smi"
+
+    def __init__(self, config: ListenerConfig):
+        super().__init__(config)
+        self.tree = ProcessTree(config.pid) if config.pid is not None else None
+        self._states: list[_DeviceState] = []
+        self._supported: dict[str, set[str]] = {}  # scope -> quantities
+        self._unsupported: list[str] = []
+
+    @classmethod
+    def available(cls) -> Availability:
+        return nvml_available()
+
+    def probe(self) -> list[MetricSpec]:
+        self._states = [_DeviceState(d) for d in run_devices(self.config.devices)]
+        specs = []
+        for st in self._states:
+            fvs = nvml_query("nvmlDeviceGetFieldValues", st.dev.handle, list(_FIELDS))
+            if fvs is not NA:
+                st.fields = [fid for fid, fv in zip(_FIELDS, fvs, strict=True)
+                             if field_value(fv) is not None]
+            first = self._read(st)
+            wanted = [q for q in QUANTITIES if self.tree is not None or q not in PROCESS_QUANTITIES]
+            ok = {q for q in wanted if q in first}
+            # rates and per-process readings need a previous reading, so they are judged
+            # by whether their source answered at all
+            ok |= {q for q in ("pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s") if st.pcie_prev or q in first}
+            if self.tree is not None and nvml_query("nvmlDeviceGetComputeRunningProcesses",
+                                                     st.dev.handle) is not NA:
+                ok.add("proc_mem_used_mib")
+            if self.tree is not None and self._process_util_supported(st):
+                ok.add("proc_sm_util_pct")
+            self._supported[st.dev.scope] = ok
+            self._unsupported += [f"{st.dev.scope}/{q}" for q in wanted if q not in ok]
+            for q in wanted:
+                if q in ok:
+                    unit, desc, source = QUANTITIES[q]
+                    specs.append(MetricSpec(f"smi/{st.dev.scope}/{q}", unit, desc, source))
+        return specs
+
+    def tags(self) -> dict[str, str]:
+        out = {"radtrack.listener.smi.unsupported": ",".join(self._unsupported)}
+        for st in self._states:
+            prefix = f"radtrack.listener.smi.{st.dev.scope}"
+            out[f"{prefix}.uuid"] = st.dev.uuid
+            out[f"{prefix}.name"] = st.dev.name
+            if st.dev.index is not None:
+                out[f"{prefix}.nvml_index"] = str(st.dev.index)
+            if st.dev.is_mig:
+                out[f"{prefix}.mig"] = "true"
+        return out
+
+    def sample(self) -> dict[str, float]:
+        tree_pids = self.tree.pids() if self.tree is not None else set()
+        out: dict[str, float] = {}
+        for st in self._states:
+            values = self._read(st)
+            if self.tree is not None:
+                values.update(self._process_values(st, tree_pids))
+            ok = self._supported.get(st.dev.scope, set())
+            out.update({f"smi/{st.dev.scope}/{q}": v for q, v in values.items() if q in ok})
+        return out
+
+    # -- readings -------------------------------------------------------------------
+
+    def _read(self, st: _DeviceState) -> dict[str, float]:
+        """Every device-wide reading NVML gives right now (absent ones left out)."""
+        h = st.dev.handle
+        out: dict[str, float] = {}
+        fv = {}
+        if st.fields:
+            got = nvml_query("nvmlDeviceGetFieldValues", h, st.fields)
+            if got is not NA:
+                fv = {fid: field_value(v) for fid, v in zip(st.fields, got, strict=True)}
+        mw = fv.get(FI_POWER_INSTANT)
+        if mw is None:
+            mw = _num(nvml_query("nvmlDeviceGetPowerUsage", h))
+        _put(out, "power_w", mw, 1e-3)
+        _put(out, "power_avg_w", fv.get(FI_POWER_AVERAGE), 1e-3)
+        _put(out, "mem_temp_c", fv.get(FI_MEMORY_TEMP))
+
+        energy = _num(nvml_query("nvmlDeviceGetTotalEnergyConsumption", h))
+        if energy is not None:
+            if st.energy0_mj is None:
+                st.energy0_mj = energy
+            out["energy_j"] = (energy - st.energy0_mj) / 1000.0
+
+        util = nvml_query("nvmlDeviceGetUtilizationRates", h)
+        if util is not NA:
+            out["gpu_util_pct"], out["mem_util_pct"] = float(util.gpu), float(util.memory)
+        mem = nvml_query("nvmlDeviceGetMemoryInfo", h)
+        if mem is not NA:
+            out["mem_used_mib"], out["mem_total_mib"] = mem.used / _MIB, mem.total / _MIB
+        _put(out, "temp_c", _num(nvml_query("nvmlDeviceGetTemperature", h, 0)))
+        _put(out, "sm_clock_mhz", _num(nvml_query("nvmlDeviceGetClockInfo", h, 1)))
+        _put(out, "mem_clock_mhz", _num(nvml_query("nvmlDeviceGetClockInfo", h, 2)))
+        pstate = _num(nvml_query("nvmlDeviceGetPerformanceState", h))
+        if pstate is not None and pstate != _PSTATE_UNKNOWN:
+            out["pstate_level"] = pstate
+        _put(out, "fan_pct", _num(nvml_query("nvmlDeviceGetFanSpeed", h)))
+
+        reasons = nvml_query("nvmlDeviceGetCurrentClocksEventReasons", h)
+        if reasons is NA:  # drivers before R535 only have the older name
+            reasons = nvml_query("nvmlDeviceGetCurrentClocksThrottleReasons", h)
+        if reasons is not NA:
+            mask = int(reasons)
+            out["clock_reasons_mask"] = float(mask)
+            out["throttle_sw_power_cap_flag"] = float(bool(mask & REASON_SW_POWER_CAP))
+            out["throttle_hw_slowdown_flag"] = float(bool(mask & REASON_HW_SLOWDOWN))
+            out["throttle_thermal_flag"] = float(bool(mask & (REASON_SW_THERMAL | REASON_HW_THERMAL)))
+
+        for name, kind in (("ecc_corrected_volatile_count", 0), ("ecc_uncorrected_volatile_count", 1)):
+            _put(out, name, _num(nvml_query("nvmlDeviceGetTotalEccErrors", h, kind, 0)))
+        out.update(self._pcie(st, fv))
+        return out
+
+    def _pcie(self, st: _DeviceState, fv: dict[int, float | None]) -> dict[str, float]:
+        tx, rx = fv.get(FI_PCIE_TX_BYTES), fv.get(FI_PCIE_RX_BYTES)
+        if tx is not None and rx is not None:
+            # byte counters: a rate over our own interval, at the cost of one field read
+            now = time.monotonic()
+            prev, st.pcie_prev = st.pcie_prev, (now, tx, rx)
+            if prev is None or now <= prev[0]:
+                return {}
+            dt = now - prev[0]
+            return {"pcie_tx_bytes_per_s": max(tx - prev[1], 0.0) / dt,
+                    "pcie_rx_bytes_per_s": max(rx - prev[2], 0.0) / dt}
+        # fallback: the driver's own 20 ms sample per direction, in KB/s (1 KB = 1024 B)
+        out: dict[str, float] = {}
+        for name, counter in (("pcie_tx_bytes_per_s", 0), ("pcie_rx_bytes_per_s", 1)):
+            _put(out, name, _num(nvml_query("nvmlDeviceGetPcieThroughput", st.dev.handle, counter)), 1024.0)
+        return out
+
+    def _process_util_supported(self, st: _DeviceState) -> bool:
+        return self._util_samples(st) is not NA
+
+    def _util_samples(self, st: _DeviceState) -> Any:
+        """Process-utilisation samples newer than the last seen; NA when unsupported."""
+        import pynvml
+
+        try:
+            samples = nvml_query("nvmlDeviceGetProcessUtilization", st.dev.handle, st.util_ts)
+        except pynvml.NVMLError as exc:
+            # NotFound (or a bare SUCCESS with no buffer): no process sampled since util_ts
+            if exc.value in (pynvml.NVML_ERROR_NOT_FOUND, pynvml.NVML_SUCCESS):
+                return []
+            raise
+        if samples is not NA and samples:
+            st.util_ts = max(int(s.timeStamp) for s in samples)
+        return samples
+
+    def _process_values(self, st: _DeviceState, tree: set[int]) -> dict[str, float]:
+        out: dict[str, float] = {}
+        procs = nvml_query("nvmlDeviceGetComputeRunningProcesses", st.dev.handle)
+        ours_on_gpu = False
+        if procs is not NA:
+            ours = [p for p in procs if p.pid in tree]
+            ours_on_gpu = bool(ours)
+            # usedGpuMemory is None where the driver cannot tell (Windows WDDM)
+            if all(p.usedGpuMemory is not None for p in ours):
+                out["proc_mem_used_mib"] = sum(p.usedGpuMemory for p in ours) / _MIB
+        samples = self._util_samples(st)
+        if samples is not NA:
+            latest: dict[int, Any] = {}
+            for s in samples:
+                if s.pid in tree and (s.pid not in latest or s.timeStamp > latest[s.pid].timeStamp):
+                    latest[s.pid] = s
+            if latest:
+                out["proc_sm_util_pct"] = float(sum(s.smUtil for s in latest.values()))
+            elif not ours_on_gpu and procs is not NA:
+                out["proc_sm_util_pct"] = 0.0  # the tree has no context on this GPU at all
+            # else: the tree is on the GPU but NVML attributed no sample to it (idle between
+            # samples, or MPS accounting work to the server): no reading rather than a fake 0
+        return out
+
+
+def _num(value: Any) -> float | None:
+    return None if value is NA or value is None else float(value)
+
+
+def _put(out: dict[str, float], key: str, value: float | None, scale: float = 1.0) -> None:
+    if value is not None:
+        out[key] = value * scale

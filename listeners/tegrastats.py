@@ -1,0 +1,130 @@
+"""tegrastats: Jetson RAM/swap, per-core CPU load and clock, iGPU (GR3D) and EMC load,
+temperatures and power rails, parsed from ``tegrastats --interval <ms>`` lines.
+
+The line format changed across Jetson generations (TX1/TX2/Nano ``POM_5V_IN 1234/1234``
+rails in mW without a unit, Xavier ``GPU 0/0 CPU 311/311``, Orin ``VDD_IN 5000mW/4800mW``,
+lower-case sensor names on JetPack 6, a date prefix on JetPack 5, ``GR3D_FREQ 0%@[305,305]``
+per GPC); :func:`parse_line` accepts all of them. Which metrics exist is decided from the
+first line the board prints.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import threading
+import time
+
+from radtrack.listeners.base import Availability, Listener, ListenerConfig, MetricSpec
+from radtrack.listeners.cmdstream import CommandStream
+
+_RAM = re.compile(r"\bRAM (\d+)/(\d+)MB")
+_SWAP = re.compile(r"\bSWAP (\d+)/(\d+)MB")
+_CPU = re.compile(r"\bCPU \[([^\]]*)\](?:@(\d+))?", re.IGNORECASE)
+_EMC = re.compile(r"\bEMC(?:_FREQ)? (\d+)%(?:@(\d+))?")
+_GR3D = re.compile(r"\bGR3D(?:_FREQ)? (\d+)%(?:@\[?([\d,]+)\]?)?")
+_TEMP = re.compile(r"\b([A-Za-z][A-Za-z0-9_]*)@(-?\d+(?:\.\d+)?)C\b")
+_RAIL_MW = re.compile(r"\b([A-Z][A-Z0-9_]*) (\d+)mW/(\d+)mW")
+_RAIL_BARE = re.compile(r"\b([A-Z][A-Z0-9_]*) (\d+)/(\d+)(?=\s|$)")
+_CORE = re.compile(r"^(\d+)%(?:@(\d+))?$")
+_SENSOR_OFF = -256.0  # what a powered-down thermal zone reports
+_NOT_RAILS = {"RAM", "SWAP", "IRAM", "NC"}  # "NC": an unconnected monitor channel
+
+_UNITS = {"_mb": "MB", "_pct": "%", "_mhz": "MHz", "_c": "°C", "_mw": "mW", "_count": "count"}
+
+
+def _name(raw: str) -> str:
+    return re.sub(r"[^a-z0-9_]", "_", raw.lower())
+
+
+def parse_line(line: str) -> dict[str, float]:
+    """Metric key -> value for one tegrastats line; {} for a line that carries no stats."""
+    out: dict[str, float] = {}
+    if m := _RAM.search(line):
+        out["tegrastats/mem/ram_used_mb"], out["tegrastats/mem/ram_total_mb"] = float(m[1]), float(m[2])
+    if m := _SWAP.search(line):
+        out["tegrastats/mem/swap_used_mb"], out["tegrastats/mem/swap_total_mb"] = float(m[1]), float(m[2])
+    if m := _CPU.search(line):
+        online = 0
+        for i, core in enumerate(c.strip() for c in m[1].split(",")):
+            cm = _CORE.match(core)
+            if cm is None:  # "off": the core is powered down, it has no load or clock
+                continue
+            online += 1
+            out[f"tegrastats/cpu{i}/util_pct"] = float(cm[1])
+            freq = cm[2] or m[2]  # per-core clock, or the shared one after "]@" (older L4T)
+            if freq:
+                out[f"tegrastats/cpu{i}/freq_mhz"] = float(freq)
+        out["tegrastats/cpu/online_count"] = float(online)
+    if m := _EMC.search(line):
+        out["tegrastats/emc/util_pct"] = float(m[1])
+        if m[2]:
+            out["tegrastats/emc/freq_mhz"] = float(m[2])
+    if m := _GR3D.search(line):
+        out["tegrastats/gpu/util_pct"] = float(m[1])
+        if m[2]:  # Orin prints one clock per GPC; they move together, so report the highest
+            out["tegrastats/gpu/freq_mhz"] = max(float(f) for f in m[2].split(",") if f)
+    for name, value in _TEMP.findall(line):
+        if float(value) > _SENSOR_OFF:
+            out[f"tegrastats/temp/{_name(name)}_c"] = float(value)
+    rails = _RAIL_MW.findall(line) or [r for r in _RAIL_BARE.findall(line) if r[0] not in _NOT_RAILS]
+    for name, now, avg in rails:
+        if name in _NOT_RAILS:
+            continue
+        out[f"tegrastats/power/{_name(name)}_mw"] = float(now)
+        out[f"tegrastats/power/{_name(name)}_avg_mw"] = float(avg)
+    return out
+
+
+def unit_of(key: str) -> str:
+    return next((u for suffix, u in _UNITS.items() if key.endswith(suffix)), "")
+
+
+class TegrastatsListener(Listener):
+    name = "tegrastats"
+
+    def __init__(self, config: ListenerConfig):
+        super().__init__(config)
+        self._latest: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._stream: CommandStream | None = None
+
+    @classmethod
+    def available(cls) -> Availability:
+        if shutil.which("tegrastats") is None:
+            return Availability(False, "no tegrastats on PATH (not a Jetson board)")
+        return Availability(True)
+
+    def _on_line(self, line: str) -> None:
+        values = parse_line(line)
+        if values:
+            with self._lock:
+                self._latest = values
+
+    def probe(self) -> list[MetricSpec]:
+        exe = shutil.which("tegrastats") or "tegrastats"
+        ms = max(1, round(self.config.interval * 1000))
+        self._stream = CommandStream([exe, "--interval", str(ms)], self._on_line)
+        self._stream.start()
+        deadline = time.monotonic() + max(5.0, 5 * self.config.interval)
+        while not self._snapshot():
+            if self._stream.ended.is_set() or time.monotonic() > deadline:
+                tail = " | ".join(self._stream.tail) or "no output"
+                raise RuntimeError(f"tegrastats printed no statistics: {tail}")
+            time.sleep(0.02)
+        return [MetricSpec(k, unit_of(k), "", "tegrastats") for k in sorted(self._snapshot())]
+
+    def _snapshot(self) -> dict[str, float]:
+        with self._lock:
+            return dict(self._latest)
+
+    def sample(self) -> dict[str, float]:
+        if self._stream is not None and self._stream.error is not None:
+            raise RuntimeError(f"tegrastats line not understood: {self._stream.error}")
+        if self._stream is not None and self._stream.ended.is_set():
+            raise RuntimeError(f"tegrastats stopped: {' | '.join(self._stream.tail)}")
+        return self._snapshot()
+
+    def close(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
