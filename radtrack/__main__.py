@@ -1,0 +1,5 @@
+import sys
+
+from radtrack.cli import main
+
+sys.exit(main())

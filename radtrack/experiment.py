@@ -1,0 +1,177 @@
+"""Run planned workloads one after another: MLflow runs, placement, launch, write-back."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from radtrack import env as renv
+from radtrack.errors import PlacementError
+from radtrack.launch import Interrupt, Row, command_for, run_workload, say
+from radtrack.spec import RunSpec
+from radtrack.tracking import (
+    client as make_client,
+)
+from radtrack.tracking import (
+    experiment_id,
+    log_params,
+    row_params,
+    row_tags,
+    set_tags,
+    workload_tags,
+)
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+
+def resolve_listeners(spec: RunSpec) -> tuple[list[str], list[type], dict[str, str]]:
+    """Sampling listener names, command-wrapping listener classes, and tags for the rest."""
+    from radtrack.listeners import registry
+
+    names = registry.default_names() if spec.listeners is None else spec.listeners
+    samplers: list[str] = []
+    wrappers: list[type] = []
+    tags: dict[str, str] = {}
+    for name in names:
+        ok = registry.availability(name)
+        if not ok:
+            tags[f"radtrack.listener.{name}"] = f"unavailable: {ok.reason}"
+            say(f"listener {name} unavailable: {ok.reason}")
+            continue
+        cls = registry.get(name)
+        (wrappers if cls.wraps_command else samplers).append(cls if cls.wraps_command else name)
+    return samplers, wrappers, tags
+
+
+def _host_tags() -> dict[str, str]:
+    from radtrack.gpus import host_tags
+
+    try:
+        return host_tags()
+    except Exception as exc:  # a broken nvidia-smi must not stop the run
+        say(f"GPU information unavailable: {exc}")
+        return {}
+
+
+def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
+                  sheet: Path | None = None) -> int:
+    """Run every workload; return the launcher's exit code (0 all finished, 1 some failed,
+    130 interrupted)."""
+    client = make_client(uri)
+    interrupt = Interrupt()
+    old = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+    host = _host_tags()
+    worst = 0
+    try:
+        for specs in workloads:
+            statuses = _run_one(client, uri, specs, interrupt, grace, host)
+            if sheet is not None:
+                from radtrack.sheet import write_status
+
+                for spec, (status, run_id) in zip(specs, statuses, strict=True):
+                    if spec.row is not None:
+                        write_status(sheet, spec.row, status, run_id,
+                                     run_name=spec.run_name or spec.default_run_name())
+            if any(s != "FINISHED" for s, _ in statuses):
+                worst = 1
+            if interrupt.event.is_set():
+                say("interrupted: remaining workloads not started")
+                return 130
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return worst
+
+
+def _run_one(client: MlflowClient, uri: str, specs: list[RunSpec], interrupt: Interrupt,
+             grace: float, host: dict[str, str]) -> list[tuple[str, str]]:
+    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+
+    from radtrack.placement import WorkloadPlacement
+
+    first = specs[0]
+    exp_id = experiment_id(client, uri, first.experiment)
+    name = f"{first.experiment}-{first.workload}"
+    say(f"workload {name}: {len(specs)} row(s)")
+    parent = client.create_run(exp_id, run_name=name, tags=workload_tags(first))
+    pid = parent.info.run_id
+    rows: list[Row] = []
+    for spec in specs:
+        samplers, wrappers, ltags = resolve_listeners(spec)
+        run = client.create_run(exp_id, run_name=spec.run_name or spec.default_run_name(),
+                                tags={MLFLOW_PARENT_RUN_ID: pid, **row_tags(spec, specs, host), **ltags})
+        rid = run.info.run_id
+        log_params(client, rid, row_params(spec, samplers + [w.name for w in wrappers], command_for(spec)))
+        folder = renv.radtrack_home() / "runs" / rid
+        rows.append(Row(spec=spec, run_id=rid, env={}, listeners=samplers, wrappers=wrappers,
+                        folder=folder))
+    run_dir = renv.radtrack_home() / "runs" / pid
+    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        with WorkloadPlacement(specs, run_dir, log=say) as placement:
+            for row in rows:
+                row.env = _process_env(row, uri, placement.env_for(row.spec))
+                row.tags.update(placement.tags_for(row.spec))
+                set_tags(client, row.run_id, placement.tags_for(row.spec))
+            run_workload(client, uri, rows, interrupt, grace)
+            artifacts = placement.artifacts()
+    except PlacementError as exc:
+        say(f"workload {name}: placement failed: {exc}")
+        for row in rows:
+            set_tags(client, row.run_id, {"radtrack.error": str(exc)[:5000]})
+            client.set_terminated(row.run_id, "FAILED")
+        set_tags(client, pid, {"radtrack.error": str(exc)[:5000]})
+        client.set_terminated(pid, "FAILED")
+        return [("FAILED", row.run_id) for row in rows]
+    for path in artifacts:
+        if Path(path).exists():
+            client.log_artifact(pid, str(path), "placement")
+    _log_skew(client, pid, rows)
+    statuses = [row.status for row in rows]
+    parent_status = ("KILLED" if "KILLED" in statuses else
+                     "FAILED" if "FAILED" in statuses else "FINISHED")
+    client.set_terminated(pid, parent_status)
+    for row in rows:
+        say(f"{row.spec.run_name or row.spec.default_run_name()}: {row.status} "
+            f"(exit {row.exit_code}, run {row.run_id})")
+    return [(row.status, row.run_id) for row in rows]
+
+
+def _process_env(row: Row, uri: str, placement_env: dict[str, str]) -> dict[str, str]:
+    spec = row.spec
+    e = {**os.environ, **placement_env, **spec.env}
+    e.update({
+        renv.RUN_ID: row.run_id,
+        renv.MLFLOW_RUN_ID: row.run_id,
+        renv.TRACKING_URI: uri,
+        "PYTHONUNBUFFERED": "1",
+    })
+    for key, value in ((renv.MAX_EPOCH, spec.max_epoch), (renv.MAX_TIME, spec.max_time)):
+        if value is None:
+            e.pop(key, None)
+        else:
+            e[key] = str(value)
+    if spec.manual:
+        e[renv.MANUAL] = "1"
+    else:
+        e.pop(renv.MANUAL, None)
+    return e
+
+
+def _log_skew(client: MlflowClient, parent_id: str, rows: list[Row]) -> None:
+    from mlflow.entities import Metric
+
+    times = []
+    for row in rows:
+        f = row.folder / "released"
+        if f.exists():
+            times.append(float(f.read_text()))
+    if len(times) < 1:
+        return
+    skew_ms = (max(times) - min(times)) * 1000
+    set_tags(client, parent_id, {"radtrack.start_skew_ms": f"{skew_ms:.3f}"})
+    client.log_batch(parent_id, metrics=[Metric("start_skew_ms", skew_ms, int(time.time() * 1000), 0)])

@@ -1,0 +1,62 @@
+"""``radtrack sync``: store what a killed launcher left in the spool, exactly once."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from radtrack import env as renv
+
+
+def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, int]:
+    """Ship every spooled run under ``root``; return (runs stored, runs left)."""
+    from radtrack.sink import Sink
+    from radtrack.tracking import client as make_client
+
+    stored = left = 0
+    for run_dir in sorted(p for p in root.glob("*") if (p / "meta.json").exists()):
+        meta = json.loads((run_dir / "meta.json").read_text())
+        uri = tracking_uri or meta["tracking_uri"]
+        client = make_client(uri)
+        sink = Sink.recover(client, run_dir)
+        pending = sink.pending_count
+        ok = sink.close(retry_for=0)
+        run_id = meta["run_id"]
+        if ok:
+            stored += 1
+            log(f"{run_id}: stored {pending} spooled sample(s) and the telemetry artifacts")
+            try:
+                run = client.get_run(run_id)
+                if run.info.status == "RUNNING":  # its launcher died before ending it
+                    client.set_tag(run_id, "radtrack.stopped_by", "launcher_lost")
+                    client.set_terminated(run_id, "KILLED")
+                    log(f"{run_id}: was still RUNNING; marked KILLED")
+            except Exception as exc:
+                log(f"{run_id}: could not check its status: {exc}")
+        else:
+            left += 1
+            log(f"{run_id}: store {uri} unreachable ({sink.last_error}); spool kept in {run_dir}")
+    return stored, left
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="radtrack sync",
+                                description="Store samples left in the spool by a launcher that "
+                                            "was killed or lost its tracking store.")
+    p.add_argument("--spool", default=None, help="spool folder (default: $RADTRACK_HOME/spool)")
+    p.add_argument("--tracking-uri", default=None,
+                   help="store to ship to (default: the one recorded with each run)")
+    a = p.parse_args(argv)
+    root = Path(a.spool) if a.spool else renv.radtrack_home() / "spool"
+    if not root.is_dir():
+        print(f"radtrack sync: nothing to do ({root} does not exist)")
+        return 0
+    stored, left = sync(root, a.tracking_uri)
+    print(f"radtrack sync: {stored} run(s) stored, {left} left in {root}")
+    return 1 if left else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
