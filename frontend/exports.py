@@ -1,0 +1,94 @@
+"""Exports: charts as PNG/SVG/PDF (server-side, kaleido 1.x), series as CSV/JSON, views as JSON."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import threading
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from radtrack.frontend.data import Series
+
+IMAGE_FORMATS = ("png", "svg", "pdf")
+SERIES_COLUMNS = ["run", "metric", "time", "value"]
+CHROMIUM = "/usr/bin/chromium"
+
+_kaleido_lock = threading.Lock()
+_kaleido_started = False
+
+
+def _start_kaleido() -> None:
+    """Start kaleido's browser once per process; later exports reuse it (about 3 s saved each)."""
+    global _kaleido_started
+    with _kaleido_lock:
+        if _kaleido_started:
+            return
+        if "BROWSER_PATH" not in os.environ and os.path.exists(CHROMIUM):
+            os.environ["BROWSER_PATH"] = CHROMIUM
+        import kaleido
+
+        # mathjax=False: its default is a CDN script, and the page must work offline.
+        kaleido.start_sync_server(mathjax=False, silence_warnings=True)
+        _kaleido_started = True
+
+
+def figure_image(fig: go.Figure, fmt: str, width: int = 1200, scale: float = 1.0) -> bytes:
+    """The figure rendered by headless Chromium as ``png``, ``svg`` or ``pdf`` bytes."""
+    if fmt not in IMAGE_FORMATS:
+        raise ValueError(f"image format {fmt!r} is not one of {', '.join(IMAGE_FORMATS)}")
+    _start_kaleido()
+    import kaleido
+
+    height = int(fig.layout.height or 500)
+    return kaleido.calc_fig_sync(fig.to_dict(), opts={"format": fmt, "width": width,
+                                                      "height": height, "scale": scale})
+
+
+def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str],
+                 metrics: Sequence[str], time_range: tuple[float, float] | None = None
+                 ) -> pd.DataFrame:
+    """Full-resolution samples as columns run (run id), metric, time (unix s), value.
+
+    ``time_range`` (unix seconds) keeps only the samples of the zoomed window.
+    """
+    parts = []
+    for run_id in run_ids:
+        for metric in metrics:
+            one = series.get((run_id, metric))
+            if one is None or not len(one):
+                continue
+            times, values = one.x("wall"), one.value
+            if time_range:
+                inside = (times >= time_range[0]) & (times <= time_range[1])
+                times, values = times[inside], values[inside]
+            parts.append(pd.DataFrame({"run": run_id, "metric": metric, "time": times,
+                                       "value": values}))
+    if not parts:
+        return pd.DataFrame({c: pd.Series(dtype=float if c in ("time", "value") else str)
+                             for c in SERIES_COLUMNS})
+    return pd.concat(parts, ignore_index=True)[SERIES_COLUMNS]
+
+
+def series_csv(frame: pd.DataFrame) -> str:
+    buffer = io.StringIO()
+    frame.to_csv(buffer, index=False, float_format="%.6f")
+    return buffer.getvalue()
+
+
+def series_json(frame: pd.DataFrame) -> str:
+    """A JSON list of {run, metric, time, value} records (NaN as null)."""
+    records = frame.replace({np.nan: None}).to_dict("records")
+    return json.dumps(records)
+
+
+def view_json(view: Mapping[str, object], runs: pd.DataFrame, tracking_uri: str) -> str:
+    """The whole view: what is shown and how, plus who the runs are, for sharing or re-loading."""
+    identity = [c for c in ("run_id", "run_name", "experiment", "workload", "letter", "status")
+                if c in runs.columns]
+    described = runs[identity].astype(object).where(runs[identity].notna(), None)
+    return json.dumps({"tracking_uri": tracking_uri, "view": dict(view),
+                       "runs": described.to_dict("records")}, indent=2, default=str)

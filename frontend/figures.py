@@ -1,0 +1,152 @@
+"""Plotly figures: one subplot per metric, one trace per run, the same colour per run everywhere."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+from radtrack.frontend.data import Series
+from radtrack.frontend.downsample import DEFAULT_BUDGET, downsample, rolling_mean, visible_window
+
+# Plotly's D3 palette, then a darker set: distinguishable for the first ten runs.
+PALETTE: tuple[str, ...] = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#2e91e5", "#e15f99", "#1ca71c", "#fb0d0d", "#da16ff", "#222a2a",
+    "#b68100", "#750d86", "#eb663b", "#511cfb",
+)
+#: the most points one figure sends to the browser, shared out between its traces
+FIGURE_POINT_BUDGET = 40_000
+MIN_TRACE_BUDGET = 200
+SUBPLOT_HEIGHT = 230
+X_TITLES = {"seconds": "seconds since run start", "wall": "wall-clock time (UTC)",
+            "step": "step"}
+
+
+@dataclass(frozen=True)
+class ChartOptions:
+    """How the chart shows the series; ``x_range`` is in the units of ``xmode`` (wall: unix s)."""
+
+    xmode: str = "seconds"
+    smooth: int = 1
+    logy: bool = False
+    x_range: tuple[float, float] | None = None
+    max_trace_budget: int = DEFAULT_BUDGET
+
+
+def run_colours(run_ids: Sequence[str]) -> dict[str, str]:
+    """A colour per run by its position in the selection, shared by every subplot and chart."""
+    return {run_id: PALETTE[i % len(PALETTE)] for i, run_id in enumerate(run_ids)}
+
+
+def run_labels(runs: pd.DataFrame) -> dict[str, str]:
+    """Legend names: experiment, workload and letter for radtrack runs, else the run name."""
+    labels: dict[str, str] = {}
+    for row in runs.to_dict("records"):
+        workload, letter = row.get("workload"), row.get("letter")
+        if not _missing(workload) and not _missing(letter):
+            labels[row["run_id"]] = f"{row.get('experiment')} w{workload} {letter}"
+        else:
+            labels[row["run_id"]] = str(row.get("run_name") or row["run_id"][:8])
+    counts = pd.Series(list(labels.values())).value_counts()
+    # Two launches of the same sheet give equal names; the run id prefix tells them apart.
+    return {run_id: (f"{label} ({run_id[:6]})" if counts[label] > 1 else label)
+            for run_id, label in labels.items()}
+
+
+def _missing(value: object) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+
+
+def trace_budget(n_traces: int, max_per_trace: int = DEFAULT_BUDGET,
+                 figure_budget: int = FIGURE_POINT_BUDGET) -> int:
+    """Points per trace so that the whole figure stays within ``figure_budget``."""
+    if n_traces <= 0:
+        return max_per_trace
+    return int(max(MIN_TRACE_BUDGET, min(max_per_trace, figure_budget // n_traces)))
+
+
+def trace_points(series: Series, options: ChartOptions, budget: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """The (x, y) a trace shows: smoothed at full resolution, cut to the view, downsampled."""
+    ordered = series.by_x(options.xmode)
+    x = ordered.x(options.xmode)
+    y = rolling_mean(ordered.value, options.smooth) if options.smooth > 1 else ordered.value
+    if options.x_range is not None:
+        window = visible_window(x, *options.x_range)
+        x, y = x[window], y[window]
+    return downsample(x, y, budget)
+
+
+def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[str, str],
+                series: Mapping[tuple[str, str], Series], options: ChartOptions,
+                uirevision: str = "chart") -> go.Figure:
+    """One subplot per metric (shared x), one trace per run that has the metric."""
+    if not metrics or not run_ids:
+        return empty_figure("Pick runs and at least one metric")
+    colours = run_colours(run_ids)
+    present = [(m, r) for m in metrics for r in run_ids if len(series.get((r, m), ())) > 0]
+    budget = trace_budget(len(present), options.max_trace_budget)
+    fig = make_subplots(rows=len(metrics), cols=1, shared_xaxes=True, subplot_titles=list(metrics),
+                        vertical_spacing=min(0.08, 0.3 / len(metrics)))
+    in_legend: set[str] = set()
+    for metric, run_id in present:
+        x, y = trace_points(series[(run_id, metric)], options, budget)
+        if options.xmode == "wall":
+            x = x * 1000.0  # a date axis reads numbers as milliseconds since the epoch
+        row = list(metrics).index(metric) + 1
+        fig.add_trace(go.Scatter(
+            x=x, y=y, mode="lines", name=labels.get(run_id, run_id[:8]),
+            legendgroup=run_id, showlegend=run_id not in in_legend,
+            line={"color": colours[run_id], "width": 1.4},
+            meta=[run_id, metric],
+            hovertemplate=f"{labels.get(run_id, run_id)}<br>%{{x}}<br>%{{y:.4g}}<extra></extra>",
+        ), row=row, col=1)
+        in_legend.add(run_id)
+    xaxis: dict[str, object] = {"showgrid": True}
+    if options.xmode == "wall":
+        xaxis["type"] = "date"
+    if options.x_range is not None:
+        lo, hi = options.x_range
+        xaxis["range"] = [lo * 1000.0, hi * 1000.0] if options.xmode == "wall" else [lo, hi]
+    fig.update_xaxes(**xaxis)
+    fig.update_xaxes(title_text=X_TITLES[options.xmode], row=len(metrics), col=1)
+    if options.logy:
+        fig.update_yaxes(type="log")
+    fig.update_layout(
+        height=SUBPLOT_HEIGHT * len(metrics) + 90, uirevision=uirevision,
+        margin={"l": 60, "r": 20, "t": 40, "b": 50}, hovermode="closest",
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        template="plotly_white", meta={"budget": budget, "xmode": options.xmode},
+    )
+    return fig
+
+
+def empty_figure(message: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, font={"size": 15, "color": "#666"},
+                       xref="paper", yref="paper", x=0.5, y=0.5)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    fig.update_layout(height=260, template="plotly_white", margin={"l": 20, "r": 20, "t": 20, "b": 20})
+    return fig
+
+
+def correlation_figure(matrix: pd.DataFrame, title: str) -> go.Figure:
+    """A diverging heatmap of a square correlation matrix (-1 .. 1)."""
+    if matrix.empty:
+        return empty_figure("Pick at least two metrics with overlapping samples")
+    labels = [str(c) for c in matrix.columns]
+    fig = go.Figure(go.Heatmap(
+        z=matrix.to_numpy(dtype=float), x=labels, y=[str(i) for i in matrix.index],
+        zmin=-1, zmax=1, colorscale="RdBu", reversescale=True,
+        text=np.round(matrix.to_numpy(dtype=float), 2), texttemplate="%{text}",
+        hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
+    ))
+    side = max(320, 60 * len(labels) + 200)
+    fig.update_layout(title=title, height=side, template="plotly_white",
+                      margin={"l": 20, "r": 20, "t": 50, "b": 20}, yaxis={"autorange": "reversed"})
+    return fig

@@ -1,0 +1,185 @@
+"""Synthetic runs stored exactly the way the radtrack launcher stores them.
+
+The frontend's tests, its benchmark and the documentation screenshots need a tracking
+store with parent/child runs, radtrack tags and params, MLflow metrics written with
+``log_batch`` and full-resolution ``telemetry/<listener>.parquet`` artifacts
+(docs/architecture.md), without a GPU. The values are deterministic shapes (a
+training-like power and utilisation profile plus seeded noise), never presented as
+measurements.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param
+
+#: 20 listener metrics across four listeners, as radtrack names them
+DEFAULT_METRICS: tuple[str, ...] = (
+    "smi/gpu0/power_w", "smi/gpu0/gpu_util_pct", "smi/gpu0/mem_used_mib", "smi/gpu0/temp_c",
+    "smi/gpu0/sm_clock_mhz", "smi/gpu0/mem_clock_mhz", "smi/gpu0/mem_util_pct",
+    "smi/gpu0/proc_sm_util_pct",
+    "dcgm/gpu0/sm_active_pct", "dcgm/gpu0/sm_occupancy_pct", "dcgm/gpu0/tensor_active_pct",
+    "dcgm/gpu0/dram_active_pct", "dcgm/gpu0/pcie_tx_bytes_per_s", "dcgm/gpu0/pcie_rx_bytes_per_s",
+    "top/cpu_pct", "top/proc/rss_mib", "top/proc/threads_count", "top/mem_used_mib",
+    "iostat/nvme0n1/read_bytes_per_s", "iostat/nvme0n1/write_bytes_per_s",
+)
+
+_BATCH = 1000  # MLflow's log_batch limit per call
+_TERMINAL = ("FINISHED", "FAILED", "KILLED")
+
+
+@dataclass
+class SeededRun:
+    run_id: str
+    run_name: str
+    experiment: str
+    workload: int
+    letter: str
+    status: str
+    start: float  # unix seconds
+    metrics: list[str] = field(default_factory=list)
+
+
+def _rng(*parts: object) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32("|".join(map(str, parts)).encode()))
+
+
+def synthetic_values(key: str, n: int, seed: str) -> np.ndarray:
+    """A plausible trace for metric ``key``: warm-up ramp, steady phase, noise, rare spikes."""
+    rng = _rng(key, seed)
+    t = np.linspace(0.0, 1.0, n)
+    ramp = np.clip(t * 12, 0, 1)
+    level = {"power_w": 550.0, "temp_c": 65.0, "mem_used_mib": 42_000.0,
+             "sm_clock_mhz": 1980.0, "mem_clock_mhz": 2619.0, "rss_mib": 3_500.0,
+             "threads_count": 24.0, "bytes_per_s": 9e8}
+    top = next((v for suffix, v in level.items() if key.endswith(suffix)), 85.0)
+    top *= 0.8 + 0.4 * rng.random()
+    values = top * (0.15 + 0.85 * ramp) * (1 + 0.05 * np.sin(t * 40 * np.pi))
+    values += rng.normal(0.0, 0.03 * top, n)
+    spikes = rng.choice(n, size=max(n // 2000, 1), replace=False)
+    values[spikes] *= 1.3
+    if key.endswith("_pct"):
+        values = np.clip(values, 0, 100)
+    return np.maximum(values, 0.0)
+
+
+def _listener_of(key: str) -> str:
+    return key.split("/", 1)[0]
+
+
+def _log_batches(client: MlflowClient, run_id: str, metrics: list[Metric]) -> None:
+    for i in range(0, len(metrics), _BATCH):
+        client.log_batch(run_id, metrics=metrics[i:i + _BATCH], synchronous=True)
+
+
+def _write_telemetry(client: MlflowClient, run_id: str, times: np.ndarray,
+                     columns: dict[str, np.ndarray]) -> None:
+    by_listener: dict[str, dict[str, np.ndarray]] = {}
+    for key, values in columns.items():
+        by_listener.setdefault(_listener_of(key), {})[key] = values
+    with tempfile.TemporaryDirectory(prefix="radtrack-seed-") as tmp:
+        for listener, cols in by_listener.items():
+            frame = pd.DataFrame({"time": times, "step": np.arange(len(times), dtype=np.int64),
+                                  **cols})
+            path = Path(tmp) / f"{listener}.parquet"
+            frame.to_parquet(path, index=False)
+            client.log_artifact(run_id, str(path), "telemetry")
+
+
+def seed_workload(tracking_uri: str, experiment: str, workload: int, letters: list[str],
+                  *, metrics: tuple[str, ...] | list[str] = DEFAULT_METRICS, points: int = 600,
+                  hz: float = 1.0, start: float = 1_700_000_000.0, status: str = "FINISHED",
+                  history: bool = True, telemetry: bool = True, epochs: int = 5,
+                  collocation: str = "-", artifact_root: Path | None = None,
+                  params: dict[str, str] | None = None) -> list[SeededRun]:
+    """Create one workload (a parent run and one child per letter) as radtrack would.
+
+    ``history`` logs every sample to MLflow with ``log_batch`` (as the launcher's sink
+    does); without it only the last sample of each key is logged, which keeps seeding a
+    million-point benchmark store fast while the Parquet trace stays complete.
+    ``epochs`` > 0 adds a per-epoch ``loss`` and ``throughput_samples_per_s`` history,
+    the script's own metrics, which exist only in MLflow.
+    """
+    client = MlflowClient(tracking_uri=tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    if found is not None:
+        exp_id = found.experiment_id
+    else:
+        location = None
+        if artifact_root is not None:
+            location = (artifact_root / experiment.replace(" ", "_")).resolve().as_uri()
+        exp_id = client.create_experiment(experiment, artifact_location=location)
+    base = f"{experiment}-{workload}"
+    start_ms = int(start * 1000)
+    end_ms = start_ms + int(points / hz * 1000)
+    parent = client.create_run(exp_id, start_time=start_ms, run_name=base, tags={
+        "radtrack.role": "workload", "radtrack.workload": str(workload),
+        "radtrack.experiment": experiment, "radtrack.start_skew_ms": "0.4"})
+    names = [f"{base} {letter}" for letter in letters]
+    seeded: list[SeededRun] = []
+    for index, letter in enumerate(letters):
+        name = names[index]
+        # Co-located rows start within a barrier skew of each other.
+        run_start = start + index * 0.0004
+        run = client.create_run(exp_id, start_time=int(run_start * 1000), run_name=name, tags={
+            "mlflow.parentRunId": parent.info.run_id, "radtrack.role": "row",
+            "radtrack.experiment": experiment, "radtrack.workload": str(workload),
+            "radtrack.letter": letter, "radtrack.devices": "0",
+            "radtrack.collocation": collocation,
+            "radtrack.colocated_with": ",".join(n for n in names if n != name),
+            "radtrack.hostname": "synthetic", "radtrack.listener.smi": "ok"})
+        run_id = run.info.run_id
+        run_params = {"script": "workloads/sgemm.py", "devices": "0", "collocation": collocation,
+                      "listeners": "smi,dcgm,top,iostat", "interval": f"{1 / hz:g}",
+                      "batch-size": str(64 * (index + 1)), **(params or {})}
+        client.log_batch(run_id, params=[Param(k, v) for k, v in run_params.items()])
+        times = run_start + np.arange(points, dtype=np.float64) / hz
+        columns = {key: synthetic_values(key, points, f"{base}{letter}") for key in metrics}
+        logged: list[Metric] = []
+        for key, values in columns.items():
+            idx = range(points) if history else [points - 1]
+            logged.extend(Metric(key, float(values[i]), int(times[i] * 1000), i) for i in idx)
+            if status in _TERMINAL:
+                for stat, fn in (("mean", np.mean), ("min", np.min), ("max", np.max)):
+                    logged.append(Metric(f"summary/{key}/{stat}", float(fn(values)), end_ms, 0))
+        if status in _TERMINAL:
+            power = next((v for k, v in columns.items() if k.endswith("power_w")), None)
+            if power is not None:
+                energy = float(np.trapezoid(power, times))
+                logged.append(Metric("summary/smi/gpu0/energy_j", energy, end_ms, 0))
+            logged.append(Metric("summary/duration_s", points / hz, end_ms, 0))
+        rng = _rng("epochs", base, letter)
+        for epoch in range(epochs):
+            at = int((run_start + (epoch + 1) * points / hz / max(epochs, 1)) * 1000)
+            logged.append(Metric("loss", float(2.0 * 0.7 ** epoch + 0.05 * rng.random()), at, epoch))
+            logged.append(Metric("throughput_samples_per_s", float(900 + 50 * rng.random()), at, epoch))
+        _log_batches(client, run_id, logged)
+        if telemetry and status in _TERMINAL:
+            _write_telemetry(client, run_id, times, columns)
+        if status in _TERMINAL:
+            client.set_terminated(run_id, status, end_time=end_ms)
+        seeded.append(SeededRun(run_id, name, experiment, workload, letter, status, run_start,
+                                list(metrics)))
+    if all(s.status in _TERMINAL for s in seeded):
+        client.set_terminated(parent.info.run_id, "FINISHED", end_time=end_ms)
+    return seeded
+
+
+def append_samples(tracking_uri: str, run: SeededRun, first: int, count: int, hz: float = 1.0,
+                   metrics: list[str] | None = None) -> None:
+    """Log ``count`` more samples to a RUNNING run, as the sink does while a run is live."""
+    client = MlflowClient(tracking_uri=tracking_uri)
+    total = first + count
+    logged = []
+    for key in metrics or run.metrics:
+        values = synthetic_values(key, total, f"{run.run_name}{run.letter}-live")
+        logged.extend(Metric(key, float(values[i]), int((run.start + i / hz) * 1000), i)
+                      for i in range(first, total))
+    _log_batches(client, run.run_id, logged)
