@@ -21,6 +21,7 @@ from typing import Any
 from radtrack import gpus as gpus_mod
 from radtrack.errors import SheetError
 from radtrack.listeners import registry
+from radtrack.placement.clocks import clock_range
 from radtrack.spec import RunSpec
 
 REQUIRED = ("Experiment", "Workload", "Status", "Run", "Devices", "Collocation", "File",
@@ -176,12 +177,6 @@ def parse_clocks(text: str) -> str:
     if len(values) == 2 and values[0] > values[1]:
         raise ValueError(f"{text!r}: the range's minimum is above its maximum")
     return ",".join(str(v) for v in values)
-
-
-def clock_range(clocks: str) -> tuple[int, int]:
-    """RunSpec.clocks ('1410' or '1200,1980') -> (min, max) MHz."""
-    values = [int(v) for v in clocks.split(",")]
-    return values[0], values[-1]
 
 
 def parse_env(text: str) -> dict[str, str]:

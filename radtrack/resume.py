@@ -1,0 +1,87 @@
+"""Decide which workloads of a sheet still need to run, from its Status and Run cells.
+
+A workload runs as a whole (its rows are co-located), so it runs again whole or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from mlflow import MlflowClient
+from mlflow.exceptions import MlflowException
+
+from radtrack.sheet import status_word
+from radtrack.spec import RunSpec
+
+PARENT_TAG = "mlflow.parentRunId"
+
+
+def _name(rows: list[RunSpec]) -> str:
+    return f"workload {rows[0].experiment}-{rows[0].workload}"
+
+
+def _running_in_mlflow(client: MlflowClient, run_id: str) -> bool:
+    try:
+        return client.get_run(run_id).info.status == "RUNNING"
+    except MlflowException:
+        return False
+
+
+def _kill_stale(client: MlflowClient, rows: list[RunSpec], log: Callable[[str], None]) -> bool:
+    """Mark runs a crashed launcher left RUNNING (and their parents) KILLED; True if any."""
+    killed = []
+    for s in rows:
+        if not s.run_id or status_word(s.status) not in ("", "RUNNING"):
+            continue
+        if not _running_in_mlflow(client, s.run_id):
+            continue
+        parent = client.get_run(s.run_id).data.tags.get(PARENT_TAG)
+        client.set_terminated(s.run_id, status="KILLED")
+        killed.append(s.run_id)
+        if parent and parent not in killed and _running_in_mlflow(client, parent):
+            client.set_terminated(parent, status="KILLED")
+            killed.append(parent)
+    if killed:
+        log(f"{_name(rows)}: runs {', '.join(killed)} were still RUNNING in MLflow (the "
+            "launcher stopped without closing them); marked KILLED, running it again")
+    return bool(killed)
+
+
+def pending_workloads(workloads: list[list[RunSpec]], client: MlflowClient, rerun: bool,
+                      log: Callable[[str], None] = print) -> list[list[RunSpec]]:
+    """The workloads to run now, logging one line per decision.
+
+    - every row FINISHED: skipped;
+    - runs the sheet marks RUNNING that MLflow still has RUNNING: a crashed launcher; those
+      runs and their parent are marked KILLED and the workload runs again;
+    - a row RUNNING in the sheet but not in MLflow: interrupted, runs again;
+    - any row FAILED or KILLED: runs again only with ``rerun``;
+    - otherwise (rows not run yet): runs.
+    """
+    pending = []
+    for rows in workloads:
+        name = _name(rows)
+        words = [status_word(s.status) for s in rows]
+        if all(w == "FINISHED" for w in words):
+            log(f"{name}: all {len(rows)} rows FINISHED, skipped")
+            continue
+        if _kill_stale(client, rows, log):
+            pending.append(rows)
+            continue
+        if "RUNNING" in words:
+            log(f"{name}: marked RUNNING in the sheet but not running in MLflow (interrupted), "
+                "running it again")
+            pending.append(rows)
+            continue
+        bad = sorted({w for w in words if w in ("FAILED", "KILLED")})
+        if bad:
+            if rerun:
+                log(f"{name}: {'/'.join(bad)} before, running it again (--rerun)")
+                pending.append(rows)
+            else:
+                log(f"{name}: {'/'.join(bad)} before, skipped (use --rerun to run it again)")
+            continue
+        log(f"{name}: {sum(1 for w in words if w != 'FINISHED')} of {len(rows)} rows not "
+            "finished, running it")
+        pending.append(rows)
+    return pending
