@@ -1,0 +1,320 @@
+"""NVML gate, device resolution and the smi listener, through autospec doubles fed with
+the H100 recordings (tests/data/h100/)."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import re
+import subprocess
+import sys
+
+import pynvml
+import pytest
+from gpu_doubles import H100_UUID, MIB, FakeGpu, FakeNvml, mig_gpu
+from radtrack.listeners import nvml, runner
+from radtrack.listeners.base import ListenerConfig
+from radtrack.listeners.devices import resolve, run_devices, visible_entries
+from radtrack.listeners.smi import SmiListener
+
+from radtrack.errors import RadtrackError
+
+# nvml-per-process.txt (two processes time-sharing) and nvml-per-process_mps.txt
+PROC_399_BYTES, PROC_400_BYTES = 878706688, 778043392
+PUTIL_399 = (1795323308194779, 70, 4)
+PUTIL_400 = (1795323307995757, 30, 1)
+MPS_SERVER_BYTES, MPS_472_BYTES, MPS_471_BYTES = 69206016, 476053504, 878706688
+
+
+@pytest.fixture(autouse=True)
+def _fresh_nvml():
+    nvml.reset()
+    yield
+    nvml.reset()
+
+
+@pytest.fixture
+def child():
+    """A real process in this test's process tree (stands in for the workload)."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+def _listener(devices: list[str] | None = None, pid: int | None = None) -> SmiListener:
+    return SmiListener(ListenerConfig(interval=0.1, devices=devices or [], pid=pid))
+
+
+# -- the gate -------------------------------------------------------------------------
+
+def test_query_not_supported_and_missing_function_give_na(monkeypatch, caplog):
+    gpu = FakeGpu(unsupported={"nvmlDeviceGetFanSpeed"})
+    FakeNvml(monkeypatch, [gpu])
+    assert nvml.nvml_query("nvmlDeviceGetFanSpeed", gpu) is nvml.NA
+    assert nvml.nvml_query("nvmlDeviceGetTemperature", gpu, 0) == 38
+    monkeypatch.delattr(pynvml, "nvmlDeviceGetPowerUsage")
+    with caplog.at_level(logging.WARNING, logger="radtrack.listeners.nvml"):
+        assert nvml.nvml_query("nvmlDeviceGetPowerUsage", gpu) is nvml.NA
+        assert nvml.nvml_query("nvmlDeviceGetPowerUsage", gpu) is nvml.NA
+    assert sum("nvmlDeviceGetPowerUsage" in r.message for r in caplog.records) == 1
+
+
+def test_query_lets_real_failures_through(monkeypatch):
+    gpu = FakeGpu()
+    fake = FakeNvml(monkeypatch, [gpu])
+    fake.calls["nvmlDeviceGetTemperature"].side_effect = pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+    with pytest.raises(pynvml.NVMLError_GpuIsLost):
+        nvml.nvml_query("nvmlDeviceGetTemperature", gpu, 0)
+
+
+def test_nvml_initialised_once_lazily(monkeypatch):
+    gpu = FakeGpu()
+    fake = FakeNvml(monkeypatch, [gpu])
+    assert fake.calls["nvmlInit"].call_count == 0
+    for _ in range(3):
+        nvml.nvml_query("nvmlDeviceGetTemperature", gpu, 0)
+    assert fake.calls["nvmlInit"].call_count == 1
+
+
+@pytest.mark.parametrize(("error", "reason"), [
+    (pynvml.NVML_ERROR_LIBRARY_NOT_FOUND, "NVIDIA driver not installed"),
+    (pynvml.NVML_ERROR_DRIVER_NOT_LOADED, "NVIDIA driver not loaded"),
+])
+def test_availability_names_the_missing_driver(monkeypatch, error, reason):
+    fake = FakeNvml(monkeypatch, [FakeGpu()])
+    fake.calls["nvmlInit"].side_effect = pynvml.NVMLError(error)
+    why = nvml.nvml_available()
+    assert not why and reason in why.reason
+    assert not SmiListener.available()
+
+
+def test_availability_without_gpu_and_with_one(monkeypatch):
+    FakeNvml(monkeypatch, [])
+    assert nvml.nvml_available().reason == "no NVIDIA GPU found by NVML"
+    FakeNvml(monkeypatch, [FakeGpu()])
+    assert SmiListener.available()
+
+
+# -- devices --------------------------------------------------------------------------
+
+def test_visible_entries_prefers_config_then_environment():
+    assert visible_entries(["1", " GPU-abc "], {"CUDA_VISIBLE_DEVICES": "0"}) == ["1", "GPU-abc"]
+    assert visible_entries([], {"CUDA_VISIBLE_DEVICES": "2,3"}) == ["2", "3"]
+    assert visible_entries([], {}) is None
+    # CUDA ignores everything from the first invalid entry on
+    assert visible_entries([], {"CUDA_VISIBLE_DEVICES": "1,-1,0"}) == ["1"]
+    assert visible_entries([], {"CUDA_VISIBLE_DEVICES": ""}) == []
+
+
+def test_resolve_index_uuid_prefix_and_all(monkeypatch):
+    a, b = FakeGpu(), FakeGpu(uuid="GPU-11111111-2222-3333-4444-555555555555")
+    FakeNvml(monkeypatch, [a, b])
+    devs = resolve(["1", H100_UUID])
+    assert [(d.scope, d.handle, d.index) for d in devs] == [("gpu0", b, 1), ("gpu1", a, 0)]
+    assert resolve(["GPU-1111"])[0].handle is b
+    assert [d.uuid for d in resolve(None)] == [a.uuid, b.uuid]
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert [d.handle for d in run_devices([])] == [b]
+
+
+def test_resolve_mig_uuid_and_legacy_form(monkeypatch):
+    parent = mig_gpu(2)
+    FakeNvml(monkeypatch, [parent])
+    inst = parent.mig[1]
+    (dev,) = resolve([inst.uuid])
+    assert dev.handle is inst and dev.parent is parent and dev.is_mig and dev.gpu_instance_id == 8
+    # drivers that do not look MIG UUIDs up directly: found by walking the instances
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetHandleByUUID", _only_physical(parent))
+    assert resolve([inst.uuid])[0].handle is inst
+    (legacy,) = resolve([f"MIG-{H100_UUID}/8/0"])
+    assert legacy.handle is inst
+
+
+def _only_physical(parent):
+    def lookup(uuid):
+        if uuid == parent.uuid:
+            return parent
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
+    return lookup
+
+
+@pytest.mark.parametrize(("entry", "message"), [
+    ("3", "does not exist: NVML sees 1 GPU(s)"),
+    ("GPU-deadbeef", "matches no GPU"),
+    ("MIG-deadbeef", "matches no MIG instance"),
+    ("cuda:0", "is not a GPU index"),
+])
+def test_resolve_names_the_bad_entry(monkeypatch, entry, message):
+    FakeNvml(monkeypatch, [FakeGpu()])
+    with pytest.raises(RadtrackError, match=re.escape(message)) as err:
+        resolve([entry])
+    assert repr(entry) in str(err.value)
+
+
+# -- smi --------------------------------------------------------------------------------
+
+def test_probe_and_sample_h100(monkeypatch):
+    gpu = FakeGpu(unsupported={"nvmlDeviceGetFanSpeed"}, reasons=0x4 | 0x40, util=(100, 7),
+                  mem_used=1595 * MIB)
+    FakeNvml(monkeypatch, [gpu])
+    smi = _listener()
+    keys = {s.key for s in smi.probe()}
+    assert "smi/gpu0/fan_pct" not in keys
+    assert "smi/gpu0/proc_mem_used_mib" not in keys  # no pid: no per-process readings
+    tags = smi.tags()
+    assert tags["radtrack.listener.smi.unsupported"] == "gpu0/fan_pct"
+    assert tags["radtrack.listener.smi.gpu0.uuid"] == H100_UUID
+    assert tags["radtrack.listener.smi.gpu0.name"] == "NVIDIA H100 80GB HBM3"
+    s1, s2 = smi.sample(), smi.sample()
+    assert set(s1) <= keys and "smi/gpu0/fan_pct" not in s1
+    assert s1["smi/gpu0/power_w"] == pytest.approx(73.183)  # field 186, not nvmlDeviceGetPowerUsage
+    assert s1["smi/gpu0/power_avg_w"] == pytest.approx(73.795)
+    assert s1["smi/gpu0/mem_temp_c"] == 39 and s1["smi/gpu0/temp_c"] == 38
+    assert s1["smi/gpu0/mem_used_mib"] == 1595 and s1["smi/gpu0/mem_total_mib"] == 81559
+    assert (s1["smi/gpu0/gpu_util_pct"], s1["smi/gpu0/mem_util_pct"]) == (100, 7)
+    assert (s1["smi/gpu0/sm_clock_mhz"], s1["smi/gpu0/mem_clock_mhz"]) == (345, 2619)
+    assert s1["smi/gpu0/pstate_level"] == 0
+    assert s1["smi/gpu0/clock_reasons_mask"] == 0x44
+    assert s1["smi/gpu0/throttle_sw_power_cap_flag"] == 1
+    assert s1["smi/gpu0/throttle_thermal_flag"] == 1
+    assert s1["smi/gpu0/throttle_hw_slowdown_flag"] == 0
+    assert s1["smi/gpu0/pcie_tx_bytes_per_s"] == 54699 * 1024  # throughput fallback
+    assert s1["smi/gpu0/ecc_uncorrected_volatile_count"] == 0
+    # energy: cumulative from the probe, one 6983 mJ step per read
+    assert s1["smi/gpu0/energy_j"] == pytest.approx(6.983)
+    assert s2["smi/gpu0/energy_j"] == pytest.approx(2 * 6.983)
+
+
+def test_instant_power_field_missing_falls_back_to_power_usage(monkeypatch):
+    gpu = FakeGpu(fields={82: 39})  # an older GPU: no 185/186 fields
+    FakeNvml(monkeypatch, [gpu])
+    smi = _listener()
+    keys = {s.key for s in smi.probe()}
+    assert "smi/gpu0/power_avg_w" not in keys
+    assert "gpu0/power_avg_w" in smi.tags()["radtrack.listener.smi.unsupported"].split(",")
+    assert smi.sample()["smi/gpu0/power_w"] == pytest.approx(69.94)
+
+
+def test_pcie_byte_counters_give_a_rate(monkeypatch):
+    gpu = FakeGpu()
+    gpu.fields.update({197: 10_000_000, 198: 20_000_000})
+    fake = FakeNvml(monkeypatch, [gpu])
+    smi = _listener()
+    assert "smi/gpu0/pcie_rx_bytes_per_s" in {s.key for s in smi.probe()}
+    gpu.fields[197] += 5_000_000
+    s = smi.sample()
+    assert s["smi/gpu0/pcie_tx_bytes_per_s"] > 0
+    assert s["smi/gpu0/pcie_rx_bytes_per_s"] == 0
+    assert fake.calls["nvmlDeviceGetPcieThroughput"].call_count == 0  # 20 ms per call: avoided
+
+
+def test_unsupported_readings_are_never_emitted(monkeypatch):
+    gpu = FakeGpu(fields={}, unsupported={
+        "nvmlDeviceGetPowerUsage", "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetTotalEccErrors",
+        "nvmlDeviceGetCurrentClocksEventReasons", "nvmlDeviceGetCurrentClocksThrottleReasons",
+        "nvmlDeviceGetPcieThroughput"})
+    FakeNvml(monkeypatch, [gpu])
+    smi = _listener()
+    keys = {s.key for s in smi.probe()}
+    unsupported = set(smi.tags()["radtrack.listener.smi.unsupported"].split(","))
+    for q in ("power_w", "power_avg_w", "energy_j", "ecc_corrected_volatile_count", "clock_reasons_mask",
+              "throttle_thermal_flag", "pcie_tx_bytes_per_s", "mem_temp_c"):
+        assert f"gpu0/{q}" in unsupported and f"smi/gpu0/{q}" not in keys
+    sample = smi.sample()
+    assert not any(k.endswith(("power_w", "energy_j", "_flag")) for k in sample)
+    assert sample["smi/gpu0/temp_c"] == 38
+
+
+def test_per_process_attribution_time_sharing(monkeypatch, child):
+    other = os.getppid()  # a live process outside the test's tree
+    gpu = FakeGpu(procs=[(other, PROC_400_BYTES), (child, PROC_399_BYTES)],
+                  putil=[(child, *PUTIL_399), (other, *PUTIL_400)])
+    FakeNvml(monkeypatch, [gpu])
+    smi = _listener(pid=os.getpid())
+    keys = {s.key for s in smi.probe()}
+    assert {"smi/gpu0/proc_mem_used_mib", "smi/gpu0/proc_sm_util_pct"} <= keys
+    s = smi.sample()
+    assert s["smi/gpu0/proc_mem_used_mib"] == PROC_399_BYTES / MIB  # 838 MiB, not 838 + 742
+    gpu.putil.append((child, PUTIL_399[0] + 100_000, 65, 3))
+    assert smi.sample()["smi/gpu0/proc_sm_util_pct"] == 65
+
+
+def test_per_process_first_sample_counts_only_the_tree(monkeypatch, child):
+    other = os.getppid()
+    gpu = FakeGpu(procs=[(other, PROC_400_BYTES), (child, PROC_399_BYTES)], putil=[])
+    FakeNvml(monkeypatch, [gpu])
+    smi = _listener(pid=os.getpid())
+    smi.probe()
+    gpu.putil += [(child, *PUTIL_399), (other, *PUTIL_400)]
+    assert smi.sample()["smi/gpu0/proc_sm_util_pct"] == 70
+
+
+def test_per_process_under_mps_memory_yes_no_fake_utilisation(monkeypatch, child):
+    other, server = os.getppid(), 1
+    gpu = FakeGpu(procs=[(server, MPS_SERVER_BYTES), (other, MPS_472_BYTES), (child, MPS_471_BYTES)],
+                  putil=[(server, 1795323308194779, 95, 6)])
+    FakeNvml(monkeypatch, [gpu])
+    smi = _listener(pid=os.getpid())
+    smi.probe()
+    s = smi.sample()
+    assert s["smi/gpu0/proc_mem_used_mib"] == MPS_471_BYTES / MIB
+    # the work is booked to the MPS server: no reading rather than a made-up 0 or 95
+    assert "smi/gpu0/proc_sm_util_pct" not in s
+
+
+def test_per_process_tree_not_on_gpu_is_zero(monkeypatch, child):
+    other = os.getppid()
+    gpu = FakeGpu(procs=[(other, PROC_400_BYTES)], putil=[(other, *PUTIL_400)])
+    FakeNvml(monkeypatch, [gpu])
+    smi = _listener(pid=os.getpid())
+    smi.probe()
+    gpu.putil.append((other, PUTIL_400[0] + 1, 31, 1))
+    s = smi.sample()
+    assert s["smi/gpu0/proc_mem_used_mib"] == 0 and s["smi/gpu0/proc_sm_util_pct"] == 0
+
+
+def test_mig_instance_reports_what_nvml_offers(monkeypatch, child):
+    parent = mig_gpu(1)
+    inst = parent.mig[0]
+    inst.procs = [(child, 512 * MIB)]
+    inst.mem_used, inst.mem_total = 600 * MIB, 9984 * MIB
+    FakeNvml(monkeypatch, [parent])
+    smi = _listener(devices=[inst.uuid], pid=os.getpid())
+    keys = {s.key for s in smi.probe()}
+    tags = smi.tags()
+    assert tags["radtrack.listener.smi.gpu0.mig"] == "true"
+    assert tags["radtrack.listener.smi.gpu0.uuid"] == inst.uuid
+    unsupported = tags["radtrack.listener.smi.unsupported"].split(",")
+    assert {"gpu0/power_w", "gpu0/energy_j", "gpu0/gpu_util_pct", "gpu0/proc_sm_util_pct"} <= set(unsupported)
+    s = smi.sample()
+    assert set(s) <= keys
+    assert not {"smi/gpu0/power_w", "smi/gpu0/energy_j", "smi/gpu0/gpu_util_pct"} & set(s)
+    assert s["smi/gpu0/mem_total_mib"] == 9984 and s["smi/gpu0/proc_mem_used_mib"] == 512
+
+
+def test_runner_json_lines_end_to_end(monkeypatch):
+    FakeNvml(monkeypatch, [FakeGpu(unsupported={"nvmlDeviceGetFanSpeed"}), FakeGpu(uuid="GPU-2")])
+    out = io.StringIO()
+    code = runner.run("smi", ListenerConfig(interval=0.01, devices=["1", "0"]), out=out, count=3)
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert code == 0, lines
+    hello, samples = lines[0], lines[1:]
+    assert hello["type"] == "hello" and hello["listener"] == "smi"
+    assert hello["tags"]["radtrack.listener.smi.gpu0.uuid"] == "GPU-2"
+    assert hello["tags"]["radtrack.listener.smi.unsupported"] == "gpu1/fan_pct"
+    specs = {m["key"]: m for m in hello["metrics"]}
+    assert specs["smi/gpu0/power_w"]["unit"] == "W"
+    assert [s["type"] for s in samples] == ["sample"] * 3
+    assert all(s["v"]["smi/gpu1/power_w"] == pytest.approx(73.183) for s in samples)
+    assert samples[2]["v"]["smi/gpu0/energy_j"] > samples[0]["v"]["smi/gpu0/energy_j"]
+
+
+def test_runner_reports_a_bad_device_as_one_error_line(monkeypatch):
+    FakeNvml(monkeypatch, [FakeGpu()])
+    out = io.StringIO()
+    assert runner.run("smi", ListenerConfig(devices=["5"]), out=out, count=1) == 1
+    (line,) = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert line["type"] == "error" and "'5' does not exist" in line["message"]
