@@ -1,0 +1,211 @@
+"""The sink: write-ahead spool, log_batch chunking, exactly-once shipping, sync, outages."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest import radtrack_cli
+
+from radtrack.sink import MAX_METRICS_PER_CALL, Sink, read_spool, summarize
+
+SCRIPTS = Path(__file__).parent / "scripts"
+
+
+def _client(uri: str):
+    from mlflow import MlflowClient
+
+    return MlflowClient(uri)
+
+
+def _new_run(uri: str) -> str:
+    c = _client(uri)
+    exp = c.create_experiment("sink")
+    return c.create_run(exp).info.run_id
+
+
+def _sample(i: int, n_keys: int) -> str:
+    return json.dumps({"type": "sample", "t": 1_700_000_000 + i * 0.1,
+                       "v": {f"t/k{j}_pct": float(i + j) for j in range(n_keys)}})
+
+
+class _Spy:
+    """Wraps a real MlflowClient, counting log_batch sizes; can fail the first N calls."""
+
+    def __init__(self, client, fail_first: int = 0):
+        self.client = client
+        self.sizes: list[int] = []
+        self.fail_left = fail_first
+
+    def log_batch(self, run_id, metrics=(), **kw):
+        if self.fail_left > 0:
+            self.fail_left -= 1
+            raise ConnectionError("store down (test)")
+        self.sizes.append(len(metrics))
+        return self.client.log_batch(run_id, metrics=metrics, **kw)
+
+    def __getattr__(self, name):
+        return getattr(self.client, name)
+
+
+def test_batches_are_chunked_and_every_sample_stored_once(store: str, tmp_path: Path) -> None:
+    run_id = _new_run(store)
+    spy = _Spy(_client(store), fail_first=2)
+    sink = Sink(spy, run_id, tmp_path / "spool", store, flush_every=0.2)
+    sink.feed("fake", json.dumps({"type": "hello", "listener": "fake", "metrics": [], "tags": {}}))
+    sink.start()
+    n, k = 400, 23  # 9200 points; 23 does not divide 1000, so whole samples must not be split
+    for i in range(n):
+        sink.feed("fake", _sample(i, k))
+    assert sink.close(retry_for=30)
+    assert spy.sizes and max(spy.sizes) <= MAX_METRICS_PER_CALL
+    assert all(s % k == 0 for s in spy.sizes)
+    assert sum(spy.sizes) == n * k + len(summarize(read_parquet(store, run_id, tmp_path)))
+    hist = _client(store).get_metric_history(run_id, "t/k5_pct")
+    assert sorted(h.step for h in hist) == list(range(n))  # exactly once, step = sample index
+    assert hist[0].timestamp == 1_700_000_000_000 + 0
+    assert not (tmp_path / "spool" / run_id).exists()  # fully stored spool is removed
+
+
+def read_parquet(uri: str, run_id: str, tmp: Path) -> pd.DataFrame:
+    path = _client(uri).download_artifacts(run_id, "telemetry/fake.parquet", str(tmp))
+    return pd.read_parquet(path)
+
+
+def test_parquet_trace_and_summary(store: str, tmp_path: Path) -> None:
+    run_id = _new_run(store)
+    sink = Sink(_client(store), run_id, tmp_path / "spool", store)
+    for i in range(11):  # 100 W for 10 s, energy counter 0..1000 J
+        sink.feed("smi", json.dumps({"type": "sample", "t": 1000.0 + i,
+                                     "v": {"smi/gpu0/power_w": 100.0, "smi/gpu0/energy_j": 100.0 * i}}))
+    assert sink.close()
+    frame = pd.read_parquet(_client(store).download_artifacts(run_id, "telemetry/smi.parquet", str(tmp_path)))
+    assert list(frame.columns) == ["time", "step", "smi/gpu0/power_w", "smi/gpu0/energy_j"]
+    assert len(frame) == 11 and frame["step"].tolist() == list(range(11))
+    m = _client(store).get_run(run_id).data.metrics
+    assert m["summary/smi/gpu0/energy_j"] == pytest.approx(1000.0)
+    assert m["summary/smi/gpu0/power_w/mean"] == pytest.approx(100.0)
+
+
+def test_recover_ships_only_unshipped_lines(store: str, tmp_path: Path) -> None:
+    run_id = _new_run(store)
+    root = tmp_path / "spool"
+    sink = Sink(_client(store), run_id, root, store)
+    for i in range(50):
+        sink.feed("fake", _sample(i, 3))
+    assert sink.ship()
+    for i in range(50, 80):  # spooled, never shipped: the launcher "dies" here
+        sink.feed("fake", _sample(i, 3))
+    (root / run_id / "fake.jsonl").open("a").write('{"type": "sample", "t": 17')  # torn line
+    assert (root / run_id / "fake.shipped").read_text() == "50"
+    spy = _Spy(_client(store))
+    again = Sink.recover(spy, root / run_id)
+    assert again.pending_count == 30
+    assert again.close()
+    assert spy.sizes[0] == 30 * 3  # only the unshipped lines (the summary batch follows)
+    hist = _client(store).get_metric_history(run_id, "t/k1_pct")
+    assert sorted(h.step for h in hist) == list(range(80))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _start_server(db: Path, artifacts: Path, port: int) -> subprocess.Popen:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}",
+         "--artifacts-destination", str(artifacts), "--host", "127.0.0.1", "--port", str(port),
+         "--workers", "1"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 90
+    import urllib.request
+
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1).close()
+            return proc
+        except OSError:
+            assert proc.poll() is None, "mlflow server exited during start"
+            time.sleep(0.3)
+    raise AssertionError("mlflow server did not start")
+
+
+def _stop_server(proc: subprocess.Popen) -> None:
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+
+
+@pytest.mark.slow
+def test_store_outage_mid_run_loses_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RADTRACK_HOME", str(tmp_path / ".radtrack"))
+    port = _free_port()
+    uri = f"http://127.0.0.1:{port}"
+    db, arts = tmp_path / "server.db", tmp_path / "server-artifacts"
+    server = _start_server(db, arts, port)
+    try:
+        launcher = subprocess.Popen(
+            [sys.executable, "-m", "radtrack", "--tracking-uri", uri, "-e", "outage", "-l", "top",
+             "--interval", "0.1", str(SCRIPTS / "busy.py"), "14"],
+            env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True)
+        time.sleep(6)
+        _stop_server(server)  # the store goes away mid-run...
+        time.sleep(4)
+        server = _start_server(db, arts, port)  # ...and comes back
+        out, _ = launcher.communicate(timeout=180)
+        assert launcher.returncode == 0, out
+        assert "storing top samples failed" in out  # the outage really hit the sink
+        c = _client(uri)
+        exp = c.get_experiment_by_name("outage")
+        run = next(r for r in c.search_runs([exp.experiment_id])
+                   if r.data.tags.get("radtrack.role") == "row")
+        frame = pd.read_parquet(c.download_artifacts(run.info.run_id, "telemetry/top.parquet",
+                                                     str(tmp_path)))
+        hist = c.get_metric_history(run.info.run_id, "top/cpu_pct")
+        assert len(frame) > 80  # ~14 s at 10 Hz
+        steps = sorted(h.step for h in hist)
+        assert steps == list(range(len(frame))), "emitted != stored, or stored twice"
+    finally:
+        _stop_server(server)
+
+
+@pytest.mark.slow
+def test_sigkilled_launcher_then_sync(store: str, tmp_path: Path) -> None:
+    launcher = subprocess.Popen(
+        [sys.executable, "-m", "radtrack", "-e", "crash", "-l", "top", "--interval", "0.1",
+         str(SCRIPTS / "busy.py"), "30"],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL)
+    spool = Path(os.environ["RADTRACK_HOME"]) / "spool"
+    deadline = time.monotonic() + 90
+    while not any(spool.glob("*/top.jsonl")):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    time.sleep(3)
+    launcher.kill()
+    launcher.wait()
+    time.sleep(1)
+    p = radtrack_cli("sync")
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "1 run(s) stored" in p.stdout
+    c = _client(store)
+    exp = c.get_experiment_by_name("crash")
+    run = next(r for r in c.search_runs([exp.experiment_id]) if r.data.tags.get("radtrack.role") == "row")
+    assert run.info.status == "KILLED"
+    frame = pd.read_parquet(c.download_artifacts(run.info.run_id, "telemetry/top.parquet", str(tmp_path)))
+    steps = sorted(h.step for h in c.get_metric_history(run.info.run_id, "top/cpu_pct"))
+    assert len(frame) >= 20 and steps == list(range(len(frame)))
+    assert not any(spool.glob("*/meta.json"))
+    again = radtrack_cli("sync")
+    assert again.returncode == 0 and "0 run(s) stored" in again.stdout
