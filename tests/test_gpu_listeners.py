@@ -1,0 +1,118 @@
+"""The GPU listeners against a real GPU running a CUDA matmul in a child process.
+
+Skipped (visibly, by tests/conftest.py) without an NVIDIA GPU; run by the lead on an H100.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+MATMUL = """\
+import torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+for _ in range(3):
+    a @ b
+torch.cuda.synchronize()
+print("ready", flush=True)
+while True:
+    for _ in range(20):
+        c = a @ b
+    torch.cuda.synchronize()
+"""
+
+
+def _env(without_dcgmi: bool = False) -> dict[str, str]:
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    if without_dcgmi:  # force the NVML GPM backend even where DCGM is installed
+        env["PATH"] = os.pathsep.join(d for d in env.get("PATH", "").split(os.pathsep)
+                                      if d and not os.path.exists(os.path.join(d, "dcgmi")))
+    return env
+
+
+def _listen(name: str, *args: str, without_dcgmi: bool = False) -> tuple[dict, list[dict]]:
+    proc = subprocess.run([sys.executable, "-m", "radtrack.listeners", name, "--devices", "0", *args],
+                          capture_output=True, text=True, timeout=120, env=_env(without_dcgmi))
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
+    assert proc.returncode == 0 and lines and lines[0]["type"] == "hello", proc.stdout + proc.stderr
+    return lines[0], [x["v"] for x in lines[1:]]
+
+
+@pytest.fixture(scope="module")
+def idle_power_w() -> float:
+    _, samples = _listen("smi", "--interval", "0.1", "--count", "10")
+    return statistics.median(s["smi/gpu0/power_w"] for s in samples)
+
+
+@pytest.fixture(scope="module")
+def matmul(idle_power_w: float):
+    pytest.importorskip("torch")
+    proc = subprocess.Popen([sys.executable, "-c", MATMUL], stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "CUDA_VISIBLE_DEVICES": "0"})
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        yield proc.pid
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_smi_under_load(matmul: int, idle_power_w: float):
+    hello, samples = _listen("smi", "--interval", "0.1", "--count", "30", "--pid", str(matmul))
+    assert len(samples) == 30
+    keys = {m["key"] for m in hello["metrics"]}
+    assert {"smi/gpu0/power_w", "smi/gpu0/energy_j", "smi/gpu0/proc_mem_used_mib"} <= keys
+    assert hello["tags"]["radtrack.listener.smi.gpu0.uuid"].startswith("GPU-")
+
+    power = [s["smi/gpu0/power_w"] for s in samples]
+    assert statistics.median(power) > 1.5 * idle_power_w, (power, idle_power_w)
+    # the H100 power reading refreshes every 100 ms: sampling at 0.1 s sees new values
+    assert len(set(power)) >= 25, power
+
+    energy = [s["smi/gpu0/energy_j"] for s in samples if "smi/gpu0/energy_j" in s]
+    assert energy[-1] > energy[0] > -1e-9
+    # ~3 s of a loaded GPU: the counter moved by roughly mean power x time
+    assert energy[-1] - energy[0] > idle_power_w * 2.0
+
+    proc_mem = [s.get("smi/gpu0/proc_mem_used_mib", 0.0) for s in samples]
+    assert max(proc_mem) > 256, proc_mem  # two 128 MiB bf16 matrices and the CUDA context
+    util = [s["smi/gpu0/proc_sm_util_pct"] for s in samples if "smi/gpu0/proc_sm_util_pct" in s]
+    assert util and max(util) > 0
+
+
+def test_dcgm_gpm_under_load(matmul: int):
+    if not _gpm_supported():
+        pytest.skip("this GPU has no NVML GPM (needs Hopper or newer)")
+    hello, samples = _listen("dcgm", "--interval", "0.1", "--count", "15", without_dcgmi=True)
+    assert hello["tags"]["radtrack.listener.dcgm.backend"] == "gpm"
+    active = [s["dcgm/gpu0/sm_active_pct"] for s in samples if "dcgm/gpu0/sm_active_pct" in s]
+    assert len(active) >= 10 and statistics.median(active) > 10, active
+    tensor = [s.get("dcgm/gpu0/tensor_active_pct", 0.0) for s in samples]
+    assert max(tensor) > 0, tensor  # bf16 matmul runs on the tensor cores
+
+
+def _gpm_supported() -> bool:
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        h = pynvml.nvmlDeviceGetHandleByIndex(0)
+        return bool(pynvml.nvmlGpmQueryDeviceSupport(h).isSupportedDevice)
+    except pynvml.NVMLError:
+        return False
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def test_smi_available_on_a_gpu_host():
+    from radtrack.listeners.smi import SmiListener
+
+    assert SmiListener.available(), SmiListener.available().reason
