@@ -229,3 +229,18 @@ class DataSource:
 
 def _is_missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value))
+
+
+def long_frame(series: dict[tuple[str, str], Series]) -> pd.DataFrame:
+    """The cached series as the long frame radtrack.analysis works on (run_id, metric, seconds,
+    time, step, value)."""
+    parts = [pd.DataFrame({"run_id": s.run_id, "metric": s.metric, "seconds": s.seconds,
+                           "time": pd.to_datetime(s.seconds + s.start, unit="s", utc=True),
+                           "step": s.step, "value": s.value})
+             for s in series.values() if len(s)]
+    if not parts:
+        return pd.DataFrame({"run_id": pd.Series(dtype=str), "metric": pd.Series(dtype=str),
+                             "seconds": pd.Series(dtype=float),
+                             "time": pd.Series(dtype="datetime64[ns, UTC]"),
+                             "step": pd.Series(dtype="int64"), "value": pd.Series(dtype=float)})
+    return pd.concat(parts, ignore_index=True)

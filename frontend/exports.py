@@ -49,11 +49,12 @@ def figure_image(fig: go.Figure, fmt: str, width: int = 1200, scale: float = 1.0
 
 
 def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str],
-                 metrics: Sequence[str], time_range: tuple[float, float] | None = None
-                 ) -> pd.DataFrame:
+                 metrics: Sequence[str], xmode: str = "seconds",
+                 x_range: tuple[float, float] | None = None) -> pd.DataFrame:
     """Full-resolution samples as columns run (run id), metric, time (unix s), value.
 
-    ``time_range`` (unix seconds) keeps only the samples of the zoomed window.
+    ``x_range``, in the units of ``xmode`` (as the chart's zoom), keeps only the samples
+    of the zoomed window.
     """
     parts = []
     for run_id in run_ids:
@@ -62,8 +63,9 @@ def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str
             if one is None or not len(one):
                 continue
             times, values = one.x("wall"), one.value
-            if time_range:
-                inside = (times >= time_range[0]) & (times <= time_range[1])
+            if x_range is not None:
+                x = one.x(xmode)
+                inside = (x >= x_range[0]) & (x <= x_range[1])
                 times, values = times[inside], values[inside]
             parts.append(pd.DataFrame({"run": run_id, "metric": metric, "time": times,
                                        "value": values}))

@@ -1,0 +1,7 @@
+"""``python -m radtrack.frontend``."""
+
+import sys
+
+from radtrack.frontend.app import main
+
+sys.exit(main())

@@ -1,0 +1,78 @@
+"""The Dash app: ``python -m radtrack.frontend`` / ``radtrack ui``.
+
+It only reads the tracking store; saved views go to a local folder. Every script and
+stylesheet is served by this process, so the page works without internet access.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from dash import Dash
+from radtrack.frontend import callbacks_chart, callbacks_export, callbacks_select
+from radtrack.frontend.data import DataSource
+from radtrack.frontend.layout import build_layout
+from radtrack.frontend.views import ViewStore, default_views_dir
+
+from radtrack.analysis.data import resolve_tracking_uri
+
+ASSETS = Path(__file__).resolve().parent / "assets"
+
+
+def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
+               source: DataSource | None = None) -> Dash:
+    """The page for one tracking store (None: ``MLFLOW_TRACKING_URI``, else sqlite:///mlflow.db)."""
+    uri = resolve_tracking_uri(tracking_uri)
+    source = source or DataSource(uri)
+    views = ViewStore(views_dir or default_views_dir())
+    app = Dash(__name__, title="radtrack", assets_folder=str(ASSETS), serve_locally=True,
+               update_title=None)
+    # A function, so each page load lists the experiments that exist now.
+    app.layout = lambda: build_layout(source.experiments(), uri, views.names())
+    callbacks_select.register(app, source, views)
+    callbacks_chart.register(app, source)
+    callbacks_export.register(app, source)
+    return app
+
+
+def check_store(uri: str) -> str | None:
+    """Why ``uri`` cannot be shown, or None. A missing SQLite file would otherwise be created."""
+    if uri.startswith("sqlite:///"):
+        path = Path(uri.removeprefix("sqlite:///"))
+        if not path.is_file():
+            return (f"tracking store {uri}: {path.absolute()} does not exist "
+                    "(pass --tracking-uri or set MLFLOW_TRACKING_URI)")
+    return None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m radtrack.frontend",
+        description="Browse radtrack runs: experiment -> workload -> co-located runs, "
+                    "overlaid hardware and ML metrics.")
+    parser.add_argument("--tracking-uri", default=None,
+                        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8050, help="port (default 8050)")
+    parser.add_argument("--views-dir", type=Path, default=None,
+                        help="folder for saved views (default: $RADTRACK_HOME/views, else ./.radtrack/views)")
+    parser.add_argument("--debug", action="store_true", help="Dash debug mode (reloader, dev tools)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if not 0 < args.port < 65536:
+        print(f"radtrack ui: --port {args.port} is not a TCP port (1-65535)", file=sys.stderr)
+        return 2
+    uri = resolve_tracking_uri(args.tracking_uri)
+    problem = check_store(uri)
+    if problem:
+        print(f"radtrack ui: {problem}", file=sys.stderr)
+        return 2
+    app = create_app(uri, args.views_dir)
+    print(f"radtrack ui: {uri} on http://{args.host}:{args.port}/", file=sys.stderr)
+    app.run(host=args.host, port=args.port, debug=args.debug)
+    return 0

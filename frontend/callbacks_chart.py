@@ -1,0 +1,222 @@
+"""Callbacks of the metric picker, the chart (with zoom re-sampling and live refresh),
+the summary table and the correlation heatmap."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pandas as pd
+from dash import Dash, Input, Output, State, ctx, html
+from dash.exceptions import PreventUpdate
+from radtrack.frontend.data import DataSource, long_frame
+from radtrack.frontend.figures import (
+    ChartOptions,
+    build_chart,
+    correlation_figure,
+    empty_figure,
+    run_labels,
+)
+
+from radtrack.analysis.correlation import correlate
+from radtrack.analysis.summary import summarize_runs, summary_metric_keys
+
+# Listener groups in the order a reader scans them; anything else follows, the script's
+# own metrics (no listener prefix) come last.
+GROUP_ORDER = ("smi", "dcgm", "top", "iostat", "tegrastats", "nsys", "ncu")
+SCRIPT_GROUP = "script"
+# '#' cannot occur in an MLflow metric key, so a header never collides with a metric.
+HEADER_PREFIX = "#group "
+
+# The relayout event names the axis the user dragged (xaxis, xaxis2, ...); every x axis of
+# the chart is matched to the first, so any of them gives the visible range.
+VIEW_RANGE_JS = """
+function(relayout, figure) {
+    if (!relayout) { return window.dash_clientside.no_update; }
+    const rev = figure && figure.layout ? figure.layout.uirevision : null;
+    for (const key of Object.keys(relayout)) {
+        if (/^xaxis\\d*\\.autorange$/.test(key) && relayout[key]) { return {rev: rev, x: null}; }
+    }
+    for (const key of Object.keys(relayout)) {
+        let m = key.match(/^(xaxis\\d*)\\.range\\[0\\]$/);
+        if (m) { return {rev: rev, x: [relayout[key], relayout[m[1] + '.range[1]']]}; }
+        m = key.match(/^xaxis\\d*\\.range$/);
+        if (m) { return {rev: rev, x: relayout[key]}; }
+    }
+    return window.dash_clientside.no_update;
+}
+"""
+
+TABS_JS = """
+function(tab) {
+    const show = {display: 'block'}, hide = {display: 'none'};
+    return [tab === 'summary' ? show : hide, tab === 'correlation' ? show : hide];
+}
+"""
+
+
+def metric_group(key: str) -> str:
+    return key.split("/", 1)[0] if "/" in key else SCRIPT_GROUP
+
+
+def metric_options(keys: list[str], search: str | None, chosen: list[str]) -> list[dict]:
+    """Checklist options grouped by listener, each group under a disabled header row."""
+    text = (search or "").strip().lower()
+    shown = [k for k in keys if not text or text in k.lower() or k in chosen]
+    groups: dict[str, list[str]] = {}
+    for key in shown:
+        groups.setdefault(metric_group(key), []).append(key)
+
+    def order(group: str) -> tuple[int, str]:
+        if group in GROUP_ORDER:
+            return (GROUP_ORDER.index(group), group)
+        return (len(GROUP_ORDER) + (group == SCRIPT_GROUP), group)
+
+    options: list[dict] = []
+    for group in sorted(groups, key=order):
+        options.append({"label": html.Span(group, className="group-name"),
+                        "value": HEADER_PREFIX + group, "disabled": True})
+        for key in groups[group]:
+            short = key[len(group) + 1:] if group != SCRIPT_GROUP else key
+            options.append({"label": html.Span(short, title=key), "value": key})
+    return options
+
+
+def revision(selection: list[str], metrics: list[str], xmode: str, logy: bool) -> str:
+    """Plotly's uirevision: zoom survives refreshes until what is plotted changes."""
+    raw = json.dumps([sorted(selection), metrics, xmode, logy])
+    return hashlib.sha1(raw.encode()).hexdigest()[:12]
+
+
+def parse_range(raw: object, xmode: str) -> tuple[float, float] | None:
+    """A relayout x range in the units the chart works in (wall clock: unix seconds)."""
+    if not isinstance(raw, list | tuple) or len(raw) != 2 or None in raw:
+        return None
+    if xmode == "wall":
+        # Plotly reports date ranges as naive strings in the axis' time zone, which is UTC here.
+        values = [pd.Timestamp(v, unit="ms", tz="UTC") if isinstance(v, int | float)
+                  else pd.Timestamp(v).tz_localize("UTC") for v in raw]
+        lo, hi = (v.timestamp() for v in values)
+    else:
+        lo, hi = float(raw[0]), float(raw[1])
+    return (min(lo, hi), max(lo, hi))
+
+
+def chart_inputs(source: DataSource, selection, chosen, xmode, smooth, logy, view_range
+                 ) -> tuple[list[str], list[str], ChartOptions, str]:
+    """What to plot: runs, the chosen metrics some run has, options, and the uirevision."""
+    selection = list(selection or [])
+    keys = set(source.metric_keys(selection)) if selection else set()
+    metrics = [m for m in (chosen or []) if m in keys]
+    logy_on = "log" in (logy or [])
+    rev = revision(selection, metrics, xmode, logy_on)
+    x_range = None
+    if isinstance(view_range, dict) and view_range.get("rev") == rev:
+        x_range = parse_range(view_range.get("x"), xmode)
+    try:
+        smooth_n = max(1, min(int(smooth or 1), 10_000))
+    except (TypeError, ValueError):
+        smooth_n = 1
+    return selection, metrics, ChartOptions(xmode, smooth_n, logy_on, x_range), rev
+
+
+def chart_figure(source: DataSource, selection: list[str], metrics: list[str],
+                 options: ChartOptions, rev: str):
+    labels = run_labels(source.runs(selection)) if selection else {}
+    series = source.series(selection, metrics) if selection and metrics else {}
+    return build_chart(metrics, selection, labels, series, options, uirevision=rev)
+
+
+def _rounded(value: object) -> object:
+    if isinstance(value, float | np.floating):
+        return None if np.isnan(value) else float(f"{value:.4g}")
+    return value
+
+
+def register(app: Dash, source: DataSource) -> None:
+    @app.callback(Output("metrics", "options"), Output("metrics", "value"),
+                  Input("selection", "data"), Input("metric-search", "value"),
+                  Input("metrics", "value"), Input("incoming", "data"))
+    def control_metrics(selection, search, chosen, incoming):
+        chosen = [m for m in (chosen or []) if not m.startswith(HEADER_PREFIX)]
+        if ctx.triggered_id == "incoming" and incoming:
+            chosen = list(incoming.get("metrics", []))
+        keys = source.metric_keys(selection) if selection else []
+        return metric_options(keys, search, chosen), chosen
+
+    app.clientside_callback(VIEW_RANGE_JS, Output("view-range", "data"),
+                            Input("chart", "relayoutData"), State("chart", "figure"),
+                            prevent_initial_call=True)
+    app.clientside_callback(TABS_JS, Output("summary-panel", "style"),
+                            Output("corr-panel", "style"), Input("tabs", "value"))
+
+    @app.callback(Output("chart", "figure"),
+                  Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),
+                  Input("smooth", "value"), Input("logy", "value"), Input("view-range", "data"),
+                  Input("live", "n_intervals"))
+    def draw_chart(selection, chosen, xmode, smooth, logy, view_range, _tick):
+        trigger = ctx.triggered_id
+        if trigger == "live" and not source.any_live(selection or []):
+            raise PreventUpdate
+        runs, metrics, options, rev = chart_inputs(source, selection, chosen, xmode, smooth,
+                                                   logy, view_range)
+        if trigger == "view-range" and (view_range or {}).get("rev") != rev:
+            raise PreventUpdate  # a relayout of a figure that has since been replaced
+        return chart_figure(source, runs, metrics, options, rev)
+
+    @app.callback(Output("live", "disabled"),
+                  Input("selection", "data"), Input("live", "n_intervals"))
+    def follow_live_runs(selection, _tick):
+        return not source.any_live(selection or [])
+
+    @app.callback(Output("summary", "data"), Output("summary", "columns"),
+                  Input("tabs", "value"), Input("selection", "data"), Input("live", "n_intervals"))
+    def summary_table(tab, selection, _tick):
+        if tab != "summary":
+            raise PreventUpdate
+        if ctx.triggered_id == "live" and not source.any_live(selection or []):
+            raise PreventUpdate
+        if not selection:
+            return [], []
+        runs = source.runs(selection)
+        keys = summary_metric_keys(source.metric_keys(selection))
+        series = long_frame(source.series(selection, keys)) if keys else None
+        table = summarize_runs(runs, tracking_uri=source.tracking_uri, series=series)
+        labels = run_labels(runs)
+        table.insert(0, "run", [labels.get(r, r) for r in table["run_id"]])
+        table = table.drop(columns=["run_id"])
+        columns = [{"name": c, "id": c, "type": "numeric" if pd.api.types.is_numeric_dtype(table[c])
+                    else "text"} for c in table.columns]
+        records = [{k: _rounded(v) for k, v in row.items()} for row in table.to_dict("records")]
+        return records, columns
+
+    @app.callback(Output("corr", "figure"), Output("corr-scope", "options"),
+                  Input("tabs", "value"), Input("selection", "data"), Input("metrics", "value"),
+                  Input("corr-scope", "value"))
+    def correlation(tab, selection, chosen, scope):
+        if tab != "correlation":
+            raise PreventUpdate
+        selection = list(selection or [])
+        labels = run_labels(source.runs(selection)) if selection else {}
+        scope_options = [{"label": "whole selection", "value": "all"}] + [
+            {"label": labels[r], "value": r} for r in selection]
+        keys = set(source.metric_keys(selection)) if selection else set()
+        metrics = [m for m in (chosen or []) if m in keys]
+        if len(metrics) < 2:
+            return empty_figure("Pick at least two metrics to correlate"), scope_options
+        runs = selection if scope in (None, "all") or scope not in selection else [scope]
+        frame = long_frame(source.series(runs, metrics))
+        present = [m for m in metrics if m in set(frame["metric"])]
+        if len(present) < 2:
+            return empty_figure("Fewer than two of these metrics have samples"), scope_options
+        matrix = correlate(frame, present, bin_s=1.0)
+        title = ("Pearson correlation, 1 s bins, " +
+                 ("whole selection" if len(runs) > 1 else labels.get(runs[0], runs[0])))
+        return correlation_figure(matrix, title), scope_options
+
+    @app.callback(Output("corr-scope", "value"), Input("selection", "data"),
+                  State("corr-scope", "value"))
+    def reset_scope(selection, scope):
+        return scope if scope in (selection or []) else "all"
+

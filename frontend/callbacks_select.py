@@ -1,0 +1,147 @@
+"""Callbacks of the picker, the selection basket, saved views and the URL."""
+
+from __future__ import annotations
+
+import time
+
+import pandas as pd
+from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
+from dash.exceptions import PreventUpdate
+from radtrack.frontend import picker
+from radtrack.frontend.data import DataSource
+from radtrack.frontend.figures import run_colours, run_labels
+from radtrack.frontend.views import View, ViewError, ViewStore, from_query, to_query
+
+
+def current_view(selection, metrics, xmode, smooth, logy, experiment, workload) -> View:
+    """The page state as a View; values a browser sends half-typed fall back to defaults."""
+    try:
+        smooth_n = int(smooth) if smooth not in (None, "") else 1
+    except (TypeError, ValueError):
+        smooth_n = 1
+    return View(runs=list(selection or []), metrics=list(metrics or []), xmode=xmode or "seconds",
+                smooth=max(1, min(smooth_n, 10_000)), logy="log" in (logy or []),
+                experiment=experiment or None, workload=workload or None)
+
+
+def run_options(source: DataSource, experiment: str | None, workload: str | None,
+                text: str | None) -> tuple[list[dict], list[str]]:
+    """Checklist options for the runs of one workload that pass the filter, and their ids."""
+    if not experiment or not workload:
+        return [], []
+    frame = source.experiment_runs(experiment)
+    chosen = next((w for w in picker.workloads(frame) if w.key == workload), None)
+    if chosen is None:
+        return [], []
+    rows = {r["run_id"]: r for r in frame.to_dict("records")}
+    now = time.time()
+    visible = [r for r in chosen.run_ids if picker.matches(rows[r], text or "")]
+    return [{"label": picker.run_label(rows[r], now), "value": r} for r in visible], visible
+
+
+def register(app: Dash, source: DataSource, views: ViewStore) -> None:
+    @app.callback(Output("workload", "options"),
+                  Input("experiment", "value"), Input("run-filter", "value"))
+    def list_workloads(experiment, text):
+        if not experiment:
+            return []
+        frame = source.experiment_runs(experiment)
+        rows = {r["run_id"]: r for r in frame.to_dict("records")}
+        return [{"label": w.label, "value": w.key} for w in picker.workloads(frame)
+                if any(picker.matches(rows[r], text or "") for r in w.run_ids)]
+
+    @app.callback(Output("selection", "data"), Output("runs", "options"), Output("runs", "value"),
+                  Input("workload", "value"), Input("run-filter", "value"), Input("runs", "value"),
+                  Input("clear", "n_clicks"), Input({"type": "remove", "run": ALL}, "n_clicks"),
+                  Input("incoming", "data"),
+                  State("selection", "data"), State("experiment", "value"))
+    def control_selection(workload, text, checked, _clear, _removes, incoming, selection, experiment):
+        # One callback owns both the basket and the checkboxes: each must follow the other.
+        selection = list(selection or [])
+        trigger = ctx.triggered_id
+        options, visible = run_options(source, experiment, workload, text)
+        if trigger == "incoming" and incoming:
+            selection = list(dict.fromkeys(incoming.get("runs", [])))
+        elif trigger == "clear":
+            selection = []
+        elif isinstance(trigger, dict) and trigger.get("type") == "remove":
+            if ctx.triggered[0]["value"]:  # new buttons announce themselves with None
+                selection = [r for r in selection if r != trigger["run"]]
+        elif trigger == "runs":
+            checked = list(checked or [])
+            selection = ([r for r in selection if r not in visible or r in checked]
+                         + [r for r in checked if r not in selection])
+        return selection, options, [r for r in selection if r in visible]
+
+    @app.callback(Output("basket", "children"), Input("selection", "data"))
+    def show_basket(selection):
+        if not selection:
+            return html.P("No runs selected. Tick runs on the left; they stay here across "
+                          "experiments.", className="hint")
+        runs = source.runs(selection)
+        colours, labels = run_colours(selection), run_labels(runs)
+        groups: dict[str, list] = {}
+        for row in runs.to_dict("records"):
+            workload = row.get("workload")
+            key = f"{row.get('experiment')} · " + (f"Workload {workload}" if pd.notna(workload)
+                                                    else "single runs")
+            groups.setdefault(key, []).append(html.Li([
+                html.Span(className="swatch", style={"background": colours[row["run_id"]]}),
+                html.Span(labels[row["run_id"]], className="basket-name",
+                          title=f"{row.get('run_name')} ({row['run_id']}), {row.get('status')}"),
+                html.Button("✕", id={"type": "remove", "run": row["run_id"]},
+                            className="remove", title="remove from the selection"),
+            ]))
+        return [html.Div([html.H3(key), html.Ul(items)], className="basket-group")
+                for key, items in groups.items()]
+
+    @app.callback(Output("incoming", "data"), Output("experiment", "value"),
+                  Output("workload", "value"), Output("xmode", "value"), Output("smooth", "value"),
+                  Output("logy", "value"), Output("view-msg", "children"),
+                  Input("url", "search"), Input("load-view", "n_clicks"),
+                  State("views", "value"), State("selection", "data"), State("metrics", "value"),
+                  State("xmode", "value"), State("smooth", "value"), State("logy", "value"),
+                  State("experiment", "value"), State("workload", "value"))
+    def apply_view(search, _load, name, selection, metrics, xmode, smooth, logy, experiment,
+                   workload):
+        current = current_view(selection, metrics, xmode, smooth, logy, experiment, workload)
+        try:
+            if ctx.triggered_id == "load-view":
+                if not name:
+                    return (*[no_update] * 6, "Pick a saved view to load.")
+                view = views.load(name)
+                message = f"Loaded view {name!r}."
+            else:
+                view = from_query(search)
+                message = ""
+                if view.name and not view.runs and not view.metrics:
+                    view = views.load(view.name)
+                    message = f"Loaded view {view.name!r}."
+                elif to_query(View(**{**view.to_dict(), "name": None})) == to_query(current):
+                    raise PreventUpdate
+        except ViewError as exc:
+            return (*[no_update] * 6, str(exc))
+        incoming = {**view.to_dict(), "nonce": time.time()}
+        return (incoming, view.experiment, view.workload, view.xmode, view.smooth,
+                ["log"] if view.logy else [], message)
+
+    @app.callback(Output("url-out", "search"),
+                  Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),
+                  Input("smooth", "value"), Input("logy", "value"), Input("experiment", "value"),
+                  Input("workload", "value"), prevent_initial_call=True)
+    def record_url(selection, metrics, xmode, smooth, logy, experiment, workload):
+        return to_query(current_view(selection, metrics, xmode, smooth, logy, experiment, workload))
+
+    @app.callback(Output("views", "options"), Output("view-msg", "children", allow_duplicate=True),
+                  Input("save-view", "n_clicks"),
+                  State("view-name", "value"), State("selection", "data"), State("metrics", "value"),
+                  State("xmode", "value"), State("smooth", "value"), State("logy", "value"),
+                  State("experiment", "value"), State("workload", "value"),
+                  prevent_initial_call=True)
+    def save_view(_clicks, name, selection, metrics, xmode, smooth, logy, experiment, workload):
+        view = current_view(selection, metrics, xmode, smooth, logy, experiment, workload)
+        try:
+            path = views.save(name or "", view)
+        except ViewError as exc:
+            return no_update, str(exc)
+        return views.names(), f"Saved view {name.strip()!r} to {path}."

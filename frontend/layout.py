@@ -1,0 +1,118 @@
+"""The page: picker (experiment -> workload -> runs), metric picker and charts, selection basket."""
+
+from __future__ import annotations
+
+from dash import dash_table, dcc, html
+from radtrack.frontend.figures import empty_figure
+
+LIVE_REFRESH_MS = 3000
+
+GRAPH_CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    # The server renders PNG/SVG/PDF exports; the browser's own snapshot button stays as a shortcut.
+    "toImageButtonOptions": {"format": "png", "filename": "radtrack-chart"},
+}
+
+
+def _section(title: str, *children: object, class_name: str = "section") -> html.Section:
+    return html.Section([html.H2(title), *children], className=class_name)
+
+
+def picker_column(experiments: list[str]) -> html.Aside:
+    return html.Aside([
+        _section("Experiments", dcc.RadioItems(
+            id="experiment", options=[{"label": e, "value": e} for e in experiments],
+            className="radio-list", inputClassName="pick", labelClassName="pick-label")),
+        _section("Workloads", dcc.RadioItems(
+            id="workload", options=[], className="radio-list", inputClassName="pick",
+            labelClassName="pick-label")),
+        _section(
+            "Runs",
+            dcc.Input(id="run-filter", type="search", debounce=True, className="filter",
+                      placeholder="filter: name, param or tag value (key=value)"),
+            dcc.Checklist(id="runs", options=[], value=[], className="run-list",
+                          labelClassName="run-label"),
+        ),
+    ], className="picker", id="picker")
+
+
+def basket_column(saved_views: list[str]) -> html.Aside:
+    return html.Aside([
+        _section("Selection", html.Div(id="basket", className="basket"),
+                 html.Button("Clear all", id="clear", className="button")),
+        _section("Views",
+                 dcc.Input(id="view-name", placeholder="view name", className="filter"),
+                 html.Button("Save", id="save-view", className="button"),
+                 dcc.Dropdown(id="views", options=saved_views, placeholder="saved views", clearable=True,
+                              className="views"),
+                 html.Button("Load", id="load-view", className="button"),
+                 html.Div(id="view-msg", className="message", role="status")),
+        _section("Export",
+                 html.Div([html.Button(label, id=f"export-{fmt}", className="button small")
+                           for fmt, label in (("png", "PNG"), ("svg", "SVG"), ("pdf", "PDF"),
+                                              ("csv", "CSV"), ("json", "JSON"),
+                                              ("view", "View JSON"))], className="buttons"),
+                 html.Div(id="export-msg", className="message", role="status"),
+                 dcc.Download(id="download")),
+    ], className="basket-column")
+
+
+def chart_controls() -> html.Div:
+    return html.Div([
+        html.Label(["x axis", dcc.RadioItems(
+            id="xmode", value="seconds", inline=True,
+            options=[{"label": "seconds since start", "value": "seconds"},
+                     {"label": "wall clock", "value": "wall"},
+                     {"label": "step", "value": "step"}])], className="control"),
+        html.Label(["smoothing (samples)", dcc.Input(
+            id="smooth", type="number", min=1, max=10_000, step=1, value=1, debounce=True,
+            className="number")], className="control"),
+        dcc.Checklist(id="logy", options=[{"label": "log y", "value": "log"}], value=[],
+                      inline=True, className="control"),
+    ], className="controls")
+
+
+def main_column() -> html.Main:
+    return html.Main([
+        _section("Metrics",
+                 dcc.Input(id="metric-search", type="search", className="filter",
+                           placeholder="search metrics, e.g. power or smi/"),
+                 dcc.Checklist(id="metrics", options=[], value=[], className="metric-list",
+                               labelClassName="metric-label")),
+        chart_controls(),
+        dcc.Graph(id="chart", figure=empty_figure("Pick runs and at least one metric"),
+                  config=GRAPH_CONFIG, className="chart"),
+        dcc.Tabs(id="tabs", value="summary", children=[
+            dcc.Tab(label="Summary", value="summary"),
+            dcc.Tab(label="Correlation", value="correlation"),
+        ]),
+        html.Div(dash_table.DataTable(
+            id="summary", data=[], columns=[], sort_action="native", sort_mode="multi",
+            style_table={"overflowX": "auto"}, style_cell={"fontFamily": "inherit",
+                                                           "fontSize": "13px", "padding": "4px"},
+            style_header={"fontWeight": "600"}), id="summary-panel"),
+        html.Div([
+            dcc.RadioItems(id="corr-scope", value="all", inline=True, options=[
+                {"label": "whole selection", "value": "all"}]),
+            dcc.Graph(id="corr", figure=empty_figure("Pick at least two metrics"),
+                      config={"displaylogo": False}),
+        ], id="corr-panel", style={"display": "none"}),
+    ], className="main")
+
+
+def build_layout(experiments: list[str], tracking_uri: str, saved_views: list[str]) -> html.Div:
+    return html.Div([
+        dcc.Location(id="url", refresh=False),
+        # Written by callbacks only: a second Location keeps "URL in" and "URL out" apart,
+        # so restoring a pasted link and recording the current state never form a loop.
+        dcc.Location(id="url-out", refresh=False),
+        dcc.Store(id="selection", data=[]),
+        dcc.Store(id="incoming"),
+        dcc.Store(id="view-range"),
+        dcc.Interval(id="live", interval=LIVE_REFRESH_MS, disabled=True),
+        html.Header([html.H1("radtrack"),
+                     html.Span(tracking_uri, className="uri", title="tracking store (read-only)")]),
+        html.Div([picker_column(experiments), main_column(), basket_column(saved_views)],
+                 className="grid"),
+    ], className="page")

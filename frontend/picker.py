@@ -1,0 +1,141 @@
+"""Turning a ``load_runs`` frame into the picker's workloads and run rows.
+
+radtrack stores a workload as a parent run (tag ``radtrack.role=workload``) with one child
+run per co-located row; a run that radtrack did not launch (no role tag, no parent) is
+shown as a one-run workload so that every run of the store can be picked.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import pandas as pd
+from dash import html
+
+ROLE = "tag.radtrack.role"
+WORKLOAD_TAG = "tag.radtrack.workload"
+_HIDDEN_TAG_PREFIXES = ("mlflow.",)
+
+
+@dataclass
+class Workload:
+    key: str  # the parent run id, or "run:<id>" for a run shown on its own
+    label: str
+    run_ids: list[str] = field(default_factory=list)
+    start: float = 0.0
+
+
+def _col(frame: pd.DataFrame, name: str) -> pd.Series:
+    return frame[name] if name in frame.columns else pd.Series([None] * len(frame), index=frame.index)
+
+
+def _start_s(value: object) -> float:
+    return pd.Timestamp(value).timestamp() if value is not None and not pd.isna(value) else 0.0
+
+
+def workloads(frame: pd.DataFrame) -> list[Workload]:
+    """The workloads of one experiment's runs (parents included), newest first."""
+    if frame.empty:
+        return []
+    role = _col(frame, ROLE)
+    parents = frame[role == "workload"]
+    rows = frame[role != "workload"]
+    parent_ids = set(parents["run_id"])
+    found: dict[str, Workload] = {}
+    for parent in parents.to_dict("records"):
+        number = parent.get(WORKLOAD_TAG) or parent.get("workload")
+        found[parent["run_id"]] = Workload(parent["run_id"], f"Workload {number}",
+                                           start=_start_s(parent.get("start_time")))
+    for row in rows.to_dict("records"):
+        parent_id = row.get("parent_run_id")
+        if isinstance(parent_id, str) and parent_id in parent_ids:
+            found[parent_id].run_ids.append(row["run_id"])
+        elif isinstance(parent_id, str) and not pd.isna(row.get("workload")):
+            # The parent was deleted: keep its rows together under their workload number.
+            key = f"orphan:{parent_id}"
+            entry = found.setdefault(key, Workload(key, f"Workload {row['workload']}",
+                                                   start=_start_s(row.get("start_time"))))
+            entry.run_ids.append(row["run_id"])
+        else:
+            key = f"run:{row['run_id']}"
+            found[key] = Workload(key, str(row.get("run_name") or row["run_id"][:8]), [row["run_id"]],
+                                  start=_start_s(row.get("start_time")))
+    result = [w for w in found.values() if w.run_ids]
+    result.sort(key=lambda w: w.start, reverse=True)
+    labels = pd.Series([w.label for w in result]).value_counts()
+    for w in result:
+        count = f"{len(w.run_ids)} run{'s' if len(w.run_ids) != 1 else ''}"
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(w.start)) if w.start else ""
+        # A sheet run twice gives two "Workload 1"; the start time tells them apart.
+        w.label = f"{w.label} · {count}" + (f" · {when}" if labels[w.label] > 1 or not when else "")
+    return result
+
+
+def matches(row: dict, text: str) -> bool:
+    """Whether a run matches the filter: a substring of its name or of any param/tag value,
+    or ``key=value`` against one param or tag (case-insensitive)."""
+    text = (text or "").strip().lower()
+    if not text:
+        return True
+    if "=" in text:
+        key, _, wanted = (part.strip() for part in text.partition("="))
+        for column in (f"param.{key}", f"tag.{key}"):
+            for name, value in row.items():
+                if name.lower() == column and value is not None and wanted in str(value).lower():
+                    return True
+        return False
+    haystack = [row.get("run_name") or ""]
+    haystack += [str(v) for k, v in row.items()
+                 if (k.startswith("param.") or k.startswith("tag.")) and v is not None
+                 and not k.startswith(tuple(f"tag.{p}" for p in _HIDDEN_TAG_PREFIXES))]
+    return any(text in str(h).lower() for h in haystack)
+
+
+def ago(start: float, now: float | None = None) -> str:
+    """'just now', '5 minutes ago', '3 days ago'."""
+    seconds = max(0.0, (now if now is not None else time.time()) - start)
+    for unit, size in (("year", 365 * 86400), ("month", 30 * 86400), ("day", 86400),
+                       ("hour", 3600), ("minute", 60)):
+        if seconds >= size:
+            n = int(seconds // size)
+            return f"{n} {unit}{'s' if n > 1 else ''} ago"
+    return "just now"
+
+
+def duration_text(seconds: float | None) -> str:
+    if seconds is None or pd.isna(seconds):
+        return "-"
+    seconds = float(seconds)
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+
+
+def _info_rows(row: dict) -> list[html.Tr]:
+    shown = [("run id", row["run_id"]), ("devices", row.get("devices")),
+             ("collocation", row.get("collocation"))]
+    shown += sorted((k, v) for k, v in row.items() if k.startswith("param.") and v is not None)
+    shown += sorted((k, v) for k, v in row.items() if k.startswith("tag.radtrack.") and v is not None)
+    return [html.Tr([html.Th(str(k)), html.Td(str(v))]) for k, v in shown
+            if v is not None and not (isinstance(v, float) and pd.isna(v))]
+
+
+def run_label(row: dict, now: float | None = None) -> html.Span:
+    """A run row: status, name, age, duration, and an info popover (params, tags, placement)."""
+    status = str(row.get("status") or "")
+    start = _start_s(row.get("start_time"))
+    duration = row.get("duration_s")
+    if status == "RUNNING":
+        duration = (now if now is not None else time.time()) - start
+    return html.Span([
+        html.Span(status.lower() or "?", className=f"status status-{status.lower()}"),
+        html.Span(str(row.get("run_name") or row["run_id"][:8]), className="run-name"),
+        html.Span(ago(start, now), className="age", title=time.strftime(
+            "%Y-%m-%d %H:%M:%S", time.localtime(start))),
+        html.Span(duration_text(duration), className="duration"),
+        html.Span(["i", html.Table(_info_rows(row), className="popover")], className="info",
+                  tabIndex="0", title=""),
+    ], className="run-row")
