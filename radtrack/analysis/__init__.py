@@ -1,5 +1,6 @@
 """radtrack.analysis: read runs, series and telemetry back, summarise and compare them."""
 
+from radtrack.analysis.correlation import align, correlate
 from radtrack.analysis.data import (
     list_metrics,
     load_runs,
@@ -8,12 +9,35 @@ from radtrack.analysis.data import (
     resolve_tracking_uri,
     telemetry_listeners,
 )
+from radtrack.analysis.interference import interference
+from radtrack.analysis.summary import (
+    coefficient_of_variation,
+    integrate_energy,
+    run_energy,
+    summarize_runs,
+    summarize_series,
+    time_weighted_mean,
+    windowed_mean,
+)
+from radtrack.analysis.variability import time_to_target, variability
 
 __all__ = [
+    "align",
+    "coefficient_of_variation",
+    "correlate",
+    "integrate_energy",
+    "interference",
     "list_metrics",
     "load_runs",
     "load_series",
     "read_telemetry",
     "resolve_tracking_uri",
+    "run_energy",
+    "summarize_runs",
+    "summarize_series",
     "telemetry_listeners",
+    "time_to_target",
+    "time_weighted_mean",
+    "variability",
+    "windowed_mean",
 ]

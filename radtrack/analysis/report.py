@@ -1,0 +1,265 @@
+"""``radtrack report``: per-run summary, interference and variability tables of an experiment,
+or the correlation matrix of one run's metrics.
+
+    radtrack report EXPERIMENT [--workload N] [--target METRIC=VALUE] [--format F] [--out FILE]
+    radtrack report --correlate RUN_ID [--metrics a,b,c] [--bin S] [--method M]
+
+Also runs as ``python -m radtrack.analysis.report ...``. Exit code 2 with one line on
+stderr for an unknown experiment, run id or metric.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from radtrack.analysis.correlation import METHODS, correlate
+from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
+from radtrack.analysis.interference import interference
+from radtrack.analysis.summary import summarize_runs
+from radtrack.analysis.variability import time_to_target, variability
+from radtrack.errors import RadtrackError
+
+FORMATS = ("table", "csv", "json", "parquet")
+TABLES = ("runs", "interference", "variability")
+
+# The columns worth a glance in the printed table; files carry every column.
+_RUN_VIEW = ["run_name", "workload", "letter", "status", "collocation", "duration_s", "energy_j",
+             "power_w_mean", "power_w_p95", "power_w_max", "gpu_util_pct_mean",
+             "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max", "sm_clock_mhz_mean",
+             "cpu_pct_mean", "rss_mib_max"]
+_INTERFERENCE_VIEW = ["run_name", "collocation", "slowdown", "slowdown_basis", "duration_s",
+                      "solo_duration_s", "work_unit", "energy_per_unit_j",
+                      "solo_energy_per_unit_j", "energy_per_unit_change_pct", "note"]
+_VARIABILITY_VIEW_FIXED = ["file", "params", "collocation", "rows_in_workload", "gpu", "n"]
+
+
+@dataclass
+class ExperimentReport:
+    experiment: str
+    runs: pd.DataFrame  # per-run summary: identity columns + summary statistics
+    interference: pd.DataFrame
+    variability: pd.DataFrame
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        return {"runs": self.runs, "interference": self.interference,
+                "variability": self.variability}
+
+
+def analyze_experiment(experiment: str, workload: int | None = None,
+                       tracking_uri: str | None = None, target: tuple[str, float] | None = None,
+                       target_mode: str = "max") -> ExperimentReport:
+    """Summaries of every run of ``experiment`` (or one workload of it), its co-location
+    interference and its run-to-run variability.
+
+    Solo baselines and repeats come from the whole experiment even when ``workload`` is
+    given; only the rows shown are restricted to that workload.
+    """
+    uri = resolve_tracking_uri(tracking_uri)
+    runs = load_runs(experiment, tracking_uri=uri)
+    if workload is not None and not (runs["workload"] == workload).any():
+        known = ", ".join(str(w) for w in sorted(runs["workload"].dropna().unique()))
+        raise RadtrackError(f"experiment {experiment!r} has no workload {workload} "
+                            f"(workloads: {known or 'none'})")
+    summary = summarize_runs(runs, tracking_uri=uri)
+    targets = None
+    if target is not None and len(runs):
+        metric, value = target
+        series = load_series(list(runs["run_id"]), metrics=[metric], tracking_uri=uri)
+        targets = time_to_target(series, metric, value, target_mode)
+        summary = summary.merge(targets.rename(columns={"seconds": "time_to_target_s",
+                                                        "step": "time_to_target_step"}),
+                                on="run_id", how="left")
+    table = runs[["run_id", "experiment", "start_time"]].merge(summary, on="run_id")
+    inter = interference(runs, summary)
+    var = variability(runs, summary, targets)
+    if workload is not None:
+        table = table[table["workload"] == workload]
+        inter = inter[inter["workload"] == workload]
+        in_workload = set(table["run_id"])
+        var = var[var["run_ids"].map(lambda ids: bool(in_workload & set(ids.split(","))))
+                  .astype(bool)]
+    table = table.sort_values(["workload", "letter", "start_time"], kind="stable")
+    inter = inter.sort_values(["workload", "letter"], kind="stable")
+    return ExperimentReport(str(experiment), table.reset_index(drop=True),
+                            inter.reset_index(drop=True), var.reset_index(drop=True))
+
+
+# Rendering ------------------------------------------------------------------------------
+
+def _fmt(x: object) -> str:
+    if isinstance(x, float):
+        if math.isnan(x):
+            return "-"
+        if abs(x) >= 1000:
+            return f"{x:.0f}"
+        if abs(x) >= 1 or x == 0:
+            return f"{x:.2f}"
+        return f"{x:.3g}"
+    return str(x)
+
+
+def render(frame: pd.DataFrame, columns: list[str] | None = None) -> str:
+    """A frame as aligned text, NaN as '-', without the index."""
+    if frame.empty:
+        return "(none)"
+    view = frame[[c for c in columns if c in frame.columns]] if columns else frame
+    return view.to_string(index=False, na_rep="-", formatters={c: _fmt for c in view.columns})
+
+
+def render_report(report: ExperimentReport) -> str:
+    runs = report.runs
+    extra = [c for c in runs.columns
+             if (c.startswith("throughput_") and c.endswith("_mean"))
+             or (c.startswith("energy_per_") and c.endswith("_j")) or c.startswith("time_to_target")]
+    var_cols = _VARIABILITY_VIEW_FIXED + [c for c in report.variability.columns
+                                          if c.endswith(("_mean", "_cv"))]
+    parts = [f"experiment {report.experiment}: {len(runs)} run(s)",
+             "", "Per-run summary", render(runs, _RUN_VIEW + extra),
+             "", "Co-location interference (against solo runs of the same File + params)",
+             render(report.interference, _INTERFERENCE_VIEW)
+             if not report.interference.empty else "(no co-located workloads)",
+             "", "Run-to-run variability (repeats of one configuration, per GPU model)",
+             render(report.variability, var_cols)
+             if not report.variability.empty else "(no configuration was run more than once)"]
+    return "\n".join(parts)
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, object]]:
+    return json.loads(frame.to_json(orient="records", date_format="iso"))
+
+
+def _sibling(out: Path, name: str) -> Path:
+    return out.with_name(f"{out.stem}.{name}{out.suffix}")
+
+
+def write_tables(tables: dict[str, pd.DataFrame], fmt: str, out: Path, text: str,
+                 main: str) -> list[Path]:
+    """Write ``tables`` to ``out`` in ``fmt``: json holds every table in one document; csv and
+    parquet write ``main`` to ``out`` and each other non-empty table next to it as
+    ``<stem>.<name><suffix>``; table writes the printed text."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "table":
+        out.write_text(text + "\n")
+        return [out]
+    if fmt == "json":
+        out.write_text(json.dumps({k: _records(v) for k, v in tables.items()}, indent=1) + "\n")
+        return [out]
+    written = []
+    for name, frame in tables.items():
+        if name != main and frame.empty:
+            continue
+        path = out if name == main else _sibling(out, name)
+        if fmt == "csv":
+            frame.to_csv(path, index=False)
+        else:
+            frame.to_parquet(path, index=False)
+        written.append(path)
+    return written
+
+
+# CLI ------------------------------------------------------------------------------------
+
+def _target(text: str) -> tuple[str, float]:
+    metric, sep, value = text.rpartition("=")
+    try:
+        if not sep or not metric:
+            raise ValueError
+        return metric, float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--target wants METRIC=VALUE such as val_acc=0.92, got {text!r}") from None
+
+
+def _positive(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"--bin wants a positive number of seconds, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="radtrack report",
+        description="Summaries, co-location interference and variability of an experiment, "
+                    "or the correlation matrix of a run's metrics.")
+    p.add_argument("experiment", nargs="?", help="experiment name or id")
+    p.add_argument("--workload", type=int, help="only this workload's rows")
+    p.add_argument("--target", type=_target, metavar="METRIC=VALUE",
+                   help="time-to-target: first time METRIC reaches VALUE, e.g. val_acc=0.92")
+    p.add_argument("--target-mode", choices=("max", "min"), default="max",
+                   help="max: reached when >= VALUE (accuracy); min: when <= VALUE (loss)")
+    p.add_argument("--correlate", metavar="RUN_ID", action="append",
+                   help="print the correlation matrix of this run's metrics "
+                        "(repeat to pool several runs)")
+    p.add_argument("--metrics", help="comma-separated metric keys for --correlate "
+                                     "(default: every metric of the run)")
+    p.add_argument("--bin", type=_positive, default=1.0, metavar="SECONDS",
+                   help="time grid for --correlate (default 1 s)")
+    p.add_argument("--method", choices=METHODS, default="pearson", help="correlation method")
+    p.add_argument("--format", choices=FORMATS, default="table", dest="fmt")
+    p.add_argument("--out", type=Path, help="write the result here in --format")
+    p.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, "
+                                          "else sqlite:///mlflow.db)")
+    return p
+
+
+def _emit(tables: dict[str, pd.DataFrame], main: str, text: str, args: argparse.Namespace) -> None:
+    if args.out is not None:
+        print(text)
+        for path in write_tables(tables, args.fmt, args.out, text, main):
+            print(f"wrote {path}")
+    elif args.fmt == "table":
+        print(text)
+    elif args.fmt == "csv":
+        sys.stdout.write(tables[main].to_csv(index=False))
+    elif args.fmt == "json":
+        print(json.dumps({k: _records(v) for k, v in tables.items()}, indent=1))
+    else:
+        raise RadtrackError("--format parquet needs --out FILE")
+
+
+def _correlate(args: argparse.Namespace, uri: str) -> None:
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    series = load_series(args.correlate, metrics=metrics, tracking_uri=uri)
+    if series.empty:
+        raise RadtrackError(f"run {', '.join(args.correlate)} has no metrics to correlate")
+    matrix = correlate(series, metrics, bin_s=args.bin, method=args.method)
+    title = (f"{args.method} correlation, {args.bin:g} s bins, "
+             f"run {', '.join(args.correlate)}")
+    text = f"{title}\n{matrix.round(3).to_string()}"
+    _emit({"correlation": matrix.reset_index(names="metric")}, "correlation", text, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    uri = resolve_tracking_uri(args.tracking_uri)
+    try:
+        if args.correlate:
+            if args.experiment is not None:
+                raise RadtrackError("give either an experiment or --correlate RUN_ID, not both")
+            _correlate(args, uri)
+            return 0
+        if args.experiment is None:
+            raise RadtrackError("name an experiment (radtrack report EXPERIMENT) "
+                                "or a run (radtrack report --correlate RUN_ID)")
+        report = analyze_experiment(args.experiment, args.workload, uri, args.target,
+                                    args.target_mode)
+        _emit(report.tables(), "runs", render_report(report), args)
+        return 0
+    except RadtrackError as exc:
+        print(f"radtrack report: {exc}", file=sys.stderr)
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
