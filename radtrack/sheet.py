@@ -258,15 +258,18 @@ def read_sheet(path: Path, defaults: dict[str, Any] | None = None, *,
     columns = _parse_header(header, problems)
     if not rows:
         problems.add("the sheet has a header but no runs", header.line)
-    specs = []
+    specs, parsed = [], []
     for rec in rows:
-        spec = _parse_row(rec, columns, defaults, path, problems)
-        if spec is not None:
+        spec, ok = _parse_row(rec, columns, len(header.cells), defaults, path, problems)
+        parsed.append(spec)
+        if ok:
             specs.append(spec)
-    host = gpus_mod.inventory() if check_host and specs else []
+    host = gpus_mod.inventory() if check_host and parsed else []
     _check_workloads(specs, problems, host)
-    if check_host and specs:
-        _check_host(specs, problems, host)
+    if check_host and parsed:
+        # Rows with other problems are checked too, so that one run shows every problem.
+        _check_host(parsed, problems, host)
+    problems.items.sort(key=_line_of)
     if problems.items:
         raise SheetError(problems.items)
     return specs
@@ -294,9 +297,8 @@ def _parse_header(header: Record, problems: _Problems) -> dict[str, int]:
     return columns
 
 
-def _parse_row(rec: Record, columns: dict[str, int], defaults: dict[str, Any], sheet: Path,
-               problems: _Problems) -> RunSpec | None:
-    width = max(columns.values(), default=-1) + 1
+def _parse_row(rec: Record, columns: dict[str, int], width: int, defaults: dict[str, Any],
+               sheet: Path, problems: _Problems) -> tuple[RunSpec, bool]:
     extra = [c for c in rec.cells[width:] if c.strip()]
     if extra:
         problems.add(f"{len(rec.cells)} cells but the header has {width} columns "
@@ -390,7 +392,13 @@ def _parse_row(rec: Record, columns: dict[str, int], defaults: dict[str, Any], s
     kw["sheet"] = sheet
     spec = RunSpec(**kw)
     _check_row(spec, problems)
-    return spec if len(problems.items) == before else None
+    return spec, len(problems.items) == before
+
+
+def _line_of(problem: str) -> int:
+    """Sort key: problems in line order (whole-file problems first), stable otherwise."""
+    m = re.match(r"^.*?:(\d+): ", problem)
+    return int(m[1]) if m else 0
 
 
 def _check_row(spec: RunSpec, problems: _Problems) -> None:

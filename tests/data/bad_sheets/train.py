@@ -1,0 +1,1 @@
+"""An empty workload for the malformed-sheet corpus; never run."""
