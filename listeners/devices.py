@@ -99,7 +99,9 @@ def _mig_children(parent: Any) -> list[Any]:
 
 def _by_gpu_uuid(entry: str) -> Any:
     try:
-        return nvml_query("nvmlDeviceGetHandleByUUID", entry)
+        handle = nvml_query("nvmlDeviceGetHandleByUUID", entry)
+        if handle is not NA:
+            return handle
     except _nvml_error():
         pass
     # CUDA accepts any unique UUID prefix, so the run may have been given one.
