@@ -89,5 +89,5 @@ class Listener(ABC):
         """For ``wraps_command`` listeners: the command line that runs ``argv`` under the tool."""
         return argv
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional hook, most listeners hold nothing
         """Release resources; must be safe to call twice."""

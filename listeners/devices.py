@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from radtrack.listeners.nvml import NA, nvml_query, text
-
 from radtrack.errors import RadtrackError
+from radtrack.listeners.nvml import NA, nvml_query, text
 
 _LEGACY_MIG = re.compile(r"^MIG-(GPU-[0-9a-fA-F-]+)/(\d+)/(\d+)$")
 

@@ -17,9 +17,8 @@ import shutil
 from pathlib import Path
 from typing import ClassVar
 
-from radtrack.listeners.base import Availability, Listener, ListenerConfig, MetricSpec
-
 from radtrack.errors import RadtrackError
+from radtrack.listeners.base import Availability, Listener, ListenerConfig, MetricSpec
 
 REPORT_STEM = "radtrack"
 

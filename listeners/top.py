@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 import psutil
 
@@ -43,10 +44,11 @@ class TopListener(Listener):
     def __init__(self, config: ListenerConfig):
         super().__init__(config)
         self.tree = ProcessTree(config.pid)
-        self._last: dict[int, tuple[float, float, float]] = {}  # pid -> (t, io_bytes r, w)
-        self._last_ctx: tuple[float, float] | None = None
-        self._last_io: tuple[float, float, float] | None = None
-        self._prev_proc_totals: dict[int, tuple[int, int, int]] = {}
+        # pid -> (cpu seconds, io read bytes, io write bytes, context switches) at the last sample
+        self._last: dict[int, tuple[float, float, float, float]] = {}
+        self._last_t: float | None = None
+        self._temps_t = 0.0
+        self._temps_cache: dict[str, float] = {}
 
     def probe(self) -> list[MetricSpec]:
         self.ncpu = psutil.cpu_count() or 1
@@ -64,6 +66,7 @@ class TopListener(Listener):
                   for k in self._temps]
         if self.config.pid is not None:
             specs += [MetricSpec(*f) for f in _PROC_FIELDS]
+            self._tree_sample()  # baseline for the first deltas
         psutil.cpu_percent(percpu=True)  # prime the counters: the first call returns 0
         return specs
 
@@ -80,48 +83,53 @@ class TopListener(Listener):
         for i, v in enumerate(per_core):
             out[f"top/cpu{i}/util_pct"] = v
         if self._temps:
-            temps = _temperatures()
-            out.update({k: temps[k] for k in self._temps if k in temps})
+            now = time.monotonic()
+            if now - self._temps_t >= 1.0:  # sensors refresh slowly; walking hwmon costs
+                self._temps_cache = _temperatures()
+                self._temps_t = now
+            out.update({k: self._temps_cache[k] for k in self._temps if k in self._temps_cache})
         if self.config.pid is not None:
             out.update(self._tree_sample())
         return out
 
     def _tree_sample(self) -> dict[str, float]:
-        import time
-
-        cpu = rss = threads = 0.0
-        rb = wb = ctx = 0.0
+        """Tree totals; CPU, I/O and context-switch rates from per-process counter deltas, so
+        a process that appeared since the last sample counts from its start, not as 0."""
+        now = time.monotonic()
+        rss = threads = 0.0
+        d_cpu = d_rb = d_wb = d_ctx = 0.0
+        current: dict[int, tuple[float, float, float, float]] = {}
         procs = self.tree.processes()
         for p in procs:
             try:
                 with p.oneshot():
-                    cpu += p.cpu_percent()
+                    t = p.cpu_times()
+                    cpu = t.user + t.system
                     rss += p.memory_info().rss
                     threads += p.num_threads()
                     c = p.num_ctx_switches()
-                    ctx += c.voluntary + c.involuntary
+                    ctx = float(c.voluntary + c.involuntary)
                     try:
                         io = p.io_counters()
-                        rb += io.read_bytes
-                        wb += io.write_bytes
+                        rb, wb = float(io.read_bytes), float(io.write_bytes)
                     except (psutil.AccessDenied, AttributeError):
-                        pass
+                        rb = wb = 0.0
             except psutil.Error:
                 continue
-        now = time.monotonic()
-        out = {"top/proc/cpu_pct": cpu, "top/proc/rss_mib": rss / 2**20,
-               "top/proc/threads_count": threads, "top/proc/procs_count": float(len(procs))}
-        if self._last_io is not None:
-            t0, rb0, wb0 = self._last_io
-            dt = now - t0
-            if dt > 0:
-                out["top/proc/read_bytes_per_s"] = max(rb - rb0, 0.0) / dt
-                out["top/proc/write_bytes_per_s"] = max(wb - wb0, 0.0) / dt
-        if self._last_ctx is not None:
-            t0, c0 = self._last_ctx
-            dt = now - t0
-            if dt > 0:
-                out["top/proc/ctx_switches_per_s"] = max(ctx - c0, 0.0) / dt
-        self._last_io = (now, rb, wb)
-        self._last_ctx = (now, ctx)
+            current[p.pid] = (cpu, rb, wb, ctx)
+            prev = self._last.get(p.pid, (0.0, 0.0, 0.0, 0.0))
+            d_cpu += max(cpu - prev[0], 0.0)
+            d_rb += max(rb - prev[1], 0.0)
+            d_wb += max(wb - prev[2], 0.0)
+            d_ctx += max(ctx - prev[3], 0.0)
+        out = {"top/proc/rss_mib": rss / 2**20, "top/proc/threads_count": threads,
+               "top/proc/procs_count": float(len(procs))}
+        if self._last_t is not None and now > self._last_t:
+            dt = now - self._last_t
+            out.update({"top/proc/cpu_pct": 100.0 * d_cpu / dt,
+                        "top/proc/read_bytes_per_s": d_rb / dt,
+                        "top/proc/write_bytes_per_s": d_wb / dt,
+                        "top/proc/ctx_switches_per_s": d_ctx / dt})
+        self._last = current
+        self._last_t = now
         return out

@@ -150,6 +150,9 @@ def _process_env(row: Row, uri: str, placement_env: dict[str, str]) -> dict[str,
         renv.TRACKING_URI: uri,
         "PYTHONUNBUFFERED": "1",
     })
+    # NVML (listeners, placement) numbers GPUs in PCI bus order; make CUDA agree, so that
+    # device 0 of a row is the GPU its listeners watch.
+    e.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
     for key, value in ((renv.MAX_EPOCH, spec.max_epoch), (renv.MAX_TIME, spec.max_time)):
         if value is None:
             e.pop(key, None)

@@ -16,6 +16,7 @@ from unittest.mock import create_autospec
 
 import pynvml
 import pytest
+
 from radtrack.listeners import nvml
 
 H100_UUID = "GPU-558ac94e-f540-acd2-43d4-5a86d3074202"

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from gpu_doubles import H100_GPM, FakeGpu, FakeNvml, mig_gpu
+
 from radtrack.listeners import nvml, runner
 from radtrack.listeners.base import ListenerConfig
 from radtrack.listeners.dcgm import DcgmiError, DcgmListener, DmonParser

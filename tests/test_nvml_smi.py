@@ -14,12 +14,12 @@ import sys
 import pynvml
 import pytest
 from gpu_doubles import H100_UUID, MIB, FakeGpu, FakeNvml, mig_gpu
+
+from radtrack.errors import RadtrackError
 from radtrack.listeners import nvml, runner
 from radtrack.listeners.base import ListenerConfig
 from radtrack.listeners.devices import resolve, run_devices, visible_entries
 from radtrack.listeners.smi import SmiListener
-
-from radtrack.errors import RadtrackError
 
 # nvml-per-process.txt (two processes time-sharing) and nvml-per-process_mps.txt
 PROC_399_BYTES, PROC_400_BYTES = 878706688, 778043392

@@ -6,10 +6,10 @@ import os
 from pathlib import Path
 
 import pytest
-from radtrack.listeners.base import ListenerConfig
-from radtrack.listeners.profilers import NcuListener, NsysListener
 
 from radtrack.errors import RadtrackError
+from radtrack.listeners.base import ListenerConfig
+from radtrack.listeners.profilers import NcuListener, NsysListener
 
 WORKLOAD = ["/usr/bin/python3", "-m", "radtrack.bootstrap", "train.py", "--batch-size", "128"]
 

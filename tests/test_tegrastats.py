@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from radtrack.listeners import runner
 from radtrack.listeners.base import ListenerConfig
 from radtrack.listeners.tegrastats import TegrastatsListener, parse_line
