@@ -1,0 +1,486 @@
+"""The stressmark suite (workloads/) and the example sheets (examples/).
+
+Three layers: in-process checks of the numerical kernels and the shared helper (fast, one
+torch import), every script run as a plain program with ``--smoke --device cpu`` (and
+with bad arguments), and every script run through ``python -m radtrack`` from one
+generated sheet, checked in MLflow. A ``gpu`` test runs sgemm and matmul_loop on CUDA.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import pickle
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from conftest import REPO, radtrack_cli
+
+WORKLOADS = REPO / "workloads"
+EXAMPLES = REPO / "examples"
+
+#: script -> the throughput metric every run of it must log
+THROUGHPUT = {
+    "sgemm": "throughput_tflops",
+    "dgemm": "throughput_tflops",
+    "matmul_loop": "throughput_iters_per_s",
+    "resnet": "throughput_samples_per_s",
+    "bert": "throughput_samples_per_s",
+    "distilbert_qa": "throughput_samples_per_s",
+    "dlrm": "throughput_samples_per_s",
+    "cifar_cnn": "throughput_samples_per_s",
+    "blackscholes": "throughput_options_per_s",
+    "montecarlo_options": "throughput_options_per_s",
+    "euclidean": "throughput_rows_per_s",
+    "kmeans": "throughput_points_per_s",
+    "fft": "throughput_gflops",
+    "spectrogram": "throughput_audio_s_per_s",
+    "sepia": "throughput_images_per_s",
+}
+#: scripts whose step returns a training loss (or k-means inertia), logged as ``loss``
+WITH_LOSS = {"resnet", "bert", "distilbert_qa", "dlrm", "cifar_cnn", "kmeans"}
+
+
+def plain_env() -> dict[str, str]:
+    """The environment of a script started by hand: no radtrack run to attach to."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("RADTRACK_") and k != "MLFLOW_RUN_ID"}
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+def run_script(path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(path), *args], env=plain_env(),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def printed(metric: str, stdout: str) -> list[float]:
+    """Values of ``metric`` in the ``block N/M: key=value ...`` lines a script prints."""
+    return [float(v) for v in re.findall(rf"\b{metric}=([-+0-9.e]+|nan|inf)", stdout)]
+
+
+@pytest.fixture
+def workloads_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Import scripts as modules, the way they import each other."""
+    monkeypatch.syspath_prepend(str(WORKLOADS))
+
+
+def test_every_script_is_covered() -> None:
+    scripts = {p.stem for p in WORKLOADS.glob("*.py") if not p.stem.startswith("_")}
+    assert scripts == set(THROUGHPUT)
+
+
+# --- the shared helper ----------------------------------------------------------------------
+
+
+def test_timed_blocks_split_steps_and_average_loss(workloads_on_path: None) -> None:
+    from _common import timed_blocks
+
+    calls: list[str] = []
+    losses = iter([1.0, 3.0, 5.0, 7.0, 9.0])
+
+    def step() -> torch.Tensor:
+        calls.append("step")
+        return torch.tensor(next(losses))
+
+    def warm() -> None:
+        calls.append("warm")
+
+    blocks = list(timed_blocks(step, steps=5, log_every=2, warmup=2, device=torch.device("cpu"),
+                               warmup_step=warm))
+    assert calls == ["warm", "warm"] + ["step"] * 5
+    assert [(b.index, b.steps) for b in blocks] == [(1, 2), (2, 2), (3, 1)]
+    assert [b.loss for b in blocks] == [2.0, 6.0, 9.0]
+    assert all(b.seconds > 0 for b in blocks)
+
+
+def test_log_block_names_and_rates(workloads_on_path: None, capsys: pytest.CaptureFixture[str],
+                                   ) -> None:
+    from _common import Block, log_block
+
+    logged: list[tuple[dict[str, float], int]] = []
+
+    class Recorder:
+        def log_metrics(self, metrics: dict[str, float], epoch: int) -> None:
+            logged.append((metrics, epoch))
+
+    log_block(Recorder(), Block(index=3, steps=4, seconds=2.0, loss=0.5),  # type: ignore[arg-type]
+              {"tflops": 1.5, "samples_per_s": 10}, extra={"parity_error": 0.0}, total_blocks=5)
+    metrics, epoch = logged[0]
+    assert epoch == 3
+    assert metrics == {"throughput_tflops": 3.0, "throughput_samples_per_s": 20.0,
+                       "step_time_s": 0.5, "loss": 0.5, "parity_error": 0.0}
+    assert "block 3/5: throughput_tflops=3" in capsys.readouterr().out
+
+
+def test_smoke_presets_yield_to_explicit_values(workloads_on_path: None) -> None:
+    from _common import Sizes, Workload, positive_int
+
+    w = Workload("t", dtypes=("fp32", "bf16"), steps=Sizes(1000, 2))
+    w.sized("--size", positive_int, Sizes(8192, 64), "n")
+    full = w.parse(["--device", "cpu"])
+    assert (full.steps, full.size, full.dtype) == (1000, 8192, "fp32")
+    smoke = w.parse(["--device", "cpu", "--smoke", "--size", "99"])
+    assert (smoke.steps, smoke.size) == (2, 99)
+    assert smoke.device == torch.device("cpu")
+
+
+# --- numerical kernels -----------------------------------------------------------------------
+
+
+def test_black_scholes_matches_reference_prices(workloads_on_path: None) -> None:
+    from blackscholes import black_scholes
+
+    one = torch.tensor([1.0], dtype=torch.float64)
+    call, put = black_scholes(100 * one, 100 * one, one, 0.05 * one, 0.2 * one)
+    # Hull, Options, Futures and Other Derivatives: S=K=100, T=1, r=5 %, sigma=20 %.
+    assert float(call) == pytest.approx(10.4506, abs=1e-4)
+    assert float(put) == pytest.approx(5.5735, abs=1e-4)
+
+
+def test_monte_carlo_converges_to_closed_form(workloads_on_path: None) -> None:
+    from blackscholes import black_scholes
+    from montecarlo_options import simulate
+
+    torch.manual_seed(1)
+    opts = {k: torch.tensor([v], dtype=torch.float64) for k, v in
+            {"spot": 100.0, "strike": 105.0, "expiry": 1.0, "rate": 0.03, "vol": 0.25}.items()}
+    european, asian = simulate(opts, paths=200_000, time_steps=8)
+    exact, _ = black_scholes(**opts)
+    assert float(european) == pytest.approx(float(exact), rel=0.02)
+    # An average is less volatile than the end price, so the Asian call is cheaper.
+    assert 0 < float(asian) < float(european)
+
+
+def test_kmeans_finds_separated_clusters(workloads_on_path: None) -> None:
+    from kmeans import assign, update
+
+    points = torch.tensor([[0.0, 0.0], [0.0, 1.0], [10.0, 10.0], [10.0, 11.0]])
+    centroids = torch.tensor([[1.0, 1.0], [9.0, 9.0], [50.0, 50.0]])
+    labels, dists = assign(points, centroids, chunk=3)  # chunk smaller than the data
+    assert labels.tolist() == [0, 0, 1, 1]
+    assert dists.tolist() == pytest.approx([2.0, 1.0, 2.0, 5.0])
+    new = update(points, labels, centroids)
+    assert new.tolist() == [[0.0, 0.5], [10.0, 10.5], [50.0, 50.0]]  # empty cluster kept
+
+
+def test_sepia_tone_of_known_pixels(workloads_on_path: None) -> None:
+    from sepia import SEPIA, sepia
+
+    image = torch.tensor([[0, 255, 100]], dtype=torch.uint8).T.reshape(1, 3, 1, 1)  # R, G, B
+    image = torch.cat([image, torch.full_like(image, 255)])
+    out = sepia(image, torch.tensor(SEPIA))
+    expected = [min(255, int(0.0 * r + 255 * g + 100 * b)) for r, g, b in SEPIA]
+    assert out[0, :, 0, 0].tolist() == expected
+    assert out[1, :, 0, 0].tolist() == [255, 255, 238]  # white saturates except blue
+    assert out.dtype == torch.uint8
+
+
+def test_model_sizes_match_the_published_architectures(workloads_on_path: None) -> None:
+    from bert import CONFIGS, Encoder
+    from distilbert_qa import DISTIL_CONFIGS
+    from resnet import ResNet
+
+    with torch.device("meta"):
+        resnet50 = sum(p.numel() for p in ResNet().parameters())
+        bert_base = sum(p.numel() for p in Encoder(CONFIGS["base"]).parameters())
+        distil = sum(p.numel() for p in Encoder(DISTIL_CONFIGS["base"]).parameters())
+    assert resnet50 == 25_557_032  # torchvision resnet50
+    assert bert_base == 108_891_648  # bert-base-uncased without the pooler
+    assert distil == 66_362_880  # distilbert-base-uncased
+
+
+def test_dlrm_interaction_shapes(workloads_on_path: None) -> None:
+    from dlrm import DLRM
+
+    model = DLRM(dense=13, tables=3, rows=50, dim=8, bottom=[16], top=[16])
+    indices = torch.randint(0, 50, (3, 5, 2))
+    logits = model(torch.randn(5, 13), indices)
+    assert logits.shape == (5,)
+    # 4 feature vectors -> 6 pairwise dots, plus the 8-wide bottom output.
+    assert model.top[0].in_features == 8 + 6
+
+
+# --- CIFAR-10 pickle batches ------------------------------------------------------------------
+
+
+def write_cifar_batch(path: Path, images: int, *, bytes_keys: bool = True, **override: Any,
+                      ) -> np.ndarray:
+    """A file in the CIFAR-10 python format (as the official batches, bytes keys)."""
+    rng = np.random.default_rng(len(path.name) + images)
+    data = rng.integers(0, 256, size=(images, 3072), dtype=np.uint8)
+    batch: dict[Any, Any] = {"data": data, "labels": [i % 10 for i in range(images)],
+                             "batch_label": "training batch 1 of 5"}
+    batch.update(override)
+    if bytes_keys:
+        batch = {k.encode(): v for k, v in batch.items()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(pickle.dumps(batch))
+    return data
+
+
+def test_cifar_loader_reads_python_batches(workloads_on_path: None, tmp_path: Path) -> None:
+    from cifar_cnn import load_cifar_batches
+
+    folder = tmp_path / "cifar-10-batches-py"
+    first = write_cifar_batch(folder / "data_batch_1", 6)
+    write_cifar_batch(folder / "data_batch_2", 4, bytes_keys=False)
+    (folder / "test_batch").write_bytes(b"not used for training")
+    data = load_cifar_batches(tmp_path)  # the folder that holds cifar-10-batches-py
+    assert len(data) == 10
+    image, label = data[1]
+    assert label == 1 and image.shape == (3, 32, 32)
+    # pixel (row 0, col 0) of the green plane is byte 1024 of the row
+    assert float(image[1, 0, 0]) == pytest.approx((first[1, 1024] / 255 - 0.5) / 0.5)
+    assert float(image.min()) >= -1 and float(image.max()) <= 1
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ({"data": np.zeros((2, 100), np.uint8)}, "'data' must be N x 3072 uint8"),
+    ({"labels": [1]}, "1 labels for 3 images"),
+    ({"labels": [0, 1, 10]}, "labels must lie in 0..9"),
+    ({"data": None}, "missing the 'data' or 'labels' entry"),
+])
+def test_cifar_loader_names_the_bad_file(workloads_on_path: None, tmp_path: Path,
+                                         content: dict[str, Any], message: str) -> None:
+    from cifar_cnn import DataError, load_cifar_batches
+
+    batch = tmp_path / "data_batch_3"
+    write_cifar_batch(batch, 3, **content)
+    if content.get("data", ...) is None:
+        raw = pickle.loads(batch.read_bytes())
+        del raw[b"data"]
+        batch.write_bytes(pickle.dumps(raw))
+    with pytest.raises(DataError, match=re.escape(message)) as info:
+        load_cifar_batches(tmp_path)
+    assert str(batch) in str(info.value)
+
+
+def test_cifar_loader_rejects_missing_data(workloads_on_path: None, tmp_path: Path) -> None:
+    from cifar_cnn import DataError, load_cifar_batches
+
+    with pytest.raises(DataError, match="not a directory"):
+        load_cifar_batches(tmp_path / "absent")
+    with pytest.raises(DataError, match="no data_batch_"):
+        load_cifar_batches(tmp_path)
+    (tmp_path / "data_batch_1").write_bytes(b"\x00garbage")
+    with pytest.raises(DataError, match="not a readable CIFAR-10 pickle"):
+        load_cifar_batches(tmp_path)
+
+
+def test_cifar_script_trains_on_data_dir(tmp_path: Path) -> None:
+    write_cifar_batch(tmp_path / "data_batch_1", 12)
+    write_cifar_batch(tmp_path / "data_batch_2", 8)
+    p = run_script(WORKLOADS / "cifar_cnn.py", "--data-dir", str(tmp_path), "--epochs", "2",
+                   "--workers", "0", "--device", "cpu")
+    assert p.returncode == 0, p.stderr
+    assert f"data={tmp_path} (20 images)" in p.stdout
+    assert len(printed("throughput_samples_per_s", p.stdout)) == 2  # one block per epoch
+
+
+def test_cifar_script_reports_bad_data_dir(tmp_path: Path) -> None:
+    p = run_script(WORKLOADS / "cifar_cnn.py", "--data-dir", str(tmp_path), "--device", "cpu")
+    assert p.returncode != 0
+    assert f"--data-dir {tmp_path}: no data_batch_* files" in p.stderr
+
+
+# --- scripts run as plain programs ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(THROUGHPUT))
+def test_smoke_run_as_plain_script(name: str) -> None:
+    p = run_script(WORKLOADS / f"{name}.py", "--smoke", "--device", "cpu")
+    assert p.returncode == 0, f"{name} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+    values = printed(THROUGHPUT[name], p.stdout)
+    assert values and all(v > 0 and math.isfinite(v) for v in values), p.stdout
+    assert printed("step_time_s", p.stdout)
+    if name in WITH_LOSS:
+        assert all(math.isfinite(v) for v in printed("loss", p.stdout)) and \
+            printed("loss", p.stdout), p.stdout
+
+
+@pytest.mark.parametrize(("name", "args", "message"), [
+    ("sgemm", ["--steps", "0"], "argument --steps: expected a positive integer, got '0'"),
+    ("dgemm", ["--dtype", "int8"], "argument --dtype: invalid choice: 'int8'"),
+    ("resnet", ["--device", "tpu"], "argument --device: expected cpu, cuda or cuda:<index>"),
+    ("bert", ["--smoke", "--size", "100"], "--size 100: longer than the tiny model's 64"),
+    ("kmeans", ["--smoke", "--size", "4"], "--clusters 8: more clusters than the 4 points"),
+    ("dlrm", ["--bottom", "64-x"], "argument --bottom: expected layer widths joined by '-'"),
+    ("spectrogram", ["--smoke", "--seconds", "0.01"], "is shorter than --n-fft 1024"),
+])
+def test_bad_arguments_exit_with_a_message(name: str, args: list[str], message: str) -> None:
+    p = run_script(WORKLOADS / f"{name}.py", "--device", "cpu", *args)
+    assert p.returncode == 2, p.stdout + p.stderr
+    assert message in p.stderr
+    assert "Traceback" not in p.stderr
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this host has CUDA")
+def test_cuda_requested_without_cuda() -> None:
+    p = run_script(WORKLOADS / "sgemm.py", "--smoke", "--device", "cuda")
+    assert p.returncode == 2
+    assert "--device cuda: no CUDA device is available" in p.stderr
+
+
+# --- example sheets ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sheet", sorted(p.name for p in EXAMPLES.glob("*.csv")))
+def test_example_sheet_is_valid(sheet: str) -> None:
+    from radtrack.sheet import read_sheet
+
+    specs = read_sheet(EXAMPLES / sheet, check_host=False)
+    assert specs
+    for spec in specs:
+        assert spec.file.is_file() and spec.file.parent == WORKLOADS
+        assert not spec.status and not spec.run_id, "commit example sheets without results"
+
+
+def test_suite_sheet_covers_every_workload() -> None:
+    from radtrack.sheet import read_sheet
+
+    specs = read_sheet(EXAMPLES / "suite.csv", check_host=False)
+    assert sorted(s.file.stem for s in specs) == sorted(THROUGHPUT)
+    assert len({s.workload for s in specs}) == len(specs)  # each one solo
+    assert all(s.max_time is not None and s.max_time <= 1 for s in specs)
+    assert all(s.devices == ["0"] and s.listeners == ["smi", "dcgm", "top"] for s in specs)
+
+
+def test_custom_metrics_example_runs_plain() -> None:
+    p = run_script(EXAMPLES / "custom_metrics.py", "--epochs", "2", "--samples", "256")
+    assert p.returncode == 0, p.stderr
+    assert "epoch 2:" in p.stdout and "report: 2 epoch(s)" in p.stdout
+
+
+# --- through radtrack ------------------------------------------------------------------------
+
+HEADER = ["Experiment", "Workload", "Status", "Run", "Devices", "Collocation", "File",
+          "Listeners", "Params", "MaxEpoch"]
+ROWS_PER_WORKLOAD = 3  # co-located rows share the 2 CPU cores instead of queueing
+
+
+@pytest.fixture(scope="module")
+def tracked_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Run every workload's smoke test, the quickstart rows, a max-epoch-limited sgemm and
+    custom_metrics.py through ONE ``python -m radtrack`` sheet launch (a launch costs
+    seconds of start-up; one per script would dominate the suite's time).
+
+    Module-scoped, so it sets up its own store the way the ``store`` fixture does.
+    """
+    tmp = tmp_path_factory.mktemp("tracked")
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    quick = list(csv.DictReader((EXAMPLES / "quickstart.csv").open()))
+    rows: list[dict[str, str]] = []
+    for q in quick:  # the quickstart rows as written, so its README promise is tested
+        rows.append({**q, "File": str((EXAMPLES / q["File"]).resolve()),
+                     "Experiment": "smoke", "Workload": ""})
+    covered = {Path(r["File"]).stem for r in rows}
+    for name in sorted(set(THROUGHPUT) - covered):
+        rows.append({"File": str(WORKLOADS / f"{name}.py"), "Listeners": "none",
+                     "Params": "--smoke --device cpu"})
+    rows.append({"File": str(WORKLOADS / "sgemm.py"), "Listeners": "none", "MaxEpoch": "3",
+                 "Params": "--smoke --device cpu --steps 50 --log-every 1", "RunName": "limited"})
+    rows.append({"File": str(EXAMPLES / "custom_metrics.py"), "Listeners": "top",
+                 "MaxEpoch": "2", "Params": "--epochs 20 --samples 256", "RunName": "custom"})
+    sheet = tmp / "smoke.csv"
+    with sheet.open("w", newline="") as f:
+        out = csv.DictWriter(f, [*HEADER, "RunName"])
+        out.writeheader()
+        for i, row in enumerate(rows):
+            out.writerow({**{k: "" for k in HEADER}, **row, "Experiment": "smoke",
+                          "Workload": str(i // ROWS_PER_WORKLOAD + 1), "Collocation": "-"})
+    proc = radtrack_cli(str(sheet), cwd=tmp, timeout=600,
+                        env={"MLFLOW_TRACKING_URI": uri, "RADTRACK_HOME": str(tmp / ".radtrack")})
+    from mlflow import MlflowClient
+
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("smoke")
+    runs = client.search_runs([exp.experiment_id]) if exp else []
+    by_name: dict[str, Any] = {}
+    for run in runs:
+        if run.data.tags.get("radtrack.role") == "row":
+            script = Path(run.data.params.get("script", "")).stem
+            by_name[run.data.tags.get("mlflow.runName", "")] = run
+            if run.data.tags.get("mlflow.runName") not in ("limited", "custom"):
+                by_name[script] = run
+    return {"proc": proc, "runs": by_name, "client": client, "sheet": sheet}
+
+
+@pytest.mark.slow
+def test_tracked_sheet_launch_succeeds(tracked_suite: dict[str, Any]) -> None:
+    proc = tracked_suite["proc"]
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    statuses = [r["Status"] for r in csv.DictReader(tracked_suite["sheet"].open())]
+    assert statuses and all(s.startswith("FINISHED") for s in statuses), statuses
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(THROUGHPUT))
+def test_tracked_smoke_run(tracked_suite: dict[str, Any], name: str) -> None:
+    run = tracked_suite["runs"].get(name)
+    assert run is not None, f"no MLflow run for {name}\n{tracked_suite['proc'].stderr[-3000:]}"
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["radtrack.exit_code"] == "0"
+    metrics = run.data.metrics
+    assert metrics[THROUGHPUT[name]] > 0
+    assert metrics["step_time_s"] > 0
+    if name in WITH_LOSS:
+        assert math.isfinite(metrics["loss"])
+    assert run.data.params["smoke"] == "true" and run.data.params["device"] == "cpu"
+
+
+@pytest.mark.slow
+def test_tracked_max_epoch_stops_after_that_many_blocks(tracked_suite: dict[str, Any]) -> None:
+    run = tracked_suite["runs"]["limited"]
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["radtrack.stopped_by"] == "max_epoch"
+    history = tracked_suite["client"].get_metric_history(run.info.run_id, "throughput_tflops")
+    assert sorted(m.step for m in history) == [1, 2, 3]  # blocks count from 1
+
+
+@pytest.mark.slow
+def test_tracked_custom_metrics_example(tracked_suite: dict[str, Any], tmp_path: Path) -> None:
+    run = tracked_suite["runs"]["custom"]
+    client = tracked_suite["client"]
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["radtrack.stopped_by"] == "max_epoch"
+    assert run.data.params["optimizer"] == "adam"
+    assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "loss")) == [1, 2]
+    report = client.download_artifacts(run.info.run_id, "report/history.json", str(tmp_path))
+    assert [e["epoch"] for e in json.loads(Path(report).read_text())] == [1, 2]
+
+
+# --- on a GPU --------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_gemm_and_host_bound_loop_on_cuda(store: str) -> None:
+    from mlflow import MlflowClient
+
+    sgemm = radtrack_cli("-e", "gpu-suite", "-l", "smi", "-d", "0", str(WORKLOADS / "sgemm.py"),
+                         "--device", "cuda", "--steps", "300", "--log-every", "100")
+    assert sgemm.returncode == 0, sgemm.stdout + sgemm.stderr
+    loop = radtrack_cli("-e", "gpu-suite", "-l", "none", "-d", "0",
+                        str(WORKLOADS / "matmul_loop.py"), "--device", "cuda", "--size", "4096",
+                        "--steps", "6", "--log-every", "2")
+    assert loop.returncode == 0, loop.stdout + loop.stderr
+    client = MlflowClient(store)
+    exp = client.get_experiment_by_name("gpu-suite")
+    runs = {Path(r.data.params["script"]).stem: r for r in client.search_runs([exp.experiment_id])
+            if r.data.tags.get("radtrack.role") == "row"}
+    assert runs["sgemm"].info.status == runs["matmul_loop"].info.status == "FINISHED"
+    # fp32 GEMM at n=8192: a data-centre GPU sustains tens of TFLOP/s, a CPU well under 5.
+    tflops = [m.value for m in client.get_metric_history(runs["sgemm"].info.run_id,
+                                                         "throughput_tflops")]
+    assert len(tflops) == 3 and min(tflops) > 5, tflops
+    assert runs["sgemm"].data.metrics.get("summary/smi/gpu0/power_w/max", 0) > 0
+    assert runs["matmul_loop"].data.metrics["throughput_iters_per_s"] > 0
+    assert runs["matmul_loop"].data.metrics["throughput_tflops"] > 0
