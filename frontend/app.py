@@ -11,12 +11,12 @@ import sys
 from pathlib import Path
 
 from dash import Dash
+
+from radtrack.analysis.data import resolve_tracking_uri
 from radtrack.frontend import callbacks_chart, callbacks_export, callbacks_select
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.layout import build_layout
 from radtrack.frontend.views import ViewStore, default_views_dir
-
-from radtrack.analysis.data import resolve_tracking_uri
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 

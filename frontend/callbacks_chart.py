@@ -10,6 +10,9 @@ import numpy as np
 import pandas as pd
 from dash import Dash, Input, Output, State, ctx, html
 from dash.exceptions import PreventUpdate
+
+from radtrack.analysis.correlation import correlate
+from radtrack.analysis.summary import summarize_runs, summary_metric_keys
 from radtrack.frontend.data import DataSource, long_frame
 from radtrack.frontend.figures import (
     ChartOptions,
@@ -18,9 +21,6 @@ from radtrack.frontend.figures import (
     empty_figure,
     run_labels,
 )
-
-from radtrack.analysis.correlation import correlate
-from radtrack.analysis.summary import summarize_runs, summary_metric_keys
 
 # Listener groups in the order a reader scans them; anything else follows, the script's
 # own metrics (no listener prefix) come last.
@@ -185,7 +185,9 @@ def register(app: Dash, source: DataSource) -> None:
         table = summarize_runs(runs, tracking_uri=source.tracking_uri, series=series)
         labels = run_labels(runs)
         table.insert(0, "run", [labels.get(r, r) for r in table["run_id"]])
-        table = table.drop(columns=["run_id"])
+        # The run label already says experiment, workload and letter.
+        table = table.drop(columns=[c for c in ("run_id", "run_name", "workload", "letter", "file")
+                                    if c in table.columns])
         columns = [{"name": c, "id": c, "type": "numeric" if pd.api.types.is_numeric_dtype(table[c])
                     else "text"} for c in table.columns]
         records = [{k: _rounded(v) for k, v in row.items()} for row in table.to_dict("records")]

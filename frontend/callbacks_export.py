@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from dash import Dash, Input, Output, State, ctx, dcc, no_update
+
 from radtrack.frontend import exports
 from radtrack.frontend.callbacks_chart import chart_figure, chart_inputs
 from radtrack.frontend.callbacks_select import current_view

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 
-import pandas as pd
 from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
+
 from radtrack.frontend import picker
-from radtrack.frontend.data import DataSource
+from radtrack.frontend.data import DataSource, workload_number
 from radtrack.frontend.figures import run_colours, run_labels
 from radtrack.frontend.views import View, ViewError, ViewStore, from_query, to_query
 
@@ -82,8 +82,8 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
         colours, labels = run_colours(selection), run_labels(runs)
         groups: dict[str, list] = {}
         for row in runs.to_dict("records"):
-            workload = row.get("workload")
-            key = f"{row.get('experiment')} · " + (f"Workload {workload}" if pd.notna(workload)
+            workload = workload_number(row.get("workload"))
+            key = f"{row.get('experiment')} · " + (f"Workload {workload}" if workload is not None
                                                     else "single runs")
             groups.setdefault(key, []).append(html.Li([
                 html.Span(className="swatch", style={"background": colours[row["run_id"]]}),

@@ -227,6 +227,13 @@ class DataSource:
         return {m: found[m] if m in found else _empty(run_id, m, start) for m in wanted}
 
 
+def workload_number(value: object) -> int | None:
+    """The workload number of a run row, whatever pandas made of it (Int64, float, NA)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value)):
+        return None
+    return int(value)  # type: ignore[call-overload]
+
+
 def _is_missing(value: object) -> bool:
     return value is None or (isinstance(value, float) and np.isnan(value))
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
+
 from radtrack.frontend.data import Series
 
 IMAGE_FORMATS = ("png", "svg", "pdf")

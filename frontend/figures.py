@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
-from radtrack.frontend.data import Series
+
+from radtrack.frontend.data import Series, workload_number
 from radtrack.frontend.downsample import DEFAULT_BUDGET, downsample, rolling_mean, visible_window
 
 # Plotly's D3 palette, then a darker set: distinguishable for the first ten runs.
@@ -46,8 +47,8 @@ def run_labels(runs: pd.DataFrame) -> dict[str, str]:
     """Legend names: experiment, workload and letter for radtrack runs, else the run name."""
     labels: dict[str, str] = {}
     for row in runs.to_dict("records"):
-        workload, letter = row.get("workload"), row.get("letter")
-        if not _missing(workload) and not _missing(letter):
+        workload, letter = workload_number(row.get("workload")), row.get("letter")
+        if workload is not None and not _missing(letter):
             labels[row["run_id"]] = f"{row.get('experiment')} w{workload} {letter}"
         else:
             labels[row["run_id"]] = str(row.get("run_name") or row["run_id"][:8])

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dash import dash_table, dcc, html
+
 from radtrack.frontend.figures import empty_figure
 
 LIVE_REFRESH_MS = 3000
 
 GRAPH_CONFIG = {
     "displaylogo": False,
-    "responsive": True,
     # The server renders PNG/SVG/PDF exports; the browser's own snapshot button stays as a shortcut.
     "toImageButtonOptions": {"format": "png", "filename": "radtrack-chart"},
 }

@@ -61,6 +61,10 @@ def workloads(frame: pd.DataFrame) -> list[Workload]:
             key = f"run:{row['run_id']}"
             found[key] = Workload(key, str(row.get("run_name") or row["run_id"][:8]), [row["run_id"]],
                                   start=_start_s(row.get("start_time")))
+    letters = {r["run_id"]: (str(r.get("letter") or ""), str(r.get("run_name") or ""))
+               for r in rows.to_dict("records")}
+    for w in found.values():
+        w.run_ids.sort(key=lambda run_id: letters[run_id])
     result = [w for w in found.values() if w.run_ids]
     result.sort(key=lambda w: w.start, reverse=True)
     labels = pd.Series([w.label for w in result]).value_counts()

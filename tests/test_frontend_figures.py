@@ -1,0 +1,133 @@
+"""Figure building: traces per run and metric, colours, legend, axis modes, zoom windows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from radtrack.frontend.data import Series
+from radtrack.frontend.figures import (
+    FIGURE_POINT_BUDGET,
+    ChartOptions,
+    build_chart,
+    correlation_figure,
+    run_colours,
+    run_labels,
+    trace_budget,
+)
+
+START = 1_700_000_000.0
+RUNS = ["run-a", "run-b", "run-c"]
+METRICS = ["smi/gpu0/power_w", "top/cpu_pct"]
+
+
+def _series(run_id: str, metric: str, n: int = 5_000, hz: float = 10.0, offset: float = 0.0
+            ) -> Series:
+    seconds = np.arange(n) / hz
+    value = 100 + 10 * np.sin(seconds) + (hash((run_id, metric)) % 7)
+    return Series(run_id, metric, START + offset, seconds, np.arange(n, dtype=np.int64), value)
+
+
+@pytest.fixture
+def series() -> dict[tuple[str, str], Series]:
+    data = {(r, m): _series(r, m, offset=i * 30.0) for i, r in enumerate(RUNS) for m in METRICS}
+    # run-c never logged cpu: its subplot must simply lack that run
+    data[("run-c", "top/cpu_pct")] = Series("run-c", "top/cpu_pct", START, np.empty(0),
+                                            np.empty(0, dtype=np.int64), np.empty(0))
+    return data
+
+
+def _traces(fig, metric: str) -> list:
+    return [t for t in fig.data if t.meta[1] == metric]
+
+
+def test_one_subplot_per_metric_and_one_trace_per_run(series) -> None:
+    fig = build_chart(METRICS, RUNS, {r: r.upper() for r in RUNS}, series, ChartOptions())
+    assert [a.text for a in fig.layout.annotations] == METRICS
+    assert [t.meta[0] for t in _traces(fig, METRICS[0])] == RUNS
+    assert [t.meta[0] for t in _traces(fig, METRICS[1])] == ["run-a", "run-b"]
+    assert {t.xaxis for t in _traces(fig, METRICS[0])} == {"x"}
+    assert {t.xaxis for t in _traces(fig, METRICS[1])} == {"x2"}
+
+
+def test_colour_and_legend_entry_are_per_run_across_subplots(series) -> None:
+    fig = build_chart(METRICS, RUNS, {r: f"exp w1 {r[-1].upper()}" for r in RUNS}, series,
+                      ChartOptions())
+    colours = run_colours(RUNS)
+    assert len(set(colours.values())) == len(RUNS)
+    for trace in fig.data:
+        assert trace.line.color == colours[trace.meta[0]]
+        assert trace.legendgroup == trace.meta[0]
+    shown = [t.name for t in fig.data if t.showlegend]
+    assert shown == ["exp w1 A", "exp w1 B", "exp w1 C"]
+
+
+def test_seconds_axis_is_aligned_at_each_runs_start(series) -> None:
+    fig = build_chart(METRICS[:1], RUNS, {}, series, ChartOptions(xmode="seconds"))
+    for trace in fig.data:
+        assert np.asarray(trace.x)[0] == 0.0
+    assert fig.layout.xaxis.title.text == "seconds since run start"
+
+
+def test_wall_clock_axis_shows_the_runs_offsets_on_a_date_axis(series) -> None:
+    fig = build_chart(METRICS[:1], RUNS, {}, series, ChartOptions(xmode="wall"))
+    assert fig.layout.xaxis.type == "date"
+    firsts = [np.asarray(t.x)[0] for t in fig.data]
+    # milliseconds since the epoch; the runs started 30 s apart
+    assert firsts == [START * 1000, (START + 30) * 1000, (START + 60) * 1000]
+
+
+def test_step_axis_and_log_y(series) -> None:
+    fig = build_chart(METRICS[:1], RUNS[:1], {}, series, ChartOptions(xmode="step", logy=True))
+    assert np.asarray(fig.data[0].x)[-1] == 4_999
+    assert fig.layout.yaxis.type == "log"
+    assert fig.layout.xaxis.title.text == "step"
+
+
+def test_zoom_window_is_resampled_at_full_resolution(series) -> None:
+    full = build_chart(METRICS[:1], RUNS[:1], {}, series, ChartOptions(max_trace_budget=500))
+    assert len(full.data[0].x) <= 500
+    zoomed = build_chart(METRICS[:1], RUNS[:1], {}, series,
+                         ChartOptions(x_range=(100.0, 120.0), max_trace_budget=500))
+    x = np.asarray(zoomed.data[0].x)
+    # 20 s at 10 Hz: all 201 samples fit the budget, plus one neighbour on each side
+    assert len(x) == 203
+    assert x[0] == pytest.approx(99.9) and x[-1] == pytest.approx(120.1)
+    assert list(zoomed.layout.xaxis.range) == [100.0, 120.0]
+
+
+def test_smoothing_flattens_the_trace(series) -> None:
+    raw = build_chart(METRICS[:1], RUNS[:1], {}, series, ChartOptions())
+    smooth = build_chart(METRICS[:1], RUNS[:1], {}, series, ChartOptions(smooth=63))
+    assert np.ptp(np.asarray(smooth.data[0].y)[100:]) < np.ptp(np.asarray(raw.data[0].y)[100:]) / 5
+
+
+def test_figure_point_budget_is_shared_between_traces() -> None:
+    assert trace_budget(1) == 1500
+    assert trace_budget(200) * 200 <= FIGURE_POINT_BUDGET
+    assert trace_budget(10_000) == 200
+
+
+def test_empty_selection_gives_a_hint() -> None:
+    fig = build_chart([], RUNS, {}, {}, ChartOptions())
+    assert not fig.data and "Pick runs" in fig.layout.annotations[0].text
+
+
+def test_run_labels_name_workload_and_letter_and_disambiguate() -> None:
+    runs = pd.DataFrame([
+        {"run_id": "aaaaaa1", "run_name": "exp-1 A", "experiment": "exp", "workload": 1, "letter": "A"},
+        {"run_id": "bbbbbb2", "run_name": "exp-1 A", "experiment": "exp", "workload": 1, "letter": "A"},
+        {"run_id": "cccccc3", "run_name": "plain", "experiment": "exp", "workload": None,
+         "letter": None},
+    ])
+    labels = run_labels(runs)
+    assert labels == {"aaaaaa1": "exp w1 A (aaaaaa)", "bbbbbb2": "exp w1 A (bbbbbb)",
+                      "cccccc3": "plain"}
+
+
+def test_correlation_heatmap_is_symmetric_and_bounded() -> None:
+    matrix = pd.DataFrame([[1.0, -0.5], [-0.5, 1.0]], index=METRICS, columns=METRICS)
+    fig = correlation_figure(matrix, "t")
+    assert fig.data[0].zmin == -1 and fig.data[0].zmax == 1
+    assert list(fig.data[0].x) == METRICS
