@@ -1,7 +1,7 @@
 """What makes two runs "the same configuration": File + the script's params.
 
 The launcher records placement and bookkeeping as params too (architecture.md: devices,
-collocation, listeners, interval, command); those describe how a run was observed or
+collocation, listeners, interval, command, manual); those describe how a run was observed or
 placed, not what it computed, so they are left out of the configuration key.
 """
 
@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import pandas as pd
 
-# ``command`` repeats script + args and may embed paths that differ between launches.
+# ``command`` repeats script + args and may embed paths that differ between launches;
+# ``manual`` only moves when the listeners start, not what the script computes.
 BOOKKEEPING_PARAMS = frozenset({"script", "command", "devices", "collocation", "listeners",
-                                "interval"})
+                                "interval", "manual"})
 
 
 def params_text(row: pd.Series) -> str:
