@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 from dash import html
 
+from radtrack.frontend.data import workload_number
+
 ROLE = "tag.radtrack.role"
 WORKLOAD_TAG = "tag.radtrack.workload"
 _HIDDEN_TAG_PREFIXES = ("mlflow.",)
@@ -51,10 +53,10 @@ def workloads(frame: pd.DataFrame) -> list[Workload]:
         parent_id = row.get("parent_run_id")
         if isinstance(parent_id, str) and parent_id in parent_ids:
             found[parent_id].run_ids.append(row["run_id"])
-        elif isinstance(parent_id, str) and not pd.isna(row.get("workload")):
+        elif isinstance(parent_id, str) and workload_number(row.get("workload")) is not None:
             # The parent was deleted: keep its rows together under their workload number.
             key = f"orphan:{parent_id}"
-            entry = found.setdefault(key, Workload(key, f"Workload {row['workload']}",
+            entry = found.setdefault(key, Workload(key, f"Workload {workload_number(row['workload'])}",
                                                    start=_start_s(row.get("start_time"))))
             entry.run_ids.append(row["run_id"])
         else:

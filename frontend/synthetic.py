@@ -10,6 +10,7 @@ measurements.
 
 from __future__ import annotations
 
+import shutil
 import tempfile
 import zlib
 from dataclasses import dataclass, field
@@ -45,6 +46,26 @@ class SeededRun:
     status: str
     start: float  # unix seconds
     metrics: list[str] = field(default_factory=list)
+
+
+_template: Path | None = None
+
+
+def new_store(directory: Path) -> str:
+    """A fresh, empty SQLite tracking store in ``directory``; returns its URI.
+
+    Creating MLflow's schema takes seconds, so it is done once per process and later
+    stores start as copies of that empty database.
+    """
+    global _template
+    if _template is None or not _template.is_file():
+        path = Path(tempfile.mkdtemp(prefix="radtrack-template-")) / "mlflow.db"
+        MlflowClient(tracking_uri=f"sqlite:///{path}").search_experiments()
+        _template = path
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / "mlflow.db"
+    shutil.copyfile(_template, target)
+    return f"sqlite:///{target}"
 
 
 def _rng(*parts: object) -> np.random.Generator:

@@ -1,0 +1,163 @@
+"""The frontend's cached data source on a store seeded the way radtrack writes runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from radtrack.analysis import data as analysis
+from radtrack.frontend.data import DataSource, long_frame
+from radtrack.frontend.synthetic import (
+    append_samples,
+    new_store,
+    seed_workload,
+    synthetic_values,
+)
+
+METRICS = ["smi/gpu0/power_w", "dcgm/gpu0/sm_active_pct", "top/cpu_pct"]
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("frontend-data")
+    uri = new_store(root)
+    finished = seed_workload(uri, "exp", 1, ["A", "B"], metrics=METRICS, points=300,
+                             artifact_root=root / "artifacts")
+    live = seed_workload(uri, "exp", 2, ["A"], metrics=METRICS, points=50, status="RUNNING",
+                         artifact_root=root / "artifacts", epochs=0)
+    return {"uri": uri, "finished": finished, "live": live[0], "root": root}
+
+
+@pytest.fixture
+def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """Counts calls into radtrack.analysis, to see what the cache spares."""
+    calls = {"read_telemetry": 0, "load_series": 0, "load_runs": 0, "list_metrics": 0}
+    for name in calls:
+        real = getattr(analysis, name)
+
+        def wrapper(*args, _real=real, _name=name, **kwargs):
+            calls[_name] += 1
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(analysis, name, wrapper)
+    return calls
+
+
+def test_listener_series_come_from_parquet_at_full_resolution(seeded, counted) -> None:
+    source = DataSource(seeded["uri"])
+    run = seeded["finished"][0]
+    series = source.series([run.run_id], METRICS)
+    power = series[(run.run_id, "smi/gpu0/power_w")]
+    expected = synthetic_values("smi/gpu0/power_w", 300, "exp-1A")
+    np.testing.assert_allclose(power.value, expected)
+    np.testing.assert_allclose(power.seconds, np.arange(300.0), atol=1e-3)
+    assert power.x("wall")[0] == pytest.approx(run.start, abs=1e-3)
+    assert counted["read_telemetry"] == 3 and counted["load_series"] == 0
+
+
+def test_cache_serves_repeat_requests_without_reading_the_store(seeded, counted) -> None:
+    source = DataSource(seeded["uri"])
+    ids = [r.run_id for r in seeded["finished"]]
+    first = source.series(ids, METRICS[:2])
+    reads = dict(counted)
+    again = source.series(ids, METRICS[:2])
+    assert counted == reads
+    assert all(again[k] is first[k] for k in first)
+    source.series(ids, METRICS)  # only the new metric is read
+    assert counted["read_telemetry"] == reads["read_telemetry"] + len(ids)
+
+
+def test_script_metrics_come_from_mlflow_history(seeded) -> None:
+    source = DataSource(seeded["uri"])
+    run = seeded["finished"][1]
+    loss = source.series([run.run_id], ["loss"])[(run.run_id, "loss")]
+    assert loss.step.tolist() == [0, 1, 2, 3, 4]
+    assert np.all(np.diff(loss.value) < 0.1)  # a decaying loss curve
+
+
+def test_a_metric_a_run_lacks_is_an_empty_series(seeded) -> None:
+    source = DataSource(seeded["uri"])
+    run = seeded["finished"][0]
+    missing = source.series([run.run_id], ["smi/gpu1/power_w"])[(run.run_id, "smi/gpu1/power_w")]
+    assert len(missing) == 0
+
+
+def test_running_run_is_refreshed_after_the_refresh_interval(seeded, counted) -> None:
+    clock = FakeClock()
+    source = DataSource(seeded["uri"], refresh_s=2.0, clock=clock)
+    live = seeded["live"]
+    before = source.series([live.run_id], ["top/cpu_pct"])[(live.run_id, "top/cpu_pct")]
+    assert len(before) == 50  # from MLflow history: a running run has no Parquet trace yet
+    append_samples(seeded["uri"], live, first=50, count=25, metrics=["top/cpu_pct"])
+    clock.now += 1.0
+    cached = source.series([live.run_id], ["top/cpu_pct"])[(live.run_id, "top/cpu_pct")]
+    assert len(cached) == 50
+    clock.now += 1.5
+    fresh = source.series([live.run_id], ["top/cpu_pct"])[(live.run_id, "top/cpu_pct")]
+    assert len(fresh) == 75
+    assert source.any_live([live.run_id])
+
+
+def test_finished_runs_are_never_re_read(seeded, counted) -> None:
+    clock = FakeClock()
+    source = DataSource(seeded["uri"], clock=clock)
+    ids = [r.run_id for r in seeded["finished"]]
+    source.series(ids, METRICS[:1])
+    source.metric_keys(ids)
+    reads = dict(counted)
+    clock.now += 3600
+    source.series(ids, METRICS[:1])
+    source.metric_keys(ids)
+    assert counted == reads
+    assert not source.any_live(ids)
+
+
+def test_metric_keys_and_experiment_listing(seeded) -> None:
+    source = DataSource(seeded["uri"])
+    keys = source.metric_keys([seeded["finished"][0].run_id])
+    assert keys == sorted([*METRICS, "loss", "throughput_samples_per_s"])
+    assert source.experiments() == ["exp"]
+    runs = source.experiment_runs("exp")
+    assert set(runs["tag.radtrack.role"]) == {"workload", "row"}
+
+
+def test_long_frame_is_what_the_analysis_functions_take(seeded) -> None:
+    source = DataSource(seeded["uri"])
+    ids = [r.run_id for r in seeded["finished"]]
+    frame = long_frame(source.series(ids, METRICS[:2]))
+    assert list(frame.columns) == ["run_id", "metric", "seconds", "time", "step", "value"]
+    assert len(frame) == 2 * 2 * 300
+    reference = analysis.load_series(ids, METRICS[:2], tracking_uri=seeded["uri"])
+    merged = frame.merge(reference, on=["run_id", "metric", "step"], suffixes=("", "_ref"))
+    assert len(merged) == len(frame)
+    np.testing.assert_allclose(merged["value"], merged["value_ref"])
+    np.testing.assert_allclose(merged["seconds"], merged["seconds_ref"], atol=1e-6)
+
+
+def test_unknown_x_mode_is_rejected(seeded) -> None:
+    source = DataSource(seeded["uri"])
+    run = seeded["finished"][0]
+    series = source.series([run.run_id], METRICS[:1])[(run.run_id, METRICS[0])]
+    with pytest.raises(ValueError, match="unknown x axis mode 'epoch'"):
+        series.x("epoch")
+
+
+def test_store_is_not_written(seeded) -> None:
+    db = Path(seeded["root"] / "mlflow.db")
+    before = db.stat().st_mtime_ns
+    source = DataSource(seeded["uri"])
+    ids = [r.run_id for r in seeded["finished"]]
+    source.series(ids, METRICS)
+    source.metric_keys(ids)
+    source.experiment_runs("exp")
+    assert db.stat().st_mtime_ns == before
