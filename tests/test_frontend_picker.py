@@ -1,0 +1,81 @@
+"""The picker: workloads from parent/child runs, solo runs, the run filter, ages and durations."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from radtrack.frontend import picker
+
+T0 = pd.Timestamp("2026-01-01 12:00", tz="UTC")
+
+
+def _row(run_id: str, role: str | None, parent: str | None = None, workload: int | None = None,
+         letter: str | None = None, minutes: int = 0, **extra: str) -> dict:
+    row = {"run_id": run_id, "run_name": extra.pop("name", run_id), "status": "FINISHED",
+           "start_time": T0 + pd.Timedelta(minutes=minutes), "duration_s": 75.0,
+           "parent_run_id": parent, "workload": workload, "letter": letter}
+    if role:
+        row["tag.radtrack.role"] = role
+    if workload is not None:
+        row["tag.radtrack.workload"] = str(workload)
+    row.update(extra)
+    return row
+
+
+def _frame() -> pd.DataFrame:
+    return pd.DataFrame([
+        _row("p1", "workload", workload=1),
+        _row("c1b", "row", "p1", 1, "B", **{"param.batch-size": "256"}),
+        _row("c1a", "row", "p1", 1, "A", **{"param.batch-size": "128"}),
+        _row("p2", "workload", workload=2, minutes=10),
+        _row("c2a", "row", "p2", 2, "A", minutes=10, **{"tag.radtrack.collocation": "mps"}),
+        _row("plain", None, minutes=20, name="notebook run"),
+    ])
+
+
+def test_children_grouped_under_their_parent_and_solo_runs_on_their_own() -> None:
+    found = picker.workloads(_frame())
+    assert [w.key for w in found] == ["run:plain", "p2", "p1"]  # newest first
+    assert found[2].run_ids == ["c1a", "c1b"]  # in letter order
+    assert found[2].label.startswith("Workload 1 · 2 runs")
+    assert found[1].label.startswith("Workload 2 · 1 run")
+    assert found[0].label.startswith("notebook run · 1 run")
+
+
+def test_a_sheet_run_twice_gets_its_start_time_in_the_label() -> None:
+    frame = pd.concat([_frame(), pd.DataFrame([
+        _row("p1again", "workload", workload=1, minutes=30),
+        _row("c9", "row", "p1again", 1, "A", minutes=30)])], ignore_index=True)
+    labels = [w.label for w in picker.workloads(frame) if w.label.startswith("Workload 1")]
+    assert len(labels) == 2 and labels[0] != labels[1]
+
+
+def test_filter_by_name_param_or_tag_value() -> None:
+    rows = {r["run_id"]: r for r in _frame().to_dict("records")}
+    assert picker.matches(rows["c1a"], "")
+    assert picker.matches(rows["plain"], "NOTEBOOK")
+    assert picker.matches(rows["c1b"], "batch-size=256")
+    assert not picker.matches(rows["c1a"], "batch-size=256")
+    assert picker.matches(rows["c2a"], "radtrack.collocation=mps")
+    assert picker.matches(rows["c2a"], "mps")
+    assert not picker.matches(rows["c1a"], "mps")
+
+
+def test_ages_and_durations_read_like_a_person_would_say_them() -> None:
+    now = 1_000_000.0
+    assert picker.ago(now - 5, now) == "just now"
+    assert picker.ago(now - 125, now) == "2 minutes ago"
+    assert picker.ago(now - 3 * 86400 - 10, now) == "3 days ago"
+    assert picker.ago(now - 3600, now) == "1 hour ago"
+    assert picker.duration_text(12.34) == "12.3 s"
+    assert picker.duration_text(75) == "1m 15s"
+    assert picker.duration_text(3 * 3600 + 62) == "3h 01m"
+    assert picker.duration_text(float("nan")) == "-"
+
+
+def test_run_row_carries_status_and_an_info_popover() -> None:
+    row = _frame().to_dict("records")[1]
+    label = picker.run_label(row, now=T0.timestamp() + 3 * 86400)
+    text = str(label.to_plotly_json())
+    assert "finished" in text and "3 days ago" in text and "1m 15s" in text
+    assert "param.batch-size" in text and "256" in text
