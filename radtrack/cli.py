@@ -131,6 +131,7 @@ def _launch(args: argparse.Namespace) -> int:
         if target.suffix != ".py":
             raise RadtrackError(f"{target}: expected a Python script (.py) or a sheet (.csv)")
         specs = [_single_spec(args, target)]
+        sheets.validate_command_line(specs[0])
         sheet_path = None
     from radtrack.plan import format_plan, group_workloads
 

@@ -143,7 +143,8 @@ def _run_one(client: MlflowClient, uri: str, specs: list[RunSpec], interrupt: In
 
 def _process_env(row: Row, uri: str, placement_env: dict[str, str]) -> dict[str, str]:
     spec = row.spec
-    e = {**os.environ, **placement_env, **spec.env}
+    # the sheet's Env may not override what placement needs (CUDA_VISIBLE_DEVICES, MPS pipes)
+    e = {**os.environ, **spec.env, **placement_env}
     e.update({
         renv.RUN_ID: row.run_id,
         renv.MLFLOW_RUN_ID: row.run_id,

@@ -680,3 +680,26 @@ def _replace_atomically(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+_CLI_OPTION = {"Devices": "-d/--devices", "Collocation": "-c/--collocation",
+               "Listeners": "-l/--listeners", "File": "the script", "Clocks": "Clocks",
+               "PowerLimit": "PowerLimit"}
+
+
+def validate_command_line(spec: RunSpec, *, check_host: bool = True) -> None:
+    """The row checks of a sheet, for a single-run launch (a one-row sheet): raise a
+    SheetError whose lines name the command-line option at fault."""
+    problems = _Problems(Path("command line"))
+    _check_row(spec, problems)
+    host = gpus_mod.inventory() if check_host else []
+    _check_workloads([spec], problems, host)
+    if check_host:
+        _check_host([spec], problems, host)
+    if problems.items:
+        out = []
+        for item in problems.items:
+            for column, option in _CLI_OPTION.items():
+                item = item.replace(f"column {column}:", f"{option}:")
+            out.append(item)
+        raise SheetError(out)

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# One call on the GPU host: install from the carried wheelhouse, then the named stages.
+#   bash benchmarks/gpu_session.sh OUTDIR tests|bench|suite|frontend ...
+# Logs go to OUTDIR. Never changes GPU settings; quits any MPS daemon it may have left.
+set -uo pipefail
+out=${1:?usage: gpu_session.sh OUTDIR STAGE...}; shift
+export PYTHONUNBUFFERED=1 MLFLOW_DISABLE_TELEMETRY=true
+cleanup() { pkill -f nvidia-cuda-mps-control >/dev/null 2>&1; pkill -f nvidia-cuda-mps-server >/dev/null 2>&1; true; }
+trap cleanup EXIT
+python3 -m pip install -q --no-index --find-links .whl --no-build-isolation -e . >"$out/install.log" 2>&1 \
+  || { tail -20 "$out/install.log"; exit 1; }
+{ nvidia-smi -L; nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv;
+  python3 -c 'import sys,torch,mlflow,pynvml; print(sys.version); print("torch", torch.__version__, "mlflow", mlflow.__version__)';
+  date -u; nproc; } >"$out/host.txt" 2>&1
+cat "$out/host.txt"
+for stage in "$@"; do
+  echo "=== $stage $(date -u +%T)"
+  case $stage in
+    tests)
+      python3 -m radtrack listeners 2>&1 | tee "$out/listeners.txt"
+      timeout 420 python3 -m pytest -q -rA -m gpu -p no:cacheprovider tests 2>&1 | tee "$out/gpu_tests.log" | tail -40 ;;
+    bench)
+      timeout 300 python3 benchmarks/listeners.py --out "$out" --duration 20 --gpu-load 2>&1 \
+        | grep -v ' INFO ' | tee "$out/bench_listeners.log" ;;
+    suite)
+      timeout 560 bash benchmarks/gpu_suite.sh "$out/suite" 2>&1 | tail -60 | tee "$out/suite.log" ;;
+    *) echo "unknown stage $stage" ;;
+  esac
+done
+cleanup

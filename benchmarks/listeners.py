@@ -1,0 +1,365 @@
+"""Listener and sink benchmarks, side by side in one run on one machine.
+
+  python benchmarks/listeners.py --out DIR [--duration 30] [--interval 0.1] [--gpu-load]
+
+Sections (each printed as a table and saved to DIR/listeners.json):
+  sink        points/s into a fresh SQLite store: one mlflow.log_metrics call per sample
+              (radT's way), raw MlflowClient.log_batch of 1000, and radtrack's Sink.
+  collectors  CPU % of one core (steady state, the collector's whole process tree),
+              samples/s captured, points/s stored and points lost, for
+              (a) radtrack smi+dcgm+top at --interval, (b) a radT-style baseline
+              (nvidia-smi -lms subprocess parsed, one log_metrics per sample) at the same
+              interval, (c) MLflow's system metrics monitor at 1 s.
+  power       with an NVIDIA GPU: distinct power readings per second at 0.1 s, and run
+              energy from the hardware counter vs integrated power.
+A GPU matmul load runs during collectors/power with --gpu-load (when CUDA is available).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+HERE = Path(__file__).resolve()
+SMI_FIELDS = ("timestamp,power.draw,utilization.gpu,utilization.memory,memory.used,memory.total,"
+              "temperature.gpu,clocks.sm,clocks.mem,pstate,fan.speed,pcie.link.gen.current,"
+              "clocks_event_reasons.active")
+
+
+def _client(uri: str):
+    from mlflow import MlflowClient
+
+    return MlflowClient(uri)
+
+
+def _fresh_store(tmp: Path, name: str) -> str:
+    return f"sqlite:///{tmp / (name + '.db')}"
+
+
+def _count_points(uri: str, run_id: str) -> int:
+    import sqlite3
+
+    db = uri.removeprefix("sqlite:///")
+    with sqlite3.connect(db) as con:
+        return con.execute("select count(*) from metrics where run_uuid = ?", (run_id,)).fetchone()[0]
+
+
+# --- sink throughput -------------------------------------------------------------------------
+def bench_sink(tmp: Path, keys: int = 50) -> dict[str, dict[str, float]]:
+    import mlflow
+    from mlflow.entities import Metric
+
+    from radtrack.sink import Sink
+
+    out: dict[str, dict[str, float]] = {}
+    samples = [{f"bench/k{j}_pct": float(i * j % 97) for j in range(keys)} for i in range(2000)]
+
+    uri = _fresh_store(tmp, "per_sample")
+    mlflow.set_tracking_uri(uri)
+    with mlflow.start_run() as run:
+        n = 80  # 4000 points: enough to time the slow path
+        t0 = time.perf_counter()
+        for i in range(n):
+            mlflow.log_metrics(samples[i], step=i)
+        dt = time.perf_counter() - t0
+    out["per-sample log_metrics (radT)"] = {"points": n * keys, "seconds": dt,
+                                             "points_per_s": n * keys / dt,
+                                             "stored": _count_points(uri, run.info.run_id)}
+
+    uri = _fresh_store(tmp, "log_batch")
+    c = _client(uri)
+    rid = c.create_run(c.create_experiment("b")).info.run_id
+    now = int(time.time() * 1000)
+    metrics = [Metric(k, v, now + i, i) for i, s in enumerate(samples) for k, v in s.items()]
+    t0 = time.perf_counter()
+    for i in range(0, len(metrics), 1000):
+        c.log_batch(rid, metrics=metrics[i:i + 1000])
+    dt = time.perf_counter() - t0
+    out["MlflowClient.log_batch(1000)"] = {"points": len(metrics), "seconds": dt,
+                                           "points_per_s": len(metrics) / dt,
+                                           "stored": _count_points(uri, rid)}
+
+    uri = _fresh_store(tmp, "sink")
+    c = _client(uri)
+    rid = c.create_run(c.create_experiment("s")).info.run_id
+    sink = Sink(c, rid, tmp / "spool", uri)
+    t0 = time.perf_counter()
+    for i, s in enumerate(samples):
+        sink.feed("bench", json.dumps({"type": "sample", "t": time.time() + i * 1e-3, "v": s}))
+    ok = sink.ship()
+    dt = time.perf_counter() - t0
+    out["radtrack Sink (spool + log_batch)"] = {"points": len(metrics), "seconds": dt,
+                                                "points_per_s": len(metrics) / dt,
+                                                "stored": _count_points(uri, rid), "ok": ok}
+    return out
+
+
+# --- collectors -------------------------------------------------------------------------------
+def _collector_main(kind: str, interval: float, workdir: Path) -> None:
+    """Runs in a subprocess: set up, print READY, count at 'start' and 'stop', drain, report."""
+    uri = _fresh_store(workdir, kind)
+    counts: dict[str, float] = {}
+    if kind == "radtrack":
+        from radtrack.listen import ListenerProc
+        from radtrack.listeners import registry
+        from radtrack.sink import Sink
+
+        c = _client(uri)
+        rid = c.create_run(c.create_experiment(kind)).info.run_id
+        sink = Sink(c, rid, workdir / "spool", uri)
+        sink.start()
+        names = [n for n in ("smi", "dcgm", "top") if registry.availability(n)]
+        procs = [ListenerProc(n, sink, interval, [], os.getpid(), workdir, dict(os.environ)) for n in names]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.wait_ready(time.monotonic() + 30)
+
+        def emitted() -> int:
+            return sum(sink.emitted(n) for n in names)
+
+        def points() -> int:
+            return sink.stored
+
+        def finish() -> None:
+            for p in procs:
+                p.stop()
+            sink.close(retry_for=60)
+        counts["listeners"] = len(names)
+        counts["names"] = "+".join(names)  # type: ignore[assignment]
+    elif kind == "radt":
+        import mlflow
+
+        mlflow.set_tracking_uri(uri)
+        run = mlflow.start_run()
+        smi = subprocess.Popen(["nvidia-smi", f"--query-gpu={SMI_FIELDS}", "--format=csv,noheader,nounits",
+                                f"-lms={int(interval * 1000)}"], stdout=subprocess.PIPE, text=True)
+        state = {"lines": 0, "stored": 0}
+        names = SMI_FIELDS.split(",")[1:]
+
+        def consume() -> None:
+            assert smi.stdout is not None
+            for line in smi.stdout:
+                state["lines"] += 1
+                vals = [v.strip() for v in line.split(",")][1:]
+                m = {}
+                for k, v in zip(names, vals, strict=False):
+                    try:
+                        m[k.replace(".", "_")] = float(v.lstrip("P"))
+                    except ValueError:
+                        continue
+                mlflow.log_metrics(m, step=state["lines"])  # radT: one call per sample
+                state["stored"] += len(m)
+        t = threading.Thread(target=consume, daemon=True)
+        t.start()
+        time.sleep(1.0)
+
+        def emitted() -> int:
+            return state["lines"]
+
+        def points() -> int:
+            return state["stored"]
+
+        def finish() -> None:
+            smi.terminate()
+            smi.wait()
+            t.join(timeout=120)
+            mlflow.end_run()
+    else:  # mlflow system metrics
+        import mlflow
+
+        mlflow.set_tracking_uri(uri)
+        mlflow.set_system_metrics_sampling_interval(1)
+        run = mlflow.start_run(log_system_metrics=True)
+        rid = run.info.run_id
+        time.sleep(2.0)
+
+        def emitted() -> int:
+            return _count_points(uri, rid)
+
+        points = emitted
+
+        def finish() -> None:
+            mlflow.end_run()
+    print("READY", flush=True)
+    for line in sys.stdin:
+        cmd = line.strip()
+        counts[f"{cmd}_emitted"] = emitted()
+        counts[f"{cmd}_points"] = points()
+        counts[f"{cmd}_time"] = time.monotonic()
+        if cmd == "stop":
+            break
+    finish()
+    counts["final_points"] = points()
+    counts["final_emitted"] = emitted()
+    print(json.dumps(counts), flush=True)
+
+
+def _tree_cpu(proc: psutil.Process) -> float:
+    total = 0.0
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            t = p.cpu_times()
+            total += t.user + t.system
+        except psutil.Error:
+            pass
+    return total
+
+
+def bench_collector(kind: str, interval: float, duration: float, tmp: Path) -> dict[str, float]:
+    work = Path(tempfile.mkdtemp(dir=tmp, prefix=kind))
+    p = subprocess.Popen([sys.executable, str(HERE), "_collector", kind, str(interval), str(work)],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdin is not None and p.stdout is not None
+    ready = p.stdout.readline().strip()
+    if ready != "READY":
+        raise RuntimeError(f"{kind} collector failed to start: {ready}")
+    time.sleep(2.0)  # steady state: start-up costs are not the collector's running cost
+    proc = psutil.Process(p.pid)
+    cpu0 = _tree_cpu(proc)
+    t0 = time.monotonic()
+    p.stdin.write("start\n")
+    p.stdin.flush()
+    time.sleep(duration)
+    cpu1 = _tree_cpu(proc)
+    wall = time.monotonic() - t0
+    p.stdin.write("stop\n")
+    p.stdin.flush()
+    result = json.loads(p.stdout.readline())
+    p.wait(timeout=180)
+    window = result["stop_time"] - result["start_time"]
+    emitted = result["stop_emitted"] - result["start_emitted"]
+    stored = result["stop_points"] - result["start_points"]
+    out = {"cpu_pct_of_core": 100 * (cpu1 - cpu0) / wall,
+           "samples_per_s": emitted / window, "points_stored_per_s": stored / window}
+    if kind == "radtrack":
+        out["listeners"] = result.get("names", "")
+        # every emitted point must be stored by the end (the sink flushes on close)
+        out["points_lost"] = 0 if result["final_points"] >= result["stop_points"] else -1
+    elif kind == "radt":
+        out["lines_emitted_total"] = result["final_emitted"]
+    return out
+
+
+# --- power capture ----------------------------------------------------------------------------
+def bench_power(tmp: Path, seconds: float = 6.0) -> dict[str, float]:
+    import numpy as np
+    import pandas as pd
+
+    from radtrack.listen import ListenerProc
+    from radtrack.sink import Sink, read_spool
+    from radtrack.stats import counter_delta, integrate
+
+    uri = _fresh_store(tmp, "power")
+    c = _client(uri)
+    rid = c.create_run(c.create_experiment("p")).info.run_id
+    sink = Sink(c, rid, tmp / "spool-power", uri)
+    lp = ListenerProc("smi", sink, 0.1, ["0"], os.getpid(), tmp, dict(os.environ))
+    lp.start()
+    lp.wait_ready(time.monotonic() + 30)
+    time.sleep(seconds)
+    lp.stop()
+    frame: pd.DataFrame = read_spool(sink.dir / "smi.jsonl")
+    sink.close()
+    power_key = next(k for k in ("smi/gpu0/power_instant_w", "smi/gpu0/power_w") if k in frame)
+    p = frame[power_key].to_numpy()
+    t = frame["time"].to_numpy()
+    changes = int(np.count_nonzero(np.diff(p)))
+    out = {"samples": len(frame), "seconds": float(t[-1] - t[0]), "power_key": power_key,
+           "power_changes_per_s": changes / float(t[-1] - t[0])}
+    if "smi/gpu0/energy_j" in frame:
+        e_counter = counter_delta(frame["smi/gpu0/energy_j"].to_numpy())
+        e_power = integrate(t, frame["smi/gpu0/power_w"].to_numpy() if "smi/gpu0/power_w" in frame else p)
+        out.update({"energy_counter_j": e_counter, "energy_integrated_j": e_power,
+                    "energy_rel_diff": abs(e_counter - e_power) / e_counter if e_counter else float("nan")})
+    return out
+
+
+def _gpu_load() -> subprocess.Popen | None:
+    code = ("import torch,time\n"
+            "a=torch.randn(8192,8192,device='cuda',dtype=torch.bfloat16);b=a.clone()\n"
+            "while True:\n"
+            "    for _ in range(20): c=a@b\n"
+            "    torch.cuda.synchronize(); time.sleep(0.02)\n")
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+    except ImportError:
+        return None
+    p = subprocess.Popen([sys.executable, "-c", code])
+    time.sleep(5)
+    return p
+
+
+def _table(title: str, rows: dict[str, dict[str, float]]) -> str:
+    cols = sorted({k for r in rows.values() for k in r}, key=lambda k: list(next(iter(rows.values()))).index(k)
+                  if k in next(iter(rows.values())) else 99)
+    lines = [f"\n## {title}\n", "| | " + " | ".join(cols) + " |", "|---" * (len(cols) + 1) + "|"]
+    for name, r in rows.items():
+        cells = [f"{r[c]:.4g}" if isinstance(r.get(c), float) else str(r.get(c, "")) for c in cols]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "_collector":
+        _collector_main(sys.argv[2], float(sys.argv[3]), Path(sys.argv[4]))
+        return 0
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--duration", type=float, default=30)
+    ap.add_argument("--interval", type=float, default=0.1)
+    ap.add_argument("--gpu-load", action="store_true")
+    ap.add_argument("--sections", default="sink,collectors,power")
+    a = ap.parse_args()
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix="radtrack-bench-"))
+    sections = a.sections.split(",")
+    results: dict[str, object] = {"host": os.uname().nodename, "cpus": os.cpu_count(),
+                                  "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    try:
+        import mlflow
+
+        results["mlflow"] = mlflow.__version__
+        if "sink" in sections:
+            results["sink"] = bench_sink(tmp)
+            print(_table("Sink throughput into SQLite (points/s)", results["sink"]), flush=True)
+        load = _gpu_load() if a.gpu_load else None
+        try:
+            if "collectors" in sections:
+                col: dict[str, dict[str, float]] = {}
+                col[f"radtrack smi+dcgm+top @ {a.interval}s"] = bench_collector("radtrack", a.interval, a.duration, tmp)
+                if shutil.which("nvidia-smi"):
+                    col[f"radT-style nvidia-smi + log_metrics @ {a.interval}s"] = bench_collector("radt", a.interval, a.duration, tmp)
+                col["MLflow system metrics @ 1s"] = bench_collector("mlflow", 1.0, a.duration, tmp)
+                results["collectors"] = col
+                print(_table(f"Collectors over {a.duration:g} s (GPU load: {load is not None})", col), flush=True)
+            if "power" in sections and shutil.which("nvidia-smi"):
+                results["power"] = bench_power(tmp)
+                print(_table("Power capture at 0.1 s", {"smi": results["power"]}), flush=True)
+        finally:
+            if load is not None:
+                load.terminate()
+                load.wait()
+    finally:
+        (out / "listeners.json").write_text(json.dumps(results, indent=1, default=str))
+        shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
