@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from conftest import radtrack_cli
 
-from radtrack.sink import MAX_METRICS_PER_CALL, Sink, read_spool, summarize
+from radtrack.sink import MAX_METRICS_PER_CALL, Sink, summarize
 
 SCRIPTS = Path(__file__).parent / "scripts"
 
