@@ -119,7 +119,8 @@ def main(argv: list[str] | None = None) -> None:
     args = w.parse(argv)
     set_precision(args.dtype, args.device)
     cfg = model_config(w, args)
-    model = MaskedLM(cfg).to(args.device)
+    with args.device:  # initialise the weights on the device, not on the CPU first
+        model = MaskedLM(cfg)
     ids, labels = mlm_batch(args.batch_size, args.size, cfg.vocab, args.device)
     w.describe(args, mode=args.mode, layers=cfg.layers, hidden=cfg.hidden,
                batch_size=args.batch_size, seq_len=args.size, dtype=args.dtype)

@@ -54,7 +54,8 @@ def main(argv: list[str] | None = None) -> None:
     args = w.parse(argv)
     set_precision(args.dtype, args.device)
     cfg = model_config(w, args, DISTIL_CONFIGS)
-    model = QuestionAnswering(cfg).to(args.device).train()
+    with args.device:  # initialise the weights on the device, not on the CPU first
+        model = QuestionAnswering(cfg).train()
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
     ids = torch.randint(1, cfg.vocab, (args.batch_size, args.size), device=args.device)
     starts, ends = answer_spans(args.batch_size, args.size, args.device)

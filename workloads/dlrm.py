@@ -80,8 +80,9 @@ def main(argv: list[str] | None = None) -> None:
     w.parser.add_argument("--lr", type=float, default=0.1, help="SGD learning rate (default: 0.1)")
     args = w.parse(argv)
     set_precision(args.dtype, args.device)
-    model = DLRM(args.dense, args.tables, args.rows, args.dim, args.bottom, args.top)
-    model = model.to(args.device)
+    # Built on the device: initialising GBs of embedding tables on the CPU takes long.
+    with args.device:
+        model = DLRM(args.dense, args.tables, args.rows, args.dim, args.bottom, args.top)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr)
     b = args.batch_size
     dense = torch.randn(b, args.dense, device=args.device)

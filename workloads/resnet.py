@@ -74,7 +74,8 @@ def main(argv: list[str] | None = None) -> None:
     set_precision(args.dtype, args.device)
     # channels_last lets cuDNN pick its tensor-core NHWC kernels.
     fmt = torch.channels_last if args.device.type == "cuda" else torch.contiguous_format
-    model = ResNet(classes=args.classes).to(args.device, memory_format=fmt)
+    with args.device:  # initialise the weights on the device, not on the CPU first
+        model = ResNet(classes=args.classes).to(memory_format=fmt)
     opt = torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9, weight_decay=1e-4)
     loss_fn = nn.CrossEntropyLoss()
     images = torch.randn(args.batch_size, 3, args.size, args.size,
