@@ -99,6 +99,7 @@ def load_runs(experiment: str | None = None, workload: int | str | None = None,
     ``experiment`` is a name or an id (None = every experiment). Parent (workload) runs
     are left out unless ``include_parents``; explicit ``run_ids`` are always returned.
     ``metric.*`` columns hold each metric's latest value, i.e. the summary metrics.
+    Rows are sorted by start time, then workload and letter.
     """
     client = client_for(tracking_uri)
     if run_ids is not None:
@@ -131,6 +132,9 @@ def load_runs(experiment: str | None = None, workload: int | str | None = None,
     frame["workload"] = frame["workload"].astype("Int64")
     for col in ("start_time", "end_time"):
         frame[col] = pd.to_datetime(frame[col], unit="ms", utc=True)
+    # Rows of one workload start together; letters make the order deterministic.
+    frame = frame.sort_values(["start_time", "workload", "letter"], kind="stable",
+                              na_position="last")
     return frame.reset_index(drop=True)
 
 
@@ -186,13 +190,17 @@ def telemetry_listeners(run_id: str, tracking_uri: str | None = None,
 
 
 def telemetry_path(run_id: str, listener: str, tracking_uri: str | None = None,
-                   client: MlflowClient | None = None) -> Path:
-    """Local path of ``telemetry/<listener>.parquet``, downloaded once for FINISHED runs."""
+                   client: MlflowClient | None = None, status: str | None = None) -> Path:
+    """Local path of ``telemetry/<listener>.parquet``, downloaded once for FINISHED runs.
+
+    ``status`` (the run's, when the caller already has it) saves a round trip.
+    """
     client = client or client_for(tracking_uri)
     artifact = f"{TELEMETRY_DIR}/{listener}.parquet"
-    run = get_runs(client, [run_id])[0]
+    if status is None:
+        status = get_runs(client, [run_id])[0].info.status
     cached = cache_dir() / run_id / artifact
-    if run.info.status in _FINAL_STATUSES and cached.is_file():
+    if status in _FINAL_STATUSES and cached.is_file():
         return cached
     cached.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="download-", dir=cached.parent))
@@ -210,17 +218,18 @@ def telemetry_path(run_id: str, listener: str, tracking_uri: str | None = None,
 
 
 def read_telemetry(run_id: str, listener: str, tracking_uri: str | None = None,
-                   client: MlflowClient | None = None) -> pd.DataFrame:
+                   client: MlflowClient | None = None, status: str | None = None) -> pd.DataFrame:
     """The wide Parquet trace of one listener: ``time`` (unix s), ``step``, one column per key."""
-    path = telemetry_path(run_id, listener, tracking_uri, client)
+    path = telemetry_path(run_id, listener, tracking_uri, client, status)
     frame = pd.read_parquet(path)
     if "time" not in frame.columns:
         raise RadtrackError(f"run {run_id}: telemetry/{listener}.parquet has no 'time' column")
     return frame
 
 
-def _telemetry_keys(run_id: str, listener: str, client: MlflowClient) -> list[str]:
-    schema = pq.read_schema(telemetry_path(run_id, listener, client=client))
+def _telemetry_keys(run: Run, listener: str, client: MlflowClient) -> list[str]:
+    schema = pq.read_schema(telemetry_path(run.info.run_id, listener, client=client,
+                                           status=run.info.status))
     return [n for n in schema.names if n not in ("time", "step")]
 
 
@@ -234,7 +243,7 @@ def list_metrics(run_ids: list[str], tracking_uri: str | None = None,
     for run in get_runs(client, run_ids):
         keys.update(run.data.metrics)
         for listener in telemetry_listeners(run.info.run_id, client=client):
-            keys.update(_telemetry_keys(run.info.run_id, listener, client))
+            keys.update(_telemetry_keys(run, listener, client))
     if not include_summary:
         keys = {k for k in keys if not k.startswith(SUMMARY_PREFIX)}
     return sorted(keys)
@@ -283,7 +292,7 @@ def _run_series(client: MlflowClient, run: Run, wanted: list[str] | None) -> pd.
     parts: list[pd.DataFrame] = []
     from_parquet: set[str] = set()
     for listener in telemetry_listeners(run_id, client=client):
-        wide = read_telemetry(run_id, listener, client=client)
+        wide = read_telemetry(run_id, listener, client=client, status=run.info.status)
         keys = [c for c in wide.columns if c not in ("time", "step")
                 and c not in from_parquet and (wanted is None or c in wanted)]
         if not keys:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from radtrack import stats
 from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
 
 # Preferred source first: when several listeners measure the same GPU, only the first one
@@ -65,13 +66,12 @@ def _clean(t: np.ndarray | pd.Series, v: np.ndarray | pd.Series) -> tuple[np.nda
 
 
 def time_weighted_mean(t: np.ndarray | pd.Series, v: np.ndarray | pd.Series) -> float:
-    """Mean of the piecewise-linear signal through the samples (trapezoid); one sample: itself."""
-    t, v = _clean(t, v)
-    if len(v) == 0:
-        return float("nan")
-    if len(v) == 1 or t[-1] <= t[0]:
-        return float(v.mean())
-    return float(np.trapezoid(v, t) / (t[-1] - t[0]))
+    """Mean of the piecewise-linear signal through the samples (trapezoid); one sample: itself.
+
+    The sink's ``summary/<key>/mean`` uses the same definition (radtrack.stats), so the
+    two always agree; samples are sorted by time first because history may arrive unsorted.
+    """
+    return stats.time_weighted_mean(*_clean(t, v))
 
 
 def integrate_energy(t: np.ndarray | pd.Series, watts: np.ndarray | pd.Series) -> float:
