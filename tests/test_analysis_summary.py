@@ -129,3 +129,17 @@ def test_summarize_runs_on_seeded_store(store, tmp_path, monkeypatch):
     assert np.isnan(b["throughput_samples_per_s_mean"])
     by_frame = summarize_runs(data.load_runs("sum"))
     assert sorted(by_frame["run_id"]) == sorted(ids)
+
+
+def test_work_units_of_throughput_keys():
+    from radtrack.analysis.summary import work_unit
+
+    assert work_unit("throughput_samples_per_s") == "sample"
+    assert work_unit("throughput_tflops") == "tflop"
+    assert work_unit("throughput_tokens_per_s") == "token"
+    assert work_unit("throughput_ratio") is None
+    t = np.arange(0.0, 10.01, 1.0)
+    series = pd.concat([long("r", "smi/gpu0/power_w", t, np.full(11, 100.0)),
+                        long("r", "throughput_tflops", [1, 2], [40.0, 60.0])])
+    row = summarize_series(series).iloc[0]
+    assert row["energy_per_tflop_j"] == pytest.approx(1000.0 / (50.0 * 10))

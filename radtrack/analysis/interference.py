@@ -5,8 +5,9 @@ FINISHED run in the same experiment whose workload has exactly one row and whose
 params match (:mod:`radtrack.analysis.configs`). Repeated solo runs are averaged.
 
 Slowdown is solo throughput / co-located throughput when both logged the same
-``throughput_<unit>_per_s`` key (a time-limited run keeps its duration but loses
-throughput), else co-located duration / solo duration. A GPU meter reads the whole
+throughput rate (``throughput_<unit>_per_s`` or ``throughput_<prefix>flops``; a
+time-limited run keeps its duration but loses throughput), else co-located duration /
+solo duration. A GPU meter reads the whole
 device, so a co-located row is charged its share of the energy: the device energy
 divided by the number of the workload's rows on the same devices.
 """
@@ -17,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.configs import with_config
+from radtrack.analysis.summary import work_unit
 
 PREFERRED_THROUGHPUT = "throughput_samples_per_s_mean"
 COLUMNS = [
@@ -28,14 +30,13 @@ COLUMNS = [
 
 
 def _throughput_columns(summary: pd.DataFrame) -> list[str]:
-    cols = [c for c in summary.columns
-            if c.startswith("throughput_") and c.endswith("_per_s_mean")]
+    cols = [c for c in summary.columns if c.endswith("_mean")
+            and work_unit(c.removesuffix("_mean")) is not None]
     return sorted(cols, key=lambda c: (c != PREFERRED_THROUGHPUT, c))
 
 
 def _unit(column: str) -> str:
-    unit = column.removeprefix("throughput_").removesuffix("_per_s_mean")
-    return unit[:-1] if unit.endswith("s") and len(unit) > 1 else unit
+    return work_unit(column.removesuffix("_mean")) or "run"
 
 
 def interference(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:

@@ -51,7 +51,8 @@ QUANTITIES = (
 )
 _ENERGY_RE = re.compile(r"(?P<listener>[^/]+)/(?P<scope>gpu\d+)/energy_j")
 _POWER_RE = re.compile(r"(?P<listener>[^/]+)/(?P<scope>gpu\d+)/power_w")
-_THROUGHPUT_RE = re.compile(r"throughput_(?P<unit>[A-Za-z0-9]+)_per_s")
+_RATE_RE = re.compile(r"throughput_(?P<unit>[A-Za-z0-9]+)_per_s")
+_FLOPS_RE = re.compile(r"throughput_(?P<prefix>[kmgtpe]?)flops", re.IGNORECASE)
 
 
 # Pure numeric helpers -------------------------------------------------------------------
@@ -201,14 +202,24 @@ def run_energy(one_run: pd.DataFrame) -> float:
     return total
 
 
-def _unit_singular(unit: str) -> str:
-    return unit[:-1] if unit.endswith("s") and len(unit) > 1 else unit
+def work_unit(key: str) -> str | None:
+    """The unit of work a throughput metric counts per second, or None when it is not a rate.
+
+    ``throughput_samples_per_s`` -> ``sample``, ``throughput_tflops`` -> ``tflop``.
+    """
+    if m := _RATE_RE.fullmatch(key):
+        unit = m.group("unit")
+        return unit[:-1] if unit.endswith("s") and len(unit) > 1 else unit
+    if m := _FLOPS_RE.fullmatch(key):
+        return f"{m.group('prefix')}flop"
+    return None
 
 
 def summarize_series(series: pd.DataFrame,
                      durations: Mapping[str, float] | None = None) -> pd.DataFrame:
     """One row per run of ``series``: duration_s, energy_j, <quantity>_mean/_p95/_max,
-    <throughput key>_mean and energy_per_<unit>_j (energy over mean throughput x duration).
+    <throughput key>_mean and energy_per_<unit>_j (energy over mean throughput x duration,
+    for throughputs that are rates: ``throughput_<unit>s_per_s``, ``throughput_<prefix>flops``).
 
     ``durations`` (run id -> seconds) overrides the span of the run's samples.
     """
@@ -229,14 +240,13 @@ def summarize_series(series: pd.DataFrame,
             row[f"{q.name}_p95"] = time_weighted_quantile(t, v, 0.95)
             row[f"{q.name}_max"] = float(np.nanmax(v)) if len(v) else float("nan")
         for key in keys:
-            if m := _THROUGHPUT_RE.fullmatch(key):
-                rate = float(_metric(one, key)["value"].mean())
-                row[f"{key}_mean"] = rate
-                work = rate * duration
-                if work > 0 and not np.isnan(row["energy_j"]):
-                    row[f"energy_per_{_unit_singular(m.group('unit'))}_j"] = row["energy_j"] / work
-            elif key.startswith("throughput_"):
-                row[f"{key}_mean"] = float(_metric(one, key)["value"].mean())
+            if not key.startswith("throughput_"):
+                continue
+            rate = float(_metric(one, key)["value"].mean())
+            row[f"{key}_mean"] = rate
+            unit = work_unit(key)
+            if unit is not None and rate * duration > 0 and not np.isnan(row["energy_j"]):
+                row[f"energy_per_{unit}_j"] = row["energy_j"] / (rate * duration)
         rows.append(row)
     if not rows:
         return pd.DataFrame(columns=["run_id", "duration_s", "energy_j"])
