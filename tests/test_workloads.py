@@ -14,6 +14,7 @@ import math
 import os
 import pickle
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -321,6 +322,26 @@ def test_bad_arguments_exit_with_a_message(name: str, args: list[str], message: 
     assert p.returncode == 2, p.stdout + p.stderr
     assert message in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_sigint_stops_with_one_line_and_status_130() -> None:
+    """What Ctrl-C and radtrack's MaxTime stop (SIGINT) look like to a workload."""
+    proc = subprocess.Popen([sys.executable, str(WORKLOADS / "sgemm.py"), "--smoke", "--device",
+                             "cpu", "--steps", "100000000", "--log-every", "200"],
+                            env=plain_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stdout is not None
+        for line in proc.stdout:  # wait until it is inside the timed loop
+            if line.startswith("block 1/"):
+                break
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "interrupted (SIGINT)" in out
+    assert "Traceback" not in err
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this host has CUDA")

@@ -264,8 +264,22 @@ def run_timed(step: Callable[[], torch.Tensor | None], args: Any,
               warmup_step: Callable[[], torch.Tensor | None] | None = None) -> None:
     """The whole measurement of a step-based script, inside ``RADTBenchmark``."""
     total = -(-args.steps // args.log_every)
-    with RADTBenchmark() as run:
+    with RADTBenchmark() as run, stop_on_interrupt():
         for block in timed_blocks(step, steps=args.steps, log_every=args.log_every,
                                   warmup=args.warmup, device=args.device,
                                   warmup_step=warmup_step):
             log_block(run, block, work_per_step, extra() if extra else None, total)
+
+
+@contextlib.contextmanager
+def stop_on_interrupt() -> Iterator[None]:
+    """Ctrl-C, or radtrack's SIGINT at MaxTime, ends the run with one line, not a traceback.
+
+    Every finished block is already logged, so nothing is lost; the exit status is the
+    shell's convention for SIGINT.
+    """
+    try:
+        yield
+    except KeyboardInterrupt:
+        print("interrupted (SIGINT): stopping after the blocks logged so far", flush=True)
+        raise SystemExit(130) from None

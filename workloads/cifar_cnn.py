@@ -29,6 +29,7 @@ from _common import (
     non_negative_int,
     positive_int,
     set_precision,
+    stop_on_interrupt,
     timed_blocks,
 )
 from torch import nn
@@ -196,7 +197,7 @@ def main(argv: list[str] | None = None) -> None:
     # Warm-up trains on one fixed batch so that it does not shift the epoch boundaries.
     fixed = default_collate([dataset[i] for i in range(args.batch_size)])
     per_epoch = len(loader)
-    with RADTBenchmark() as run:
+    with RADTBenchmark() as run, stop_on_interrupt():
         for block in timed_blocks(step, steps=args.epochs * per_epoch, log_every=per_epoch,
                                   warmup=3, device=args.device,
                                   warmup_step=lambda: train_on(*fixed)):
