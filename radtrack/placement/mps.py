@@ -18,6 +18,8 @@ from radtrack.spec import RunSpec
 
 CONTROL = "nvidia-cuda-mps-control"
 READY_TIMEOUT_S = 10.0
+# quit waits for the MPS server to drain its clients' contexts: allow it more time
+QUIT_TIMEOUT_S = 30.0
 # A Unix socket path holds at most 107 bytes; the daemon's socket is <pipe dir>/control.
 MAX_PIPE_DIR = 90
 
@@ -31,6 +33,7 @@ class Daemon:
     log_dir: Path
     pipe_is_temp: bool
     started: bool = False
+    pid: int | None = None  # the real control daemon's process, once found
 
     def env(self) -> dict[str, str]:
         return {"CUDA_VISIBLE_DEVICES": self.visible, **DEVICE_ORDER,
@@ -97,6 +100,7 @@ class MpsDaemons(Part):
                 raise PlacementError(f"the MPS control daemon for GPU {d.label} did not open "
                                      f"{d.pipe_dir / 'control'} within {READY_TIMEOUT_S:g} s; "
                                      f"see {d.log_dir / 'control.log'}")
+            d.pid = _daemon_pid(d.pipe_dir)
 
     def teardown(self) -> list[str]:
         problems = []
@@ -110,7 +114,7 @@ class MpsDaemons(Part):
             except PlacementError as exc:
                 problems.append(f"{exc}; quit it by hand: {manual}")
                 continue
-            if not _wait(lambda d=d: not (d.pipe_dir / "control").exists(), READY_TIMEOUT_S):
+            if not _wait(lambda d=d: _gone(d), QUIT_TIMEOUT_S):
                 problems.append(f"the MPS control daemon for GPU {d.label} still listens in "
                                 f"{d.pipe_dir} after quit; quit it by hand: {manual}")
                 continue
@@ -132,6 +136,33 @@ class MpsDaemons(Part):
 
     def artifacts(self) -> list[Path]:
         return [p for d in self.daemons.values() for p in sorted(d.log_dir.glob("*.log"))]
+
+
+def _daemon_pid(pipe_dir: Path) -> int | None:
+    """The control daemon serving ``pipe_dir``: the process named nvidia-cuda-mps-control
+    whose environment names that pipe directory (None when there is no such process, as
+    with the test doubles, which keep their state in files)."""
+    import psutil
+
+    for p in psutil.process_iter(["name"]):
+        try:
+            if p.info["name"] == CONTROL and p.environ().get("CUDA_MPS_PIPE_DIRECTORY") == str(pipe_dir):
+                return p.pid
+        except psutil.Error:
+            continue
+    return None
+
+
+def _gone(d: Daemon) -> bool:
+    # A real daemon leaves its control FIFO behind when it quits: watch the process.
+    if d.pid is not None:
+        import psutil
+
+        try:
+            return psutil.Process(d.pid).status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+    return not (d.pipe_dir / "control").exists()
 
 
 def _wait(ready: object, timeout: float) -> bool:
