@@ -16,7 +16,8 @@ from _common import Sizes, Workload, positive_int, run_timed, set_precision
 
 
 def random_options(n: int, device: torch.device, dtype: torch.dtype) -> dict[str, torch.Tensor]:
-    """``n`` options with market-like parameters (the ranges of the CUDA SDK sample)."""
+    """``n`` options: spot, strike and expiry in the CUDA SDK sample's ranges, and rates and
+    volatilities varied per option (the sample fixes them)."""
     def uniform(low: float, high: float) -> torch.Tensor:
         return torch.empty(n, device=device, dtype=dtype).uniform_(low, high)
 
