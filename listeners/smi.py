@@ -31,6 +31,7 @@ REASON_SW_THERMAL = 0x20
 REASON_HW_THERMAL = 0x40
 _PSTATE_UNKNOWN = 32
 _MIB = 2**20
+SLOW_EVERY_S = 1.0  # energy counter, ECC, fan, pstate
 
 # quantity -> (unit, description, source)
 QUANTITIES: dict[str, tuple[str, str, str]] = {
@@ -89,6 +90,7 @@ class _DeviceState:
     energy0_mj: float | None = None
     pcie_prev: tuple[float, float, float] | None = None  # (monotonic s, tx bytes, rx bytes)
     util_ts: int = 0  # last process-utilisation timestamp seen (us)
+    slow_t: float = float("-inf")  # monotonic time of the last slow-reading pass
 
 
 class SmiListener(Listener):
@@ -130,6 +132,8 @@ class SmiListener(Listener):
                 if q in ok:
                     unit, desc, source = QUANTITIES[q]
                     specs.append(MetricSpec(f"smi/{st.dev.scope}/{q}", unit, desc, source))
+        for st in self._states:
+            st.slow_t = float("-inf")  # the first sample reads the slow readings too
         return specs
 
     def tags(self) -> dict[str, str]:
@@ -173,11 +177,18 @@ class SmiListener(Listener):
         _put(out, "power_avg_w", fv.get(FI_POWER_AVERAGE), 1e-3)
         _put(out, "mem_temp_c", fv.get(FI_MEMORY_TEMP))
 
-        energy = _num(nvml_query("nvmlDeviceGetTotalEnergyConsumption", h))
-        if energy is not None:
-            if st.energy0_mj is None:
-                st.energy0_mj = energy
-            out["energy_j"] = (energy - st.energy0_mj) / 1000.0
+        # The energy counter costs ~4 ms a read, ECC/fan/pstate change slowly: read them at
+        # most once a second, so a 10 Hz sampler stays cheap. Energy is a counter, so a
+        # sparser reading loses nothing of the run's total.
+        now = time.monotonic()
+        slow = now - st.slow_t >= SLOW_EVERY_S
+        if slow:
+            st.slow_t = now
+            energy = _num(nvml_query("nvmlDeviceGetTotalEnergyConsumption", h))
+            if energy is not None:
+                if st.energy0_mj is None:
+                    st.energy0_mj = energy
+                out["energy_j"] = (energy - st.energy0_mj) / 1000.0
 
         util = nvml_query("nvmlDeviceGetUtilizationRates", h)
         if util is not NA:
@@ -188,10 +199,11 @@ class SmiListener(Listener):
         _put(out, "temp_c", _num(nvml_query("nvmlDeviceGetTemperature", h, 0)))
         _put(out, "sm_clock_mhz", _num(nvml_query("nvmlDeviceGetClockInfo", h, 1)))
         _put(out, "mem_clock_mhz", _num(nvml_query("nvmlDeviceGetClockInfo", h, 2)))
-        pstate = _num(nvml_query("nvmlDeviceGetPerformanceState", h))
-        if pstate is not None and pstate != _PSTATE_UNKNOWN:
-            out["pstate_level"] = pstate
-        _put(out, "fan_pct", _num(nvml_query("nvmlDeviceGetFanSpeed", h)))
+        if slow:
+            pstate = _num(nvml_query("nvmlDeviceGetPerformanceState", h))
+            if pstate is not None and pstate != _PSTATE_UNKNOWN:
+                out["pstate_level"] = pstate
+            _put(out, "fan_pct", _num(nvml_query("nvmlDeviceGetFanSpeed", h)))
 
         reasons = nvml_query("nvmlDeviceGetCurrentClocksEventReasons", h)
         if reasons is NA:  # drivers before R535 only have the older name
@@ -203,8 +215,9 @@ class SmiListener(Listener):
             out["throttle_hw_slowdown_flag"] = float(bool(mask & REASON_HW_SLOWDOWN))
             out["throttle_thermal_flag"] = float(bool(mask & (REASON_SW_THERMAL | REASON_HW_THERMAL)))
 
-        for name, kind in (("ecc_corrected_volatile_count", 0), ("ecc_uncorrected_volatile_count", 1)):
-            _put(out, name, _num(nvml_query("nvmlDeviceGetTotalEccErrors", h, kind, 0)))
+        if slow:
+            for name, kind in (("ecc_corrected_volatile_count", 0), ("ecc_uncorrected_volatile_count", 1)):
+                _put(out, name, _num(nvml_query("nvmlDeviceGetTotalEccErrors", h, kind, 0)))
         out.update(self._pcie(st, fv))
         return out
 

@@ -15,6 +15,7 @@ import pynvml
 import pytest
 from gpu_doubles import H100_UUID, MIB, FakeGpu, FakeNvml, mig_gpu
 
+import radtrack.listeners.smi as smi_module
 from radtrack.errors import RadtrackError
 from radtrack.listeners import nvml, runner
 from radtrack.listeners.base import ListenerConfig
@@ -169,6 +170,9 @@ def test_probe_and_sample_h100(monkeypatch):
     assert tags["radtrack.listener.smi.gpu0.uuid"] == H100_UUID
     assert tags["radtrack.listener.smi.gpu0.name"] == "NVIDIA H100 80GB HBM3"
     s1, s2 = smi.sample(), smi.sample()
+    # slow readings (energy counter ~4 ms, ECC, fan, pstate) at most once a second
+    assert "smi/gpu0/energy_j" in s1 and "smi/gpu0/energy_j" not in s2
+    assert "smi/gpu0/pstate_level" not in s2
     assert set(s1) <= keys and "smi/gpu0/fan_pct" not in s1
     assert s1["smi/gpu0/power_w"] == pytest.approx(73.183)  # field 186, not nvmlDeviceGetPowerUsage
     assert s1["smi/gpu0/power_avg_w"] == pytest.approx(73.795)
@@ -185,7 +189,9 @@ def test_probe_and_sample_h100(monkeypatch):
     assert s1["smi/gpu0/ecc_uncorrected_volatile_count"] == 0
     # energy: cumulative from the probe, one 6983 mJ step per read
     assert s1["smi/gpu0/energy_j"] == pytest.approx(6.983)
-    assert s2["smi/gpu0/energy_j"] == pytest.approx(2 * 6.983)
+    smi._states[0].slow_t = float("-inf")  # as if a second had passed
+    s3 = smi.sample()
+    assert s3["smi/gpu0/energy_j"] == pytest.approx(2 * 6.983)
 
 
 def test_instant_power_field_missing_falls_back_to_power_usage(monkeypatch):
@@ -296,6 +302,7 @@ def test_mig_instance_reports_what_nvml_offers(monkeypatch, child):
 
 
 def test_runner_json_lines_end_to_end(monkeypatch):
+    monkeypatch.setattr(smi_module, "SLOW_EVERY_S", 0.0)  # read the energy counter every sample
     FakeNvml(monkeypatch, [FakeGpu(unsupported={"nvmlDeviceGetFanSpeed"}), FakeGpu(uuid="GPU-2")])
     out = io.StringIO()
     code = runner.run("smi", ListenerConfig(interval=0.01, devices=["1", "0"]), out=out, count=3)
