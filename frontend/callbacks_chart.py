@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pandas as pd
-from dash import Dash, Input, Output, State, ctx, html
+from dash import Dash, Input, Output, State, ctx
 from dash.exceptions import PreventUpdate
 
 from radtrack.analysis.correlation import correlate
@@ -75,11 +75,11 @@ def metric_options(keys: list[str], search: str | None, chosen: list[str]) -> li
 
     options: list[dict] = []
     for group in sorted(groups, key=order):
-        options.append({"label": html.Span(group, className="group-name"),
-                        "value": HEADER_PREFIX + group, "disabled": True})
+        # Plain-string labels: component labels break Dash 4's checklist when options shrink.
+        options.append({"label": group.upper(), "value": HEADER_PREFIX + group, "disabled": True})
         for key in groups[group]:
             short = key[len(group) + 1:] if group != SCRIPT_GROUP else key
-            options.append({"label": html.Span(short, title=key), "value": key})
+            options.append({"label": short, "value": key})
     return options
 
 

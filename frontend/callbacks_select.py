@@ -24,9 +24,12 @@ def current_view(selection, metrics, xmode, smooth, logy, experiment, workload) 
                 experiment=experiment or None, workload=workload or None)
 
 
-def run_options(source: DataSource, experiment: str | None, workload: str | None,
-                text: str | None) -> tuple[list[dict], list[str]]:
-    """Checklist options for the runs of one workload that pass the filter, and their ids."""
+RUN_CHECKS = {"type": "run-check", "run": ALL}
+
+
+def run_rows(source: DataSource, experiment: str | None, workload: str | None,
+             text: str | None, selection: list[str]) -> tuple[list, list[str]]:
+    """The rows of one workload's runs that pass the filter, and their ids."""
     if not experiment or not workload:
         return [], []
     frame = source.experiment_runs(experiment)
@@ -36,7 +39,7 @@ def run_options(source: DataSource, experiment: str | None, workload: str | None
     rows = {r["run_id"]: r for r in frame.to_dict("records")}
     now = time.time()
     visible = [r for r in chosen.run_ids if picker.matches(rows[r], text or "")]
-    return [{"label": picker.run_label(rows[r], now), "value": r} for r in visible], visible
+    return [picker.run_row(rows[r], r in selection, now) for r in visible], visible
 
 
 def register(app: Dash, source: DataSource, views: ViewStore) -> None:
@@ -50,28 +53,47 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
         return [{"label": w.label, "value": w.key} for w in picker.workloads(frame)
                 if any(picker.matches(rows[r], text or "") for r in w.run_ids)]
 
-    @app.callback(Output("selection", "data"), Output("runs", "options"), Output("runs", "value"),
-                  Input("workload", "value"), Input("run-filter", "value"), Input("runs", "value"),
-                  Input("clear", "n_clicks"), Input({"type": "remove", "run": ALL}, "n_clicks"),
-                  Input("incoming", "data"),
-                  State("selection", "data"), State("experiment", "value"))
-    def control_selection(workload, text, checked, _clear, _removes, incoming, selection, experiment):
-        # One callback owns both the basket and the checkboxes: each must follow the other.
+    @app.callback(Output("runs", "children"),
+                  Input("workload", "value"), Input("run-filter", "value"),
+                  Input("selection", "data"), State(RUN_CHECKS, "value"), State(RUN_CHECKS, "id"),
+                  State("experiment", "value"))
+    def show_runs(workload, text, selection, shown_values, shown_ids, experiment):
+        selection = list(selection or [])
+        rows, visible = run_rows(source, experiment, workload, text, selection)
+        if ctx.triggered_id == "selection":
+            shown = {i["run"]: bool(v) for i, v in zip(shown_ids, shown_values, strict=True)}
+            if shown == {r: r in selection for r in visible}:
+                raise PreventUpdate  # the boxes already say so (the user just ticked one)
+        if not rows:
+            return html.P("Pick an experiment and a workload." if not workload
+                          else "No run matches the filter.", className="hint")
+        return rows
+
+    @app.callback(Output("selection", "data"),
+                  Input(RUN_CHECKS, "value"), Input("clear", "n_clicks"),
+                  Input({"type": "remove", "run": ALL}, "n_clicks"), Input("incoming", "data"),
+                  State("selection", "data"))
+    def control_selection(_checks, _clear, _removes, incoming, selection):
         selection = list(selection or [])
         trigger = ctx.triggered_id
-        options, visible = run_options(source, experiment, workload, text)
         if trigger == "incoming" and incoming:
-            selection = list(dict.fromkeys(incoming.get("runs", [])))
+            updated = list(dict.fromkeys(incoming.get("runs", [])))
         elif trigger == "clear":
-            selection = []
+            updated = []
         elif isinstance(trigger, dict) and trigger.get("type") == "remove":
-            if ctx.triggered[0]["value"]:  # new buttons announce themselves with None
-                selection = [r for r in selection if r != trigger["run"]]
-        elif trigger == "runs":
-            checked = list(checked or [])
-            selection = ([r for r in selection if r not in visible or r in checked]
-                         + [r for r in checked if r not in selection])
-        return selection, options, [r for r in selection if r in visible]
+            # New remove buttons announce themselves with n_clicks None.
+            clicked = ctx.triggered[0]["value"]
+            updated = [r for r in selection if r != trigger["run"]] if clicked else selection
+        else:
+            # Boxes ticked, or boxes (re)drawn: the shown boxes decide for the shown runs.
+            items = ctx.inputs_list[0]
+            visible = [i["id"]["run"] for i in items]
+            checked = [i["id"]["run"] for i in items if i.get("value")]
+            updated = ([r for r in selection if r not in visible or r in checked]
+                       + [r for r in checked if r not in selection])
+        if updated == selection:
+            raise PreventUpdate
+        return updated
 
     @app.callback(Output("basket", "children"), Input("selection", "data"))
     def show_basket(selection):

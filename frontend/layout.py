@@ -31,8 +31,7 @@ def picker_column(experiments: list[str]) -> html.Aside:
             "Runs",
             dcc.Input(id="run-filter", type="search", debounce=True, className="filter",
                       placeholder="filter: name, param or tag value (key=value)"),
-            dcc.Checklist(id="runs", options=[], value=[], className="run-list",
-                          labelClassName="run-label"),
+            html.Div(id="runs", className="run-list"),
         ),
     ], className="picker", id="picker")
 
@@ -78,8 +77,7 @@ def main_column() -> html.Main:
         _section("Metrics",
                  dcc.Input(id="metric-search", type="search", className="filter",
                            placeholder="search metrics, e.g. power or smi/"),
-                 dcc.Checklist(id="metrics", options=[], value=[], className="metric-list",
-                               labelClassName="metric-label")),
+                 dcc.Checklist(id="metrics", options=[], value=[], className="metric-list")),
         chart_controls(),
         dcc.Graph(id="chart", figure=empty_figure("Pick runs and at least one metric"),
                   config=GRAPH_CONFIG, className="chart"),

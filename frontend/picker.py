@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 
 import pandas as pd
-from dash import html
+from dash import dcc, html
 
 from radtrack.frontend.data import workload_number
 
@@ -129,19 +129,27 @@ def _info_rows(row: dict) -> list[html.Tr]:
             if v is not None and not (isinstance(v, float) and pd.isna(v))]
 
 
-def run_label(row: dict, now: float | None = None) -> html.Span:
-    """A run row: status, name, age, duration, and an info popover (params, tags, placement)."""
+def run_row(row: dict, checked: bool, now: float | None = None) -> html.Div:
+    """A run: checkbox with its name, status, age, duration, and an info popover.
+
+    Each run has its own one-option checklist (a pattern-matching id): a single checklist
+    whose option labels are components breaks in Dash 4's renderer when its options
+    shrink, which is what the run filter does.
+    """
     status = str(row.get("status") or "")
     start = _start_s(row.get("start_time"))
     duration = row.get("duration_s")
     if status == "RUNNING":
         duration = (now if now is not None else time.time()) - start
-    return html.Span([
+    name = str(row.get("run_name") or row["run_id"][:8])
+    return html.Div([
+        dcc.Checklist(id={"type": "run-check", "run": row["run_id"]},
+                      options=[{"label": name, "value": row["run_id"]}],
+                      value=[row["run_id"]] if checked else [], className="run-name"),
         html.Span(status.lower() or "?", className=f"status status-{status.lower()}"),
-        html.Span(str(row.get("run_name") or row["run_id"][:8]), className="run-name"),
         html.Span(ago(start, now), className="age", title=time.strftime(
             "%Y-%m-%d %H:%M:%S", time.localtime(start))),
         html.Span(duration_text(duration), className="duration"),
         html.Span(["i", html.Table(_info_rows(row), className="popover")], className="info",
-                  tabIndex="0", title=""),
+                  tabIndex="0"),
     ], className="run-row")

@@ -73,9 +73,12 @@ def test_ages_and_durations_read_like_a_person_would_say_them() -> None:
     assert picker.duration_text(float("nan")) == "-"
 
 
-def test_run_row_carries_status_and_an_info_popover() -> None:
+def test_run_row_carries_checkbox_status_and_an_info_popover() -> None:
     row = _frame().to_dict("records")[1]
-    label = picker.run_label(row, now=T0.timestamp() + 3 * 86400)
-    text = str(label.to_plotly_json())
+    shown = picker.run_row(row, checked=True, now=T0.timestamp() + 3 * 86400)
+    box = shown.children[0]
+    assert box.id == {"type": "run-check", "run": "c1b"} and box.value == ["c1b"]
+    text = str(shown.to_plotly_json())
     assert "finished" in text and "3 days ago" in text and "1m 15s" in text
     assert "param.batch-size" in text and "256" in text
+    assert picker.run_row(row, checked=False).children[0].value == []
