@@ -90,18 +90,19 @@ def bench_sink(tmp: Path, keys: int = 50) -> dict[str, dict[str, float]]:
                                            "points_per_s": len(metrics) / dt,
                                            "stored": _count_points(uri, rid)}
 
-    uri = _fresh_store(tmp, "sink")
-    c = _client(uri)
-    rid = c.create_run(c.create_experiment("s")).info.run_id
-    sink = Sink(c, rid, tmp / "spool", uri)
-    t0 = time.perf_counter()
-    for i, s in enumerate(samples):
-        sink.feed("bench", json.dumps({"type": "sample", "t": time.time() + i * 1e-3, "v": s}))
-    ok = sink.ship()
-    dt = time.perf_counter() - t0
-    out["radtrack Sink (spool + log_batch)"] = {"points": len(metrics), "seconds": dt,
-                                                "points_per_s": len(metrics) / dt,
-                                                "stored": _count_points(uri, rid), "ok": ok}
+    for label, bulk in (("radtrack Sink, SQL bulk path (default)", True),
+                        ("radtrack Sink, log_batch path", False)):
+        uri = _fresh_store(tmp, f"sink{int(bulk)}")
+        c = _client(uri)
+        rid = c.create_run(c.create_experiment("s")).info.run_id
+        sink = Sink(c, rid, tmp / f"spool{int(bulk)}", uri, sql_bulk=bulk)
+        t0 = time.perf_counter()
+        for i, s in enumerate(samples):
+            sink.feed("bench", json.dumps({"type": "sample", "t": time.time() + i * 1e-3, "v": s}))
+        ok = sink.ship()
+        dt = time.perf_counter() - t0
+        out[label] = {"points": len(metrics), "seconds": dt, "points_per_s": len(metrics) / dt,
+                      "stored": _count_points(uri, rid), "ok": ok}
     return out
 
 
@@ -252,6 +253,34 @@ def bench_collector(kind: str, interval: float, duration: float, tmp: Path) -> d
     return out
 
 
+# --- one listener alone -----------------------------------------------------------------------
+def bench_one_listener(name: str, interval: float, seconds: float) -> dict[str, float]:
+    """CPU of one listener subprocess alone (steady state), reading its output like the sink."""
+    p = subprocess.Popen([sys.executable, "-m", "radtrack.listeners", name, "--interval", str(interval),
+                          "--pid", str(os.getpid())], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None
+    hello = json.loads(p.stdout.readline())
+    if hello.get("type") != "hello":
+        p.kill()
+        return {"error": 1.0}
+    time.sleep(1.0)
+    proc = psutil.Process(p.pid)
+    c0 = _tree_cpu(proc)
+    t0 = time.monotonic()
+    n = 0
+    keys = 0
+    while time.monotonic() - t0 < seconds:
+        line = p.stdout.readline()
+        n += 1
+        keys = max(keys, len(json.loads(line).get("v", {})))
+    c1 = _tree_cpu(proc)
+    wall = time.monotonic() - t0
+    p.terminate()
+    p.wait()
+    return {"cpu_pct_of_core": 100 * (c1 - c0) / wall, "samples_per_s": n / wall,
+            "metrics_per_sample": float(keys)}
+
+
 # --- power capture ----------------------------------------------------------------------------
 def bench_power(tmp: Path, seconds: float = 6.0) -> dict[str, float]:
     import numpy as np
@@ -323,7 +352,7 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=30)
     ap.add_argument("--interval", type=float, default=0.1)
     ap.add_argument("--gpu-load", action="store_true")
-    ap.add_argument("--sections", default="sink,collectors,power")
+    ap.add_argument("--sections", default="sink,each,collectors,power")
     a = ap.parse_args()
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -340,6 +369,13 @@ def main() -> int:
             print(_table("Sink throughput into SQLite (points/s)", results["sink"]), flush=True)
         load = _gpu_load() if a.gpu_load else None
         try:
+            if "each" in sections:
+                from radtrack.listeners import registry
+
+                each = {f"{n} @ {a.interval}s": bench_one_listener(n, a.interval, 10)
+                        for n in ("smi", "dcgm", "top", "iostat") if registry.availability(n)}
+                results["each"] = each
+                print(_table("One listener alone (steady state)", each), flush=True)
             if "collectors" in sections:
                 col: dict[str, dict[str, float]] = {}
                 col[f"radtrack smi+dcgm+top @ {a.interval}s"] = bench_collector("radtrack", a.interval, a.duration, tmp)

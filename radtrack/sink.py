@@ -48,7 +48,7 @@ class Sink:
     """Spool + batch shipper for one run."""
 
     def __init__(self, client: MlflowClient, run_id: str, spool_root: Path, tracking_uri: str,
-                 flush_every: float = FLUSH_EVERY_S):
+                 flush_every: float = FLUSH_EVERY_S, sql_bulk: bool = True):
         self.client = client
         self.run_id = run_id
         self.dir = spool_root / run_id
@@ -61,6 +61,10 @@ class Sink:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ship_lock = threading.Lock()
+        from radtrack.sqlwriter import SqlMetricWriter
+
+        self.writer = SqlMetricWriter(client)
+        self.writer.enabled = self.writer.enabled and sql_bulk
         self.stored = 0  # metric points stored so far
         self.failures = 0  # failed log_batch calls (store unreachable, ...)
         self.last_error = ""
@@ -124,7 +128,7 @@ class Sink:
                     metrics = _metrics(chunk)
                     try:
                         for i in range(0, len(metrics), MAX_METRICS_PER_CALL):
-                            self.client.log_batch(self.run_id, metrics=metrics[i:i + MAX_METRICS_PER_CALL])
+                            self.writer.log_metrics(self.run_id, metrics[i:i + MAX_METRICS_PER_CALL])
                     except Exception as exc:  # store unreachable: everything stays spooled
                         self.failures += 1
                         self.last_error = f"{type(exc).__name__}: {exc}"[:300]

@@ -59,7 +59,7 @@ class _Spy:
 def test_batches_are_chunked_and_every_sample_stored_once(store: str, tmp_path: Path) -> None:
     run_id = _new_run(store)
     spy = _Spy(_client(store), fail_first=2)
-    sink = Sink(spy, run_id, tmp_path / "spool", store, flush_every=0.2)
+    sink = Sink(spy, run_id, tmp_path / "spool", store, flush_every=0.2, sql_bulk=False)
     sink.feed("fake", json.dumps({"type": "hello", "listener": "fake", "metrics": [], "tags": {}}))
     sink.start()
     n, k = 400, 23  # 9200 points; 23 does not divide 1000, so whole samples must not be split
@@ -108,6 +108,7 @@ def test_recover_ships_only_unshipped_lines(store: str, tmp_path: Path) -> None:
     assert (root / run_id / "fake.shipped").read_text() == "50"
     spy = _Spy(_client(store))
     again = Sink.recover(spy, root / run_id)
+    again.writer.enabled = False  # count log_batch calls
     assert again.pending_count == 30
     assert again.close()
     assert spy.sizes[0] == 30 * 3  # only the unshipped lines (the summary batch follows)
@@ -209,3 +210,37 @@ def test_sigkilled_launcher_then_sync(store: str, tmp_path: Path) -> None:
     assert not any(spool.glob("*/meta.json"))
     again = radtrack_cli("sync")
     assert again.returncode == 0 and "0 run(s) stored" in again.stdout
+
+
+def test_sql_bulk_path_stores_what_log_batch_stores(tmp_path: Path) -> None:
+    """The SQLite fast path leaves the store exactly as MlflowClient.log_batch would:
+    same history, same latest values, duplicates (a resend) stored once."""
+    from mlflow.entities import Metric
+
+    from radtrack.sqlwriter import SqlMetricWriter
+
+    metrics = [Metric(f"smi/gpu0/k{j}_w", float((i * 7 + j) % 11), 1_700_000_000_000 + i * 100, i)
+               for i in range(300) for j in range(5)]
+    metrics.append(Metric("smi/gpu0/k0_w", float("nan"), 1_700_000_999_000, 300))
+    stores = {}
+    for name in ("bulk", "reference"):
+        uri = f"sqlite:///{tmp_path / name}.db"
+        c = _client(uri)
+        rid = c.create_run(c.create_experiment(name)).info.run_id
+        w = SqlMetricWriter(c)
+        if name == "bulk":
+            assert w.enabled
+            for i in range(0, len(metrics), 500):
+                w.log_metrics(rid, metrics[i:i + 500])
+            w.log_metrics(rid, metrics[:500])  # a resend: must not duplicate
+            assert w.enabled
+        else:
+            for i in range(0, len(metrics), 500):
+                c.log_batch(rid, metrics=metrics[i:i + 500])
+        run = c.get_run(rid)
+        hist = {k: sorted((h.step, h.timestamp, str(h.value)) for h in c.get_metric_history(rid, k))
+                for k in run.data.metrics}
+        stores[name] = (run.data.metrics, hist)
+    assert str(stores["bulk"][0]) == str(stores["reference"][0])
+    assert stores["bulk"][1] == stores["reference"][1]
+    assert len(stores["bulk"][1]["smi/gpu0/k1_w"]) == 300
