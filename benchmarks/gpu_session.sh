@@ -23,7 +23,8 @@ for stage in "$@"; do
       timeout 300 python3 benchmarks/listeners.py --out "$out" --duration 20 --gpu-load 2>&1 \
         | grep -v ' INFO ' | tee "$out/bench_listeners.log" ;;
     suite)
-      timeout 560 bash benchmarks/gpu_suite.sh "$out/suite" 2>&1 | tail -60 | tee "$out/suite.log" ;;
+      timeout 540 bash benchmarks/gpu_suite.sh "$out/suite" 2>&1 | tail -60 | tee "$out/suite.log"
+      tar czf "$out/suite.tgz" -C "$out" --exclude=suite/.radtrack suite && rm -rf "$out/suite" ;;
     *) echo "unknown stage $stage" ;;
   esac
 done
