@@ -362,7 +362,6 @@ def test_example_sheet_is_valid(sheet: str) -> None:
     assert specs
     for spec in specs:
         assert spec.file.is_file() and spec.file.parent == WORKLOADS
-        assert not spec.status and not spec.run_id, "commit example sheets without results"
 
 
 def test_suite_sheet_covers_every_workload() -> None:
