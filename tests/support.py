@@ -1,0 +1,42 @@
+"""Test helpers shared by test modules (import as ``from support import ...``).
+
+Not in conftest.py: tests/browser has its own conftest, and ``from conftest import``
+would pick whichever conftest module was imported first.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+H100 = DATA / "h100"
+
+
+def _has_nvidia_gpu() -> bool:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        n = pynvml.nvmlDeviceGetCount()
+        pynvml.nvmlShutdown()
+        return n > 0
+    except Exception:
+        return False
+
+
+HAS_GPU = _has_nvidia_gpu()
+
+
+def radtrack_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+                 timeout: float = 240, check: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m radtrack ARGS`` as a user would; returns the completed process."""
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    proc = subprocess.run([sys.executable, "-m", "radtrack", *args], cwd=cwd, env=full_env,
+                          capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"radtrack {args} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
+    return proc
