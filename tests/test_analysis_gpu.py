@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import REPO, radtrack_cli
+from support import REPO, radtrack_cli
 
 from radtrack.analysis import load_runs, load_series, summarize_runs
 from radtrack.analysis.interference import interference
@@ -14,9 +14,9 @@ from radtrack.analysis.summary import integrate_energy
 pytestmark = pytest.mark.gpu
 
 SHEET = """Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Interval
-gpuan,1,,,0,-,{sgemm},smi,--steps 300 --size 4096 --log-every 50,0.1
-gpuan,2,,,0,-,{sgemm},smi,--steps 300 --size 4096 --log-every 50,0.1
-gpuan,2,,,0,-,{sgemm},smi,--steps 300 --size 4096 --log-every 50,0.1
+gpuan,1,,,0,-,{sgemm},smi,--steps 3000 --size 4096 --log-every 500,0.1
+gpuan,2,,,0,-,{sgemm},smi,--steps 3000 --size 4096 --log-every 500,0.1
+gpuan,2,,,0,-,{sgemm},smi,--steps 3000 --size 4096 --log-every 500,0.1
 """
 
 

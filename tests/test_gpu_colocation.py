@@ -9,21 +9,23 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from conftest import REPO, radtrack_cli
+from support import REPO, radtrack_cli
 
 pytestmark = pytest.mark.gpu
 
 SHEET = """Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Interval
-colo,1,,,0,-,{sgemm},smi+top,--steps 400 --size 4096 --log-every 100,0.1
-colo,1,,,0,-,{sgemm},smi+top,--steps 400 --size 4096 --log-every 100,0.1
-colo,2,,,0,MPS,{sgemm},smi+top,--steps 400 --size 4096 --log-every 100,0.1
-colo,2,,,0,MPS:50,{sgemm},smi+top,--steps 400 --size 4096 --log-every 100,0.1
+colo,1,,,0,-,{sgemm},smi+top,--steps 2000 --size 4096 --log-every 500,0.1
+colo,1,,,0,-,{sgemm},smi+top,--steps 2000 --size 4096 --log-every 500,0.1
+colo,2,,,0,MPS,{sgemm},smi+top,--steps 2000 --size 4096 --log-every 500,0.1
+colo,2,,,0,MPS:50,{sgemm},smi+top,--steps 2000 --size 4096 --log-every 500,0.1
 """
 
 
 def _mps_daemons() -> list[str]:
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "nvidia-cuda-mps" in line and "ps -eo" not in line]
+    # a <defunct> entry is an exited process its parent (here PID 1) has not reaped: not running
+    return [line for line in out.splitlines()
+            if "nvidia-cuda-mps" in line and "ps -eo" not in line and "<defunct>" not in line]
 
 
 @pytest.mark.skipif(shutil.which("nvidia-cuda-mps-control") is None, reason="no MPS control binary")
@@ -44,6 +46,13 @@ def test_timeshare_and_mps_end_to_end(store: str, tmp_path: Path) -> None:
     parents = {r.data.tags["radtrack.workload"]: r for r in runs
                if r.data.tags.get("radtrack.role") == "workload"}
     assert len(rows) == 4 and all(r.info.status == "FINISHED" for r in rows)
+    tflops = {r.info.run_name: min(h.value for h in c.get_metric_history(r.info.run_id, "throughput_tflops"))
+              for r in rows}
+    solo_like = max(tflops.values())
+    # the time-shared pair overlapped: each got clearly less than an unshared GPU gives
+    assert all(tflops[r.info.run_name] < 0.8 * 52 for r in rows
+               if r.data.tags["radtrack.workload"] == "1"), tflops
+    assert solo_like > 5
     for r in rows:
         m = r.data.metrics
         # per-process metrics tell the two co-located runs apart: each sees its own memory
