@@ -20,8 +20,17 @@ for stage in "$@"; do
       python3 -m radtrack listeners 2>&1 | tee "$out/listeners.txt"
       timeout 420 python3 -m pytest -q -rA -m gpu -p no:cacheprovider tests 2>&1 | tee "$out/gpu_tests.log" | tail -40 ;;
     bench)
-      timeout 300 python3 benchmarks/listeners.py --out "$out" --duration 20 --gpu-load 2>&1 \
+      timeout 300 python3 benchmarks/listeners.py --out "$out" --duration 20 --gpu-load \
+        --sections "${BENCH_SECTIONS:-sink,profile,each,collectors,power}" 2>&1 \
         | grep -v ' INFO ' | tee "$out/bench_listeners.log" ;;
+    suite1|suite2)
+      # half of examples/suite.csv per call (a call is limited to 10 minutes)
+      part=examples/.suite-$stage.csv
+      { grep -v '^#' examples/suite.csv | head -1
+        if [ $stage = suite1 ]; then grep -v '^#' examples/suite.csv | sed -n '2,8p'
+        else grep -v '^#' examples/suite.csv | sed -n '9,16p'; fi; } > "$part"
+      GPU_SUITE_SHEET=$part timeout 420 bash benchmarks/gpu_suite.sh "$out/$stage" "${SUITE_MINUTES:-0.5}" 2>&1 | tail -30 | tee "$out/$stage.log"
+      tar czf "$out/$stage.tgz" -C "$out" --exclude=$stage/.radtrack $stage && rm -rf "$out/$stage" ;;
     suite)
       timeout 540 bash benchmarks/gpu_suite.sh "$out/suite" 2>&1 | tail -60 | tee "$out/suite.log"
       tar czf "$out/suite.tgz" -C "$out" --exclude=suite/.radtrack suite && rm -rf "$out/suite" ;;
