@@ -37,16 +37,17 @@ def _start_kaleido() -> None:
         _kaleido_started = True
 
 
-def figure_image(fig: go.Figure, fmt: str, width: int = 1200, scale: float = 1.0) -> bytes:
+def figure_image(fig: go.Figure | dict, fmt: str, width: int = 1200, scale: float = 1.0) -> bytes:
     """The figure rendered by headless Chromium as ``png``, ``svg`` or ``pdf`` bytes."""
     if fmt not in IMAGE_FORMATS:
         raise ValueError(f"image format {fmt!r} is not one of {', '.join(IMAGE_FORMATS)}")
     _start_kaleido()
     import kaleido
 
-    height = int(fig.layout.height or 500)
-    return kaleido.calc_fig_sync(fig.to_dict(), opts={"format": fmt, "width": width,
-                                                      "height": height, "scale": scale})
+    spec = fig if isinstance(fig, dict) else fig.to_plotly_json()
+    height = int(spec.get("layout", {}).get("height") or 500)
+    return kaleido.calc_fig_sync(spec, opts={"format": fmt, "width": width, "height": height,
+                                             "scale": scale})
 
 
 def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str],

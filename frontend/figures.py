@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
-from plotly.subplots import make_subplots
+import plotly.io as pio
 
 from radtrack.frontend.data import Series, workload_number
 from radtrack.frontend.downsample import DEFAULT_BUDGET, downsample, rolling_mean, visible_window
@@ -19,8 +20,9 @@ PALETTE: tuple[str, ...] = (
     "#bcbd22", "#17becf", "#2e91e5", "#e15f99", "#1ca71c", "#fb0d0d", "#da16ff", "#222a2a",
     "#b68100", "#750d86", "#eb663b", "#511cfb",
 )
-#: the most points one figure sends to the browser, shared out between its traces
-FIGURE_POINT_BUDGET = 40_000
+#: the most points one figure sends to the browser, shared out between its traces: the
+#: browser redraws every one of them on each zoom, so this bounds the redraw time
+FIGURE_POINT_BUDGET = 24_000
 MIN_TRACE_BUDGET = 200
 SUBPLOT_HEIGHT = 230
 X_TITLES = {"seconds": "seconds since run start", "wall": "wall-clock time (UTC)",
@@ -82,48 +84,95 @@ def trace_points(series: Series, options: ChartOptions, budget: int
     return downsample(x, y, budget)
 
 
+def typed_array(values: np.ndarray, dtype: str = "f8") -> dict[str, str]:
+    """A numpy array as plotly.js's base64 typed-array spec: about 3x smaller than JSON numbers,
+    and decoded by the browser without parsing text."""
+    data = np.ascontiguousarray(values, dtype=f"<{dtype}")
+    return {"dtype": dtype, "bdata": base64.b64encode(data.tobytes()).decode("ascii")}
+
+
+def decode_array(value: object) -> np.ndarray:
+    """The inverse of :func:`typed_array` (plain lists pass through)."""
+    if isinstance(value, dict) and "bdata" in value:
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=f"<{value['dtype']}")
+    return np.asarray(value)
+
+
+def _template() -> dict:
+    global _TEMPLATE
+    if _TEMPLATE is None:
+        _TEMPLATE = pio.templates["plotly_white"].to_plotly_json()
+    return _TEMPLATE
+
+
+_TEMPLATE: dict | None = None
+
+
 def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[str, str],
                 series: Mapping[tuple[str, str], Series], options: ChartOptions,
-                uirevision: str = "chart") -> go.Figure:
-    """One subplot per metric (shared x), one trace per run that has the metric."""
+                uirevision: str = "chart") -> dict:
+    """One subplot per metric (x axes matched), one trace per run that has the metric.
+
+    Returns the figure as a plain dict: plotly.py's validating objects cost 50-150 ms for
+    40 traces, which every zoom would pay again.
+    """
     if not metrics or not run_ids:
-        return empty_figure("Pick runs and at least one metric")
+        return empty_figure("Pick runs and at least one metric").to_plotly_json()
     colours = run_colours(run_ids)
     present = [(m, r) for m in metrics for r in run_ids if len(series.get((r, m), ())) > 0]
     budget = trace_budget(len(present), options.max_trace_budget)
-    fig = make_subplots(rows=len(metrics), cols=1, shared_xaxes=True, subplot_titles=list(metrics),
-                        vertical_spacing=min(0.08, 0.3 / len(metrics)))
+    rows = len(metrics)
+    gap = min(0.08, 0.3 / rows)
+    height = (1.0 - gap * (rows - 1)) / rows
+    layout: dict[str, object] = {
+        "template": _template(), "height": SUBPLOT_HEIGHT * rows + 90, "uirevision": uirevision,
+        "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "hovermode": "closest",
+        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        "meta": {"budget": budget, "xmode": options.xmode}, "annotations": [],
+    }
+    x_range = None
+    if options.x_range is not None:
+        lo, hi = options.x_range
+        x_range = [lo * 1000.0, hi * 1000.0] if options.xmode == "wall" else [lo, hi]
+    for row, metric in enumerate(metrics, start=1):
+        top = 1.0 - (row - 1) * (height + gap)
+        suffix = "" if row == 1 else str(row)
+        xaxis: dict[str, object] = {"anchor": f"y{suffix}", "domain": [0.0, 1.0], "showgrid": True,
+                                    "showticklabels": row == rows}
+        if row > 1:
+            xaxis["matches"] = "x"
+        if row == rows:
+            xaxis["title"] = {"text": X_TITLES[options.xmode]}
+        if options.xmode == "wall":
+            xaxis["type"] = "date"
+        if x_range is not None:
+            xaxis["range"] = x_range
+        yaxis: dict[str, object] = {"anchor": f"x{suffix}", "domain": [max(top - height, 0.0), top]}
+        if options.logy:
+            yaxis["type"] = "log"
+        layout[f"xaxis{suffix}"] = xaxis
+        layout[f"yaxis{suffix}"] = yaxis
+        layout["annotations"].append({  # type: ignore[union-attr]
+            "text": metric, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5,
+            "y": top, "xanchor": "center", "yanchor": "bottom", "font": {"size": 14}})
+    traces = []
     in_legend: set[str] = set()
+    row_of = {metric: row for row, metric in enumerate(metrics, start=1)}
     for metric, run_id in present:
         x, y = trace_points(series[(run_id, metric)], options, budget)
         if options.xmode == "wall":
             x = x * 1000.0  # a date axis reads numbers as milliseconds since the epoch
-        row = list(metrics).index(metric) + 1
-        fig.add_trace(go.Scatter(
-            x=x, y=y, mode="lines", name=labels.get(run_id, run_id[:8]),
-            legendgroup=run_id, showlegend=run_id not in in_legend,
-            line={"color": colours[run_id], "width": 1.4},
-            meta=[run_id, metric],
-            hovertemplate=f"{labels.get(run_id, run_id)}<br>%{{x}}<br>%{{y:.4g}}<extra></extra>",
-        ), row=row, col=1)
+        suffix = "" if row_of[metric] == 1 else str(row_of[metric])
+        label = labels.get(run_id, run_id[:8])
+        traces.append({
+            "type": "scatter", "mode": "lines", "x": typed_array(x), "y": typed_array(y, "f4"),
+            "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "name": label, "legendgroup": run_id,
+            "showlegend": run_id not in in_legend, "meta": [run_id, metric],
+            "line": {"color": colours[run_id], "width": 1.4},
+            "hovertemplate": f"{label}<br>%{{x}}<br>%{{y:.4g}}<extra></extra>",
+        })
         in_legend.add(run_id)
-    xaxis: dict[str, object] = {"showgrid": True}
-    if options.xmode == "wall":
-        xaxis["type"] = "date"
-    if options.x_range is not None:
-        lo, hi = options.x_range
-        xaxis["range"] = [lo * 1000.0, hi * 1000.0] if options.xmode == "wall" else [lo, hi]
-    fig.update_xaxes(**xaxis)
-    fig.update_xaxes(title_text=X_TITLES[options.xmode], row=len(metrics), col=1)
-    if options.logy:
-        fig.update_yaxes(type="log")
-    fig.update_layout(
-        height=SUBPLOT_HEIGHT * len(metrics) + 90, uirevision=uirevision,
-        margin={"l": 60, "r": 20, "t": 40, "b": 50}, hovermode="closest",
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
-        template="plotly_white", meta={"budget": budget, "xmode": options.xmode},
-    )
-    return fig
+    return {"data": traces, "layout": layout}
 
 
 def empty_figure(message: str) -> go.Figure:

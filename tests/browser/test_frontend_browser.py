@@ -116,12 +116,14 @@ def test_url_reproduces_the_selection_and_view(web, chromium, app) -> None:
     link = web.url
     assert "runs=" in link and "metric=top%2Fcpu_pct" in link
 
-    other = web.context.new_page()
+    web.close()  # the link is opened as if pasted into a fresh tab
+    other = chromium.new_page(viewport={"width": 1500, "height": 1000})
     other.goto(link)
     wait_traces(other, 4)
     assert other.evaluate(f"() => {GD}.layout.xaxis.type") == "date"
     assert other.locator("#basket li").count() == 2
     assert other.locator("#metrics input:checked").count() == 2
+    other.close()
 
 
 def test_save_and_reload_a_named_view(web, app) -> None:
