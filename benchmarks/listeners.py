@@ -308,7 +308,7 @@ def profile_listener(name: str, n: int = 200) -> str:
 
 
 # --- power capture ----------------------------------------------------------------------------
-def bench_power(tmp: Path, seconds: float = 6.0) -> dict[str, float]:
+def bench_power(tmp: Path, seconds: float = 20.0) -> dict[str, float]:
     import numpy as np
     import pandas as pd
 
@@ -417,6 +417,7 @@ def main() -> int:
             if "collectors" in sections:
                 col: dict[str, dict[str, float]] = {}
                 col[f"radtrack smi+dcgm+top @ {a.interval}s"] = bench_collector("radtrack", a.interval, a.duration, tmp)
+                col["radtrack smi+dcgm+top @ 1s"] = bench_collector("radtrack", 1.0, a.duration, tmp)
                 if shutil.which("nvidia-smi"):
                     col[f"radT-style nvidia-smi + log_metrics @ {a.interval}s"] = bench_collector("radt", a.interval, a.duration, tmp)
                 col["MLflow system metrics @ 1s"] = bench_collector("mlflow", 1.0, a.duration, tmp)

@@ -81,6 +81,11 @@ class Listener(ABC):
     def sample(self) -> dict[str, float]:
         """One reading: metric key -> value. Keys must be among those probed."""
 
+    def final_sample(self) -> dict[str, float]:
+        """The reading taken when sampling stops; listeners that read some values only now
+        and then (to stay cheap) read everything here."""
+        return self.sample()
+
     def tags(self) -> dict[str, str]:
         """Run tags describing the probe (supported/unsupported fields, device names, ...)."""
         return {}

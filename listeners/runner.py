@@ -55,6 +55,12 @@ def run(name: str, config: ListenerConfig, out: TextIO = sys.stdout, count: int 
         start = time.monotonic()
         k = 0
         emitted = 0
+        def emit(values: dict[str, float]) -> None:
+            clean = {key: float(v) for key, v in values.items()
+                     if key in keys and v is not None and math.isfinite(v)}
+            out.write(json.dumps({"type": "sample", "t": time.time(), "v": clean}) + "\n")
+            out.flush()
+
         while not stop.requested and (count is None or emitted < count):
             deadline = start + k * config.interval
             delay = deadline - time.monotonic()
@@ -64,13 +70,13 @@ def run(name: str, config: ListenerConfig, out: TextIO = sys.stdout, count: int 
                     break
             elif -delay > config.interval:  # fell behind: skip the missed deadlines
                 k += math.floor(-delay / config.interval)
-            t = time.time()
-            values = {key: float(v) for key, v in listener.sample().items()
-                      if key in keys and v is not None and math.isfinite(v)}
-            out.write(json.dumps({"type": "sample", "t": t, "v": values}) + "\n")
-            out.flush()
+            emit(listener.sample())
             emitted += 1
             k += 1
+        if stop.requested:
+            # one last reading at the stop, with everything a listener reads only now and
+            # then (smi's energy counter), so totals cover the run up to its end
+            emit(listener.final_sample())
         return 0
     except BrokenPipeError:
         return 0

@@ -91,6 +91,7 @@ class _DeviceState:
     pcie_prev: tuple[float, float, float] | None = None  # (monotonic s, tx bytes, rx bytes)
     util_ts: int = 0  # last process-utilisation timestamp seen (us)
     slow_t: float = float("-inf")  # monotonic time of the last slow-reading pass
+    util_t: float = float("-inf")  # monotonic time of the last process-utilisation read
 
 
 class SmiListener(Listener):
@@ -132,8 +133,8 @@ class SmiListener(Listener):
                 if q in ok:
                     unit, desc, source = QUANTITIES[q]
                     specs.append(MetricSpec(f"smi/{st.dev.scope}/{q}", unit, desc, source))
-        for st in self._states:
-            st.slow_t = float("-inf")  # the first sample reads the slow readings too
+        for st in self._states:  # the first sample reads the slow readings too
+            st.slow_t = st.util_t = float("-inf")
         return specs
 
     def tags(self) -> dict[str, str]:
@@ -158,6 +159,11 @@ class SmiListener(Listener):
             ok = self._supported.get(st.dev.scope, set())
             out.update({f"smi/{st.dev.scope}/{q}": v for q, v in values.items() if q in ok})
         return out
+
+    def final_sample(self) -> dict[str, float]:
+        for st in self._states:
+            st.slow_t = st.util_t = float("-inf")
+        return self.sample()
 
     # -- readings -------------------------------------------------------------------
 
@@ -266,14 +272,20 @@ class SmiListener(Listener):
             # usedGpuMemory is None where the driver cannot tell (Windows WDDM)
             if all(p.usedGpuMemory is not None for p in ours):
                 out["proc_mem_used_mib"] = sum(p.usedGpuMemory for p in ours) / _MIB
+        # nvmlDeviceGetProcessUtilization costs ~1.5 ms; the driver keeps every sample since
+        # the timestamp we pass, so reading once a second and averaging loses nothing.
+        now = time.monotonic()
+        if now - st.util_t < SLOW_EVERY_S:
+            return out
+        st.util_t = now
         samples = self._util_samples(st)
         if samples is not NA:
-            latest: dict[int, Any] = {}
+            per_pid: dict[int, list[float]] = {}
             for s in samples:
-                if s.pid in tree and (s.pid not in latest or s.timeStamp > latest[s.pid].timeStamp):
-                    latest[s.pid] = s
-            if latest:
-                out["proc_sm_util_pct"] = float(sum(s.smUtil for s in latest.values()))
+                if s.pid in tree:
+                    per_pid.setdefault(s.pid, []).append(float(s.smUtil))
+            if per_pid:
+                out["proc_sm_util_pct"] = sum(sum(v) / len(v) for v in per_pid.values())
             elif not ours_on_gpu and procs is not NA:
                 out["proc_sm_util_pct"] = 0.0  # the tree has no context on this GPU at all
             # else: the tree is on the GPU but NVML attributed no sample to it (idle between

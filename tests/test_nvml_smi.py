@@ -245,7 +245,11 @@ def test_per_process_attribution_time_sharing(monkeypatch, child):
     s = smi.sample()
     assert s["smi/gpu0/proc_mem_used_mib"] == PROC_399_BYTES / MIB  # 838 MiB, not 838 + 742
     gpu.putil.append((child, PUTIL_399[0] + 100_000, 65, 3))
-    assert smi.sample()["smi/gpu0/proc_sm_util_pct"] == 65
+    assert "smi/gpu0/proc_sm_util_pct" not in smi.sample()  # read at most once a second...
+    gpu.putil.append((child, PUTIL_399[0] + 200_000, 75, 3))
+    smi._states[0].util_t = float("-inf")  # ...as if that second had passed
+    # ...averaging every driver sample since the last read: nothing is lost by reading less
+    assert smi.sample()["smi/gpu0/proc_sm_util_pct"] == 70
 
 
 def test_per_process_first_sample_counts_only_the_tree(monkeypatch, child):

@@ -1,0 +1,54 @@
+"""The listener runner: JSON-lines protocol, monotonic deadlines, the final reading at stop."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+
+import pytest
+
+from radtrack.listeners import runner
+from radtrack.listeners.base import Listener, ListenerConfig, MetricSpec
+
+
+class _Counting(Listener):
+    name = "counting"
+
+    def probe(self) -> list[MetricSpec]:
+        self.n = 0
+        return [MetricSpec("counting/host/n_count", "count"), MetricSpec("counting/host/final_flag", "flag")]
+
+    def sample(self) -> dict[str, float]:
+        self.n += 1
+        if self.n == 5:
+            os.kill(os.getpid(), signal.SIGTERM)  # as the launcher stops a listener
+        return {"counting/host/n_count": float(self.n), "not/probed_x": 1.0, "counting/host/final_flag": float("nan")}
+
+    def final_sample(self) -> dict[str, float]:
+        return {"counting/host/n_count": float(self.n), "counting/host/final_flag": 1.0}
+
+
+@pytest.fixture
+def counting(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "get", lambda name: _Counting)
+    old = signal.getsignal(signal.SIGTERM), signal.getsignal(signal.SIGINT)
+    yield
+    signal.signal(signal.SIGTERM, old[0])
+    signal.signal(signal.SIGINT, old[1])
+
+
+def test_stop_emits_a_final_reading_and_drops_unprobed_and_nan(counting: None) -> None:
+    out = io.StringIO()
+    assert runner.run("counting", ListenerConfig(interval=0.01), out=out) == 0
+    lines = [json.loads(x) for x in out.getvalue().splitlines()]
+    assert lines[0]["type"] == "hello" and len(lines[0]["metrics"]) == 2
+    samples = [x["v"] for x in lines[1:]]
+    assert [s["counting/host/n_count"] for s in samples] == [1, 2, 3, 4, 5, 5]
+    assert all("not/probed_x" not in s for s in samples)
+    assert all("counting/host/final_flag" not in s for s in samples[:-1])  # NaN is dropped
+    assert samples[-1]["counting/host/final_flag"] == 1.0
+    times = [x["t"] for x in lines[1:-1]]
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
+    assert all(0.002 < g < 0.1 for g in gaps), gaps  # paced by the deadlines, not bunched
