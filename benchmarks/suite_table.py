@@ -55,7 +55,7 @@ def main() -> None:
         values = blocks["value"].iloc[1:].tolist() or blocks["value"].tolist()
         thr = statistics.median(values)
 
-        def wmean(metric: str) -> float:
+        def wmean(metric: str, series=series, start=start, end=end) -> float:
             if metric not in set(series["metric"]):
                 return float("nan")
             return float(windowed_mean(series, metric, start, end).iloc[0])

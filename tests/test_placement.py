@@ -115,6 +115,7 @@ def test_mps_start_failure_undoes_earlier_steps(host, tmp_path):
 
 def test_mps_daemon_that_ignores_quit_is_reported(host, tmp_path, monkeypatch):
     monkeypatch.setattr("radtrack.placement.mps.READY_TIMEOUT_S", 0.2)
+    monkeypatch.setattr("radtrack.placement.mps.QUIT_TIMEOUT_S", 0.2)
     host.update(mps_quit_ignored=True)
     with pytest.raises(PlacementError, match="still listens.*quit it by hand: echo quit"):
         with WorkloadPlacement([spec("A", ["0"], "mps")], tmp_path / "run", log=quiet):
