@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 
 import numpy as np
 import pandas as pd
-from dash import Dash, Input, Output, State, ctx
+from dash import Dash, Input, Output, State, ctx, no_update
 from dash.exceptions import PreventUpdate
 
 from radtrack.analysis.correlation import correlate
@@ -29,6 +28,26 @@ GROUP_ORDER = ("smi", "dcgm", "top", "iostat", "tegrastats", "nsys", "ncu")
 SCRIPT_GROUP = "script"
 # '#' cannot occur in an MLflow metric key, so a header never collides with a metric.
 HEADER_PREFIX = "#group "
+
+# Runs in the browser: a zoom becomes a stored x range at once. A relayout that is not
+# about x (autosize, y zoom, legend) leaves the store alone, so it cannot supersede, and
+# thereby cancel, the server request that re-samples the zoom just made.
+VIEW_RANGE_JS = """
+function(relayout, figure) {
+    const keep = window.dash_clientside.no_update;
+    if (!relayout) { return keep; }
+    const rev = figure && figure.layout ? figure.layout.uirevision : null;
+    for (const key of Object.keys(relayout)) {
+        if (/^xaxis\\d*\\.autorange$/.test(key) && relayout[key]) { return {rev: rev, x: null}; }
+    }
+    for (const key of Object.keys(relayout)) {
+        const m = key.match(/^(xaxis\\d*)\\.range\\[0\\]$/);
+        if (m) { return {rev: rev, x: [relayout[key], relayout[m[1] + '.range[1]']]}; }
+        if (/^xaxis\\d*\\.range$/.test(key)) { return {rev: rev, x: relayout[key]}; }
+    }
+    return keep;
+}
+"""
 
 TABS_JS = """
 function(tab) {
@@ -69,23 +88,6 @@ def revision(selection: list[str], metrics: list[str], xmode: str, logy: bool) -
     """Plotly's uirevision: zoom survives refreshes until what is plotted changes."""
     raw = json.dumps([sorted(selection), metrics, xmode, logy])
     return hashlib.sha1(raw.encode()).hexdigest()[:12]
-
-
-def relayout_range(relayout: dict | None) -> tuple[bool, list | None]:
-    """What a relayout event says about the x axes: (changed, [lo, hi] or None for autorange).
-
-    The event names the axis the user dragged (xaxis, xaxis2, ...); every x axis of the
-    chart is matched to the first, so any of them gives the visible range.
-    """
-    for key, value in (relayout or {}).items():
-        if re.fullmatch(r"xaxis\d*\.autorange", key) and value:
-            return True, None
-    for key, value in (relayout or {}).items():
-        if m := re.fullmatch(r"(xaxis\d*)\.range\[0\]", key):
-            return True, [value, relayout.get(f"{m.group(1)}.range[1]")]  # type: ignore[union-attr]
-        if re.fullmatch(r"xaxis\d*\.range", key):
-            return True, list(value)
-    return False, None
 
 
 def parse_range(raw: object, xmode: str) -> tuple[float, float] | None:
@@ -139,33 +141,36 @@ def register(app: Dash, source: DataSource) -> None:
                   Input("metrics", "value"), Input("incoming", "data"))
     def control_metrics(selection, search, chosen, incoming):
         chosen = [m for m in (chosen or []) if not m.startswith(HEADER_PREFIX)]
-        if ctx.triggered_id == "incoming" and incoming:
-            chosen = list(incoming.get("metrics", []))
+        trigger = ctx.triggered_id
+        if trigger == "metrics" and not (search or "").strip():
+            # A tick changes nothing here; answering would redraw the chart a second time.
+            raise PreventUpdate
         keys = source.metric_keys(selection) if selection else []
-        return metric_options(keys, search, chosen), chosen
+        if trigger == "incoming" and incoming:
+            chosen = list(incoming.get("metrics", []))
+            return metric_options(keys, search, chosen), chosen
+        return metric_options(keys, search, chosen), no_update
 
     app.clientside_callback(TABS_JS, Output("summary-panel", "style"),
                             Output("corr-panel", "style"), Input("tabs", "value"))
 
-    @app.callback(Output("chart", "figure"), Output("view-range", "data"),
+    app.clientside_callback(VIEW_RANGE_JS, Output("view-range", "data"),
+                            Input("chart", "relayoutData"), State("chart", "figure"),
+                            prevent_initial_call=True)
+
+    @app.callback(Output("chart", "figure"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),
-                  Input("smooth", "value"), Input("logy", "value"), Input("chart", "relayoutData"),
-                  Input("live", "n_intervals"), State("view-range", "data"))
-    def draw_chart(selection, chosen, xmode, smooth, logy, relayout, _tick, view_range):
-        # Zoom events come straight here (no intermediate store) to save a round of the
-        # renderer; the last range is kept in view-range for refreshes and exports.
+                  Input("smooth", "value"), Input("logy", "value"), Input("view-range", "data"),
+                  Input("live", "n_intervals"))
+    def draw_chart(selection, chosen, xmode, smooth, logy, view_range, _tick):
         trigger = ctx.triggered_id
         if trigger == "live" and not source.any_live(selection or []):
             raise PreventUpdate
-        rev = chart_inputs(source, selection, chosen, xmode, smooth, logy, None)[3]
-        if trigger == "chart":
-            changed, raw = relayout_range(relayout)
-            if not changed:
-                raise PreventUpdate  # autosize, legend clicks, y-only zooms
-            view_range = {"rev": rev, "x": raw}
         runs, metrics, options, rev = chart_inputs(source, selection, chosen, xmode, smooth,
                                                    logy, view_range)
-        return chart_figure(source, runs, metrics, options, rev), view_range
+        if trigger == "view-range" and (view_range or {}).get("rev") != rev:
+            raise PreventUpdate  # a relayout of a figure that has since been replaced
+        return chart_figure(source, runs, metrics, options, rev)
 
     @app.callback(Output("live", "disabled"),
                   Input("selection", "data"), Input("live", "n_intervals"))
