@@ -56,7 +56,8 @@ def test_two_real_runs_overlay_listener_and_script_metrics(web, serve, recorded,
     web.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 4")
     losses = web.evaluate(f"""() => {GD}._fullData.filter(t => t.meta[1] === 'loss')
                                    .map(t => Array.from(t.y))""")
-    assert losses == [[1.0, 0.5, 1 / 3, 0.25]] * 2
+    # the chart ships values as float32
+    assert losses == [pytest.approx([1.0, 0.5, 1 / 3, 0.25], rel=1e-6)] * 2
     cpu_points = web.evaluate(f"""() => {GD}._fullData.filter(t => t.meta[1] === 'top/cpu_pct')
                                        .map(t => t.x.length)""")
     assert all(n >= 3 for n in cpu_points)  # sampled every 0.2 s over a ~2 s run
