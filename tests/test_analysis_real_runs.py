@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import radtrack_cli
+from support import radtrack_cli
 
 from radtrack.analysis import load_runs, load_series, summarize_runs, time_to_target
 from radtrack.analysis.interference import interference

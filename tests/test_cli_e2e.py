@@ -11,7 +11,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import REPO, radtrack_cli
+from support import REPO, radtrack_cli
 
 SCRIPTS = Path(__file__).parent / "scripts"
 

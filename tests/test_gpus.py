@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import H100
 from doubles.fakehost import H100_UUID, SECOND_UUID, FakeHost, gpu
+from support import H100
 
 from radtrack import gpus
 

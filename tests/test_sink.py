@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from conftest import radtrack_cli
+from support import radtrack_cli
 
 from radtrack.sink import MAX_METRICS_PER_CALL, Sink, summarize
 

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from conftest import REPO, radtrack_cli
+from support import REPO, radtrack_cli
 
 WORKLOADS = REPO / "workloads"
 EXAMPLES = REPO / "examples"
