@@ -117,7 +117,6 @@ def run_workload(client: MlflowClient, uri: str, rows: list[Row], interrupt: Int
         assert row.proc.stdout is not None and row.proc.stderr is not None
         row.pumps = [pump(row.proc.stdout, sys.stdout.buffer, log, log_lock, prefix),
                      pump(row.proc.stderr, sys.stderr.buffer, log, log_lock, prefix)]
-        row.tags["radtrack.log"] = str(row.folder / "output.log")
     env_threads = [capture_in_background(row.folder / "environment") for row in rows]
 
     # Listeners of non-manual rows are up and sampling before the barrier opens.
@@ -259,7 +258,6 @@ def _finish_row(client: MlflowClient, row: Row, env_threads: list[threading.Thre
     row.tags["radtrack.exit_code"] = str(code)
     if row.stopped_by:
         row.tags["radtrack.stopped_by"] = row.stopped_by
-    row.tags.pop("radtrack.log", None)
     try:
         set_tags(client, row.run_id, row.tags)
         client.log_batch(row.run_id, metrics=[Metric("summary/duration_s", end - start,

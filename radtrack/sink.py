@@ -41,7 +41,6 @@ class _Stream:
     shipped: int = 0  # spool lines stored in MLflow
     pending: list[tuple[int, int, float, dict[str, float]]] = field(default_factory=list)
     hello: dict[str, Any] | None = None
-    errors: list[str] = field(default_factory=list)
 
 
 class Sink:
@@ -100,8 +99,6 @@ class Sink:
                 s.samples += 1
             elif kind == "hello":
                 s.hello = msg
-            elif kind == "error":
-                s.errors.append(str(msg.get("message")))
             if sum(len(v) for _, _, _, v in s.pending) >= MAX_METRICS_PER_CALL:
                 self._wake.set()
         return msg
@@ -157,17 +154,9 @@ class Sink:
         s = self._streams.get(listener)
         return s.samples if s else 0
 
-    def listener_errors(self, listener: str) -> list[str]:
-        s = self._streams.get(listener)
-        return list(s.errors) if s else []
-
     def hello(self, listener: str) -> dict[str, Any] | None:
         s = self._streams.get(listener)
         return s.hello if s else None
-
-    @property
-    def listeners(self) -> list[str]:
-        return list(self._streams)
 
     # -- end of run --------------------------------------------------------------------
     def close(self, retry_for: float = 30.0) -> bool:
