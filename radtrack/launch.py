@@ -105,6 +105,8 @@ def run_workload(client: MlflowClient, uri: str, rows: list[Row], interrupt: Int
                                       outdir=row.folder / "profiles"))
             (row.folder / "profiles").mkdir(exist_ok=True)
             argv = prof.wrap(argv)
+            row.tags.update(prof.tags())
+            row.tags[f"radtrack.listener.{prof.name}"] = "ok"
         row.argv = argv
         log = (row.folder / "output.log").open("wb")
         log_lock = threading.Lock()
