@@ -15,6 +15,19 @@ import time
 
 BARRIER_FD = "RADTRACK_BARRIER_FD"
 RELEASE_FILE = "RADTRACK_RELEASE_FILE"
+BARRIER_ID = "RADTRACK_BARRIER_ID"  # "<st_dev>:<st_ino>" of the barrier pipe
+
+
+def pipe_id(fd: int) -> str:
+    st = os.fstat(fd)
+    return f"{st.st_dev}:{st.st_ino}"
+
+
+def _is_our_pipe(fd: int, ident: str | None) -> bool:
+    try:
+        return ident is not None and pipe_id(fd) == ident
+    except OSError:
+        return False
 
 
 def main() -> None:
@@ -22,15 +35,14 @@ def main() -> None:
         sys.exit("usage: python -m radtrack.bootstrap SCRIPT [ARGS...]")
     script = sys.argv[1]
     fd = os.environ.pop(BARRIER_FD, None)
-    if fd is not None:
-        try:
-            got = os.read(int(fd), 1)
-            os.close(int(fd))
-        except OSError:
-            # a wrapper in between (a profiler) closed the inherited pipe: no barrier then
-            got = b"g"
+    ident = os.environ.pop(BARRIER_ID, None)
+    if fd is not None and _is_our_pipe(int(fd), ident):
+        got = os.read(int(fd), 1)
+        os.close(int(fd))
         if not got:  # launcher went away before releasing us
             sys.exit(130)
+    # else a wrapper in between (a profiler) closed the inherited pipe, and the descriptor
+    # number may now belong to something of its own: run without the barrier then
     released = time.time()
     os.environ["RADTRACK_START_TIME"] = repr(released)
     release_file = os.environ.pop(RELEASE_FILE, None)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack import env as renv
-from radtrack.bootstrap import BARRIER_FD, RELEASE_FILE
+from radtrack.bootstrap import BARRIER_FD, BARRIER_ID, RELEASE_FILE, pipe_id
 from radtrack.envcapture import capture_in_background
 from radtrack.listen import READY_TIMEOUT_S, ListenerProc, hello_tags
 from radtrack.procs import GroupStopper, prefix_for, pump, reap_group, set_parent_death_signal
@@ -94,6 +94,7 @@ def run_workload(client: MlflowClient, uri: str, rows: list[Row], interrupt: Int
         r, w = os.pipe()
         barrier_w.append(w)
         row.env[BARRIER_FD] = str(r)
+        row.env[BARRIER_ID] = pipe_id(r)
         row.env[RELEASE_FILE] = str(row.folder / "released")
         if row.spec.manual:
             row.env[renv.CONTROL_DIR] = str(row.folder / "control")
@@ -173,7 +174,7 @@ def run_workload(client: MlflowClient, uri: str, rows: list[Row], interrupt: Int
 
 def _start_listeners(row: Row) -> None:
     assert row.proc is not None and row.sink is not None
-    lenv = {k: v for k, v in row.env.items() if k not in (BARRIER_FD, RELEASE_FILE)}
+    lenv = {k: v for k, v in row.env.items() if k not in (BARRIER_FD, BARRIER_ID, RELEASE_FILE)}
     for name in row.listeners:
         lp = ListenerProc(name, row.sink, row.spec.interval, row.devices, row.proc.pid,
                           row.folder / "listener-artifacts", lenv)
