@@ -21,6 +21,8 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 
+from radtrack.sink import summarize
+
 #: 20 listener metrics across four listeners, as radtrack names them
 DEFAULT_METRICS: tuple[str, ...] = (
     "smi/gpu0/power_w", "smi/gpu0/gpu_util_pct", "smi/gpu0/mem_used_mib", "smi/gpu0/temp_c",
@@ -100,15 +102,20 @@ def _log_batches(client: MlflowClient, run_id: str, metrics: list[Metric]) -> No
         client.log_batch(run_id, metrics=metrics[i:i + _BATCH], synchronous=True)
 
 
-def _write_telemetry(client: MlflowClient, run_id: str, times: np.ndarray,
-                     columns: dict[str, np.ndarray]) -> None:
+def _listener_frames(times: np.ndarray, columns: dict[str, np.ndarray]) -> dict[str, pd.DataFrame]:
+    """The wide trace of each listener, as the sink writes it: time, step, one column per key."""
     by_listener: dict[str, dict[str, np.ndarray]] = {}
     for key, values in columns.items():
         by_listener.setdefault(_listener_of(key), {})[key] = values
+    return {listener: pd.DataFrame({"time": times, "step": np.arange(len(times), dtype=np.int64),
+                                    **cols})
+            for listener, cols in by_listener.items()}
+
+
+def _write_telemetry(client: MlflowClient, run_id: str, times: np.ndarray,
+                     columns: dict[str, np.ndarray]) -> None:
     with tempfile.TemporaryDirectory(prefix="radtrack-seed-") as tmp:
-        for listener, cols in by_listener.items():
-            frame = pd.DataFrame({"time": times, "step": np.arange(len(times), dtype=np.int64),
-                                  **cols})
+        for listener, frame in _listener_frames(times, columns).items():
             path = Path(tmp) / f"{listener}.parquet"
             frame.to_parquet(path, index=False)
             client.log_artifact(run_id, str(path), "telemetry")
@@ -167,14 +174,10 @@ def seed_workload(tracking_uri: str, experiment: str, workload: int, letters: li
         for key, values in columns.items():
             idx = range(points) if history else [points - 1]
             logged.extend(Metric(key, float(values[i]), int(times[i] * 1000), i) for i in idx)
-            if status in _TERMINAL:
-                for stat, fn in (("mean", np.mean), ("min", np.min), ("max", np.max)):
-                    logged.append(Metric(f"summary/{key}/{stat}", float(fn(values)), end_ms, 0))
         if status in _TERMINAL:
-            power = next((v for k, v in columns.items() if k.endswith("power_w")), None)
-            if power is not None:
-                energy = float(np.trapezoid(power, times))
-                logged.append(Metric("summary/smi/gpu0/energy_j", energy, end_ms, 0))
+            # The launcher's own summaries (radtrack.sink.summarize), one trace per listener.
+            for frame in _listener_frames(times, columns).values():
+                logged.extend(Metric(k, v, end_ms, 0) for k, v in summarize(frame).items())
             logged.append(Metric("summary/duration_s", points / hz, end_ms, 0))
         rng = _rng("epochs", base, letter)
         for epoch in range(epochs):

@@ -16,6 +16,8 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
+from radtrack.sink import summarize
+
 T0 = 1_750_000_000.0  # a fixed wall-clock origin (unix s) keeps expected values exact
 GPU = "NVIDIA H100 80GB HBM3"
 
@@ -39,6 +41,8 @@ class Row:
     interval_s: float = 0.5
     extra: dict[str, list[tuple[float, int, float]]] = field(default_factory=dict)  # key -> (s, step, v)
     status: str = "FINISHED"
+    summaries: bool = False  # log the sink's summary/<key>/mean|min|max and energy metrics
+    gpus: int = 1  # smi readings of gpu0 .. gpu<n-1> (gpu<i> draws power_w + 10 i)
 
 
 def smi_frame(row: Row, start: float) -> pd.DataFrame:
@@ -51,9 +55,13 @@ def smi_frame(row: Row, start: float) -> pd.DataFrame:
         "smi/gpu0/mem_used_mib": np.linspace(1000.0, 2000.0, len(t)),
         "smi/gpu0/temp_c": np.full(len(t), 50.0),
     })
+    for gpu in range(1, row.gpus):
+        frame[f"smi/gpu{gpu}/power_w"] = np.full(len(t), row.power_w + 10.0 * gpu)
+        frame[f"smi/gpu{gpu}/gpu_util_pct"] = np.full(len(t), row.util_pct)
     if row.energy_counter:
         # A counter with an arbitrary origin: only its increase is energy.
-        frame["smi/gpu0/energy_j"] = 5e6 + row.power_w * (t - start)
+        for gpu in range(row.gpus):
+            frame[f"smi/gpu{gpu}/energy_j"] = 5e6 + (row.power_w + 10.0 * gpu) * (t - start)
     return frame
 
 
@@ -95,8 +103,10 @@ def seed_workload(client: MlflowClient, experiment: str, workload: int, rows: li
                                       int((start + i + 1) * 1000), i))
         for key, points in row.extra.items():
             metrics += [Metric(key, v, int(round((start + s) * 1000)), step) for s, step, v in points]
-        metrics.append(Metric("summary/duration_s", row.duration_s,
-                              int((start + row.duration_s) * 1000), 0))
+        end_ms = int((start + row.duration_s) * 1000)
+        metrics.append(Metric("summary/duration_s", row.duration_s, end_ms, 0))
+        if row.summaries:
+            metrics += [Metric(k, v, end_ms, 0) for k, v in summarize(smi).items()]
         for i in range(0, len(metrics), 1000):
             client.log_batch(run_id, metrics=metrics[i:i + 1000],
                              params=[Param(k, v) for k, v in params.items()] if i == 0 else [],

@@ -143,3 +143,112 @@ def test_work_units_of_throughput_keys():
                         long("r", "throughput_tflops", [1, 2], [40.0, 60.0])])
     row = summarize_series(series).iloc[0]
     assert row["energy_per_tflop_j"] == pytest.approx(1000.0 / (50.0 * 10))
+
+
+class SpyLoader:
+    """load_series, recording which keys each summary asked for."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], list[str]]] = []
+
+    def __call__(self, run_ids: list[str], keys: list[str]) -> pd.DataFrame:
+        self.calls.append((list(run_ids), list(keys)))
+        return data.load_series(run_ids, metrics=keys)
+
+    def keys(self, run_id: str) -> set[str]:
+        return {k for ids, keys in self.calls if run_id in ids for k in keys}
+
+
+def _all_series(ids: list[str]) -> pd.DataFrame:
+    keys = [k for k in data.list_metrics(ids) if not k.startswith("summary/")]
+    return data.load_series(ids, metrics=keys)
+
+
+def test_stored_summaries_agree_with_the_series_on_the_synthetic_store(tmp_path, monkeypatch):
+    from radtrack.frontend.synthetic import new_store
+    from radtrack.frontend.synthetic import seed_workload as seed_synthetic
+
+    monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
+    uri = new_store(tmp_path / "store")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    # Noisy traces with spikes, sampled at 10 Hz, the launcher's summaries stored with them.
+    seeded = seed_synthetic(uri, "fast", 1, ["A", "B"], points=3000, hz=10.0, history=False,
+                            artifact_root=tmp_path / "artifacts")
+    ids = [s.run_id for s in seeded]
+    runs = data.load_runs(run_ids=ids)
+    assert runs["metric.summary/smi/gpu0/power_w/mean"].notna().all()
+    spy = SpyLoader()
+    fast = summarize_runs(runs, load=spy).set_index("run_id")
+    slow = summarize_runs(runs, series=_all_series(ids)).set_index("run_id")
+    assert sorted(fast.columns) == sorted(slow.columns)
+    assert "power_w_p95" in fast.columns and "energy_per_sample_j" in fast.columns
+    numeric = [c for c in slow.columns if pd.api.types.is_numeric_dtype(slow[c])]
+    pd.testing.assert_frame_equal(fast.loc[ids, numeric], slow.loc[ids, numeric],
+                                  check_exact=False, rtol=1e-9)
+    # Mean and max came from the stored values: only what they cannot answer was read.
+    quick = SpyLoader()
+    no_p95 = summarize_runs(runs, load=quick, quantiles=False).set_index("run_id")
+    assert not any(c.endswith("_p95") for c in no_p95.columns)
+    for run_id in ids:
+        # power: no energy counter here, so energy is integrated power; throughput: script history
+        assert quick.keys(run_id) == {"smi/gpu0/power_w", "throughput_samples_per_s"}
+        assert "smi/gpu0/temp_c" in spy.keys(run_id)  # the p95 needs every quantity's samples
+    pd.testing.assert_frame_equal(no_p95.loc[ids, [c for c in numeric if not c.endswith("_p95")]],
+                                  slow.loc[ids, [c for c in numeric if not c.endswith("_p95")]],
+                                  check_exact=False, rtol=1e-9)
+
+
+def test_stored_values_are_used_and_runs_without_them_are_computed(store, tmp_path, monkeypatch):
+    monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
+    client = MlflowClient(store)
+    ids = seed_workload(client, "mixed", 1, [
+        Row(duration_s=10, power_w=150.0, summaries=True),
+        Row(duration_s=8, power_w=300.0, summaries=False),
+        Row(duration_s=6, power_w=100.0, summaries=True, gpus=2),
+    ])
+    with_summary, without, two_gpus = ids
+    # A stored mean that differs from the samples shows which one the summary used.
+    client.log_metric(with_summary, "summary/smi/gpu0/temp_c/mean", 47.0)
+    spy = SpyLoader()
+    table = summarize_runs(ids, load=spy, quantiles=False).set_index("run_id")
+    a, b, c = table.loc[with_summary], table.loc[without], table.loc[two_gpus]
+    assert a["temp_c_mean"] == pytest.approx(47.0) and a["temp_c_max"] == pytest.approx(50.0)
+    assert a["energy_j"] == pytest.approx(1500.0)  # the stored counter delta
+    assert spy.keys(with_summary) == {"throughput_samples_per_s"}  # no telemetry read at all
+    # no summaries: everything from the samples, as before
+    assert b["temp_c_mean"] == pytest.approx(50.0) and b["energy_j"] == pytest.approx(2400.0)
+    assert b["power_w_mean"] == pytest.approx(300.0) and b["mem_used_mib_mean"] == pytest.approx(1500.0)
+    assert "smi/gpu0/temp_c" in spy.keys(without)
+    # two GPUs: energy adds both stored counters; the combined power needs the series
+    assert c["energy_j"] == pytest.approx(6 * 100.0 + 6 * 110.0)
+    assert c["power_w_mean"] == pytest.approx(210.0) and c["power_w_max"] == pytest.approx(210.0)
+    assert c["gpu_util_pct_mean"] == pytest.approx(90.0)
+    assert {"smi/gpu0/power_w", "smi/gpu1/power_w"} <= spy.keys(two_gpus)
+    assert "smi/gpu0/temp_c" not in spy.keys(two_gpus)  # single device: stored
+    # The series path agrees wherever the stored values were not tampered with.
+    slow = summarize_runs(ids, series=_all_series(ids), quantiles=False).set_index("run_id")
+    for run_id in (without, two_gpus):
+        for column in slow.columns:
+            if pd.api.types.is_numeric_dtype(slow[column]):
+                assert table.loc[run_id, column] == pytest.approx(slow.loc[run_id, column]), column
+
+
+def test_running_run_and_zero_counter_fall_back_to_the_series(store, tmp_path, monkeypatch):
+    monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
+    client = MlflowClient(store)
+    ids = seed_workload(client, "edge", 1, [
+        Row(duration_s=10, power_w=150.0, summaries=True, status="RUNNING"),
+        Row(duration_s=10, power_w=150.0, summaries=True),
+    ])
+    running, zero = ids
+    # The sink stores 0 J for a counter with under two readings; the series path then
+    # integrates power, and so must the stored path.
+    client.log_metric(zero, "summary/smi/gpu0/energy_j", 0.0)
+    client.log_metric(zero, "summary/smi/gpu0/power_w/mean", 999.0)
+    spy = SpyLoader()
+    table = summarize_runs(ids, load=spy, quantiles=False).set_index("run_id")
+    assert "smi/gpu0/temp_c" in spy.keys(running)  # RUNNING: summaries are not final
+    assert table.loc[running, "power_w_mean"] == pytest.approx(150.0)
+    assert table.loc[zero, "power_w_mean"] == pytest.approx(999.0)  # stored value used
+    assert "smi/gpu0/energy_j" in spy.keys(zero)
+    assert table.loc[zero, "energy_j"] == pytest.approx(1500.0)  # the counter series

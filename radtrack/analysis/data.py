@@ -292,11 +292,16 @@ def _run_series(client: MlflowClient, run: Run, wanted: list[str] | None) -> pd.
     parts: list[pd.DataFrame] = []
     from_parquet: set[str] = set()
     for listener in telemetry_listeners(run_id, client=client):
-        wide = read_telemetry(run_id, listener, client=client, status=run.info.status)
-        keys = [c for c in wide.columns if c not in ("time", "step")
+        path = telemetry_path(run_id, listener, client=client, status=run.info.status)
+        names = pq.read_schema(path).names
+        keys = [c for c in names if c not in ("time", "step")
                 and c not in from_parquet and (wanted is None or c in wanted)]
         if not keys:
             continue
+        if "time" not in names:
+            raise RadtrackError(f"run {run_id}: telemetry/{listener}.parquet has no 'time' column")
+        # Only the columns asked for: a trace holds every key of its listener.
+        wide = pd.read_parquet(path, columns=["time", *(["step"] if "step" in names else []), *keys])
         from_parquet.update(keys)
         step = wide["step"] if "step" in wide.columns else pd.Series(range(len(wide)))
         long = (wide.assign(step=step.astype("int64"))[["time", "step", *keys]]
