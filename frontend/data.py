@@ -194,14 +194,17 @@ class DataSource:
         run_id = row["run_id"]
         start = pd.Timestamp(row["start_time"]).timestamp()
         found: dict[str, Series] = {}
-        listeners = set(analysis.telemetry_listeners(run_id, tracking_uri=self.tracking_uri))
+        # Only keys named <listener>/... can live in a trace; the script's own do not.
+        listeners = (set(analysis.telemetry_listeners(run_id, tracking_uri=self.tracking_uri))
+                     if any("/" in m for m in wanted) else set())
         by_listener: dict[str, list[str]] = {}
         for metric in wanted:
             prefix = metric.split("/", 1)[0]
             if prefix in listeners:
                 by_listener.setdefault(prefix, []).append(metric)
         for listener, keys in by_listener.items():
-            wide = analysis.read_telemetry(run_id, listener, tracking_uri=self.tracking_uri)
+            wide = analysis.read_telemetry(run_id, listener, tracking_uri=self.tracking_uri,
+                                           columns=keys)
             times = wide["time"].to_numpy(dtype=np.float64)
             steps = (wide["step"].to_numpy(dtype=np.int64) if "step" in wide.columns
                      else np.arange(len(wide), dtype=np.int64))

@@ -161,3 +161,34 @@ def test_store_is_not_written(seeded) -> None:
     source.metric_keys(ids)
     source.experiment_runs("exp")
     assert db.stat().st_mtime_ns == before
+
+
+def test_summary_table_reads_stored_summaries_and_computes_the_live_run(seeded, tmp_path,
+                                                                         monkeypatch) -> None:
+    import pandas as pd
+
+    from radtrack.analysis.summary import summarize_runs
+    from radtrack.frontend.callbacks_chart import summary_frame
+
+    monkeypatch.setenv(analysis.CACHE_ENV, str(tmp_path / "cache"))
+    source = DataSource(seeded["uri"])
+    finished = [r.run_id for r in seeded["finished"]]
+    ids = [*finished, seeded["live"].run_id]
+    table = summary_frame(source, source.runs(ids)).set_index("run_id")
+    assert not any(c.endswith("_p95") for c in table.columns)
+    # Finished runs: only power (energy integrated, no counter) and the script's throughput
+    # were read into the cache; the live run has no stored summaries, so its samples were.
+    cached = set(source._series)
+    for run_id in finished:
+        assert {m for r, m in cached if r == run_id} == {"smi/gpu0/power_w",
+                                                         "throughput_samples_per_s"}
+    assert (seeded["live"].run_id, "dcgm/gpu0/sm_active_pct") in cached
+    keys = analysis.list_metrics(ids, tracking_uri=seeded["uri"])
+    full = long_frame(source.series(ids, keys))
+    expected = summarize_runs(source.runs(ids), tracking_uri=seeded["uri"], series=full,
+                              quantiles=False).set_index("run_id")
+    numeric = [c for c in expected.columns if pd.api.types.is_numeric_dtype(expected[c])]
+    assert sorted(table.columns) == sorted(expected.columns)
+    pd.testing.assert_frame_equal(table.loc[ids, numeric], expected.loc[ids, numeric],
+                                  check_exact=False, rtol=1e-9)
+    assert table.loc[seeded["live"].run_id, "sm_active_pct_mean"] > 0

@@ -218,10 +218,20 @@ def telemetry_path(run_id: str, listener: str, tracking_uri: str | None = None,
 
 
 def read_telemetry(run_id: str, listener: str, tracking_uri: str | None = None,
-                   client: MlflowClient | None = None, status: str | None = None) -> pd.DataFrame:
-    """The wide Parquet trace of one listener: ``time`` (unix s), ``step``, one column per key."""
+                   client: MlflowClient | None = None, status: str | None = None,
+                   columns: Iterable[str] | None = None) -> pd.DataFrame:
+    """The wide Parquet trace of one listener: ``time`` (unix s), ``step``, one column per key.
+
+    ``columns`` limits the metric columns read (``time`` and ``step`` always come along;
+    names the trace lacks are left out).
+    """
     path = telemetry_path(run_id, listener, tracking_uri, client, status)
-    frame = pd.read_parquet(path)
+    if columns is None:
+        frame = pd.read_parquet(path)
+    else:
+        names = pq.read_schema(path).names
+        wanted = set(columns) | {"time", "step"}
+        frame = pd.read_parquet(path, columns=[n for n in names if n in wanted])
     if "time" not in frame.columns:
         raise RadtrackError(f"run {run_id}: telemetry/{listener}.parquet has no 'time' column")
     return frame
@@ -291,7 +301,12 @@ def _run_series(client: MlflowClient, run: Run, wanted: list[str] | None) -> pd.
     start_s = run.info.start_time / 1000.0
     parts: list[pd.DataFrame] = []
     from_parquet: set[str] = set()
-    for listener in telemetry_listeners(run_id, client=client):
+    # A listener's keys start with its name (docs/architecture.md): traces of other
+    # listeners need not even be listed or downloaded.
+    prefixes = None if wanted is None else {k.split("/", 1)[0] for k in wanted if "/" in k}
+    listeners = [name for name in (telemetry_listeners(run_id, client=client) if prefixes != set() else [])
+                 if prefixes is None or name in prefixes]
+    for listener in listeners:
         path = telemetry_path(run_id, listener, client=client, status=run.info.status)
         names = pq.read_schema(path).names
         keys = [c for c in names if c not in ("time", "step")
