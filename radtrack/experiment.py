@@ -119,8 +119,9 @@ def _run_one(client: MlflowClient, uri: str, specs: list[RunSpec], interrupt: In
                 set_tags(client, row.run_id, placement.tags_for(row.spec))
             run_workload(client, uri, rows, interrupt, grace)
             artifacts = placement.artifacts()
-    except PlacementError as exc:
-        say(f"workload {name}: placement failed: {exc}")
+    except Exception as exc:  # placement refused, or a process could not be started
+        what = "placement failed" if isinstance(exc, PlacementError) else "could not start"
+        say(f"workload {name}: {what}: {exc}")
         for row in rows:
             set_tags(client, row.run_id, {"radtrack.error": str(exc)[:5000]})
             client.set_terminated(row.run_id, "FAILED")

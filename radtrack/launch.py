@@ -87,49 +87,53 @@ def run_workload(client: MlflowClient, uri: str, rows: list[Row], interrupt: Int
     spool_root = spool_root or renv.radtrack_home() / "spool"
     prefixed = len(rows) > 1
     barrier_w: list[int] = []
-    for i, row in enumerate(rows):
-        row.folder.mkdir(parents=True, exist_ok=True)
-        row.sink = Sink(client, row.run_id, spool_root, uri)
-        row.sink.start()
-        r, w = os.pipe()
-        barrier_w.append(w)
-        row.env[BARRIER_FD] = str(r)
-        row.env[BARRIER_ID] = pipe_id(r)
-        row.env[RELEASE_FILE] = str(row.folder / "released")
-        if row.spec.manual:
-            row.env[renv.CONTROL_DIR] = str(row.folder / "control")
-        argv = command_for(row.spec)
-        for cls in row.wrappers:
-            from radtrack.listeners.base import ListenerConfig
+    try:
+        for i, row in enumerate(rows):
+            row.folder.mkdir(parents=True, exist_ok=True)
+            row.sink = Sink(client, row.run_id, spool_root, uri)
+            row.sink.start()
+            r, w = os.pipe()
+            barrier_w.append(w)
+            row.env[BARRIER_FD] = str(r)
+            row.env[BARRIER_ID] = pipe_id(r)
+            row.env[RELEASE_FILE] = str(row.folder / "released")
+            if row.spec.manual:
+                row.env[renv.CONTROL_DIR] = str(row.folder / "control")
+            argv = command_for(row.spec)
+            for cls in row.wrappers:
+                from radtrack.listeners.base import ListenerConfig
 
-            prof = cls(ListenerConfig(interval=row.spec.interval, devices=row.devices,
-                                      outdir=row.folder / "profiles"))
-            (row.folder / "profiles").mkdir(exist_ok=True)
-            argv = prof.wrap(argv)
-            row.tags.update(prof.tags())
-            row.tags[f"radtrack.listener.{prof.name}"] = "ok"
-        row.argv = argv
-        log = (row.folder / "output.log").open("wb")
-        log_lock = threading.Lock()
-        row.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    stdin=subprocess.DEVNULL, env=row.env, pass_fds=(r,),
-                                    start_new_session=True, preexec_fn=set_parent_death_signal)
-        os.close(r)
-        row.stopper = GroupStopper(row.proc, grace)
-        prefix = prefix_for(row.spec.letter, i) if prefixed else None
-        assert row.proc.stdout is not None and row.proc.stderr is not None
-        row.pumps = [pump(row.proc.stdout, sys.stdout.buffer, log, log_lock, prefix),
-                     pump(row.proc.stderr, sys.stderr.buffer, log, log_lock, prefix)]
-    env_threads = [capture_in_background(row.folder / "environment") for row in rows]
+                prof = cls(ListenerConfig(interval=row.spec.interval, devices=row.devices,
+                                          outdir=row.folder / "profiles"))
+                (row.folder / "profiles").mkdir(exist_ok=True)
+                argv = prof.wrap(argv)
+                row.tags.update(prof.tags())
+                row.tags[f"radtrack.listener.{prof.name}"] = "ok"
+            row.argv = argv
+            log = (row.folder / "output.log").open("wb")
+            log_lock = threading.Lock()
+            row.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        stdin=subprocess.DEVNULL, env=row.env, pass_fds=(r,),
+                                        start_new_session=True, preexec_fn=set_parent_death_signal)
+            os.close(r)
+            row.stopper = GroupStopper(row.proc, grace)
+            prefix = prefix_for(row.spec.letter, i) if prefixed else None
+            assert row.proc.stdout is not None and row.proc.stderr is not None
+            row.pumps = [pump(row.proc.stdout, sys.stdout.buffer, log, log_lock, prefix),
+                         pump(row.proc.stderr, sys.stderr.buffer, log, log_lock, prefix)]
+        env_threads = [capture_in_background(row.folder / "environment") for row in rows]
 
-    # Listeners of non-manual rows are up and sampling before the barrier opens.
-    for row in rows:
-        if not row.spec.manual:
-            _start_listeners(row)
-    _await_listeners(rows)
-    for row in rows:
-        if not row.spec.manual:
-            row.started = time.time()
+        # Listeners of non-manual rows are up and sampling before the barrier opens.
+        for row in rows:
+            if not row.spec.manual:
+                _start_listeners(row)
+        _await_listeners(rows)
+        for row in rows:
+            if not row.spec.manual:
+                row.started = time.time()
+    except BaseException:
+        _abort_start(rows, barrier_w)
+        raise
     for w in barrier_w:
         try:
             os.write(w, b"g")
@@ -170,6 +174,26 @@ def run_workload(client: MlflowClient, uri: str, rows: list[Row], interrupt: Int
 
     for row in rows:
         _finish_row(client, row, env_threads)
+
+
+def _abort_start(rows: list[Row], barrier_w: list[int]) -> None:
+    """Start-up failed part way (a process could not be created, ...): release nothing,
+    end what was started, keep what was recorded."""
+    for w in barrier_w:
+        try:
+            os.close(w)  # held rows read EOF and exit without running their script
+        except OSError:
+            pass
+    for row in rows:
+        _stop_listeners(row)
+        if row.proc is not None:
+            try:
+                row.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                row.proc.kill()
+                row.proc.wait()
+        if row.sink is not None:
+            row.sink.close(retry_for=5)
 
 
 def _start_listeners(row: Row) -> None:

@@ -35,6 +35,22 @@ class Crashy(Listener):
         return {"crashy/host/n_count": float(self.n)}
 
 
+class BrokenWrap(Listener):
+    """A profiler-style listener whose tool is missing at start."""
+
+    name = "brokenwrap"
+    wraps_command = True
+
+    def probe(self):
+        return []
+
+    def sample(self):
+        return {}
+
+    def wrap(self, argv):
+        return ["/nonexistent/radtrack-profiler", *argv]
+
+
 class Flaky(Listener):
     """Dies once (the first process), then samples fine."""
 
@@ -59,7 +75,8 @@ def _site(tmp_path: Path) -> Path:
     (site / "restart_listeners.py").write_text(MODULE)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: radtrack-test-restart\nVersion: 0.1\n")
     (dist / "entry_points.txt").write_text(
-        "[radtrack.listeners]\ncrashy = restart_listeners:Crashy\nflaky = restart_listeners:Flaky\n")
+        "[radtrack.listeners]\ncrashy = restart_listeners:Crashy\nflaky = restart_listeners:Flaky\n"
+        "brokenwrap = restart_listeners:BrokenWrap\n")
     return site
 
 
@@ -88,3 +105,27 @@ def test_dead_listeners_are_restarted_then_given_up(store: str, tmp_path: Path) 
     flaky = pd.read_parquet(c.download_artifacts(run.info.run_id, "telemetry/flaky.parquet", str(tmp_path)))
     stored = c.get_metric_history(run.info.run_id, "flaky/host/ok_count")
     assert len(flaky) >= 40 and len(stored) == len(flaky)
+
+
+def test_a_row_that_cannot_start_fails_cleanly(store: str, tmp_path: Path) -> None:
+    env = {"PYTHONPATH": os.pathsep.join([str(_site(tmp_path)), os.environ.get("PYTHONPATH", "")])}
+    sheet = tmp_path / "s.csv"
+    (tmp_path / "busy.py").write_text((SCRIPTS / "busy.py").read_text())
+    sheet.write_text("Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params\n"
+                     "nostart,1,,,,-,busy.py,top,5\n"
+                     "nostart,1,,,,-,busy.py,brokenwrap+top,5\n"
+                     "nostart,2,,,,-,busy.py,none,0.2\n")
+    p = radtrack_cli(str(sheet), env=env, timeout=180)
+    assert p.returncode == 1
+    assert "could not start" in p.stderr and "radtrack-profiler" in p.stderr
+
+    from mlflow import MlflowClient
+
+    c = MlflowClient(store)
+    exp = c.get_experiment_by_name("nostart")
+    runs = {r.info.run_name: r for r in c.search_runs([exp.experiment_id])}
+    assert runs["nostart-1 A"].info.status == runs["nostart-1 B"].info.status == "FAILED"
+    assert "radtrack-profiler" in runs["nostart-1 B"].data.tags["radtrack.error"]
+    assert runs["nostart-1"].info.status == "FAILED"
+    assert runs["nostart-2 A"].info.status == "FINISHED"  # the sheet went on
+    assert p.stdout.count("busy done") == 1  # only workload 2: row A was never released
