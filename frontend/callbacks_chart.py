@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pandas as pd
-from dash import Dash, Input, Output, State, ctx, no_update
+from dash import Dash, Input, Output, Patch, State, ctx, no_update
 from dash.exceptions import PreventUpdate
 
 from radtrack.analysis.correlation import correlate
@@ -145,6 +145,24 @@ def summary_frame(source: DataSource, runs: pd.DataFrame) -> pd.DataFrame:
     return summarize_runs(runs, tracking_uri=source.tracking_uri, quantiles=False, load=load)
 
 
+def zoom_patch(figure: dict) -> Patch:
+    """Only what a zoom changes: each trace's x and y, and the x ranges.
+
+    The browser already shows this figure's traces (same uirevision, so the same runs,
+    metrics and axes, in the same order); sending the arrays alone spares it parsing and
+    diffing the whole figure again.
+    """
+    patch = Patch()
+    for i, trace in enumerate(figure["data"]):
+        patch["data"][i]["x"] = trace["x"]
+        patch["data"][i]["y"] = trace["y"]
+    for key, value in figure["layout"].items():
+        if key.startswith("xaxis") and "range" in value:
+            patch["layout"][key]["range"] = value["range"]
+    patch["layout"]["meta"] = figure["layout"]["meta"]
+    return patch
+
+
 def _rounded(value: object) -> object:
     if isinstance(value, float | np.floating):
         return None if np.isnan(value) else float(f"{value:.4g}")
@@ -186,7 +204,10 @@ def register(app: Dash, source: DataSource) -> None:
                                                    logy, view_range)
         if trigger == "view-range" and (view_range or {}).get("rev") != rev:
             raise PreventUpdate  # a relayout of a figure that has since been replaced
-        return chart_figure(source, runs, metrics, options, rev)
+        figure = chart_figure(source, runs, metrics, options, rev)
+        if trigger == "view-range" and options.x_range is not None:
+            return zoom_patch(figure)
+        return figure
 
     @app.callback(Output("live", "disabled"),
                   Input("selection", "data"), Input("live", "n_intervals"))

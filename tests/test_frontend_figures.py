@@ -119,7 +119,8 @@ def test_smoothing_flattens_the_trace(series) -> None:
 def test_figure_point_budget_is_shared_between_traces() -> None:
     assert trace_budget(1) == 1500
     assert trace_budget(40) == FIGURE_POINT_BUDGET // 40
-    assert trace_budget(100) * 100 <= FIGURE_POINT_BUDGET
+    assert trace_budget(50) * 50 <= FIGURE_POINT_BUDGET
+    assert trace_budget(1000) == figures.MIN_TRACE_BUDGET  # never fewer points than that
     assert trace_budget(10_000) == 200
 
 
@@ -145,3 +146,22 @@ def test_correlation_heatmap_is_symmetric_and_bounded() -> None:
     fig = correlation_figure(matrix, "t")
     assert fig.data[0].zmin == -1 and fig.data[0].zmax == 1
     assert list(fig.data[0].x) == METRICS
+
+
+def test_zoom_patch_replaces_only_trace_arrays_and_ranges(series) -> None:
+    from radtrack.frontend.callbacks_chart import zoom_patch
+
+    spec = figures.build_chart(METRICS, RUNS, {}, series,
+                               ChartOptions(x_range=(100.0, 120.0), max_trace_budget=500))
+    ops = zoom_patch(spec).to_plotly_json()["operations"]
+    assert all(op["operation"] == "Assign" for op in ops)
+    where = [tuple(op["location"]) for op in ops]
+    n = len(spec["data"])
+    assert where[:2 * n] == [("data", i, axis) for i in range(n) for axis in ("x", "y")]
+    ranges = {w[1]: op["params"]["value"] for w, op in zip(where, ops, strict=True)
+              if w[0] == "layout" and w[-1] == "range"}
+    assert ranges == {f"xaxis{s}": [100.0, 120.0] for s in ["", *map(str, range(2, len(METRICS) + 1))]}
+    # applied to the figure the browser holds, the patch gives the re-sampled traces
+    for i, trace in enumerate(spec["data"]):
+        assert ops[2 * i]["params"]["value"] == trace["x"]
+        assert ops[2 * i + 1]["params"]["value"] == trace["y"]
