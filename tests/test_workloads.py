@@ -383,7 +383,7 @@ def test_custom_metrics_example_runs_plain() -> None:
 # --- through radtrack ------------------------------------------------------------------------
 
 HEADER = ["Experiment", "Workload", "Status", "Run", "Devices", "Collocation", "File",
-          "Listeners", "Params", "MaxEpoch"]
+          "Listeners", "Params", "MaxEpoch", "Interval"]
 ROWS_PER_WORKLOAD = 3  # co-located rows share the 2 CPU cores instead of queueing
 
 
