@@ -268,12 +268,14 @@ def bench_one_listener(name: str, interval: float, seconds: float) -> dict[str, 
     proc = psutil.Process(p.pid)
     c0 = _tree_cpu(proc)
     t0 = time.monotonic()
+    wall0 = time.time()
     n = 0
     keys = 0
     while time.monotonic() - t0 < seconds:
-        line = p.stdout.readline()
-        n += 1
-        keys = max(keys, len(json.loads(line).get("v", {})))
+        msg = json.loads(p.stdout.readline())
+        if msg.get("t", 0) >= wall0:  # lines buffered before the window do not count
+            n += 1
+        keys = max(keys, len(msg.get("v", {})))
     c1 = _tree_cpu(proc)
     wall = time.monotonic() - t0
     p.terminate()
