@@ -22,7 +22,7 @@ PALETTE: tuple[str, ...] = (
 )
 #: the most points one figure sends to the browser, shared out between its traces: the
 #: browser redraws every one of them on each zoom, so this bounds the redraw time
-FIGURE_POINT_BUDGET = 12_000
+FIGURE_POINT_BUDGET = 24_000
 MIN_TRACE_BUDGET = 200
 SUBPLOT_HEIGHT = 230
 X_TITLES = {"seconds": "seconds since run start", "wall": "wall-clock time (UTC)",
