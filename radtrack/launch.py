@@ -112,10 +112,15 @@ def run_workload(client: MlflowClient, uri: str, rows: list[Row], interrupt: Int
             row.argv = argv
             log = (row.folder / "output.log").open("wb")
             log_lock = threading.Lock()
-            row.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        stdin=subprocess.DEVNULL, env=row.env, pass_fds=(r,),
-                                        start_new_session=True, preexec_fn=set_parent_death_signal)
-            os.close(r)
+            try:
+                row.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                            stdin=subprocess.DEVNULL, env=row.env, pass_fds=(r,),
+                                            start_new_session=True,
+                                            preexec_fn=set_parent_death_signal)
+            finally:
+                os.close(r)
+                if row.proc is None:
+                    log.close()
             row.stopper = GroupStopper(row.proc, grace)
             prefix = prefix_for(row.spec.letter, i) if prefixed else None
             assert row.proc.stdout is not None and row.proc.stderr is not None
