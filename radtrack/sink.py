@@ -40,6 +40,7 @@ class _Stream:
     samples: int = 0  # sample lines seen (the step of the next one)
     shipped: int = 0  # spool lines stored in MLflow
     pending: list[tuple[int, int, float, dict[str, float]]] = field(default_factory=list)
+    pending_points: int = 0  # metric points in ``pending`` (wakes the shipper at 1000)
     hello: dict[str, Any] | None = None
 
 
@@ -95,11 +96,13 @@ class Sink:
             s.lines += 1
             kind = msg.get("type")
             if kind == "sample":
-                s.pending.append((index, s.samples, float(msg["t"]), msg.get("v", {})))
+                values = msg.get("v", {})
+                s.pending.append((index, s.samples, float(msg["t"]), values))
+                s.pending_points += len(values)
                 s.samples += 1
             elif kind == "hello":
                 s.hello = msg
-            if sum(len(v) for _, _, _, v in s.pending) >= MAX_METRICS_PER_CALL:
+            if s.pending_points >= MAX_METRICS_PER_CALL:
                 self._wake.set()
         return msg
 
@@ -135,6 +138,7 @@ class Sink:
                         break
                     with self._lock:  # only this method removes, and only from the front
                         del s.pending[:len(chunk)]
+                        s.pending_points -= len(metrics)
                     self.stored += len(metrics)
                     self._mark_shipped(s, chunk[-1][0] + 1)
             return ok
@@ -231,7 +235,9 @@ class Sink:
                         s.hello = msg
                     elif msg.get("type") == "sample":
                         if line_no >= shipped:
-                            s.pending.append((line_no, s.samples, float(msg["t"]), msg.get("v", {})))
+                            values = msg.get("v", {})
+                            s.pending.append((line_no, s.samples, float(msg["t"]), values))
+                            s.pending_points += len(values)
                         s.samples += 1
             sink._streams[name] = s
         return sink
@@ -254,10 +260,9 @@ def _chunks(pending: list[tuple[int, int, float, dict[str, float]]]) -> list[lis
     return out
 
 
-def _metrics(chunk: list[tuple[int, int, float, dict[str, float]]]) -> list[Any]:
-    from mlflow.entities import Metric
-
-    return [Metric(k, float(v), int(t * 1000), step) for _, step, t, vals in chunk
+def _metrics(chunk: list[tuple[int, int, float, dict[str, float]]]) -> list[tuple[str, float, int, int]]:
+    """(key, value, timestamp ms, step) points; plain tuples keep the hot path cheap."""
+    return [(k, float(v), int(t * 1000), step) for _, step, t, vals in chunk
             for k, v in vals.items()]
 
 

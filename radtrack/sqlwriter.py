@@ -38,28 +38,31 @@ class SqlMetricWriter:
         except Exception as exc:  # not a SQL store, or an MLflow whose internals moved
             log.debug("radtrack: SQL bulk path off: %s", exc)
 
-    def log_metrics(self, run_id: str, metrics: list[Any]) -> None:
-        """Store ``metrics`` (mlflow.entities.Metric) exactly as log_batch would."""
+    def log_metrics(self, run_id: str, points: list[tuple[str, float, int, int]]) -> None:
+        """Store (key, value, timestamp ms, step) points exactly as log_batch would."""
         if not self.enabled:
-            self.client.log_batch(run_id, metrics=metrics)
+            self._log_batch(run_id, points)
             return
         import sqlalchemy
 
         rows: list[dict[str, Any]] = []
         latest: dict[str, dict[str, Any]] = {}
         seen: set[tuple[str, int, int, float]] = set()
-        for m in metrics:
-            is_nan, value = self.store.sanitize_metric_value(m.value)
-            ident = (m.key, m.timestamp, m.step, value)
+        for key, raw, ts, step in points:
+            if raw - raw == 0.0:  # finite: the sampled values always are
+                is_nan, value = False, raw
+            else:
+                is_nan, value = self.store.sanitize_metric_value(raw)
+            ident = (key, ts, step, value)
             if ident in seen:
                 continue
             seen.add(ident)
-            row = {"run_uuid": run_id, "key": m.key, "value": value, "timestamp": m.timestamp,
-                   "step": m.step, "is_nan": is_nan}
+            row = {"run_uuid": run_id, "key": key, "value": value, "timestamp": ts,
+                   "step": step, "is_nan": is_nan}
             rows.append(row)
-            cur = latest.get(m.key)
-            if cur is None or (m.step, m.timestamp, value) > (cur["step"], cur["timestamp"], cur["value"]):
-                latest[m.key] = row
+            cur = latest.get(key)
+            if cur is None or (step, ts, value) > (cur["step"], cur["timestamp"], cur["value"]):
+                latest[key] = row
         try:
             with self.store.ManagedSessionMaker(read_only=False) as session:
                 session.execute(sqlalchemy.insert(self._table), rows)
@@ -71,10 +74,15 @@ class SqlMetricWriter:
             cause = exc.__cause__ if exc.__cause__ is not None else exc
             if isinstance(cause, sqlalchemy.exc.IntegrityError):
                 # a resend after an interrupted call: log_batch skips points already stored
-                self.client.log_batch(run_id, metrics=metrics)
+                self._log_batch(run_id, points)
             elif isinstance(cause, sqlalchemy.exc.OperationalError):
                 raise  # store unreachable or locked: the sink keeps everything and retries
             else:
                 log.warning("radtrack: SQL bulk path failed (%s); using log_batch from now on", exc)
                 self.enabled = False
-                self.client.log_batch(run_id, metrics=metrics)
+                self._log_batch(run_id, points)
+
+    def _log_batch(self, run_id: str, points: list[tuple[str, float, int, int]]) -> None:
+        from mlflow.entities import Metric
+
+        self.client.log_batch(run_id, metrics=[Metric(*p) for p in points])

@@ -222,6 +222,8 @@ def test_sql_bulk_path_stores_what_log_batch_stores(tmp_path: Path) -> None:
     metrics = [Metric(f"smi/gpu0/k{j}_w", float((i * 7 + j) % 11), 1_700_000_000_000 + i * 100, i)
                for i in range(300) for j in range(5)]
     metrics.append(Metric("smi/gpu0/k0_w", float("nan"), 1_700_000_999_000, 300))
+    metrics.append(Metric("smi/gpu0/k1_w", float("inf"), 1_700_000_999_000, 300))
+    points = [(m.key, m.value, m.timestamp, m.step) for m in metrics]
     stores = {}
     for name in ("bulk", "reference"):
         uri = f"sqlite:///{tmp_path / name}.db"
@@ -230,9 +232,9 @@ def test_sql_bulk_path_stores_what_log_batch_stores(tmp_path: Path) -> None:
         w = SqlMetricWriter(c)
         if name == "bulk":
             assert w.enabled
-            for i in range(0, len(metrics), 500):
-                w.log_metrics(rid, metrics[i:i + 500])
-            w.log_metrics(rid, metrics[:500])  # a resend: must not duplicate
+            for i in range(0, len(points), 500):
+                w.log_metrics(rid, points[i:i + 500])
+            w.log_metrics(rid, points[:500])  # a resend: must not duplicate
             assert w.enabled
         else:
             for i in range(0, len(metrics), 500):
@@ -243,4 +245,4 @@ def test_sql_bulk_path_stores_what_log_batch_stores(tmp_path: Path) -> None:
         stores[name] = (run.data.metrics, hist)
     assert str(stores["bulk"][0]) == str(stores["reference"][0])
     assert stores["bulk"][1] == stores["reference"][1]
-    assert len(stores["bulk"][1]["smi/gpu0/k1_w"]) == 300
+    assert len(stores["bulk"][1]["smi/gpu0/k2_w"]) == 300
