@@ -297,7 +297,9 @@ def summarize(frame: pd.DataFrame) -> dict[str, float]:
     for key in frame.columns[2:]:
         v = frame[key].to_numpy(dtype=float)
         if key.endswith("energy_j"):
-            out[f"summary/{key}"] = counter_delta(v)
+            delta = counter_delta(v)
+            if delta == delta:  # fewer than two readings: no energy rather than a fake 0
+                out[f"summary/{key}"] = delta
             continue
         mean = time_weighted_mean(t, v)
         if mean != mean:  # all NaN

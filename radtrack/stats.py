@@ -27,14 +27,14 @@ def integrate(t: np.ndarray, v: np.ndarray) -> float:
     v = np.asarray(v, dtype=float)
     ok = ~np.isnan(v)
     if ok.sum() < 2:
-        return 0.0
+        return float("nan")  # no interval to integrate over: unknown, not 0
     return float(np.trapezoid(v[ok], t[ok]))
 
 
 def counter_delta(v: np.ndarray) -> float:
-    """Increase of a cumulative counter (energy_j) over the series."""
+    """Increase of a cumulative counter (energy_j) over the series; NaN under two readings."""
     v = np.asarray(v, dtype=float)
     v = v[~np.isnan(v)]
     if len(v) < 2:
-        return 0.0
+        return float("nan")
     return float(v[-1] - v[0])

@@ -15,6 +15,7 @@ from radtrack.spec import RunSpec
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
+    from mlflow.entities import Experiment
 
 ROLE = "radtrack.role"
 
@@ -58,14 +59,22 @@ def default_artifact_location(uri: str) -> str | None:
     return None
 
 
-def experiment_id(c: MlflowClient, uri: str, name_or_id: str) -> str:
-    """The id of the experiment named (or numbered) ``name_or_id``, created when missing."""
+def lookup_experiment(c: MlflowClient, name_or_id: str) -> Experiment | None:
+    """The experiment named ``name_or_id``, else numbered so; None when neither exists."""
     exp = c.get_experiment_by_name(name_or_id)
     if exp is None and name_or_id.isdigit():
+        from mlflow.exceptions import MlflowException
+
         try:
             exp = c.get_experiment(name_or_id)
-        except Exception:
+        except MlflowException:
             exp = None
+    return exp
+
+
+def experiment_id(c: MlflowClient, uri: str, name_or_id: str) -> str:
+    """The id of the experiment named (or numbered) ``name_or_id``, created when missing."""
+    exp = lookup_experiment(c, name_or_id)
     if exp is not None:
         if exp.lifecycle_stage == "deleted":
             raise RadtrackError(f"experiment {name_or_id!r} is deleted; restore it or pick another name")

@@ -42,6 +42,7 @@ class Row:
     extra: dict[str, list[tuple[float, int, float]]] = field(default_factory=dict)  # key -> (s, step, v)
     status: str = "FINISHED"
     summaries: bool = False  # log the sink's summary/<key>/mean|min|max and energy metrics
+    stored_energy: bool = True  # with summaries: also the counter's stored energy
     gpus: int = 1  # smi readings of gpu0 .. gpu<n-1> (gpu<i> draws power_w + 10 i)
 
 
@@ -106,7 +107,8 @@ def seed_workload(client: MlflowClient, experiment: str, workload: int, rows: li
         end_ms = int((start + row.duration_s) * 1000)
         metrics.append(Metric("summary/duration_s", row.duration_s, end_ms, 0))
         if row.summaries:
-            metrics += [Metric(k, v, end_ms, 0) for k, v in summarize(smi).items()]
+            metrics += [Metric(k, v, end_ms, 0) for k, v in summarize(smi).items()
+                        if row.stored_energy or not k.endswith("energy_j")]
         for i in range(0, len(metrics), 1000):
             client.log_batch(run_id, metrics=metrics[i:i + 1000],
                              params=[Param(k, v) for k, v in params.items()] if i == 0 else [],

@@ -233,17 +233,16 @@ def test_stored_values_are_used_and_runs_without_them_are_computed(store, tmp_pa
                 assert table.loc[run_id, column] == pytest.approx(slow.loc[run_id, column]), column
 
 
-def test_running_run_and_zero_counter_fall_back_to_the_series(store, tmp_path, monkeypatch):
+def test_running_run_and_missing_stored_energy_fall_back_to_the_series(store, tmp_path, monkeypatch):
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
     client = MlflowClient(store)
     ids = seed_workload(client, "edge", 1, [
         Row(duration_s=10, power_w=150.0, summaries=True, status="RUNNING"),
-        Row(duration_s=10, power_w=150.0, summaries=True),
+        Row(duration_s=10, power_w=150.0, summaries=True, stored_energy=False),
     ])
     running, zero = ids
-    # The sink stores 0 J for a counter with under two readings; the series path then
-    # integrates power, and so must the stored path.
-    client.log_metric(zero, "summary/smi/gpu0/energy_j", 0.0)
+    # No stored energy (the sink stores none for a counter with under two readings): the
+    # series decides, while the other stored summaries are still used.
     client.log_metric(zero, "summary/smi/gpu0/power_w/mean", 999.0)
     spy = SpyLoader()
     table = summarize_runs(ids, load=spy, quantiles=False).set_index("run_id")

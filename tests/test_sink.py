@@ -246,3 +246,11 @@ def test_sql_bulk_path_stores_what_log_batch_stores(tmp_path: Path) -> None:
     assert str(stores["bulk"][0]) == str(stores["reference"][0])
     assert stores["bulk"][1] == stores["reference"][1]
     assert len(stores["bulk"][1]["smi/gpu0/k2_w"]) == 300
+
+
+def test_a_counter_read_once_stores_no_energy_rather_than_zero() -> None:
+    frame = pd.DataFrame({"time": [1.0, 2.0], "step": [0, 1], "smi/gpu0/power_w": [100.0, 100.0],
+                          "smi/gpu0/energy_j": [5.0, float("nan")]})
+    out = summarize(frame)
+    assert "summary/smi/gpu0/energy_j" not in out
+    assert out["summary/smi/gpu0/power_w/mean"] == 100.0

@@ -22,8 +22,8 @@ from mlflow import MlflowClient
 from mlflow.entities import Experiment, Run, ViewType
 from mlflow.exceptions import MlflowException
 
-from radtrack import env
 from radtrack.errors import RadtrackError
+from radtrack.tracking import lookup_experiment, resolve_uri
 
 TELEMETRY_DIR = "telemetry"
 SUMMARY_PREFIX = "summary/"
@@ -44,7 +44,7 @@ _FINAL_STATUSES = {"FINISHED"}
 
 def resolve_tracking_uri(tracking_uri: str | None = None) -> str:
     """The tracking URI to use: the argument, else ``MLFLOW_TRACKING_URI``, else the default."""
-    return tracking_uri or os.environ.get(env.TRACKING_URI) or env.DEFAULT_TRACKING_URI
+    return resolve_uri(tracking_uri)
 
 
 def client_for(tracking_uri: str | None = None) -> MlflowClient:
@@ -53,12 +53,7 @@ def client_for(tracking_uri: str | None = None) -> MlflowClient:
 
 def find_experiment(client: MlflowClient, experiment: str) -> Experiment:
     """The experiment called ``experiment``, or with that id; RadtrackError when neither exists."""
-    found = client.get_experiment_by_name(experiment)
-    if found is None and experiment.isdigit():
-        try:
-            found = client.get_experiment(experiment)
-        except MlflowException:
-            found = None
+    found = lookup_experiment(client, experiment)
     if found is None:
         names = sorted(e.name for e in client.search_experiments(view_type=ViewType.ALL))
         hint = f" (known: {', '.join(names)})" if names else " (the store has no experiments)"

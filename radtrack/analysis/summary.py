@@ -83,19 +83,12 @@ def time_weighted_mean(t: np.ndarray | pd.Series, v: np.ndarray | pd.Series) -> 
 
 def integrate_energy(t: np.ndarray | pd.Series, watts: np.ndarray | pd.Series) -> float:
     """Joules from power samples (W) at times ``t`` (s), trapezoid rule; NaN under two samples."""
-    t, w = _clean(t, watts)
-    if len(w) < 2:
-        return float("nan")
-    return float(np.trapezoid(w, t))
+    return stats.integrate(*_clean(t, watts))
 
 
 def counter_energy(values: np.ndarray | pd.Series) -> float:
     """Joules from a cumulative energy counter (J): last minus first reading."""
-    v = np.asarray(values, dtype=float)
-    v = v[~np.isnan(v)]
-    if len(v) < 2:
-        return float("nan")
-    return float(v[-1] - v[0])
+    return stats.counter_delta(values)
 
 
 def time_weighted_quantile(t: np.ndarray | pd.Series, v: np.ndarray | pd.Series, q: float) -> float:
@@ -378,10 +371,10 @@ def _plan_from_stored(keys: set[str], stored: Mapping[str, float], quantiles: bo
         for readings in by_scope.values():
             counters = readings.get("counter", {})
             listener = next((x for x in (*GPU_LISTENERS, *sorted(counters)) if x in counters), None)
-            # The sink stores 0 for a counter with fewer than two readings, where the series
-            # path falls back to power; a stored 0 is therefore not trusted.
+            # the sink stores no energy for a counter with fewer than two readings: then
+            # the series path decides (it falls back to integrated power)
             value = _finite(stored.get(f"{SUMMARY_PREFIX}{counters[listener]}")) if listener else None
-            if value is None or value == 0.0:
+            if value is None:
                 total = float("nan")
                 break
             total += value
