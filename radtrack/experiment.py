@@ -115,7 +115,8 @@ def _run_one(client: MlflowClient, uri: str, specs: list[RunSpec], interrupt: In
         with WorkloadPlacement(specs, run_dir, log=say) as placement:
             for row in rows:
                 row.env = _process_env(row, uri, placement.env_for(row.spec))
-                row.tags.update(placement.tags_for(row.spec))
+                # stored now, not with the row's other tags at its end: a MIG UUID must be on
+                # the run even if the launcher dies mid-workload
                 set_tags(client, row.run_id, placement.tags_for(row.spec))
             run_workload(client, uri, rows, interrupt, grace)
             artifacts = placement.artifacts()

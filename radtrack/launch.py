@@ -44,7 +44,6 @@ class Row:
     listeners: list[str]  # sampling listeners to attach
     wrappers: list[type]  # command-wrapping listener classes (nsys, ncu)
     folder: Path
-    argv: list[str] = field(default_factory=list)
     proc: subprocess.Popen[bytes] | None = None
     stopper: GroupStopper | None = None
     pumps: list[threading.Thread] = field(default_factory=list)
@@ -109,7 +108,6 @@ def run_workload(client: MlflowClient, uri: str, rows: list[Row], interrupt: Int
                 argv = prof.wrap(argv)
                 row.tags.update(prof.tags())
                 row.tags[f"radtrack.listener.{prof.name}"] = "ok"
-            row.argv = argv
             log = (row.folder / "output.log").open("wb")
             log_lock = threading.Lock()
             try:
