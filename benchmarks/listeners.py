@@ -10,6 +10,8 @@ Sections (each printed as a table and saved to DIR/listeners.json):
               (a) radtrack smi+dcgm+top at --interval, (b) a radT-style baseline
               (nvidia-smi -lms subprocess parsed, one log_metrics per sample) at the same
               interval, (c) MLflow's system metrics monitor at 1 s.
+  costs       CPU and wall time per call of every reading the listeners make
+              (benchmarks/listener_costs.py), under the GPU load when there is one.
   power       with an NVIDIA GPU: distinct power readings per second at 0.1 s, and run
               energy from the hardware counter vs integrated power.
 A GPU matmul load runs during collectors/power with --gpu-load (when CUDA is available).
@@ -310,7 +312,30 @@ def profile_listener(name: str, n: int = 200) -> str:
 
 
 # --- power capture ----------------------------------------------------------------------------
-def bench_power(tmp: Path, seconds: float = 20.0) -> dict[str, float]:
+def _driver_power_samples(stop: threading.Event, into: list[tuple[float, float]]) -> None:
+    """Collect the driver's own power samples (nvmlDeviceGetSamples, ~50 Hz on H100) once a
+    second: a reference for how well 10 Hz polling integrates to the counter's energy."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    h = pynvml.nvmlDeviceGetHandleByIndex(0)
+    last = 0
+    while True:
+        done = stop.wait(1.0)
+        try:
+            _, got = pynvml.nvmlDeviceGetSamples(h, pynvml.NVML_TOTAL_POWER_SAMPLES, last)
+        except pynvml.NVMLError:
+            got = []
+        for smp in got:
+            if smp.timeStamp > last:
+                into.append((smp.timeStamp / 1e6, smp.sampleValue.uiVal / 1000.0))
+        if got:
+            last = max(last, *(smp.timeStamp for smp in got))
+        if done:
+            return
+
+
+def bench_power(tmp: Path, seconds: float = 20.0, label: str = "") -> dict[str, float]:
     import numpy as np
     import pandas as pd
 
@@ -318,25 +343,32 @@ def bench_power(tmp: Path, seconds: float = 20.0) -> dict[str, float]:
     from radtrack.sink import Sink, read_spool
     from radtrack.stats import counter_delta, integrate
 
-    uri = _fresh_store(tmp, "power")
+    uri = _fresh_store(tmp, "power" + label)
     c = _client(uri)
     rid = c.create_run(c.create_experiment("p")).info.run_id
-    sink = Sink(c, rid, tmp / "spool-power", uri)
+    sink = Sink(c, rid, tmp / f"spool-power{label}", uri)
     lp = ListenerProc("smi", sink, 0.1, ["0"], os.getpid(), tmp, dict(os.environ))
     lp.start()
     lp.wait_ready(time.monotonic() + 30)
+    buf: list[tuple[float, float]] = []
+    stop = threading.Event()
+    reader = threading.Thread(target=_driver_power_samples, args=(stop, buf), daemon=True)
+    reader.start()
     time.sleep(seconds)
     lp.stop()
+    stop.set()
+    reader.join(timeout=10)
     frame: pd.DataFrame = read_spool(sink.dir / "smi.jsonl")
     sink.close()
     power_key = next(k for k in ("smi/gpu0/power_instant_w", "smi/gpu0/power_w") if k in frame)
     p = frame[power_key].to_numpy(dtype=float)
     t = frame["time"].to_numpy()
-    changes = int(np.count_nonzero(np.diff(p)))
+    ok = ~np.isnan(p)
+    changes = int(np.count_nonzero(np.diff(p[ok])))
     out = {"samples": len(frame), "seconds": float(t[-1] - t[0]), "power_key": power_key,
            "power_changes_per_s": changes / float(t[-1] - t[0])}
     if "smi/gpu0/energy_j" in frame:
-        # compare over the same window: the counter is read about once a second
+        # compare over the same window: the counter is read only now and then
         has_e = frame["smi/gpu0/energy_j"].notna().to_numpy()
         t_e = t[has_e]
         window = (t >= t_e[0]) & (t <= t_e[-1])
@@ -345,15 +377,28 @@ def bench_power(tmp: Path, seconds: float = 20.0) -> dict[str, float]:
         out["energy_window_s"] = float(t_e[-1] - t_e[0])
         out.update({"energy_counter_j": e_counter, "energy_integrated_j": e_power,
                     "energy_rel_diff": abs(e_counter - e_power) / e_counter if e_counter else float("nan")})
+        if "smi/gpu0/power_avg_w" in frame:
+            e_avg = integrate(t[window], frame["smi/gpu0/power_avg_w"].to_numpy(dtype=float)[window])
+            out["energy_from_power_avg_rel_diff"] = abs(e_counter - e_avg) / e_counter
+        if len(buf) > 2:
+            bt = np.array([b[0] for b in buf])
+            bv = np.array([b[1] for b in buf])
+            sel = (bt >= t_e[0]) & (bt <= t_e[-1])
+            e_buf = integrate(bt[sel], bv[sel])
+            out["driver_buffer_samples_per_s"] = len(buf) / float(bt[-1] - bt[0])
+            out["energy_from_driver_buffer_rel_diff"] = abs(e_counter - e_buf) / e_counter
     return out
 
 
-def _gpu_load() -> subprocess.Popen | None:
+def _gpu_load(steady: bool = False) -> subprocess.Popen | None:
+    """A bf16 matmul load: bursts of 20 matmuls with 20 ms of sleep between (bursty), or
+    back to back (steady)."""
+    pause = "" if steady else "time.sleep(0.02)"
     code = ("import torch,time\n"
             "a=torch.randn(8192,8192,device='cuda',dtype=torch.bfloat16);b=a.clone()\n"
             "while True:\n"
             "    for _ in range(20): c=a@b\n"
-            "    torch.cuda.synchronize(); time.sleep(0.02)\n")
+            f"    torch.cuda.synchronize(); {pause}\n")
     try:
         import torch
 
@@ -402,6 +447,22 @@ def main() -> int:
             print(_table("Sink throughput into SQLite (points/s)", results["sink"]), flush=True)
         load = _gpu_load() if a.gpu_load else None
         try:
+            if "costs" in sections:
+                sys.path.insert(0, str(HERE.parent))
+                import listener_costs as lc
+
+                calls = {**lc.nvml_rows(100), **lc.host_rows(100)}
+                results["costs"] = {"calls": calls, "idle_10hz": lc.idle_process(),
+                                    "buffers": lc.sample_buffers()}
+                print(_table("Driver sample buffers", results["costs"]["buffers"]), flush=True)
+                print(_table("CPU per reading (us per call)", calls), flush=True)
+                print(f"idle Python waking at 10 Hz: {results['costs']['idle_10hz']}", flush=True)
+            if "buffers" in sections and "costs" not in sections:
+                sys.path.insert(0, str(HERE.parent))
+                import listener_costs as lc
+
+                results["buffers"] = lc.sample_buffers()
+                print(_table("Driver sample buffers", results["buffers"]), flush=True)
             if "profile" in sections:
                 from radtrack.listeners import registry
 
@@ -427,7 +488,13 @@ def main() -> int:
                 print(_table(f"Collectors over {a.duration:g} s (GPU load: {load is not None})", col), flush=True)
             if "power" in sections and shutil.which("nvidia-smi"):
                 results["power"] = bench_power(tmp)
-                print(_table("Power capture at 0.1 s", {"smi": results["power"]}), flush=True)
+                rows = {"bursty load": results["power"]}
+                if load is not None:  # the same with a steady load
+                    load.terminate()
+                    load.wait()
+                    load = _gpu_load(steady=True)
+                    results["power_steady"] = rows["steady load"] = bench_power(tmp, label="steady")
+                print(_table("Power capture at 0.1 s", rows), flush=True)
         finally:
             if load is not None:
                 load.terminate()

@@ -39,6 +39,28 @@ class MetricSpec:
         check_key(self.key)
 
 
+class Every:
+    """Gate for a reading taken at most once per ``period`` seconds in a sampler running
+    every ``interval`` seconds: readings whose source refreshes slowly (a 1-s average, a
+    5-s load average) or that cost a lot (an energy counter) are read at their own pace.
+    Half an interval of slack keeps scheduling jitter from skipping a whole period."""
+
+    def __init__(self, period: float, interval: float):
+        self.period = period
+        self.slack = interval / 2
+        self.last = float("-inf")
+
+    def due(self, now: float) -> bool:
+        if now - self.last >= self.period - self.slack:
+            self.last = now
+            return True
+        return False
+
+    def force(self) -> None:
+        """Make the next :meth:`due` true (for the final reading at stop)."""
+        self.last = float("-inf")
+
+
 @dataclass(frozen=True)
 class Availability:
     ok: bool

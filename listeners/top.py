@@ -1,4 +1,4 @@
-"""top: host CPU, memory, load and temperatures, and the run's process tree (psutil)."""
+"""top: host CPU, memory, load and temperatures, and the run's process tree (/proc, psutil elsewhere)."""
 
 from __future__ import annotations
 
@@ -7,18 +7,21 @@ import time
 
 import psutil
 
-from radtrack.listeners.base import Listener, ListenerConfig, MetricSpec
+from radtrack.listeners import procfs
+from radtrack.listeners.base import Every, Listener, ListenerConfig, MetricSpec
 from radtrack.listeners.proctree import ProcessTree
 
 _PROC_FIELDS = [
-    ("top/proc/cpu_pct", "%", "CPU of the run's process tree (100 = one core)", "Process.cpu_percent"),
-    ("top/proc/rss_mib", "MiB", "resident memory of the run's process tree", "Process.memory_info"),
-    ("top/proc/threads_count", "count", "threads in the run's process tree", "Process.num_threads"),
-    ("top/proc/procs_count", "count", "processes in the run's process tree", "Process.children"),
-    ("top/proc/read_bytes_per_s", "B/s", "bytes read by the tree", "Process.io_counters"),
-    ("top/proc/write_bytes_per_s", "B/s", "bytes written by the tree", "Process.io_counters"),
-    ("top/proc/ctx_switches_per_s", "1/s", "context switches of the tree", "Process.num_ctx_switches"),
+    ("top/proc/cpu_pct", "%", "CPU of the run's process tree (100 = one core)", "/proc/<pid>/stat utime+stime"),
+    ("top/proc/rss_mib", "MiB", "resident memory of the run's process tree", "/proc/<pid>/stat rss"),
+    ("top/proc/threads_count", "count", "threads in the run's process tree", "/proc/<pid>/stat num_threads"),
+    ("top/proc/procs_count", "count", "processes in the run's process tree", "/proc/<pid>/task/*/children"),
+    ("top/proc/read_bytes_per_s", "B/s", "bytes read by the tree, over 1 s", "/proc/<pid>/io read_bytes"),
+    ("top/proc/write_bytes_per_s", "B/s", "bytes written by the tree, over 1 s", "/proc/<pid>/io write_bytes"),
+    ("top/proc/ctx_switches_per_s", "1/s", "context switches of the tree, over 1 s", "/proc/<pid>/status"),
 ]
+SLOW_EVERY_S = 1.0  # swap, temperatures, the tree's I/O and context switches
+LOAD_EVERY_S = 5.0  # the kernel recomputes the load average every 5 s
 
 
 def _temperatures() -> dict[str, float]:
@@ -39,97 +42,162 @@ def _temperatures() -> dict[str, float]:
 
 
 class TopListener(Listener):
+    """Host CPU (total and per core) and memory every interval; swap, temperatures and the
+    tree's I/O and context switches once a second; the load average every 5 s (the
+    kernel's own period). Linux readings come straight from /proc (listeners/procfs.py),
+    psutil elsewhere."""
+
     name = "top"
 
     def __init__(self, config: ListenerConfig):
         super().__init__(config)
         self.tree = ProcessTree(config.pid)
-        # pid -> (cpu seconds, io read bytes, io write bytes, context switches) at the last sample
-        self._last: dict[int, tuple[float, float, float, float]] = {}
+        self.fast = procfs.available()
+        self._slow = Every(SLOW_EVERY_S, config.interval)
+        self._load = Every(LOAD_EVERY_S, config.interval)
+        self._cpu_prev: list[tuple[float, float]] = []
+        # (pid, start) -> CPU seconds at the last sample; -> (read, written, ctx) at the last slow one
+        self._last_cpu: dict[tuple[int, float], float] = {}
+        self._last_slow: dict[tuple[int, float], tuple[float, float, float]] = {}
         self._last_t: float | None = None
-        self._temps_t = 0.0
-        self._temps_cache: dict[str, float] = {}
+        self._last_slow_t: float | None = None
+        self.clock = time.monotonic  # replaceable in tests
 
     def probe(self) -> list[MetricSpec]:
-        self.ncpu = psutil.cpu_count() or 1
+        self.ncpu = len(self._cpu_times()) - 1 if self.fast else (psutil.cpu_count() or 1)
+        src = "/proc/stat" if self.fast else "psutil.cpu_percent"
+        mem = "/proc/meminfo" if self.fast else "psutil.virtual_memory"
         specs = [
-            MetricSpec("top/cpu_pct", "%", "system CPU utilisation, all cores", "psutil.cpu_percent"),
-            *[MetricSpec(f"top/cpu{i}/util_pct", "%", f"utilisation of core {i}", "psutil.cpu_percent(percpu)")
+            MetricSpec("top/cpu_pct", "%", "system CPU utilisation, all cores", src),
+            *[MetricSpec(f"top/cpu{i}/util_pct", "%", f"utilisation of core {i}", src)
               for i in range(self.ncpu)],
-            MetricSpec("top/load1_count", "count", "1-minute load average", "os.getloadavg"),
-            MetricSpec("top/mem_used_mib", "MiB", "host memory used", "psutil.virtual_memory"),
-            MetricSpec("top/mem_used_pct", "%", "host memory used", "psutil.virtual_memory"),
-            MetricSpec("top/swap_used_mib", "MiB", "swap used", "psutil.swap_memory"),
+            MetricSpec("top/load1_count", "count", "1-minute load average (every 5 s)", "os.getloadavg"),
+            MetricSpec("top/mem_used_mib", "MiB", "host memory used (total - available)", mem),
+            MetricSpec("top/mem_used_pct", "%", "host memory used", mem),
+            MetricSpec("top/swap_used_mib", "MiB", "swap used (every 1 s)", mem if self.fast else "psutil.swap_memory"),
         ]
         self._temps = sorted(_temperatures())
-        specs += [MetricSpec(k, "°C", "host temperature sensor", "psutil.sensors_temperatures")
+        specs += [MetricSpec(k, "°C", "host temperature sensor (every 1 s)", "psutil.sensors_temperatures")
                   for k in self._temps]
         if self.config.pid is not None:
             specs += [MetricSpec(*f) for f in _PROC_FIELDS]
-            self._tree_sample()  # baseline for the first deltas
-        psutil.cpu_percent(percpu=True)  # prime the counters: the first call returns 0
+            self._tree_sample(self.clock(), True)  # baseline for the first deltas
+        self._cpu_percents()  # prime the counters: the first call has nothing to compare
         return specs
 
+    # -- host -------------------------------------------------------------------------
+    def _cpu_times(self) -> list[tuple[float, float]]:
+        return procfs.cpu_times()
+
+    def _cpu_percents(self) -> list[float]:
+        """[all cores, core 0, core 1, ...] utilisation % since the previous call."""
+        if not self.fast:
+            per_core = psutil.cpu_percent(percpu=True)
+            return [sum(per_core) / max(len(per_core), 1), *per_core]
+        cur = self._cpu_times()
+        prev, self._cpu_prev = self._cpu_prev or cur, cur
+        return procfs.cpu_percents(prev, cur)
+
+    def _memory(self) -> tuple[float, float, float, float]:
+        """(total, available, swap total, swap free) bytes."""
+        if self.fast:
+            m = procfs.meminfo()
+            avail = m.get("MemAvailable", m.get("MemFree", 0) + m.get("Cached", 0))
+            return m["MemTotal"], avail, m.get("SwapTotal", 0), m.get("SwapFree", 0)
+        vm, sw = psutil.virtual_memory(), psutil.swap_memory()
+        return vm.total, vm.available, sw.total, sw.free
+
     def sample(self) -> dict[str, float]:
-        per_core = psutil.cpu_percent(percpu=True)
-        vm = psutil.virtual_memory()
+        now = self.clock()
+        slow = self._slow.due(now)
+        pct = self._cpu_percents()
+        total, avail, swap_total, swap_free = self._memory()
         out: dict[str, float] = {
-            "top/cpu_pct": sum(per_core) / max(len(per_core), 1),
-            "top/load1_count": os.getloadavg()[0],
-            "top/mem_used_mib": (vm.total - vm.available) / 2**20,
-            "top/mem_used_pct": vm.percent,
-            "top/swap_used_mib": psutil.swap_memory().used / 2**20,
+            "top/cpu_pct": pct[0],
+            "top/mem_used_mib": (total - avail) / 2**20,
+            "top/mem_used_pct": 100.0 * (total - avail) / total if total else 0.0,
         }
-        for i, v in enumerate(per_core):
+        for i, v in enumerate(pct[1:]):
             out[f"top/cpu{i}/util_pct"] = v
-        if self._temps:
-            now = time.monotonic()
-            if now - self._temps_t >= 1.0:  # sensors refresh slowly; walking hwmon costs
-                self._temps_cache = _temperatures()
-                self._temps_t = now
-            out.update({k: self._temps_cache[k] for k in self._temps if k in self._temps_cache})
+        if self._load.due(now):
+            out["top/load1_count"] = os.getloadavg()[0]
+        if slow:
+            out["top/swap_used_mib"] = (swap_total - swap_free) / 2**20
+            if self._temps:  # walking hwmon costs: once a second, as the sensors refresh
+                temps = _temperatures()
+                out.update({k: temps[k] for k in self._temps if k in temps})
         if self.config.pid is not None:
-            out.update(self._tree_sample())
+            out.update(self._tree_sample(now, slow))
         return out
 
-    def _tree_sample(self) -> dict[str, float]:
-        """Tree totals; CPU, I/O and context-switch rates from per-process counter deltas, so
-        a process that appeared since the last sample counts from its start, not as 0."""
-        now = time.monotonic()
-        rss = threads = 0.0
-        d_cpu = d_rb = d_wb = d_ctx = 0.0
-        current: dict[int, tuple[float, float, float, float]] = {}
-        procs = self.tree.processes()
-        for p in procs:
+    def final_sample(self) -> dict[str, float]:
+        self._slow.force()
+        self._load.force()
+        self.tree.forget()
+        return self.sample()
+
+    # -- the run's process tree ---------------------------------------------------------
+    def _proc(self, pid: int) -> tuple[float, float, float, float]:
+        """(CPU seconds, threads, RSS bytes, start time) of one process."""
+        if self.fast:
+            return procfs.proc_stat(pid)
+        p = psutil.Process(pid)
+        with p.oneshot():
+            t = p.cpu_times()
+            return t.user + t.system, float(p.num_threads()), float(p.memory_info().rss), p.create_time()
+
+    def _proc_slow(self, pid: int) -> tuple[float, float, float]:
+        """(bytes read, bytes written, context switches) of one process."""
+        if self.fast:
+            ctx = procfs.proc_ctx_switches(pid)
             try:
-                with p.oneshot():
-                    t = p.cpu_times()
-                    cpu = t.user + t.system
-                    rss += p.memory_info().rss
-                    threads += p.num_threads()
-                    c = p.num_ctx_switches()
-                    ctx = float(c.voluntary + c.involuntary)
-                    try:
-                        io = p.io_counters()
-                        rb, wb = float(io.read_bytes), float(io.write_bytes)
-                    except (psutil.AccessDenied, AttributeError):
-                        rb = wb = 0.0
-            except psutil.Error:
-                continue
-            current[p.pid] = (cpu, rb, wb, ctx)
-            prev = self._last.get(p.pid, (0.0, 0.0, 0.0, 0.0))
-            d_cpu += max(cpu - prev[0], 0.0)
-            d_rb += max(rb - prev[1], 0.0)
-            d_wb += max(wb - prev[2], 0.0)
-            d_ctx += max(ctx - prev[3], 0.0)
+                rb, wb = procfs.proc_io(pid)
+            except PermissionError:
+                rb = wb = 0.0
+            return rb, wb, ctx
+        p = psutil.Process(pid)
+        c = p.num_ctx_switches()
+        try:
+            io = p.io_counters()
+            rb, wb = float(io.read_bytes), float(io.write_bytes)
+        except (psutil.AccessDenied, AttributeError):
+            rb = wb = 0.0
+        return rb, wb, float(c.voluntary + c.involuntary)
+
+    def _tree_sample(self, now: float, slow: bool) -> dict[str, float]:
+        """Tree totals; rates from per-process counter deltas, so a process that appeared
+        since the last sample counts from its start, not as 0, and an exited one drops out."""
+        rss = threads = d_cpu = 0.0
+        d_slow = [0.0, 0.0, 0.0]
+        cpu_now: dict[tuple[int, float], float] = {}
+        slow_now: dict[tuple[int, float], tuple[float, float, float]] = {}
+        pids = self.tree.pids()
+        for pid in pids:
+            try:
+                cpu, n_threads, rss_b, start = self._proc(pid)
+                counters = self._proc_slow(pid) if slow else None
+            except (OSError, psutil.Error):
+                continue  # exited since the tree was scanned
+            key = (pid, start)
+            rss += rss_b
+            threads += n_threads
+            cpu_now[key] = cpu
+            d_cpu += max(cpu - self._last_cpu.get(key, 0.0), 0.0)
+            if counters is not None:
+                slow_now[key] = counters
+                prev = self._last_slow.get(key, (0.0, 0.0, 0.0))
+                for i in range(3):
+                    d_slow[i] += max(counters[i] - prev[i], 0.0)
         out = {"top/proc/rss_mib": rss / 2**20, "top/proc/threads_count": threads,
-               "top/proc/procs_count": float(len(procs))}
+               "top/proc/procs_count": float(len(cpu_now))}
         if self._last_t is not None and now > self._last_t:
-            dt = now - self._last_t
-            out.update({"top/proc/cpu_pct": 100.0 * d_cpu / dt,
-                        "top/proc/read_bytes_per_s": d_rb / dt,
-                        "top/proc/write_bytes_per_s": d_wb / dt,
-                        "top/proc/ctx_switches_per_s": d_ctx / dt})
-        self._last = current
-        self._last_t = now
+            out["top/proc/cpu_pct"] = 100.0 * d_cpu / (now - self._last_t)
+        self._last_cpu, self._last_t = cpu_now, now
+        if slow:
+            if self._last_slow_t is not None and now > self._last_slow_t:
+                dt = now - self._last_slow_t
+                out.update({"top/proc/read_bytes_per_s": d_slow[0] / dt,
+                            "top/proc/write_bytes_per_s": d_slow[1] / dt,
+                            "top/proc/ctx_switches_per_s": d_slow[2] / dt})
+            self._last_slow, self._last_slow_t = slow_now, now
         return out

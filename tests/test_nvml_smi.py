@@ -170,9 +170,10 @@ def test_probe_and_sample_h100(monkeypatch):
     assert tags["radtrack.listener.smi.gpu0.uuid"] == H100_UUID
     assert tags["radtrack.listener.smi.gpu0.name"] == "NVIDIA H100 80GB HBM3"
     s1, s2 = smi.sample(), smi.sample()
-    # slow readings (energy counter ~4 ms, ECC, fan, pstate) at most once a second
-    assert "smi/gpu0/energy_j" in s1 and "smi/gpu0/energy_j" not in s2
-    assert "smi/gpu0/pstate_level" not in s2
+    # the second reading, right after the first, holds only what is read every interval
+    assert {k.removeprefix("smi/gpu0/") for k in s2} == {
+        "power_w", "mem_used_mib", "temp_c", "sm_clock_mhz", "mem_clock_mhz", "clock_reasons_mask",
+        "throttle_sw_power_cap_flag", "throttle_hw_slowdown_flag", "throttle_thermal_flag"}
     assert set(s1) <= keys and "smi/gpu0/fan_pct" not in s1
     assert s1["smi/gpu0/power_w"] == pytest.approx(73.183)  # field 186, not nvmlDeviceGetPowerUsage
     assert s1["smi/gpu0/power_avg_w"] == pytest.approx(73.795)
@@ -189,9 +190,34 @@ def test_probe_and_sample_h100(monkeypatch):
     assert s1["smi/gpu0/ecc_uncorrected_volatile_count"] == 0
     # energy: cumulative from the probe, one 6983 mJ step per read
     assert s1["smi/gpu0/energy_j"] == pytest.approx(6.983)
-    smi._states[0].slow_t = float("-inf")  # as if a second had passed
+    smi._states[0].slow.force()  # as if a second had passed: slow readings, not yet energy
     s3 = smi.sample()
-    assert s3["smi/gpu0/energy_j"] == pytest.approx(2 * 6.983)
+    assert "smi/gpu0/pstate_level" in s3 and "smi/gpu0/energy_j" not in s3
+    smi._states[0].energy.force()  # as if five seconds had passed
+    assert smi.sample()["smi/gpu0/energy_j"] == pytest.approx(2 * 6.983)
+
+
+def test_each_reading_at_its_own_pace(monkeypatch):
+    """At --interval 0.1 with scheduling jitter, over 10 s: power etc. every sample,
+    utilisation 5 times a second, the slow readings once a second, energy every 5 s;
+    the final reading at stop has everything."""
+    FakeNvml(monkeypatch, [FakeGpu()])
+    smi = _listener()
+    now = [1000.0]
+    smi.clock = lambda: now[0]
+    smi.probe()
+    counts: dict[str, int] = {}
+    for k in range(100):
+        now[0] = 1000.0 + k * 0.1 + (0.004 if k % 3 else -0.003)
+        for key in smi.sample():
+            counts[key] = counts.get(key, 0) + 1
+    assert counts["smi/gpu0/power_w"] == counts["smi/gpu0/sm_clock_mhz"] == 100
+    assert counts["smi/gpu0/gpu_util_pct"] == 50
+    assert counts["smi/gpu0/power_avg_w"] == counts["smi/gpu0/pstate_level"] == 10
+    assert counts["smi/gpu0/energy_j"] == 2
+    now[0] += 0.1
+    final = smi.final_sample()
+    assert {"smi/gpu0/energy_j", "smi/gpu0/gpu_util_pct", "smi/gpu0/power_avg_w"} <= set(final)
 
 
 def test_instant_power_field_missing_falls_back_to_power_usage(monkeypatch):
@@ -247,7 +273,7 @@ def test_per_process_attribution_time_sharing(monkeypatch, child):
     gpu.putil.append((child, PUTIL_399[0] + 100_000, 65, 3))
     assert "smi/gpu0/proc_sm_util_pct" not in smi.sample()  # read at most once a second...
     gpu.putil.append((child, PUTIL_399[0] + 200_000, 75, 3))
-    smi._states[0].util_t = float("-inf")  # ...as if that second had passed
+    smi._states[0].slow.force()  # ...as if that second had passed
     # ...averaging every driver sample since the last read: nothing is lost by reading less
     assert smi.sample()["smi/gpu0/proc_sm_util_pct"] == 70
 
@@ -320,7 +346,9 @@ def test_runner_json_lines_end_to_end(monkeypatch):
     assert specs["smi/gpu0/power_w"]["unit"] == "W"
     assert [s["type"] for s in samples] == ["sample"] * 3
     assert all(s["v"]["smi/gpu1/power_w"] == pytest.approx(73.183) for s in samples)
-    assert samples[2]["v"]["smi/gpu0/energy_j"] > samples[0]["v"]["smi/gpu0/energy_j"]
+    # the energy counter (5 ms a read) is read at the first sample, then every 5 s
+    assert "smi/gpu0/energy_j" in samples[0]["v"]
+    assert not any("smi/gpu0/energy_j" in s["v"] for s in samples[1:])
 
 
 def test_runner_reports_a_bad_device_as_one_error_line(monkeypatch):

@@ -1,0 +1,189 @@
+"""top's host and process-tree readings: the /proc readers agree with psutil, the tree walk
+finds what psutil finds (children forked from any thread), each reading comes at its own
+pace, and the listener works through its real entry point."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import psutil
+import pytest
+
+from radtrack.listeners import procfs
+from radtrack.listeners.base import Every, ListenerConfig
+from radtrack.listeners.proctree import ProcessTree
+from radtrack.listeners.top import TopListener
+
+pytestmark = pytest.mark.skipif(not procfs.available(), reason="needs Linux /proc")
+
+BURN = "import time\nt = time.time()\nwhile time.time() - t < 30: pass\n"
+SLEEP = "import time; time.sleep(30)"
+
+
+@pytest.fixture
+def tree_root():
+    """A process with a child forked from its main thread and one forked from another
+    thread, which itself has a child: 4 processes in all."""
+    grandparent = f"import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', {SLEEP!r}]); time.sleep(30)"
+    code = ("import subprocess, sys, threading, time\n"
+            f"a = subprocess.Popen([sys.executable, '-c', {SLEEP!r}])\n"
+            "ev = threading.Event()\n"
+            "def spawn():\n"  # a thread that forks and stays alive: its task/<tid>/children
+            f"    b = subprocess.Popen([sys.executable, '-c', {grandparent!r}])\n"
+            "    ev.set(); time.sleep(30)\n"
+            "threading.Thread(target=spawn, daemon=True).start(); ev.wait()\n"
+            "print('ready', flush=True); time.sleep(30)\n")
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+    deadline = time.monotonic() + 10
+    while len(psutil.Process(p.pid).children(recursive=True)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield p.pid
+    for c in psutil.Process(p.pid).children(recursive=True):
+        c.kill()
+    p.kill()
+    p.wait()
+
+
+def test_proc_readers_agree_with_psutil():
+    me = psutil.Process()
+    cpu, threads, rss, _start = procfs.proc_stat(os.getpid())
+    t = me.cpu_times()
+    assert cpu == pytest.approx(t.user + t.system, abs=0.05)
+    assert threads == me.num_threads()
+    assert rss == pytest.approx(me.memory_info().rss, rel=0.05)
+    c = me.num_ctx_switches()
+    assert procfs.proc_ctx_switches(os.getpid()) == pytest.approx(c.voluntary + c.involuntary, abs=50)
+    rb, wb = procfs.proc_io(os.getpid())
+    io = me.io_counters()
+    assert (rb, wb) == pytest.approx((io.read_bytes, io.write_bytes), abs=1 << 20)
+    m = procfs.meminfo()
+    vm = psutil.virtual_memory()
+    assert m["MemTotal"] == vm.total
+    assert m["MemAvailable"] == pytest.approx(vm.available, rel=0.05)
+    times = procfs.cpu_times()
+    assert len(times) == 1 + psutil.cpu_count()
+    total = psutil.cpu_times()
+    assert times[0][0] / procfs.CLK_TCK == pytest.approx(
+        sum(total) - getattr(total, "guest", 0) - getattr(total, "guest_nice", 0), rel=0.01)
+
+
+def test_cpu_percents_of_a_busy_core():
+    burner = subprocess.Popen([sys.executable, "-c", BURN])
+    try:
+        before = procfs.cpu_times()
+        time.sleep(1.0)
+        pct = procfs.cpu_percents(before, procfs.cpu_times())
+        # one process spinning: at least half a core's worth of the machine, per core <= 100
+        assert pct[0] >= 100 / len(pct[1:]) * 0.5
+        assert all(0 <= v <= 100 for v in pct) and max(pct[1:]) > 50
+    finally:
+        burner.kill()
+        burner.wait()
+    assert procfs.cpu_percents(before, before) == [0.0] * len(before)  # no time passed
+
+
+def test_tree_walk_finds_children_of_every_thread(tree_root):
+    expected = {tree_root, *(c.pid for c in psutil.Process(tree_root).children(recursive=True))}
+    assert len(expected) == 4
+    assert set(procfs.descendants(tree_root)) == expected
+    tree = ProcessTree(tree_root)
+    assert set(tree.pids()) == expected and tree.pids()[0] == tree_root
+    fallback = ProcessTree(tree_root)
+    fallback._use_proc = False  # a kernel without task/*/children: psutil walks it
+    assert set(fallback.pids()) == expected
+
+
+def test_tree_of_an_exited_root_is_empty():
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    assert ProcessTree(p.pid).pids() == []
+    assert ProcessTree(None).pids() == []
+
+
+def test_every_gate_keeps_its_pace_under_jitter():
+    gate = Every(1.0, 0.1)
+    fired = [k for k in range(100) if gate.due(k * 0.1 + (0.004 if k % 2 else -0.004))]
+    assert len(fired) == 10 and fired[:3] == [0, 10, 20]
+    gate.force()
+    assert gate.due(9.95)
+
+
+def _top(pid: int | None, fast: bool) -> TopListener:
+    lst = TopListener(ListenerConfig(interval=0.1, pid=pid))
+    lst.fast = fast
+    return lst
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["proc", "psutil"])
+def test_top_tree_cpu_of_a_busy_child_and_paces(fast):
+    burner = subprocess.Popen([sys.executable, "-c", BURN])
+    try:
+        top = _top(burner.pid, fast)
+        now = [0.0]
+        top.clock = lambda: now[0]
+        keys = {s.key for s in top.probe()}
+        assert {"top/cpu_pct", "top/cpu0/util_pct", "top/proc/cpu_pct", "top/proc/rss_mib"} <= keys
+        counts: dict[str, int] = {}
+        for k in range(1, 21):  # paces on the listener's clock, CPU burnt in real time
+            time.sleep(0.1)
+            now[0] = k * 0.1
+            s = top.sample()
+            assert set(s) <= keys
+            for key in s:
+                counts[key] = counts.get(key, 0) + 1
+        assert counts["top/cpu_pct"] == counts["top/proc/cpu_pct"] == 20
+        assert counts["top/proc/cpu_pct"] == 20 and s["top/proc/cpu_pct"] > 50  # a spinning process
+        assert counts["top/swap_used_mib"] == 2  # once a second: at 0.1 s and 1.1 s
+        assert counts["top/proc/ctx_switches_per_s"] == 2
+        assert counts["top/load1_count"] == 1  # every 5 s (the first sample)
+        assert s["top/proc/procs_count"] == 1 and s["top/proc/threads_count"] >= 1
+    finally:
+        burner.kill()
+        burner.wait()
+    final = top.final_sample()  # the process has exited: the tree is empty, nothing breaks
+    assert final["top/proc/procs_count"] == 0 and "top/load1_count" in final
+
+
+def test_top_paths_emit_the_same_keys():
+    a, b = _top(os.getpid(), True), _top(os.getpid(), False)
+    assert [s.key for s in a.probe()] == [s.key for s in b.probe()]
+    time.sleep(0.05)
+    assert set(a.sample()) == set(b.sample())
+
+
+def test_top_through_its_entry_point(tree_root):
+    out = subprocess.run([sys.executable, "-m", "radtrack.listeners", "top", "--interval", "0.1",
+                          "--count", "3", "--pid", str(tree_root)],
+                         capture_output=True, text=True, timeout=60, check=True).stdout
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines[0]["type"] == "hello" and len(lines) == 4
+    assert all(line["v"]["top/proc/procs_count"] == 4 for line in lines[1:])
+
+
+def test_thread_forked_child_counts_in_the_tree_cpu():
+    """A child forked from a non-main thread of the workload is part of its tree."""
+    holder: dict[str, subprocess.Popen] = {}
+    spawned, done = threading.Event(), threading.Event()
+
+    def spawn() -> None:  # stays alive, so the child is listed under this thread's tid
+        holder["p"] = subprocess.Popen([sys.executable, "-c", BURN])
+        spawned.set()
+        done.wait(30)
+    t = threading.Thread(target=spawn)
+    t.start()
+    spawned.wait(10)
+    try:
+        main_only = procfs._read(f"/proc/{os.getpid()}/task/{os.getpid()}/children").split()
+        assert str(holder["p"].pid).encode() not in main_only  # not the main thread's child
+        assert holder["p"].pid in ProcessTree(os.getpid()).pids()
+    finally:
+        done.set()
+        t.join()
+        holder["p"].kill()
+        holder["p"].wait()
