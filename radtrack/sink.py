@@ -67,6 +67,7 @@ class Sink:
         self.writer.enabled = self.writer.enabled and sql_bulk
         self.stored = 0  # metric points stored so far
         self.failures = 0  # failed log_batch calls (store unreachable, ...)
+        self._failed_now: set[str] = set()  # streams whose chunk failed in this ship()
         self.last_error = ""
 
     # -- intake ------------------------------------------------------------------------
@@ -120,28 +121,48 @@ class Sink:
     def ship(self) -> bool:
         """Send everything pending; True when nothing is left unsent."""
         with self._ship_lock:
-            ok = True
+            work = []  # (stream, chunk of samples, their points)
             for s in list(self._streams.values()):
                 with self._lock:
                     pending = list(s.pending)
-                for chunk in _chunks(pending):
-                    metrics = _metrics(chunk)
-                    try:
-                        for i in range(0, len(metrics), MAX_METRICS_PER_CALL):
-                            self.writer.log_metrics(self.run_id, metrics[i:i + MAX_METRICS_PER_CALL])
-                    except Exception as exc:  # store unreachable: everything stays spooled
-                        self.failures += 1
-                        self.last_error = f"{type(exc).__name__}: {exc}"[:300]
-                        log.warning("radtrack: storing %s samples failed (%s); kept in %s",
-                                    s.name, self.last_error, s.path)
-                        ok = False
-                        break
-                    with self._lock:  # only this method removes, and only from the front
-                        del s.pending[:len(chunk)]
-                        s.pending_points -= len(metrics)
-                    self.stored += len(metrics)
-                    self._mark_shipped(s, chunk[-1][0] + 1)
+                work += [(s, chunk, _metrics(chunk)) for chunk in _chunks(pending)]
+            if not work:
+                return True
+            if self.writer.enabled:
+                # SQL store: every stream's points in one transaction (one commit a flush)
+                try:
+                    self.writer.log_metrics(self.run_id, [p for _, _, points in work for p in points])
+                except Exception as exc:  # store unreachable: everything stays spooled
+                    self._failed(work[0][0], exc)
+                    return False
+                for s, chunk, points in work:
+                    self._done(s, chunk, points)
+                return True
+            for s, chunk, points in work:  # log_batch: at most 1000 metrics a call
+                if s.name in self._failed_now:
+                    continue  # keep a stream's samples in order: nothing after a failed chunk
+                try:
+                    self.writer.log_metrics(self.run_id, points)
+                except Exception as exc:
+                    self._failed(s, exc)
+                    self._failed_now.add(s.name)
+                    continue
+                self._done(s, chunk, points)
+            ok = not self._failed_now
+            self._failed_now.clear()
             return ok
+
+    def _failed(self, s: _Stream, exc: Exception) -> None:
+        self.failures += 1
+        self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+        log.warning("radtrack: storing %s samples failed (%s); kept in %s", s.name, self.last_error, s.path)
+
+    def _done(self, s: _Stream, chunk: list[Any], points: list[Any]) -> None:
+        with self._lock:  # only ship() removes, and only from the front
+            del s.pending[:len(chunk)]
+            s.pending_points -= len(points)
+        self.stored += len(points)
+        self._mark_shipped(s, chunk[-1][0] + 1)
 
     def _mark_shipped(self, s: _Stream, lines: int) -> None:
         s.shipped = lines

@@ -5,7 +5,10 @@ point in MLflow's SQL store: at 10 Hz with a few hundred metrics that alone is s
 percent of a core. For a SQL store the sink instead inserts the points with one
 executemany into MLflow's ``metrics`` table and lets MLflow's own
 ``_update_latest_metrics_if_necessary`` maintain ``latest_metrics`` (one object per key,
-not per point), in one transaction. Anything unexpected (a duplicate primary key on a
+not per point), in one transaction. On SQLite (the default store) both go through the
+DB-API directly: one executemany into ``metrics`` and one UPSERT into ``latest_metrics``
+applying MLflow's rule (a point replaces the latest when its (step, timestamp, value) is
+greater). Anything unexpected (a duplicate primary key on a
 resend, a schema MLflow changed) falls back to ``log_batch``, which stays the reference
 behaviour; a schema surprise disables the fast path for the rest of the run.
 """
@@ -33,6 +36,7 @@ class SqlMetricWriter:
                                                 "_update_latest_metrics_if_necessary")):
                 self.store, self._model = store, SqlMetric
                 self._table = SqlMetric.__table__
+                self._quote = store.engine.dialect.identifier_preparer.quote
                 self.enabled = set(self._table.columns.keys()) == {
                     "key", "value", "timestamp", "step", "is_nan", "run_uuid"}
         except Exception as exc:  # not a SQL store, or an MLflow whose internals moved
@@ -45,8 +49,8 @@ class SqlMetricWriter:
             return
         import sqlalchemy
 
-        rows: list[dict[str, Any]] = []
-        latest: dict[str, dict[str, Any]] = {}
+        rows: list[tuple[str, float, int, int, bool, str]] = []
+        latest: dict[str, tuple[str, float, int, int, bool, str]] = {}
         seen: set[tuple[str, int, int, float]] = set()
         for key, raw, ts, step in points:
             if raw - raw == 0.0:  # finite: the sampled values always are
@@ -57,17 +61,24 @@ class SqlMetricWriter:
             if ident in seen:
                 continue
             seen.add(ident)
-            row = {"run_uuid": run_id, "key": key, "value": value, "timestamp": ts,
-                   "step": step, "is_nan": is_nan}
+            row = (key, value, ts, step, is_nan, run_id)
             rows.append(row)
             cur = latest.get(key)
-            if cur is None or (step, ts, value) > (cur["step"], cur["timestamp"], cur["value"]):
+            if cur is None or (step, ts, value) > (cur[3], cur[2], cur[1]):
                 latest[key] = row
         try:
             with self.store.ManagedSessionMaker(read_only=False) as session:
-                session.execute(sqlalchemy.insert(self._table), rows)
-                self.store._update_latest_metrics_if_necessary(
-                    [self._model(**r) for r in latest.values()], session)
+                conn = session.connection()
+                if conn.dialect.name == "sqlite":
+                    # plain DB-API executemany: no per-row SQLAlchemy parameter processing,
+                    # and latest_metrics kept by one UPSERT whose WHERE is MLflow's own
+                    # "strictly more recent by (step, timestamp, value)" rule
+                    conn.exec_driver_sql(self._sql("metrics"), rows)
+                    conn.exec_driver_sql(self._sql("latest_metrics") + _UPSERT_LATEST, list(latest.values()))
+                else:
+                    session.execute(sqlalchemy.insert(self._table), [dict(zip(_COLS, r, strict=True)) for r in rows])
+                    self.store._update_latest_metrics_if_necessary(
+                        [self._model(**dict(zip(_COLS, r, strict=True))) for r in latest.values()], session)
                 session.commit()
         except Exception as exc:
             # MLflow's session wrapper re-raises database errors as MlflowException
@@ -82,7 +93,22 @@ class SqlMetricWriter:
                 self.enabled = False
                 self._log_batch(run_id, points)
 
+    def _sql(self, table: str) -> str:
+        quote = self._quote
+        return (f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in _COLS)}) "
+                f"VALUES ({', '.join('?' * len(_COLS))})")
+
     def _log_batch(self, run_id: str, points: list[tuple[str, float, int, int]]) -> None:
         from mlflow.entities import Metric
 
-        self.client.log_batch(run_id, metrics=[Metric(*p) for p in points])
+        for i in range(0, len(points), MAX_PER_CALL):  # log_batch takes at most 1000 metrics
+            self.client.log_batch(run_id, metrics=[Metric(*p) for p in points[i:i + MAX_PER_CALL]])
+
+
+MAX_PER_CALL = 1000
+_COLS = ("key", "value", "timestamp", "step", "is_nan", "run_uuid")
+_UPSERT_LATEST = (
+    ' ON CONFLICT ("key", "run_uuid") DO UPDATE SET "value" = excluded."value", '
+    '"timestamp" = excluded."timestamp", "step" = excluded."step", "is_nan" = excluded."is_nan" '
+    'WHERE (excluded."step", excluded."timestamp", excluded."value") > '
+    '("latest_metrics"."step", "latest_metrics"."timestamp", "latest_metrics"."value")')

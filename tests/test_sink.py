@@ -223,6 +223,12 @@ def test_sql_bulk_path_stores_what_log_batch_stores(tmp_path: Path) -> None:
                for i in range(300) for j in range(5)]
     metrics.append(Metric("smi/gpu0/k0_w", float("nan"), 1_700_000_999_000, 300))
     metrics.append(Metric("smi/gpu0/k1_w", float("inf"), 1_700_000_999_000, 300))
+    # the same step and time with a larger value wins the latest; an older step never does
+    metrics.append(Metric("smi/gpu0/k3_w", 99.0, 1_700_000_000_000 + 299 * 100, 299))
+    metrics.append(Metric("smi/gpu0/k4_w", 1e9, 1_700_000_000_000, 0))
+    # batches arrive out of order (a resend after an outage): the latest must not regress
+    order = [2, 0, 3, 1]
+    metrics = [m for b in order for m in metrics[b * 400:(b + 1) * 400]]
     points = [(m.key, m.value, m.timestamp, m.step) for m in metrics]
     stores = {}
     for name in ("bulk", "reference"):
