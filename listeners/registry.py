@@ -58,18 +58,40 @@ def availability(name: str) -> Availability:
         return Availability(False, f"availability check failed: {exc}")
 
 
+def split(entry: str) -> tuple[str, float | None]:
+    """'dcgm@0.5' -> ('dcgm', 0.5): a listener with its own interval; 'smi' -> ('smi', None)."""
+    name, at, every = entry.partition("@")
+    if not at:
+        return canonical(name), None
+    try:
+        seconds = float(every)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise RadtrackError(f"listener {entry.strip()!r}: the interval after '@' must be a number "
+                            f"of seconds > 0, e.g. {canonical(name)}@0.5")
+    return canonical(name), seconds
+
+
 def parse_names(text: str | None) -> list[str] | None:
-    """'smi+top' -> ['smi', 'top']; 'none' -> []; None/'' -> None (= every available one)."""
+    """'smi+top' -> ['smi', 'top']; 'smi+dcgm@1' -> ['smi', 'dcgm@1'] (dcgm every second
+    whatever the run's interval); 'none' -> []; None/'' -> None (= every available one).
+    RadtrackError names a malformed entry."""
     if text is None or not text.strip():
         return None
-    parts = [canonical(p) for p in text.split("+") if p.strip()]
+    parts = []
+    for p in text.split("+"):
+        if not p.strip():
+            continue
+        name, every = split(p)
+        parts.append(name if every is None else f"{name}@{every:g}")
     if parts == ["none"]:
         return []
     return parts
 
 
 def unknown(names: list[str]) -> list[str]:
-    return [n for n in names if canonical(n) not in installed()]
+    return [n for n in names if split(n)[0] not in installed()]
 
 
 def default_names() -> list[str]:

@@ -36,14 +36,15 @@ def resolve_listeners(spec: RunSpec) -> tuple[list[str], list[type], dict[str, s
     samplers: list[str] = []
     wrappers: list[type] = []
     tags: dict[str, str] = {}
-    for name in names:
+    for entry in names:
+        name, _every = registry.split(entry)  # "dcgm@1": its own interval, kept in the entry
         ok = registry.availability(name)
         if not ok:
             tags[f"radtrack.listener.{name}"] = f"unavailable: {ok.reason}"
             say(f"listener {name} unavailable: {ok.reason}")
             continue
         cls = registry.get(name)
-        (wrappers if cls.wraps_command else samplers).append(cls if cls.wraps_command else name)
+        (wrappers if cls.wraps_command else samplers).append(cls if cls.wraps_command else entry)
     return samplers, wrappers, tags
 
 

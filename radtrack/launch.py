@@ -202,8 +202,11 @@ def _abort_start(rows: list[Row], barrier_w: list[int]) -> None:
 def _start_listeners(row: Row) -> None:
     assert row.proc is not None and row.sink is not None
     lenv = {k: v for k, v in row.env.items() if k not in (BARRIER_FD, BARRIER_ID, RELEASE_FILE)}
-    for name in row.listeners:
-        lp = ListenerProc(name, row.sink, row.spec.interval, row.devices, row.proc.pid,
+    from radtrack.listeners.registry import split
+
+    for entry in row.listeners:
+        name, every = split(entry)
+        lp = ListenerProc(name, row.sink, every or row.spec.interval, row.devices, row.proc.pid,
                           row.folder / "listener-artifacts", lenv)
         lp.start()
         row.lprocs.append(lp)

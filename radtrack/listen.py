@@ -110,5 +110,7 @@ def hello_tags(name: str, hello: dict | None) -> dict[str, str]:
         return {}
     tags = {str(k): str(v) for k, v in (hello.get("tags") or {}).items()}
     tags[f"radtrack.listener.{name}.metrics"] = str(len(hello.get("metrics", [])))
+    if hello.get("interval") is not None:
+        tags[f"radtrack.listener.{name}.interval_s"] = f"{float(hello['interval']):g}"
     return tags
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from radtrack import gpus as gpus_mod
-from radtrack.errors import SheetError
+from radtrack.errors import RadtrackError, SheetError
 from radtrack.listeners import registry
 from radtrack.placement.clocks import clock_range
 from radtrack.spec import RunSpec
@@ -362,9 +362,15 @@ def _parse_row(rec: Record, columns: dict[str, int], width: int, defaults: dict[
     field("Collocation", "collocation", parse_collocation)
     listeners = cell("Listeners")
     if listeners:
-        names = registry.parse_names(listeners) or []
-        unknown = [n for n in names if n != "none" and n not in registry.installed()]
-        if "none" in names and len(names) > 1:
+        bad_entry = ""
+        try:
+            names = registry.parse_names(listeners) or []
+        except RadtrackError as exc:
+            names, bad_entry = [], str(exc)
+        unknown = [n for n in registry.unknown(names) if n != "none"]
+        if bad_entry:
+            problems.add(bad_entry, rec.line, "Listeners")
+        elif "none" in names and len(names) > 1:
             problems.add(f"{listeners!r}: 'none' cannot be combined with other listeners",
                          rec.line, "Listeners")
         elif unknown:

@@ -139,6 +139,7 @@ def test_noop_outside_radtrack(tmp_path: Path) -> None:
     (["-l", "smi+nope", "x.py"], "unknown listener(s) nope"),
     (["--tracking-uri", "http://127.0.0.1:9", "SCRIPT"], "unreachable"),
     (["--interval", "0", "SCRIPT"], "--interval must be > 0"),
+    (["-l", "top@fast", "SCRIPT"], "listener 'top@fast': the interval after '@' must be a number of seconds > 0"),
 ])
 def test_bad_input_one_line_exit_2(store: str, args: list[str], expect: str) -> None:
     args = [str(SCRIPTS / "exit_code.py") if a == "SCRIPT" else a for a in args]
@@ -149,6 +150,25 @@ def test_bad_input_one_line_exit_2(store: str, args: list[str], expect: str) -> 
     assert len(lines) == 1 and expect in lines[0], p.stderr
     assert time.monotonic() - t0 < 30
     assert not Path("mlflow.db").exists() or "unreachable" not in expect
+
+
+def test_a_listener_with_its_own_interval(store: str) -> None:
+    """-l top@0.5+iostat --interval 0.1: top samples every 0.5 s, iostat every 0.1 s."""
+    p = radtrack_cli("-e", "paces", "-l", "top@0.5+iostat", "--interval", "0.1", str(SCRIPTS / "busy.py"), "3")
+    assert p.returncode == 0, p.stderr
+    c, rows, _ = _runs(store, "paces")
+    run = rows[0]
+    assert run.data.params["listeners"] == "top@0.5+iostat"
+    assert run.data.tags["radtrack.listener.top.interval_s"] == "0.5"
+    assert run.data.tags["radtrack.listener.iostat.interval_s"] == "0.1"
+
+    def median_gap(key: str) -> float:
+        ts = sorted(h.timestamp for h in c.get_metric_history(run.info.run_id, key))
+        gaps = sorted(b - a for a, b in zip(ts, ts[1:], strict=False))
+        return gaps[len(gaps) // 2] / 1000
+
+    assert median_gap("top/cpu_pct") == pytest.approx(0.5, abs=0.05)
+    assert median_gap("iostat/net/recv_bytes_per_s") == pytest.approx(0.1, abs=0.03)
 
 
 def _alive(pid: int) -> bool:
