@@ -112,9 +112,9 @@ def bench_sink(tmp: Path, keys: int = 50) -> dict[str, dict[str, float]]:
 # --- collectors -------------------------------------------------------------------------------
 def _collector_main(kind: str, interval: float, workdir: Path) -> None:
     """Runs in a subprocess: set up, print READY, count at 'start' and 'stop', drain, report."""
-    uri = _fresh_store(workdir, kind)
+    uri = _fresh_store(workdir, "".join(c if c.isalnum() else "_" for c in kind))
     counts: dict[str, float] = {}
-    if kind == "radtrack":
+    if kind.startswith("radtrack"):
         from radtrack.listen import ListenerProc
         from radtrack.listeners import registry
         from radtrack.sink import Sink
@@ -123,8 +123,12 @@ def _collector_main(kind: str, interval: float, workdir: Path) -> None:
         rid = c.create_run(c.create_experiment(kind)).info.run_id
         sink = Sink(c, rid, workdir / "spool", uri)
         sink.start()
-        names = [n for n in ("smi", "dcgm", "top") if registry.availability(n)]
-        procs = [ListenerProc(n, sink, interval, [], os.getpid(), workdir, dict(os.environ)) for n in names]
+        wanted = kind.partition(":")[2].split("+") if ":" in kind else ["smi", "dcgm", "top"]
+        entries = [registry.split(n) for n in wanted]
+        entries = [(n, every) for n, every in entries if registry.availability(n)]
+        names = [n for n, _ in entries]
+        procs = [ListenerProc(n, sink, every or interval, [], os.getpid(), workdir, dict(os.environ))
+                 for n, every in entries]
         for p in procs:
             p.start()
         for p in procs:
@@ -141,7 +145,7 @@ def _collector_main(kind: str, interval: float, workdir: Path) -> None:
                 p.stop()
             sink.close(retry_for=60)
         counts["listeners"] = len(names)
-        counts["names"] = "+".join(names)  # type: ignore[assignment]
+        counts["names"] = "+".join(wanted)  # type: ignore[assignment]
     elif kind == "radt":
         import mlflow
 
@@ -247,7 +251,7 @@ def bench_collector(kind: str, interval: float, duration: float, tmp: Path) -> d
     stored = result["stop_points"] - result["start_points"]
     out = {"cpu_pct_of_core": 100 * (cpu1 - cpu0) / wall,
            "samples_per_s": emitted / window, "points_stored_per_s": stored / window}
-    if kind == "radtrack":
+    if kind.startswith("radtrack"):
         out["listeners"] = result.get("names", "")
         # every emitted point must be stored by the end (the sink flushes on close)
         out["points_lost"] = 0 if result["final_points"] >= result["stop_points"] else -1
@@ -480,6 +484,9 @@ def main() -> int:
             if "collectors" in sections:
                 col: dict[str, dict[str, float]] = {}
                 col[f"radtrack smi+dcgm+top @ {a.interval}s"] = bench_collector("radtrack", a.interval, a.duration, tmp)
+                col[f"radtrack smi+top @ {a.interval}s"] = bench_collector("radtrack:smi+top", a.interval, a.duration, tmp)
+                col[f"radtrack smi+top @ {a.interval}s + dcgm@1"] = bench_collector(
+                    "radtrack:smi+top+dcgm@1", a.interval, a.duration, tmp)
                 col["radtrack smi+dcgm+top @ 1s"] = bench_collector("radtrack", 1.0, a.duration, tmp)
                 if shutil.which("nvidia-smi"):
                     col[f"radT-style nvidia-smi + log_metrics @ {a.interval}s"] = bench_collector("radt", a.interval, a.duration, tmp)
