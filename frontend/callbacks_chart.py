@@ -49,6 +49,40 @@ function(relayout, figure) {
 }
 """
 
+# Runs in the browser: the server's figure (kept in the "chart-figure" store, its arrays
+# base64 typed-array specs) becomes the chart's figure. Two things keep a zoom from
+# replotting the whole chart when dcc.Graph re-applies its figure after the zoom (it
+# calls Plotly.react to sync the new axis range into the figure prop):
+# - the arrays are decoded once into typed arrays: plotly.js would decode a spec into a
+#   new array on every Plotly.react, see changed data and recompute and redraw everything;
+# - the height goes to the graph's style, not the layout: dcc.Graph resizes the plot
+#   whenever its box changes size (Plotly.Plots.resize drops layout.height), so a layout
+#   height came back as a change, and a full redraw, on the first zoom after each new figure.
+DECODE_FIGURE_JS = """
+function(stored) {
+    const keep = window.dash_clientside.no_update;
+    if (!stored) { return [keep, keep]; }
+    const types = {f8: Float64Array, f4: Float32Array, i4: Int32Array, u4: Uint32Array,
+                   i2: Int16Array, u2: Uint16Array, i1: Int8Array, u1: Uint8Array};
+    const decode = (value) => {
+        if (!value || typeof value.bdata !== 'string' || value.shape || !types[value.dtype]) {
+            return value;
+        }
+        const raw = atob(value.bdata);
+        const bytes = new Uint8Array(raw.length);
+        for (let i = 0; i < raw.length; i++) { bytes[i] = raw.charCodeAt(i); }
+        return new types[value.dtype](bytes.buffer);
+    };
+    const data = (stored.data || []).map(
+        trace => Object.assign({}, trace, {x: decode(trace.x), y: decode(trace.y)}));
+    const layout = Object.assign({}, stored.layout || {}, {autosize: true});
+    const height = layout.height;
+    delete layout.height;
+    const style = height ? {height: height + 'px'} : keep;
+    return [Object.assign({}, stored, {data: data, layout: layout}), style];
+}
+"""
+
 TABS_JS = """
 function(tab) {
     const show = {display: 'block'}, hide = {display: 'none'};
@@ -148,7 +182,8 @@ def summary_frame(source: DataSource, runs: pd.DataFrame) -> pd.DataFrame:
 def zoom_patch(figure: dict) -> Patch:
     """Only what a zoom changes: each trace's x and y, and the x ranges.
 
-    The browser already shows this figure's traces (same uirevision, so the same runs,
+    Applied to the "chart-figure" store, which holds the server's last figure. The browser
+    already shows this figure's traces (same uirevision, so the same runs,
     metrics and axes, in the same order); sending the arrays alone spares it parsing and
     diffing the whole figure again.
     """
@@ -159,7 +194,6 @@ def zoom_patch(figure: dict) -> Patch:
     for key, value in figure["layout"].items():
         if key.startswith("xaxis") and "range" in value:
             patch["layout"][key]["range"] = value["range"]
-    patch["layout"]["meta"] = figure["layout"]["meta"]
     return patch
 
 
@@ -192,7 +226,10 @@ def register(app: Dash, source: DataSource) -> None:
                             Input("chart", "relayoutData"), State("chart", "figure"),
                             prevent_initial_call=True)
 
-    @app.callback(Output("chart", "figure"),
+    app.clientside_callback(DECODE_FIGURE_JS, Output("chart", "figure"), Output("chart", "style"),
+                            Input("chart-figure", "data"), prevent_initial_call=True)
+
+    @app.callback(Output("chart-figure", "data"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),
                   Input("smooth", "value"), Input("logy", "value"), Input("view-range", "data"),
                   Input("live", "n_intervals"))

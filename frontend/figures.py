@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -98,20 +99,42 @@ def decode_array(value: object) -> np.ndarray:
     return np.asarray(value)
 
 
-def _template() -> dict:
-    global _TEMPLATE
-    if _TEMPLATE is None:
-        _TEMPLATE = pio.templates["plotly_white"].to_plotly_json()
-    return _TEMPLATE
+# The parts of plotly_white's layout a line chart uses, written into the figure instead of
+# a ``layout.template``: plotly.js compares an object-valued template (or ``layout.meta``)
+# by identity, and dcc.Graph hands it a cloned layout on every update, so a template made
+# each zoom replot the whole chart twice (docs/performance.md, "Frontend").
+_WHITE_TOP = ("autotypenumbers", "font", "hoverlabel", "paper_bgcolor", "plot_bgcolor",
+              "colorway")
 
 
-_TEMPLATE: dict | None = None
+def _white() -> dict:
+    global _WHITE
+    if _WHITE is None:
+        layout = pio.templates["plotly_white"].to_plotly_json()["layout"]
+        _WHITE = {"top": {k: layout[k] for k in _WHITE_TOP if k in layout},
+                  "xaxis": layout.get("xaxis", {}), "yaxis": layout.get("yaxis", {}),
+                  "annotation": layout.get("annotationdefaults", {})}
+    return _WHITE
+
+
+_WHITE: dict | None = None
+
+
+def _merged(base: Mapping, own: Mapping) -> dict:
+    """``base`` overridden by ``own``, nested dicts merged (a template's defaults, made explicit)."""
+    out = copy.deepcopy(dict(base))
+    for key, value in own.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = _merged(out[key], value)
+        else:
+            out[key] = value
+    return out
 
 
 def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[str, str],
                 series: Mapping[tuple[str, str], Series], options: ChartOptions,
                 uirevision: str = "chart") -> dict:
-    """One subplot per metric (x axes matched), one trace per run that has the metric.
+    """One subplot per metric (one shared x axis), one trace per run that has the metric.
 
     Returns the figure as a plain dict: plotly.py's validating objects cost 50-150 ms for
     40 traces, which every zoom would pay again.
@@ -124,37 +147,37 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     rows = len(metrics)
     gap = min(0.08, 0.3 / rows)
     height = (1.0 - gap * (rows - 1)) / rows
+    white = _white()
     layout: dict[str, object] = {
-        "template": _template(), "height": SUBPLOT_HEIGHT * rows + 90, "uirevision": uirevision,
-        "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "hovermode": "closest",
-        "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
-        "meta": {"budget": budget, "xmode": options.xmode}, "annotations": [],
+        **copy.deepcopy(white["top"]), "height": SUBPLOT_HEIGHT * rows + 90,
+        "uirevision": uirevision, "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
+        "hovermode": "closest", "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        "annotations": [],
     }
     x_range = None
     if options.x_range is not None:
         lo, hi = options.x_range
         x_range = [lo * 1000.0, hi * 1000.0] if options.xmode == "wall" else [lo, hi]
+    # One x axis shared by every subplot (anchored under the last one), not one matched
+    # axis per subplot: a zoom sets one range, and each redraw lays out one x axis, not
+    # one per metric.
+    xaxis: dict[str, object] = {"anchor": "y" if rows == 1 else f"y{rows}", "domain": [0.0, 1.0],
+                                "showgrid": True, "title": {"text": X_TITLES[options.xmode]}}
+    if options.xmode == "wall":
+        xaxis["type"] = "date"
+    if x_range is not None:
+        xaxis["range"] = x_range
+    layout["xaxis"] = _merged(white["xaxis"], xaxis)
     for row, metric in enumerate(metrics, start=1):
         top = 1.0 - (row - 1) * (height + gap)
         suffix = "" if row == 1 else str(row)
-        xaxis: dict[str, object] = {"anchor": f"y{suffix}", "domain": [0.0, 1.0], "showgrid": True,
-                                    "showticklabels": row == rows}
-        if row > 1:
-            xaxis["matches"] = "x"
-        if row == rows:
-            xaxis["title"] = {"text": X_TITLES[options.xmode]}
-        if options.xmode == "wall":
-            xaxis["type"] = "date"
-        if x_range is not None:
-            xaxis["range"] = x_range
-        yaxis: dict[str, object] = {"anchor": f"x{suffix}", "domain": [max(top - height, 0.0), top]}
+        yaxis: dict[str, object] = {"anchor": "x", "domain": [max(top - height, 0.0), top]}
         if options.logy:
             yaxis["type"] = "log"
-        layout[f"xaxis{suffix}"] = xaxis
-        layout[f"yaxis{suffix}"] = yaxis
-        layout["annotations"].append({  # type: ignore[union-attr]
+        layout[f"yaxis{suffix}"] = _merged(white["yaxis"], yaxis)
+        layout["annotations"].append(_merged(white["annotation"], {  # type: ignore[union-attr]
             "text": metric, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5,
-            "y": top, "xanchor": "center", "yanchor": "bottom", "font": {"size": 14}})
+            "y": top, "xanchor": "center", "yanchor": "bottom", "font": {"size": 14}}))
     traces = []
     in_legend: set[str] = set()
     row_of = {metric: row for row, metric in enumerate(metrics, start=1)}
@@ -166,7 +189,7 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
         label = labels.get(run_id, run_id[:8])
         traces.append({
             "type": "scatter", "mode": "lines", "x": typed_array(x), "y": typed_array(y, "f4"),
-            "xaxis": f"x{suffix}", "yaxis": f"y{suffix}", "name": label, "legendgroup": run_id,
+            "xaxis": "x", "yaxis": f"y{suffix}", "name": label, "legendgroup": run_id,
             "showlegend": run_id not in in_legend, "meta": [run_id, metric],
             "line": {"color": colours[run_id], "width": 1.4},
             "hovertemplate": f"{label}<br>%{{x}}<br>%{{y:.4g}}<extra></extra>",

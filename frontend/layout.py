@@ -108,6 +108,9 @@ def build_layout(experiments: list[str], tracking_uri: str, saved_views: list[st
         dcc.Store(id="selection", data=[]),
         dcc.Store(id="incoming"),
         dcc.Store(id="view-range"),
+        # The chart's figure as the server sent it (typed arrays as base64 specs); a zoom
+        # patches it, and a clientside callback decodes it into the chart (callbacks_chart).
+        dcc.Store(id="chart-figure"),
         dcc.Interval(id="live", interval=LIVE_REFRESH_MS, disabled=True),
         html.Header([html.H1("radtrack"),
                      html.Span(tracking_uri, className="uri", title="tracking store (read-only)")]),
