@@ -20,7 +20,7 @@ for stage in "$@"; do
       python3 -m radtrack listeners 2>&1 | tee "$out/listeners.txt"
       timeout 420 python3 -m pytest -q -rA -m gpu -p no:cacheprovider tests 2>&1 | tee "$out/gpu_tests.log" | tail -40 ;;
     bench)
-      timeout 300 python3 benchmarks/listeners.py --out "$out" --duration 20 --gpu-load \
+      timeout 560 python3 benchmarks/listeners.py --out "$out" --duration 20 --gpu-load \
         --sections "${BENCH_SECTIONS:-sink,profile,each,collectors,power}" 2>&1 \
         | grep -v ' INFO ' | tee "$out/bench_listeners.log" ;;
     suite1|suite2)
