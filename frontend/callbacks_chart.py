@@ -29,25 +29,8 @@ SCRIPT_GROUP = "script"
 # '#' cannot occur in an MLflow metric key, so a header never collides with a metric.
 HEADER_PREFIX = "#group "
 
-# Runs in the browser: a zoom becomes a stored x range at once. A relayout that is not
-# about x (autosize, y zoom, legend) leaves the store alone, so it cannot supersede, and
-# thereby cancel, the server request that re-samples the zoom just made.
-VIEW_RANGE_JS = """
-function(relayout, figure) {
-    const keep = window.dash_clientside.no_update;
-    if (!relayout) { return keep; }
-    const rev = figure && figure.layout ? figure.layout.uirevision : null;
-    for (const key of Object.keys(relayout)) {
-        if (/^xaxis\\d*\\.autorange$/.test(key) && relayout[key]) { return {rev: rev, x: null}; }
-    }
-    for (const key of Object.keys(relayout)) {
-        const m = key.match(/^(xaxis\\d*)\\.range\\[0\\]$/);
-        if (m) { return {rev: rev, x: [relayout[key], relayout[m[1] + '.range[1]']]}; }
-        if (/^xaxis\\d*\\.range$/.test(key)) { return {rev: rev, x: relayout[key]}; }
-    }
-    return keep;
-}
-"""
+# A zoom or pan becomes the "view-range" store ({rev, x}) in the browser: assets/zoom.js
+# sets it straight from Plotly's relayout event, and draw_chart re-samples that window.
 
 # Runs in the browser: the server's figure (kept in the "chart-figure" store, its arrays
 # base64 typed-array specs) becomes the chart's figure. Two things keep a zoom from
@@ -158,7 +141,7 @@ def chart_inputs(source: DataSource, selection, chosen, xmode, smooth, logy, vie
 
 def chart_figure(source: DataSource, selection: list[str], metrics: list[str],
                  options: ChartOptions, rev: str):
-    labels = run_labels(source.runs(selection)) if selection else {}
+    labels = run_labels(source.run_rows(selection)) if selection else {}
     series = source.series(selection, metrics) if selection and metrics else {}
     return build_chart(metrics, selection, labels, series, options, uirevision=rev)
 
@@ -222,9 +205,6 @@ def register(app: Dash, source: DataSource) -> None:
     app.clientside_callback(TABS_JS, Output("summary-panel", "style"),
                             Output("corr-panel", "style"), Input("tabs", "value"))
 
-    app.clientside_callback(VIEW_RANGE_JS, Output("view-range", "data"),
-                            Input("chart", "relayoutData"), State("chart", "figure"),
-                            prevent_initial_call=True)
 
     app.clientside_callback(DECODE_FIGURE_JS, Output("chart", "figure"), Output("chart", "style"),
                             Input("chart-figure", "data"), prevent_initial_call=True)

@@ -128,6 +128,11 @@ class DataSource:
 
     def runs(self, run_ids: Iterable[str]) -> pd.DataFrame:
         """One row per run (as ``load_runs``), in the order asked; live runs re-read."""
+        rows = self.run_rows(run_ids)
+        return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["run_id", "status"])
+
+    def run_rows(self, run_ids: Iterable[str]) -> list[dict]:
+        """:meth:`runs` as the cached row dicts (no frame built: a zoom asks three times)."""
         run_ids = list(dict.fromkeys(run_ids))
         with self._lock:
             stale = [r for r in run_ids if not self._fresh(self._runs.get(r))]
@@ -138,19 +143,16 @@ class DataSource:
                     self._runs[row["run_id"]] = _Entry(row, self._clock(),
                                                        row["status"] in LIVE_STATUSES)
         with self._lock:
-            rows = [self._runs[r].value for r in run_ids]
-        return pd.DataFrame(rows) if rows else pd.DataFrame(columns=["run_id", "status"])
+            return [self._runs[r].value for r in run_ids]  # type: ignore[misc]
 
     def any_live(self, run_ids: Iterable[str]) -> bool:
-        frame = self.runs(run_ids)
-        return bool(len(frame)) and bool(frame["status"].isin(LIVE_STATUSES).any())
+        return any(row["status"] in LIVE_STATUSES for row in self.run_rows(run_ids))
 
     # Metric keys ---------------------------------------------------------------------------
     def metric_keys(self, run_ids: Iterable[str]) -> list[str]:
         """The metric keys present in any of the runs (telemetry and logged), sorted."""
         run_ids = list(dict.fromkeys(run_ids))
-        info = self.runs(run_ids)
-        live = dict(zip(info["run_id"], info["status"].isin(LIVE_STATUSES), strict=True))
+        live = {row["run_id"]: row["status"] in LIVE_STATUSES for row in self.run_rows(run_ids)}
         keys: set[str] = set()
         for run_id in run_ids:
             with self._lock:
@@ -168,8 +170,7 @@ class DataSource:
         """Full-resolution series for every (run, metric) pair; empty where a run lacks it."""
         run_ids = list(dict.fromkeys(run_ids))
         metrics = list(dict.fromkeys(metrics))
-        info = self.runs(run_ids)
-        rows = {row["run_id"]: row for row in info.to_dict("records")}
+        rows = {row["run_id"]: row for row in self.run_rows(run_ids)}
         with self._lock:
             missing: dict[str, list[str]] = {}
             for run_id in run_ids:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -46,16 +47,17 @@ def run_colours(run_ids: Sequence[str]) -> dict[str, str]:
     return {run_id: PALETTE[i % len(PALETTE)] for i, run_id in enumerate(run_ids)}
 
 
-def run_labels(runs: pd.DataFrame) -> dict[str, str]:
+def run_labels(runs: pd.DataFrame | Sequence[Mapping]) -> dict[str, str]:
     """Legend names: experiment, workload and letter for radtrack runs, else the run name."""
     labels: dict[str, str] = {}
-    for row in runs.to_dict("records"):
+    rows = runs.to_dict("records") if isinstance(runs, pd.DataFrame) else runs
+    for row in rows:
         workload, letter = workload_number(row.get("workload")), row.get("letter")
         if workload is not None and not _missing(letter):
             labels[row["run_id"]] = f"{row.get('experiment')} w{workload} {letter}"
         else:
             labels[row["run_id"]] = str(row.get("run_name") or row["run_id"][:8])
-    counts = pd.Series(list(labels.values())).value_counts()
+    counts = Counter(labels.values())
     # Two launches of the same sheet give equal names; the run id prefix tells them apart.
     return {run_id: (f"{label} ({run_id[:6]})" if counts[label] > 1 else label)
             for run_id, label in labels.items()}
