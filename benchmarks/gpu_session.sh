@@ -21,6 +21,7 @@ for stage in "$@"; do
       timeout 420 python3 -m pytest -q -rA -m gpu -p no:cacheprovider tests 2>&1 | tee "$out/gpu_tests.log" | tail -40 ;;
     bench)
       timeout 560 python3 benchmarks/listeners.py --out "$out" --duration 20 --gpu-load \
+        --power-seconds "${POWER_SECONDS:-20}" \
         --sections "${BENCH_SECTIONS:-sink,profile,each,collectors,power}" 2>&1 \
         | grep -v ' INFO ' | tee "$out/bench_listeners.log" ;;
     suite1|suite2)

@@ -434,6 +434,7 @@ def main() -> int:
     ap.add_argument("--duration", type=float, default=30)
     ap.add_argument("--interval", type=float, default=0.1)
     ap.add_argument("--gpu-load", action="store_true")
+    ap.add_argument("--power-seconds", type=float, default=20.0, help="length of each power run")
     ap.add_argument("--sections", default="sink,each,collectors,power")
     a = ap.parse_args()
     out = Path(a.out)
@@ -494,13 +495,13 @@ def main() -> int:
                 results["collectors"] = col
                 print(_table(f"Collectors over {a.duration:g} s (GPU load: {load is not None})", col), flush=True)
             if "power" in sections and shutil.which("nvidia-smi"):
-                results["power"] = bench_power(tmp)
+                results["power"] = bench_power(tmp, a.power_seconds)
                 rows = {"bursty load": results["power"]}
                 if load is not None:  # the same with a steady load
                     load.terminate()
                     load.wait()
                     load = _gpu_load(steady=True)
-                    results["power_steady"] = rows["steady load"] = bench_power(tmp, label="steady")
+                    results["power_steady"] = rows["steady load"] = bench_power(tmp, a.power_seconds, "steady")
                 print(_table("Power capture at 0.1 s", rows), flush=True)
         finally:
             if load is not None:

@@ -39,6 +39,16 @@ def test_constant_100_w_for_10_s_is_1000_j_both_ways():
     assert run_energy(pd.concat([counter, power.assign(value=50.0)])) == pytest.approx(1000.0)
 
 
+def test_without_a_counter_the_average_power_is_integrated_before_the_instant_one():
+    t = np.arange(0.0, 10.01, 0.1)
+    instant = long("r", "smi/gpu0/power_w", t, np.full(len(t), 104.0))  # aliased, biased
+    average = long("r", "smi/gpu0/power_avg_w", t[::10], np.full(11, 100.0))
+    assert run_energy(pd.concat([instant, average])) == pytest.approx(1000.0)
+    assert run_energy(instant) == pytest.approx(1040.0)
+    counter = long("r", "smi/gpu0/energy_j", t[::50], [0.0, 500.0, 999.0])
+    assert run_energy(pd.concat([instant, average, counter])) == pytest.approx(999.0)
+
+
 def test_energy_sums_gpus_and_does_not_double_count_listeners():
     t = np.arange(0.0, 10.01, 1.0)
     frame = pd.concat([long("r", "smi/gpu0/power_w", t, np.full(11, 100.0)),

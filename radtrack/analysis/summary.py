@@ -5,7 +5,10 @@ Pure functions on the long series frames of :func:`radtrack.analysis.data.load_s
 needs. Statistics are time-weighted (trapezoid rule) so uneven sampling does not bias
 them; energy comes from a hardware energy counter when one was recorded (Zeus-style:
 the counter is exact, integrated sampled power is an estimate) and from integrated
-power otherwise.
+power otherwise: the driver's 1-s average power where the GPU reports it (it integrated
+to within 0.2 % of the H100's counter in every benchmark run, bursty loads included),
+else the instantaneous reading (0.15 % off under a steady load, 1-4 % under a bursty
+one: docs/performance.md).
 """
 
 from __future__ import annotations
@@ -57,6 +60,9 @@ QUANTITIES = (
 )
 _ENERGY_RE = re.compile(r"(?P<listener>[^/]+)/(?P<scope>gpu\d+)/energy_j")
 _POWER_RE = re.compile(r"(?P<listener>[^/]+)/(?P<scope>gpu\d+)/power_w")
+_POWER_AVG_RE = re.compile(r"(?P<listener>[^/]+)/(?P<scope>gpu\d+)/power_avg_w")
+# energy sources of one GPU, best first
+_ENERGY_SOURCES = (("counter", _ENERGY_RE), ("avg", _POWER_AVG_RE), ("power", _POWER_RE))
 _RATE_RE = re.compile(r"throughput_(?P<unit>[A-Za-z0-9]+)_per_s")
 _FLOPS_RE = re.compile(r"throughput_(?P<prefix>[kmgtpe]?)flops", re.IGNORECASE)
 
@@ -173,11 +179,12 @@ def _combined(one_run: pd.DataFrame, keys: list[str], how: str) -> tuple[np.ndar
 
 
 def run_energy(one_run: pd.DataFrame) -> float:
-    """Joules over the run's devices: each GPU's energy counter, else its integrated power."""
+    """Joules over the run's devices: each GPU's energy counter, else its integrated 1-s
+    average power, else its integrated instantaneous power."""
     keys = list(one_run["metric"].unique())
     by_scope: dict[str, dict[str, dict[str, str]]] = {}
     for key in keys:
-        for kind, rx in (("counter", _ENERGY_RE), ("power", _POWER_RE)):
+        for kind, rx in _ENERGY_SOURCES:
             if m := rx.fullmatch(key):
                 by_scope.setdefault(m.group("scope"), {}).setdefault(kind, {})[m.group("listener")] = key
     if not by_scope:
@@ -185,7 +192,7 @@ def run_energy(one_run: pd.DataFrame) -> float:
     total = 0.0
     for readings in by_scope.values():
         joules = float("nan")
-        for kind in ("counter", "power"):
+        for kind, _ in _ENERGY_SOURCES:
             sources = readings.get(kind, {})
             for listener in (*GPU_LISTENERS, *sorted(sources)):
                 if listener in sources:
@@ -283,7 +290,7 @@ def summary_metric_keys(keys: list[str]) -> list[str]:
     wanted = set()
     for q in QUANTITIES:
         wanted.update(k for k in keys if re.fullmatch(q.pattern, k))
-    wanted.update(k for k in keys if _ENERGY_RE.fullmatch(k) or _POWER_RE.fullmatch(k)
+    wanted.update(k for k in keys if any(rx.fullmatch(k) for _, rx in _ENERGY_SOURCES)
                   or k.startswith("throughput_"))
     return sorted(wanted)
 
@@ -362,7 +369,7 @@ def _plan_from_stored(keys: set[str], stored: Mapping[str, float], quantiles: bo
     # Energy: per GPU, the counter of the preferred listener, else integrated power.
     by_scope: dict[str, dict[str, dict[str, str]]] = {}
     for key in ordered:
-        for kind, rx in (("counter", _ENERGY_RE), ("power", _POWER_RE)):
+        for kind, rx in _ENERGY_SOURCES:
             if m := rx.fullmatch(key):
                 by_scope.setdefault(m.group("scope"), {}).setdefault(kind, {})[m.group("listener")] = key
                 plan.energy_keys.append(key)
