@@ -45,11 +45,12 @@ def cpu_times() -> list[tuple[float, float]]:
 
 
 def cpu_percents(prev: list[tuple[float, float]], cur: list[tuple[float, float]]) -> list[float]:
-    """Utilisation % per entry between two :func:`cpu_times` readings (0 when no time passed)."""
+    """Utilisation % per entry between two :func:`cpu_times` readings; NaN (no reading, which
+    the runner drops) when no clock tick passed, rather than a made-up 0."""
     out = []
     for (t0, b0), (t1, b1) in zip(prev, cur, strict=False):
         dt = t1 - t0
-        out.append(min(max(100.0 * (b1 - b0) / dt, 0.0), 100.0) if dt > 0 else 0.0)
+        out.append(min(max(100.0 * (b1 - b0) / dt, 0.0), 100.0) if dt > 0 else float("nan"))
     return out
 
 

@@ -262,8 +262,11 @@ class SmiListener(Listener):
         tx, rx = fv.get(FI_PCIE_TX_BYTES), fv.get(FI_PCIE_RX_BYTES)
         if tx is not None and rx is not None:
             # byte counters: a rate over the time since the previous read (about 1 s)
-            prev, st.pcie_prev = st.pcie_prev, (now, tx, rx)
-            if prev is None or now <= prev[0]:
+            prev = st.pcie_prev
+            if prev is not None and now - prev[0] < st.interval / 2:
+                return {}  # too short a window (the first reading right after the probe)
+            st.pcie_prev = (now, tx, rx)
+            if prev is None:
                 return {}
             dt = now - prev[0]
             return {"pcie_tx_bytes_per_s": max(tx - prev[1], 0.0) / dt,

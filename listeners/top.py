@@ -56,6 +56,7 @@ class TopListener(Listener):
         self._slow = Every(SLOW_EVERY_S, config.interval)
         self._load = Every(LOAD_EVERY_S, config.interval)
         self._cpu_prev: list[tuple[float, float]] = []
+        self._cpu_t: float | None = None  # clock of the last CPU-times reading
         # (pid, start) -> CPU seconds at the last sample; -> (read, written, ctx) at the last slow one
         self._last_cpu: dict[tuple[int, float], float] = {}
         self._last_slow: dict[tuple[int, float], tuple[float, float, float]] = {}
@@ -81,22 +82,33 @@ class TopListener(Listener):
                   for k in self._temps]
         if self.config.pid is not None:
             specs += [MetricSpec(*f) for f in _PROC_FIELDS]
-            self._tree_sample(self.clock(), True)  # baseline for the first deltas
-        self._cpu_percents()  # prime the counters: the first call has nothing to compare
+        # Rates (CPU %, I/O, context switches) need a previous reading; the first sample
+        # takes it and reports none, so every rate spans a whole interval: a window of a
+        # few ms right after the probe would turn 10-ms CPU ticks into 0 or 1000 %.
         return specs
 
     # -- host -------------------------------------------------------------------------
     def _cpu_times(self) -> list[tuple[float, float]]:
         return procfs.cpu_times()
 
-    def _cpu_percents(self) -> list[float]:
-        """[all cores, core 0, core 1, ...] utilisation % since the previous call."""
+    def _rate_window(self, now: float, since: float | None) -> bool:
+        """Whether a rate from a reading at ``since`` to ``now`` spans enough time: /proc
+        counts CPU in 10-ms ticks, so a window of a few ms (the final reading right after a
+        sample) would read 0 or 1000 %. Shorter windows keep their baseline for the next."""
+        return since is not None and now - since >= self.config.interval / 2
+
+    def _cpu_percents(self, now: float) -> list[float]:
+        """[all cores, core 0, core 1, ...] utilisation % since the previous reading; []
+        at the first call (it only takes the baseline) and for a too-short window."""
+        if not self._rate_window(now, self._cpu_t) and self._cpu_t is not None:
+            return []
         if not self.fast:
             per_core = psutil.cpu_percent(percpu=True)
-            return [sum(per_core) / max(len(per_core), 1), *per_core]
+            first, self._cpu_t = self._cpu_t is None, now
+            return [] if first else [sum(per_core) / max(len(per_core), 1), *per_core]
         cur = self._cpu_times()
-        prev, self._cpu_prev = self._cpu_prev or cur, cur
-        return procfs.cpu_percents(prev, cur)
+        prev, self._cpu_prev, self._cpu_t = self._cpu_prev, cur, now
+        return procfs.cpu_percents(prev, cur) if prev else []
 
     def _memory(self) -> tuple[float, float, float, float]:
         """(total, available, swap total, swap free) bytes."""
@@ -110,15 +122,16 @@ class TopListener(Listener):
     def sample(self) -> dict[str, float]:
         now = self.clock()
         slow = self._slow.due(now)
-        pct = self._cpu_percents()
+        pct = self._cpu_percents(now)
         total, avail, swap_total, swap_free = self._memory()
         out: dict[str, float] = {
-            "top/cpu_pct": pct[0],
             "top/mem_used_mib": (total - avail) / 2**20,
             "top/mem_used_pct": 100.0 * (total - avail) / total if total else 0.0,
         }
-        for i, v in enumerate(pct[1:]):
-            out[f"top/cpu{i}/util_pct"] = v
+        if pct:
+            out["top/cpu_pct"] = pct[0]
+            for i, v in enumerate(pct[1:]):
+                out[f"top/cpu{i}/util_pct"] = v
         if self._load.due(now):
             out["top/load1_count"] = os.getloadavg()[0]
         if slow:
@@ -190,11 +203,13 @@ class TopListener(Listener):
                     d_slow[i] += max(counters[i] - prev[i], 0.0)
         out = {"top/proc/rss_mib": rss / 2**20, "top/proc/threads_count": threads,
                "top/proc/procs_count": float(len(cpu_now))}
-        if self._last_t is not None and now > self._last_t:
+        if self._rate_window(now, self._last_t):
+            assert self._last_t is not None
             out["top/proc/cpu_pct"] = 100.0 * d_cpu / (now - self._last_t)
-        self._last_cpu, self._last_t = cpu_now, now
-        if slow:
-            if self._last_slow_t is not None and now > self._last_slow_t:
+        if self._last_t is None or self._rate_window(now, self._last_t):
+            self._last_cpu, self._last_t = cpu_now, now
+        if slow and (self._last_slow_t is None or self._rate_window(now, self._last_slow_t)):
+            if self._last_slow_t is not None:
                 dt = now - self._last_slow_t
                 out.update({"top/proc/read_bytes_per_s": d_slow[0] / dt,
                             "top/proc/write_bytes_per_s": d_slow[1] / dt,

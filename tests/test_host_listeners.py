@@ -85,7 +85,8 @@ def test_cpu_percents_of_a_busy_core():
     finally:
         burner.kill()
         burner.wait()
-    assert procfs.cpu_percents(before, before) == [0.0] * len(before)  # no time passed
+    # no tick passed: no reading (NaN, dropped by the runner), not a fake 0
+    assert all(v != v for v in procfs.cpu_percents(before, before))
 
 
 def test_tree_walk_finds_children_of_every_thread(tree_root):
@@ -137,23 +138,34 @@ def test_top_tree_cpu_of_a_busy_child_and_paces(fast):
             assert set(s) <= keys
             for key in s:
                 counts[key] = counts.get(key, 0) + 1
-        assert counts["top/cpu_pct"] == counts["top/proc/cpu_pct"] == 20
-        assert counts["top/proc/cpu_pct"] == 20 and s["top/proc/cpu_pct"] > 50  # a spinning process
+        # rates from the second sample on (the first is their baseline)
+        assert counts["top/cpu_pct"] == counts["top/proc/cpu_pct"] == 19
+        assert s["top/proc/cpu_pct"] > 50  # a spinning process
+        assert counts["top/mem_used_mib"] == counts["top/proc/rss_mib"] == 20
         assert counts["top/swap_used_mib"] == 2  # once a second: at 0.1 s and 1.1 s
-        assert counts["top/proc/ctx_switches_per_s"] == 2
+        assert counts["top/proc/ctx_switches_per_s"] == 1  # a rate over 0.1 s .. 1.1 s
         assert counts["top/load1_count"] == 1  # every 5 s (the first sample)
         assert s["top/proc/procs_count"] == 1 and s["top/proc/threads_count"] >= 1
     finally:
         burner.kill()
         burner.wait()
-    final = top.final_sample()  # the process has exited: the tree is empty, nothing breaks
+    # the final reading 1 ms after the last: no rate over a window too short for 10-ms
+    # CPU ticks (it would read 0 or 1000 %); the process has exited: the tree is empty
+    now[0] += 0.001
+    final = top.final_sample()
     assert final["top/proc/procs_count"] == 0 and "top/load1_count" in final
+    assert not {"top/cpu_pct", "top/proc/cpu_pct"} & set(final)
+    assert "top/proc/ctx_switches_per_s" in final  # the once-a-second rate: 0.9 s since 1.1 s
+    now[0] += 0.1  # a whole interval later the rates are back, against the kept baseline
+    assert {"top/cpu_pct", "top/proc/cpu_pct"} <= set(top.sample())
 
 
 def test_top_paths_emit_the_same_keys():
     a, b = _top(os.getpid(), True), _top(os.getpid(), False)
     assert [s.key for s in a.probe()] == [s.key for s in b.probe()]
-    time.sleep(0.05)
+    for lst in (a, b):
+        lst.sample()
+    time.sleep(0.1)
     assert set(a.sample()) == set(b.sample())
 
 
@@ -187,3 +199,16 @@ def test_thread_forked_child_counts_in_the_tree_cpu():
         t.join()
         holder["p"].kill()
         holder["p"].wait()
+
+
+def test_iostat_rates_span_at_least_half_an_interval():
+    from radtrack.listeners.iostat import IostatListener
+
+    io = IostatListener(ListenerConfig(interval=0.1))
+    keys = {s.key for s in io.probe()}
+    assert {"iostat/net/recv_bytes_per_s", "iostat/net/sent_bytes_per_s"} <= keys
+    assert io.sample() == {}  # right after the probe: counts over ~0 ms are no rate
+    time.sleep(0.1)
+    s = io.sample()
+    assert set(s) <= keys and s["iostat/net/recv_bytes_per_s"] >= 0
+    assert io.final_sample() == {}  # again right after a sample

@@ -235,11 +235,16 @@ def test_pcie_byte_counters_give_a_rate(monkeypatch):
     gpu.fields.update({197: 10_000_000, 198: 20_000_000})
     fake = FakeNvml(monkeypatch, [gpu])
     smi = _listener()
+    now = [100.0]
+    smi.clock = lambda: now[0]
     assert "smi/gpu0/pcie_rx_bytes_per_s" in {s.key for s in smi.probe()}
     gpu.fields[197] += 5_000_000
-    s = smi.sample()
-    assert s["smi/gpu0/pcie_tx_bytes_per_s"] > 0
-    assert s["smi/gpu0/pcie_rx_bytes_per_s"] == 0
+    # right after the probe: too short a window for a rate, the probe's reading stays the baseline
+    assert "smi/gpu0/pcie_tx_bytes_per_s" not in smi.sample()
+    now[0] += 1.0
+    s = smi._read(smi._states[0], now[0])  # the next once-a-second reading
+    assert s["pcie_tx_bytes_per_s"] == pytest.approx(5_000_000)  # bytes over 1 s
+    assert s["pcie_rx_bytes_per_s"] == 0
     assert fake.calls["nvmlDeviceGetPcieThroughput"].call_count == 0  # 20 ms per call: avoided
 
 
