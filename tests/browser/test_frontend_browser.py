@@ -106,6 +106,53 @@ def test_pick_two_runs_plot_zoom_and_export(web, app, store, snap) -> None:
     assert hosts == {urlparse(app.url).netloc}, "every asset must be served by the app itself"
 
 
+def test_zoom_data_reaches_the_plot_decoded_and_every_subplot_follows(web, app) -> None:
+    """Zoom data goes server -> "chart-figure" store (a Patch of base64 arrays) -> clientside
+    decode -> the graph. Each zoom, a second zoom, a y-only zoom and a reset must show the
+    right window in every subplot, and the plot must hold typed arrays that a re-applied
+    figure does not recompute (what keeps a zoom to one redraw of the new data)."""
+    pick(web, app.url, "exp", "Workload 1", ["exp-1 A", "exp-1 B"])
+    choose_metric(web, "smi/gpu0/power_w")
+    choose_metric(web, "top/cpu_pct")
+    wait_traces(web, 4)
+    assert web.evaluate(f"() => [...new Set({GD}._fullData.map(t => t.xaxis))]") == ["x"]
+
+    def zoom_to(lo: float, hi: float) -> list[dict]:
+        web.evaluate(f"() => Plotly.relayout({GD}, {{'xaxis.range': [{lo}, {hi}]}})")
+        web.wait_for_function(f"{GD}._fullData.every(t => t.x[0] >= {lo} - 0.2 && t.x[0] <= {lo})")
+        return traces(web)
+
+    for lo, hi in ((100.05, 160.05), (300.05, 330.05)):
+        zoomed = zoom_to(lo, hi)
+        assert len(zoomed) == 4
+        n = round((hi - lo) * 10)  # every sample of the window, plus one neighbour each side
+        assert [t["n"] for t in zoomed] == [n + 2] * 4, zoomed
+        assert all(t["x0"] == pytest.approx(lo - 0.05, abs=0.01)
+                   and t["x1"] == pytest.approx(hi + 0.05, abs=0.01)
+                   for t in zoomed), zoomed
+    assert web.evaluate(f"() => {GD}.layout.xaxis.range") == [300.05, 330.05]
+
+    kinds = web.evaluate(f"""() => {GD}.data.map(t =>
+        Object.prototype.toString.call(t.x) + ' ' + Object.prototype.toString.call(t.y))""")
+    assert set(kinds) == {"[object Float64Array] [object Float32Array]"}
+    unchanged = web.evaluate(f"""async () => {{
+        const gd = {GD}; const before = gd.calcdata;
+        await Plotly.react(gd, {{data: gd.data, layout: Object.assign({{}}, gd.layout)}});
+        return before === gd.calcdata; }}""")
+    assert unchanged, "re-applying the same figure recomputed the traces"
+
+    # A y-only zoom re-samples nothing and leaves the x window alone.
+    web.evaluate(f"() => Plotly.relayout({GD}, {{'yaxis2.range': [0, 50]}})")
+    web.wait_for_timeout(500)
+    assert traces(web)[0]["x0"] == pytest.approx(300.0, abs=0.01)
+
+    # Double-click (autorange) goes back to the whole runs, downsampled again.
+    web.evaluate(f"() => Plotly.relayout({GD}, {{'xaxis.autorange': true}})")
+    web.wait_for_function(f"{GD}._fullData.every(t => t.x[0] < 1)")
+    reset = traces(web)
+    assert all(t["x1"] == pytest.approx(599.9, abs=0.01) and t["n"] <= 1500 for t in reset), reset
+
+
 def test_url_reproduces_the_selection_and_view(web, chromium, app) -> None:
     pick(web, app.url, "exp", "Workload 1", ["exp-1 A", "exp-1 B"])
     choose_metric(web, "smi/gpu0/power_w")
