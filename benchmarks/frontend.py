@@ -96,11 +96,29 @@ def seed(root: Path, runs: int, metrics: int, points: int, history: bool) -> tup
     return uri, time.perf_counter() - t0
 
 
-def start_server(uri: str, root: Path) -> tuple[subprocess.Popen, str]:
+# Serves radtrack.frontend from another copy of the package folder (argv[1]), for before/
+# after comparisons on the same machine and load: the rest of radtrack stays the installed one.
+FROM_TREE = """
+import importlib.util, sys
+import radtrack
+path = sys.argv.pop(1)
+spec = importlib.util.spec_from_file_location(
+    "radtrack.frontend", path + "/__init__.py", submodule_search_locations=[path])
+module = importlib.util.module_from_spec(spec)
+sys.modules["radtrack.frontend"] = module
+spec.loader.exec_module(module)
+from radtrack.frontend import app
+assert app.__file__.startswith(path), app.__file__
+sys.exit(app.main(sys.argv[1:]))
+"""
+
+
+def start_server(uri: str, root: Path, tree: Path | None = None) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "RADTRACK_HOME": str(root / ".rt"),
            "RADTRACK_CACHE_DIR": str(root / "cache")}
-    proc = subprocess.Popen([sys.executable, "-m", "radtrack.frontend", "--tracking-uri", uri,
+    launch = ["-c", FROM_TREE, str(tree.resolve())] if tree else ["-m", "radtrack.frontend"]
+    proc = subprocess.Popen([sys.executable, *launch, "--tracking-uri", uri,
                              "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
@@ -136,9 +154,10 @@ def run(args: argparse.Namespace) -> dict:
     root = Path(tempfile.mkdtemp(prefix="radtrack-frontend-bench-"))
     uri, seed_s = seed(root, args.runs, args.metrics, args.points, args.history)
     chosen = list(args.chart_keys)
-    server, url = start_server(uri, root)
+    server, url = start_server(uri, root, args.frontend_from)
     proc = psutil.Process(server.pid)
-    results: dict = {"machine": machine(), "runs": args.runs, "metrics": args.metrics,
+    results: dict = {"machine": machine(), "frontend": str(args.frontend_from or "installed"),
+                     "load": [os.getloadavg()[0]], "runs": args.runs, "metrics": args.metrics,
                      "points": args.points, "seed_s": seed_s, "rss_idle_mib": proc.memory_info().rss / 2**20}
     try:
         with sync_playwright() as playwright:
@@ -209,6 +228,7 @@ def run(args: argparse.Namespace) -> dict:
     finally:
         server.terminate()
         server.wait(timeout=30)
+    results["load"].append(os.getloadavg()[0])
     return results
 
 
@@ -218,6 +238,8 @@ def table(r: dict) -> str:
         f"Machine: {r['machine']}; Chromium {r.get('chromium')} headless.",
         f"Store: {r['runs']} runs x {r['metrics']} metrics x {r['points']:,} points "
         f"(Parquet telemetry), seeded in {r['seed_s']:.1f} s.",
+        f"Frontend: {r['frontend']}; load average {r['load'][0]:.2f} at the start, "
+        f"{r['load'][1]:.2f} at the end.",
         "",
         "| measurement | result | target |",
         "| --- | --- | --- |",
@@ -253,12 +275,18 @@ def main(argv: list[str] | None = None) -> int:
                         help="also log every sample to MLflow's metric history (slow to seed)")
     parser.add_argument("--json", type=Path, default=None, help="write the results here too")
     parser.add_argument("--screenshot", default=None, help="save the page as PNG here")
+    parser.add_argument("--frontend-from", type=Path, default=None, metavar="DIR",
+                        help="serve radtrack.frontend from this copy of the frontend/ folder "
+                             "(e.g. `git archive <commit> frontend | tar -x -C /tmp/old`, then "
+                             "/tmp/old/frontend) to compare versions under the same load")
     args = parser.parse_args(argv)
     if args.runs < 2 or args.runs % 2 or not 1 <= args.metrics <= len(DEFAULT_METRICS):
         parser.error(f"--runs must be even and >= 2, --metrics in 1..{len(DEFAULT_METRICS)}")
     unknown = [k for k in args.chart_keys if k not in DEFAULT_METRICS[:args.metrics]]
     if unknown:
         parser.error(f"--chart-keys {', '.join(unknown)} not among the seeded metrics")
+    if args.frontend_from and not (args.frontend_from / "app.py").is_file():
+        parser.error(f"--frontend-from {args.frontend_from}: no app.py there")
     if not os.path.exists(CHROMIUM):
         parser.error(f"{CHROMIUM} is missing (apt-get install chromium)")
     results = run(args)
