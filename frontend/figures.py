@@ -183,10 +183,13 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     traces = []
     in_legend: set[str] = set()
     row_of = {metric: row for row, metric in enumerate(metrics, start=1)}
+    extent = [np.inf, -np.inf]
     for metric, run_id in present:
         x, y = trace_points(series[(run_id, metric)], options, budget)
         if options.xmode == "wall":
             x = x * 1000.0  # a date axis reads numbers as milliseconds since the epoch
+        if len(x):
+            extent = [min(extent[0], float(x[0])), max(extent[1], float(x[-1]))]
         suffix = "" if row_of[metric] == 1 else str(row_of[metric])
         label = labels.get(run_id, run_id[:8])
         traces.append({
@@ -197,6 +200,11 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
             "hovertemplate": f"{label}<br>%{{x}}<br>%{{y:.4g}}<extra></extra>",
         })
         in_legend.add(run_id)
+    if x_range is None and extent[0] < extent[1]:
+        # The whole runs as an explicit range rather than autorange: the first zoom then
+        # changes a range, as every later one does, instead of leaving autorange, which
+        # plotly.js answers with one more full redraw (docs/performance.md, "Frontend").
+        layout["xaxis"]["range"] = extent  # type: ignore[index]
     return {"data": traces, "layout": layout}
 
 

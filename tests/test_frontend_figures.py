@@ -104,6 +104,16 @@ def test_wall_clock_axis_shows_the_runs_offsets_on_a_date_axis(series) -> None:
     assert firsts == [START * 1000, (START + 30) * 1000, (START + 60) * 1000]
 
 
+def test_whole_runs_are_an_explicit_x_range(series) -> None:
+    """Unzoomed, the x range is the runs' extent (not autorange), so the first zoom is a
+    range change like every other; in wall-clock mode in the date axis' milliseconds."""
+    fig = build_chart(METRICS, RUNS, {}, series, ChartOptions(xmode="wall"))
+    last = (START + 60 + 4_999 / 10.0) * 1000
+    assert list(fig.layout.xaxis.range) == pytest.approx([START * 1000, last])
+    fig = build_chart(METRICS, RUNS, {}, series, ChartOptions(xmode="seconds"))
+    assert list(fig.layout.xaxis.range) == pytest.approx([0.0, 499.9])
+
+
 def test_step_axis_and_log_y(series) -> None:
     fig = build_chart(METRICS[:1], RUNS[:1], {}, series, ChartOptions(xmode="step", logy=True))
     assert np.asarray(fig.data[0].x)[-1] == 4_999
