@@ -245,3 +245,17 @@ def test_running_run_refreshes_without_losing_the_zoom(web, app, store) -> None:
     append_samples(store["uri"], live, first=40, count=60, metrics=["top/cpu_pct"])
     web.wait_for_function(f"{GD}._fullData[0].x[{GD}._fullData[0].x.length - 1] >= 99", timeout=30_000)
     assert web.evaluate(f"() => {GD}.layout.xaxis.range") == [5, 200]
+
+
+def test_unzoomed_running_run_grows_the_axis(web, app, store) -> None:
+    """The unzoomed chart's explicit x range is the runs' extent: a refresh with new samples
+    widens it, so a live run is never cut at the range of its first drawing."""
+    live = store["live"]
+    pick(web, app.url, "exp", "Workload 2", ["exp-2 A"])
+    choose_metric(web, "top/cpu_pct")
+    wait_traces(web, 1)
+    before = web.evaluate(f"() => {GD}.layout.xaxis.range[1]")
+    append_samples(store["uri"], live, first=100, count=60, metrics=["top/cpu_pct"])
+    web.wait_for_function(f"{GD}.layout.xaxis.range[1] >= {before} + 50", timeout=30_000)
+    x = web.evaluate(f"() => Array.from({GD}._fullData[0].x)")
+    assert web.evaluate(f"() => {GD}.layout.xaxis.range[1]") == pytest.approx(max(x))
