@@ -16,6 +16,7 @@ behaviour; a schema surprise disables the fast path for the rest of the run.
 from __future__ import annotations
 
 import logging
+import sqlite3
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -69,7 +70,7 @@ class SqlMetricWriter:
         try:
             with self.store.ManagedSessionMaker(read_only=False) as session:
                 conn = session.connection()
-                if conn.dialect.name == "sqlite":
+                if conn.dialect.name == "sqlite" and _SQLITE_UPSERT:
                     # plain DB-API executemany: no per-row SQLAlchemy parameter processing,
                     # and latest_metrics kept by one UPSERT whose WHERE is MLflow's own
                     # "strictly more recent by (step, timestamp, value)" rule
@@ -106,6 +107,9 @@ class SqlMetricWriter:
 
 
 MAX_PER_CALL = 1000
+# UPSERT arrived in SQLite 3.24 and row-value comparisons in 3.15; an older library (an old
+# distribution's Python) takes the SQLAlchemy + MLflow path instead
+_SQLITE_UPSERT = sqlite3.sqlite_version_info >= (3, 24, 0)
 _COLS = ("key", "value", "timestamp", "step", "is_nan", "run_uuid")
 _UPSERT_LATEST = (
     ' ON CONFLICT ("key", "run_uuid") DO UPDATE SET "value" = excluded."value", '

@@ -216,12 +216,19 @@ def test_sigkilled_launcher_then_sync(store: str, tmp_path: Path) -> None:
     assert again.returncode == 0 and "0 run(s) stored" in again.stdout
 
 
-def test_sql_bulk_path_stores_what_log_batch_stores(tmp_path: Path) -> None:
-    """The SQLite fast path leaves the store exactly as MlflowClient.log_batch would:
-    same history, same latest values, duplicates (a resend) stored once."""
+@pytest.mark.parametrize("upsert", [True, False], ids=["sqlite-upsert", "sqlalchemy-and-mlflow"])
+def test_sql_bulk_path_stores_what_log_batch_stores(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                    upsert: bool) -> None:
+    """The SQL fast path leaves the store exactly as MlflowClient.log_batch would: same
+    history, same latest values, duplicates (a resend) stored once; both its SQLite
+    DB-API/UPSERT form and the SQLAlchemy + MLflow form other databases (and SQLite
+    before 3.24) take."""
     from mlflow.entities import Metric
 
+    from radtrack import sqlwriter
     from radtrack.sqlwriter import SqlMetricWriter
+
+    monkeypatch.setattr(sqlwriter, "_SQLITE_UPSERT", upsert)
 
     metrics = [Metric(f"smi/gpu0/k{j}_w", float((i * 7 + j) % 11), 1_700_000_000_000 + i * 100, i)
                for i in range(300) for j in range(5)]
