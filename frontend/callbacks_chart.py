@@ -205,7 +205,6 @@ def register(app: Dash, source: DataSource) -> None:
     app.clientside_callback(TABS_JS, Output("summary-panel", "style"),
                             Output("corr-panel", "style"), Input("tabs", "value"))
 
-
     app.clientside_callback(DECODE_FIGURE_JS, Output("chart", "figure"), Output("chart", "style"),
                             Input("chart-figure", "data"), prevent_initial_call=True)
 

@@ -61,6 +61,15 @@ class Every:
         self.last = float("-inf")
 
 
+def rate_window(since: float | None, now: float, interval: float) -> bool:
+    """Whether a rate between readings at ``since`` and ``now`` spans enough time to report:
+    at least half an interval. Counters that step coarsely (/proc's 10-ms CPU ticks, whole
+    disk operations) read 0 or 1000 % over a few ms, the window between the probe and the
+    first sample or between the last sample and the final one; a reading that fails this
+    is not reported and the earlier one stays the baseline. False without a baseline."""
+    return since is not None and now - since >= interval / 2
+
+
 @dataclass(frozen=True)
 class Availability:
     ok: bool

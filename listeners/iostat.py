@@ -7,7 +7,7 @@ import time
 
 import psutil
 
-from radtrack.listeners.base import Listener, MetricSpec
+from radtrack.listeners.base import Listener, MetricSpec, rate_window
 
 _SAFE = re.compile(r"[^A-Za-z0-9_\-.]")
 
@@ -53,13 +53,10 @@ class IostatListener(Listener):
         now = self._read()
         t0, d0, n0 = self._prev
         t1, d1, n1 = now
-        dt = t1 - t0
-        if dt < self.config.interval / 2:
-            # counts of whole operations over a few ms (the first sample right after the
-            # probe, the final one right after a sample) are spikes, not rates: keep the
-            # baseline for the next sample
-            return {}
+        if not rate_window(t0, t1, self.config.interval):
+            return {}  # whole operations counted over a few ms: spikes, not rates
         self._prev = now
+        dt = t1 - t0
         out: dict[str, float] = {}
         names = ("read_bytes_per_s", "write_bytes_per_s", "read_ops_per_s", "write_ops_per_s")
         for disk, cur in d1.items():

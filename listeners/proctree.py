@@ -38,7 +38,7 @@ class ProcessTree:
         return self._pids
 
     def forget(self) -> None:
-        """Rescan at the next :meth:`pids` (the root was seen to exit, or a final reading)."""
+        """Rescan at the next :meth:`pids` (for the final reading at stop)."""
         self._scanned = float("-inf")
 
     def _scan(self, root: int) -> list[int]:

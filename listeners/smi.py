@@ -24,7 +24,14 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from radtrack.listeners.base import Availability, Every, Listener, ListenerConfig, MetricSpec
+from radtrack.listeners.base import (
+    Availability,
+    Every,
+    Listener,
+    ListenerConfig,
+    MetricSpec,
+    rate_window,
+)
 from radtrack.listeners.devices import GpuDevice, run_devices
 from radtrack.listeners.nvml import NA, nvml_available, nvml_query
 from radtrack.listeners.proctree import ProcessTree
@@ -263,7 +270,7 @@ class SmiListener(Listener):
         if tx is not None and rx is not None:
             # byte counters: a rate over the time since the previous read (about 1 s)
             prev = st.pcie_prev
-            if prev is not None and now - prev[0] < st.interval / 2:
+            if prev is not None and not rate_window(prev[0], now, st.interval):
                 return {}  # too short a window (the first reading right after the probe)
             st.pcie_prev = (now, tx, rx)
             if prev is None:

@@ -8,7 +8,7 @@ import time
 import psutil
 
 from radtrack.listeners import procfs
-from radtrack.listeners.base import Every, Listener, ListenerConfig, MetricSpec
+from radtrack.listeners.base import Every, Listener, ListenerConfig, MetricSpec, rate_window
 from radtrack.listeners.proctree import ProcessTree
 
 _PROC_FIELDS = [
@@ -65,7 +65,7 @@ class TopListener(Listener):
         self.clock = time.monotonic  # replaceable in tests
 
     def probe(self) -> list[MetricSpec]:
-        self.ncpu = len(self._cpu_times()) - 1 if self.fast else (psutil.cpu_count() or 1)
+        self.ncpu = len(procfs.cpu_times()) - 1 if self.fast else (psutil.cpu_count() or 1)
         src = "/proc/stat" if self.fast else "psutil.cpu_percent"
         mem = "/proc/meminfo" if self.fast else "psutil.virtual_memory"
         specs = [
@@ -88,25 +88,16 @@ class TopListener(Listener):
         return specs
 
     # -- host -------------------------------------------------------------------------
-    def _cpu_times(self) -> list[tuple[float, float]]:
-        return procfs.cpu_times()
-
-    def _rate_window(self, now: float, since: float | None) -> bool:
-        """Whether a rate from a reading at ``since`` to ``now`` spans enough time: /proc
-        counts CPU in 10-ms ticks, so a window of a few ms (the final reading right after a
-        sample) would read 0 or 1000 %. Shorter windows keep their baseline for the next."""
-        return since is not None and now - since >= self.config.interval / 2
-
     def _cpu_percents(self, now: float) -> list[float]:
         """[all cores, core 0, core 1, ...] utilisation % since the previous reading; []
         at the first call (it only takes the baseline) and for a too-short window."""
-        if not self._rate_window(now, self._cpu_t) and self._cpu_t is not None:
+        if self._cpu_t is not None and not rate_window(self._cpu_t, now, self.config.interval):
             return []
         if not self.fast:
             per_core = psutil.cpu_percent(percpu=True)
             first, self._cpu_t = self._cpu_t is None, now
             return [] if first else [sum(per_core) / max(len(per_core), 1), *per_core]
-        cur = self._cpu_times()
+        cur = procfs.cpu_times()
         prev, self._cpu_prev, self._cpu_t = self._cpu_prev, cur, now
         return procfs.cpu_percents(prev, cur) if prev else []
 
@@ -203,12 +194,12 @@ class TopListener(Listener):
                     d_slow[i] += max(counters[i] - prev[i], 0.0)
         out = {"top/proc/rss_mib": rss / 2**20, "top/proc/threads_count": threads,
                "top/proc/procs_count": float(len(cpu_now))}
-        if self._rate_window(now, self._last_t):
-            assert self._last_t is not None
-            out["top/proc/cpu_pct"] = 100.0 * d_cpu / (now - self._last_t)
-        if self._last_t is None or self._rate_window(now, self._last_t):
+        interval = self.config.interval
+        if self._last_t is None or rate_window(self._last_t, now, interval):
+            if self._last_t is not None:
+                out["top/proc/cpu_pct"] = 100.0 * d_cpu / (now - self._last_t)
             self._last_cpu, self._last_t = cpu_now, now
-        if slow and (self._last_slow_t is None or self._rate_window(now, self._last_slow_t)):
+        if slow and (self._last_slow_t is None or rate_window(self._last_slow_t, now, interval)):
             if self._last_slow_t is not None:
                 dt = now - self._last_slow_t
                 out.update({"top/proc/read_bytes_per_s": d_slow[0] / dt,

@@ -67,7 +67,6 @@ class Sink:
         self.writer.enabled = self.writer.enabled and sql_bulk
         self.stored = 0  # metric points stored so far
         self.failures = 0  # failed log_batch calls (store unreachable, ...)
-        self._failed_now: set[str] = set()  # streams whose chunk failed in this ship()
         self.last_error = ""
 
     # -- intake ------------------------------------------------------------------------
@@ -138,19 +137,18 @@ class Sink:
                 for s, chunk, points in work:
                     self._done(s, chunk, points)
                 return True
+            failed: set[str] = set()  # streams with a failed chunk in this call
             for s, chunk, points in work:  # log_batch: at most 1000 metrics a call
-                if s.name in self._failed_now:
+                if s.name in failed:
                     continue  # keep a stream's samples in order: nothing after a failed chunk
                 try:
                     self.writer.log_metrics(self.run_id, points)
                 except Exception as exc:
                     self._failed(s, exc)
-                    self._failed_now.add(s.name)
+                    failed.add(s.name)
                     continue
                 self._done(s, chunk, points)
-            ok = not self._failed_now
-            self._failed_now.clear()
-            return ok
+            return not failed
 
     def _failed(self, s: _Stream, exc: Exception) -> None:
         self.failures += 1

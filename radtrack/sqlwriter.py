@@ -37,7 +37,10 @@ class SqlMetricWriter:
                                                 "_update_latest_metrics_if_necessary")):
                 self.store, self._model = store, SqlMetric
                 self._table = SqlMetric.__table__
-                self._quote = store.engine.dialect.identifier_preparer.quote
+                quote = store.engine.dialect.identifier_preparer.quote
+                insert = (f"({', '.join(quote(c) for c in _COLS)}) VALUES ({', '.join('?' * len(_COLS))})")
+                self._insert_metrics = f"INSERT INTO {quote('metrics')} {insert}"
+                self._upsert_latest = f"INSERT INTO {quote('latest_metrics')} {insert}{_UPSERT_LATEST}"
                 self.enabled = set(self._table.columns.keys()) == {
                     "key", "value", "timestamp", "step", "is_nan", "run_uuid"}
         except Exception as exc:  # not a SQL store, or an MLflow whose internals moved
@@ -74,8 +77,8 @@ class SqlMetricWriter:
                     # plain DB-API executemany: no per-row SQLAlchemy parameter processing,
                     # and latest_metrics kept by one UPSERT whose WHERE is MLflow's own
                     # "strictly more recent by (step, timestamp, value)" rule
-                    conn.exec_driver_sql(self._sql("metrics"), rows)
-                    conn.exec_driver_sql(self._sql("latest_metrics") + _UPSERT_LATEST, list(latest.values()))
+                    conn.exec_driver_sql(self._insert_metrics, rows)
+                    conn.exec_driver_sql(self._upsert_latest, list(latest.values()))
                 else:
                     session.execute(sqlalchemy.insert(self._table), [dict(zip(_COLS, r, strict=True)) for r in rows])
                     self.store._update_latest_metrics_if_necessary(
@@ -93,11 +96,6 @@ class SqlMetricWriter:
                 log.warning("radtrack: SQL bulk path failed (%s); using log_batch from now on", exc)
                 self.enabled = False
                 self._log_batch(run_id, points)
-
-    def _sql(self, table: str) -> str:
-        quote = self._quote
-        return (f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in _COLS)}) "
-                f"VALUES ({', '.join('?' * len(_COLS))})")
 
     def _log_batch(self, run_id: str, points: list[tuple[str, float, int, int]]) -> None:
         from mlflow.entities import Metric
