@@ -32,6 +32,8 @@ demo: $(VENV)/.demo-installed
 
 test: $(VENV)/.test-installed
 	./scripts/ensure-chromium.sh
+	./scripts/ensure-postgres.sh
+	./scripts/ensure-slurm.sh
 	$(BIN)/ruff check .
 	$(BIN)/pytest -q
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # One call on the GPU host: install from the carried wheelhouse, then the named stages.
-#   bash benchmarks/gpu_session.sh OUTDIR tests|bench|suite|frontend ...
+#   bash benchmarks/gpu_session.sh OUTDIR tests|bench|suite|accounting|studies ...
 # Logs go to OUTDIR. Never changes GPU settings; quits any MPS daemon it may have left.
 set -uo pipefail
 out=${1:?usage: gpu_session.sh OUTDIR STAGE...}; shift
 export PYTHONUNBUFFERED=1 MLFLOW_DISABLE_TELEMETRY=true
-cleanup() { pkill -f nvidia-cuda-mps-control >/dev/null 2>&1; pkill -f nvidia-cuda-mps-server >/dev/null 2>&1; true; }
+# anchored: a shell whose command line merely mentions the daemon must not be killed
+cleanup() { pkill -f '^(/[^ ]*/)?nvidia-cuda-mps-(control|server)' >/dev/null 2>&1; true; }
 trap cleanup EXIT
 python3 -m pip install -q --no-index --find-links .whl --no-build-isolation -e . >"$out/install.log" 2>&1 \
   || { tail -20 "$out/install.log"; exit 1; }
@@ -18,12 +19,22 @@ for stage in "$@"; do
   case $stage in
     tests)
       python3 -m radtrack listeners 2>&1 | tee "$out/listeners.txt"
-      timeout 420 python3 -m pytest -q -rA -m gpu -p no:cacheprovider tests 2>&1 | tee "$out/gpu_tests.log" | tail -40 ;;
+      timeout 540 python3 -m pytest -q -rA -m gpu -p no:cacheprovider tests 2>&1 | tee "$out/gpu_tests.log" | tail -40 ;;
     bench)
       timeout 560 python3 benchmarks/listeners.py --out "$out" --duration 20 --gpu-load \
         --power-seconds "${POWER_SECONDS:-20}" \
         --sections "${BENCH_SECTIONS:-sink,profile,each,collectors,power}" 2>&1 \
         | grep -v ' INFO ' | tee "$out/bench_listeners.log" ;;
+    accounting)
+      timeout 400 python3 benchmarks/colocation_accounting.py --out "$out/accounting" \
+        --seconds "${ACCOUNTING_SECONDS:-30}" ${ACCOUNTING_ARGS:-} 2>&1 \
+        | grep -v ' INFO ' | tee "$out/accounting.log" | tail -60
+      cp "$out/accounting/accounting.json" "$out/" 2>/dev/null
+      tar czf "$out/accounting-store.tgz" -C "$out" --exclude=accounting/.radtrack accounting \
+        && rm -rf "$out/accounting" ;;
+    studies)
+      # the four studies' short versions (benchmarks/studies_gpu.sh), about 8.5 minutes
+      timeout 545 bash benchmarks/studies_gpu.sh "$out" 2>&1 | tee "$out/studies.log" | tail -150 ;;
     suite1|suite2)
       # half of examples/suite.csv per call (a call is limited to 10 minutes)
       part=examples/.suite-$stage.csv

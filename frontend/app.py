@@ -13,7 +13,7 @@ from pathlib import Path
 from dash import Dash
 
 from radtrack.analysis.data import resolve_tracking_uri
-from radtrack.frontend import callbacks_chart, callbacks_export, callbacks_select
+from radtrack.frontend import callbacks_chart, callbacks_export, callbacks_select, shares
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.layout import build_layout
 from radtrack.frontend.views import ViewStore, default_views_dir
@@ -34,6 +34,7 @@ def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
     callbacks_select.register(app, source, views)
     callbacks_chart.register(app, source)
     callbacks_export.register(app, source)
+    shares.register(app, source.tracking_uri)
     return app
 
 

@@ -12,7 +12,7 @@ from dash import Dash, Input, Output, Patch, State, ctx, no_update
 from dash.exceptions import PreventUpdate
 
 from radtrack.analysis.correlation import correlate
-from radtrack.analysis.summary import summarize_runs
+from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.frontend.data import DataSource, long_frame
 from radtrack.frontend.figures import (
     ChartOptions,
@@ -69,7 +69,8 @@ function(stored) {
 TABS_JS = """
 function(tab) {
     const show = {display: 'block'}, hide = {display: 'none'};
-    return [tab === 'summary' ? show : hide, tab === 'correlation' ? show : hide];
+    return [tab === 'summary' ? show : hide, tab === 'correlation' ? show : hide,
+            tab === 'shares' ? show : hide];
 }
 """
 
@@ -203,7 +204,8 @@ def register(app: Dash, source: DataSource) -> None:
         return metric_options(keys, search, chosen), no_update
 
     app.clientside_callback(TABS_JS, Output("summary-panel", "style"),
-                            Output("corr-panel", "style"), Input("tabs", "value"))
+                            Output("corr-panel", "style"), Output("shares-panel", "style"),
+                            Input("tabs", "value"))
 
     app.clientside_callback(DECODE_FIGURE_JS, Output("chart", "figure"), Output("chart", "style"),
                             Input("chart-figure", "data"), prevent_initial_call=True)

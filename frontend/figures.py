@@ -13,6 +13,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 
+from radtrack.analysis.gpulabel import physical_gpus_of_row
 from radtrack.frontend.data import Series, workload_number
 from radtrack.frontend.downsample import DEFAULT_BUDGET, downsample, rolling_mean, visible_window
 
@@ -48,7 +49,8 @@ def run_colours(run_ids: Sequence[str]) -> dict[str, str]:
 
 
 def run_labels(runs: pd.DataFrame | Sequence[Mapping]) -> dict[str, str]:
-    """Legend names: experiment, workload and letter for radtrack runs, else the run name."""
+    """Legend names: experiment, workload and letter for radtrack runs, else the run name,
+    then the physical GPU(s) the run used where its tags tell (``· GPU1 5cef8446``)."""
     labels: dict[str, str] = {}
     rows = runs.to_dict("records") if isinstance(runs, pd.DataFrame) else runs
     for row in rows:
@@ -59,8 +61,14 @@ def run_labels(runs: pd.DataFrame | Sequence[Mapping]) -> dict[str, str]:
             labels[row["run_id"]] = str(row.get("run_name") or row["run_id"][:8])
     counts = Counter(labels.values())
     # Two launches of the same sheet give equal names; the run id prefix tells them apart.
-    return {run_id: (f"{label} ({run_id[:6]})" if counts[label] > 1 else label)
-            for run_id, label in labels.items()}
+    labels = {run_id: (f"{label} ({run_id[:6]})" if counts[label] > 1 else label)
+              for run_id, label in labels.items()}
+    # Every run logs its GPUs as gpu0.., so the physical GPU goes next to its name.
+    for row in rows:
+        gpu = physical_gpus_of_row(row)
+        if gpu:
+            labels[row["run_id"]] += f" · {gpu}"
+    return labels
 
 
 def _missing(value: object) -> bool:

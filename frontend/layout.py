@@ -84,6 +84,7 @@ def main_column() -> html.Main:
         dcc.Tabs(id="tabs", value="summary", children=[
             dcc.Tab(label="Summary", value="summary"),
             dcc.Tab(label="Correlation", value="correlation"),
+            dcc.Tab(label="Energy shares", value="shares"),
         ]),
         html.Div(dash_table.DataTable(
             id="summary", data=[], columns=[], sort_action="native", sort_mode="multi",
@@ -96,6 +97,9 @@ def main_column() -> html.Main:
             dcc.Graph(id="corr", figure=empty_figure("Pick at least two metrics"),
                       config={"displaylogo": False}),
         ], id="corr-panel", style={"display": "none"}),
+        html.Div(dcc.Graph(id="shares", figure=empty_figure("Pick a workload"),
+                           config={"displaylogo": False}),
+                 id="shares-panel", style={"display": "none"}),
     ], className="main")
 
 

@@ -21,6 +21,7 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 
+from radtrack.metrickeys import stored_key
 from radtrack.sink import summarize
 
 #: 20 listener metrics across four listeners, as radtrack names them
@@ -126,14 +127,17 @@ def seed_workload(tracking_uri: str, experiment: str, workload: int, letters: li
                   hz: float = 1.0, start: float = 1_700_000_000.0, status: str = "FINISHED",
                   history: bool = True, telemetry: bool = True, epochs: int = 5,
                   collocation: str = "-", artifact_root: Path | None = None,
-                  params: dict[str, str] | None = None) -> list[SeededRun]:
+                  params: dict[str, str] | None = None,
+                  legacy_keys: bool = False) -> list[SeededRun]:
     """Create one workload (a parent run and one child per letter) as radtrack would.
 
     ``history`` logs every sample to MLflow with ``log_batch`` (as the launcher's sink
     does); without it only the last sample of each key is logged, which keeps seeding a
     million-point benchmark store fast while the Parquet trace stays complete.
     ``epochs`` > 0 adds a per-epoch ``loss`` and ``throughput_samples_per_s`` history,
-    the script's own metrics, which exist only in MLflow.
+    the script's own metrics, which exist only in MLflow. Listener series are stored under
+    ``system/`` as the launcher stores them, or with ``legacy_keys`` bare, as radtrack
+    stored them before (docs/architecture.md).
     """
     client = MlflowClient(tracking_uri=tracking_uri)
     found = client.get_experiment_by_name(experiment)
@@ -173,7 +177,8 @@ def seed_workload(tracking_uri: str, experiment: str, workload: int, letters: li
         logged: list[Metric] = []
         for key, values in columns.items():
             idx = range(points) if history else [points - 1]
-            logged.extend(Metric(key, float(values[i]), int(times[i] * 1000), i) for i in idx)
+            as_stored = key if legacy_keys else stored_key(key)
+            logged.extend(Metric(as_stored, float(values[i]), int(times[i] * 1000), i) for i in idx)
         if status in _TERMINAL:
             # The launcher's own summaries (radtrack.sink.summarize), one trace per listener.
             for frame in _listener_frames(times, columns).values():
@@ -197,13 +202,14 @@ def seed_workload(tracking_uri: str, experiment: str, workload: int, letters: li
 
 
 def append_samples(tracking_uri: str, run: SeededRun, first: int, count: int, hz: float = 1.0,
-                   metrics: list[str] | None = None) -> None:
+                   metrics: list[str] | None = None, legacy_keys: bool = False) -> None:
     """Log ``count`` more samples to a RUNNING run, as the sink does while a run is live."""
     client = MlflowClient(tracking_uri=tracking_uri)
     total = first + count
     logged = []
     for key in metrics or run.metrics:
         values = synthetic_values(key, total, f"{run.run_name}{run.letter}-live")
-        logged.extend(Metric(key, float(values[i]), int((run.start + i / hz) * 1000), i)
+        name = key if legacy_keys else stored_key(key)
+        logged.extend(Metric(name, float(values[i]), int((run.start + i / hz) * 1000), i)
                       for i in range(first, total))
     _log_batches(client, run.run_id, logged)

@@ -87,6 +87,18 @@ class ListenerConfig:
     devices: list[str] = field(default_factory=list)  # as CUDA_VISIBLE_DEVICES entries; [] = all
     pid: int | None = None  # root of the run's process tree (the workload process)
     outdir: Path | None = None  # where a listener may leave artifacts (profiler reports)
+    # where a restarted listener picks up sources with their own timestamps (driver sample
+    # buffers): metric key -> the source's timestamp of the last sample emitted for the run
+    resume: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class TimedSample:
+    """A reading stamped by its source (a driver's sample buffer), not by the sampler."""
+
+    t: float  # unix seconds, the source's own timestamp
+    values: dict[str, float]
+    resume: dict[str, int] | None = None  # positions to restart from once this is written
 
 
 class Listener(ABC):
@@ -111,6 +123,12 @@ class Listener(ABC):
     @abstractmethod
     def sample(self) -> dict[str, float]:
         """One reading: metric key -> value. Keys must be among those probed."""
+
+    def timed_samples(self) -> list[TimedSample]:
+        """Readings with their own timestamps gathered since the last call (by
+        :meth:`sample` or :meth:`final_sample`); the runner writes each as its own sample
+        line after the regular one. Most listeners have none."""
+        return []
 
     def final_sample(self) -> dict[str, float]:
         """The reading taken when sampling stops; listeners that read some values only now

@@ -76,13 +76,14 @@ def split(entry: str) -> tuple[str, float | None]:
 def parse_names(text: str | None) -> list[str] | None:
     """'smi+top' -> ['smi', 'top']; 'smi+dcgm@1' -> ['smi', 'dcgm@1'] (dcgm every second
     whatever the run's interval); 'none' -> []; None/'' -> None (= every available one).
-    RadtrackError names a malformed entry."""
+    RadtrackError names a malformed entry, an empty name ('smi++top') included."""
     if text is None or not text.strip():
         return None
     parts = []
     for p in text.split("+"):
         if not p.strip():
-            continue
+            raise RadtrackError(f"{text.strip()!r} has an empty listener name (a '+' with no "
+                                "name on one side); join names with single '+', e.g. smi+top")
         name, every = split(p)
         parts.append(name if every is None else f"{name}@{every:g}")
     if parts == ["none"]:

@@ -22,6 +22,16 @@ from radtrack.listeners.base import Listener, ListenerConfig
 from radtrack.listeners.registry import get
 
 
+def _line(t: float, values: dict[str, float], keys: set[str],
+          resume: dict[str, int] | None = None) -> str:
+    clean = {key: float(v) for key, v in values.items()
+             if key in keys and v is not None and math.isfinite(v)}
+    msg: dict[str, object] = {"type": "sample", "t": t, "v": clean}
+    if resume:
+        msg["resume"] = resume
+    return json.dumps(msg) + "\n"
+
+
 class _Stop:
     def __init__(self) -> None:
         self.requested = False
@@ -56,9 +66,11 @@ def run(name: str, config: ListenerConfig, out: TextIO = sys.stdout, count: int 
         k = 0
         emitted = 0
         def emit(values: dict[str, float]) -> None:
-            clean = {key: float(v) for key, v in values.items()
-                     if key in keys and v is not None and math.isfinite(v)}
-            out.write(json.dumps({"type": "sample", "t": time.time(), "v": clean}) + "\n")
+            out.write(_line(time.time(), values, keys))
+            for ts in listener.timed_samples():
+                # one line per source-stamped sample; the restart position rides on the
+                # line that completes it, so a crash between lines repeats or loses nothing
+                out.write(_line(ts.t, ts.values, keys, ts.resume))
             out.flush()
 
         while not stop.requested and (count is None or emitted < count):

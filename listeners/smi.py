@@ -6,20 +6,32 @@ is listed in the ``radtrack.listener.smi.unsupported`` tag and never emitted.
 
 Readings are taken at the pace their source changes, so a 10 Hz sampler pays for no
 duplicate readings (CPU per call measured on an H100 by benchmarks/listener_costs.py):
-- every interval: instantaneous power (the sensor refreshes every 100 ms), memory used,
+- every interval: instantaneous power (the sensor refreshes every 100 ms; every 1 s where
+  the driver's power sample buffer is read instead, below), memory used,
   GPU temperature, SM and memory clocks, clock-event reasons (25-60 us each);
 - every 0.2 s: GPU and memory utilisation (the driver refreshes them 5 times a second;
   390 us a call);
 - every 1 s: the 1-s average power, memory temperature, PCIe byte counters (as a rate
-  over the second; 370 us each), pstate, fan, ECC, and the run's own GPU memory and SM
-  share (200 us and 1.9 ms; the driver keeps every process-utilisation sample since the
-  last read, so nothing is lost);
+  over the second; 370 us each), pstate, fan, ECC, and the per-process readings of
+  listeners/gpuprocs.py (the run's own GPU memory and SM share, every process's SM share,
+  the MPS server's; 200 us and 1.9 ms);
 - every 5 s, at the first and at the final reading: the energy counter (5 ms a read; a
   counter, so the run's total is exact whatever the pace).
+
+Where the GPU offers it (H100: about 50 samples a second), the driver's own power sample
+buffer is read once a second (listeners/driver_samples.py) and every sample is emitted
+once, with the driver's timestamp, as ``power_sample_w`` on sample lines of its own
+(:class:`~radtrack.listeners.base.TimedSample`); across a listener restart reading picks
+up after the last sample emitted (``ListenerConfig.resume``).
+
+A MIG instance has no power sensor of its own: its power and energy readings are the
+parent GPU's (tag ``radtrack.listener.smi.<scope>.parent_uuid``), which co-location
+accounting shares out among the instances.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,10 +42,13 @@ from radtrack.listeners.base import (
     Listener,
     ListenerConfig,
     MetricSpec,
+    TimedSample,
     rate_window,
 )
 from radtrack.listeners.devices import GpuDevice, run_devices
-from radtrack.listeners.nvml import NA, nvml_available, nvml_query
+from radtrack.listeners.driver_samples import READ_EVERY_S, DriverSamples
+from radtrack.listeners.gpuprocs import MPS_CLIENT_REASON, ProcessShare
+from radtrack.listeners.nvml import NA, nvml_available, nvml_query, text
 from radtrack.listeners.proctree import ProcessTree
 
 FI_MEMORY_TEMP = 82
@@ -59,6 +74,9 @@ _FAST_FIELDS = (FI_POWER_INSTANT,)
 QUANTITIES: dict[str, tuple[str, str, str]] = {
     "power_w": ("W", "board power draw, instantaneous",
                 "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT), else nvmlDeviceGetPowerUsage"),
+    "power_sample_w": ("W", "board power draw, every sample the driver took (~50/s on H100), "
+                       "each at its own driver timestamp, read once a second",
+                       "nvmlDeviceGetSamples(NVML_TOTAL_POWER_SAMPLES, last seen timestamp)"),
     "power_avg_w": ("W", "board power draw averaged by the driver over 1 s",
                     "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_AVERAGE)"),
     "energy_j": ("J", "energy used since the listener started (hardware counter)",
@@ -91,10 +109,16 @@ QUANTITIES: dict[str, tuple[str, str, str]] = {
                                        "nvmlDeviceGetTotalEccErrors(UNCORRECTED, VOLATILE)"),
     "proc_mem_used_mib": ("MiB", "device memory of the run's process tree",
                           "nvmlDeviceGetComputeRunningProcesses"),
-    "proc_sm_util_pct": ("%", "SM utilisation of the run's process tree",
+    "proc_sm_util_pct": ("%", "SM utilisation of the run's process tree (never for an MPS client)",
                          "nvmlDeviceGetProcessUtilization"),
+    "all_procs_sm_util_pct": ("%", "SM utilisation of every process on the device, summed",
+                              "nvmlDeviceGetProcessUtilization"),
+    "mps_sm_util_pct": ("%", "SM utilisation of the MPS server the run is a client of",
+                        "nvmlDeviceGetProcessUtilization + nvmlDeviceGetMPSComputeRunningProcesses"),
 }
-PROCESS_QUANTITIES = ("proc_mem_used_mib", "proc_sm_util_pct")
+PROCESS_QUANTITIES = ("proc_mem_used_mib", "proc_sm_util_pct", "all_procs_sm_util_pct",
+                      "mps_sm_util_pct")
+_UTIL_QUANTITIES = PROCESS_QUANTITIES[1:]
 
 
 def field_value(fv: Any) -> float | None:
@@ -112,18 +136,22 @@ class _DeviceState:
     fields: list[int] = field(default_factory=list)  # field ids this device answers
     energy0_mj: float | None = None
     pcie_prev: tuple[float, float, float] | None = None  # (monotonic s, tx bytes, rx bytes)
-    util_ts: int = 0  # last process-utilisation timestamp seen (us)
+    power_buffer: DriverSamples | None = None  # None: the device offers none, power is polled
+    procs: ProcessShare = field(init=False)
     util: Every = field(init=False)
     slow: Every = field(init=False)
     energy: Every = field(init=False)
+    buffer: Every = field(init=False)
 
     def __post_init__(self) -> None:
+        self.procs = ProcessShare(self.dev.handle)
         self.util = Every(UTIL_EVERY_S, self.interval)
         self.slow = Every(SLOW_EVERY_S, self.interval)
         self.energy = Every(ENERGY_EVERY_S, self.interval)
+        self.buffer = Every(READ_EVERY_S, self.interval)
 
     def force(self) -> None:
-        for gate in (self.util, self.slow, self.energy):
+        for gate in (self.util, self.slow, self.energy, self.buffer):
             gate.force()
 
 
@@ -136,6 +164,11 @@ class SmiListener(Listener):
         self._states: list[_DeviceState] = []
         self._supported: dict[str, set[str]] = {}  # scope -> quantities
         self._unsupported: list[str] = []
+        self._mps_servers: dict[int, bool] = {}
+        self._timed: list[TimedSample] = []  # driver power samples not yet handed out
+        # an MPS client (the launcher gives MPS rows the daemon's pipe directory) has no SM
+        # figure of its own: NVML accounts its work to the server
+        self.mps_client = bool(os.environ.get("CUDA_MPS_PIPE_DIRECTORY"))
         self.clock = time.monotonic  # replaceable in tests
 
     @classmethod
@@ -150,17 +183,25 @@ class SmiListener(Listener):
             if fvs is not NA:
                 st.fields = [fid for fid, fv in zip(_FIELDS, fvs, strict=True)
                              if field_value(fv) is not None]
+            key = f"smi/{st.dev.scope}/power_sample_w"
+            buf = DriverSamples(st.dev.parent if st.dev.is_mig else st.dev.handle)
+            if buf.open(self.config.resume.get(key)):
+                st.power_buffer = buf
             first = self._read(st, self.clock())
             wanted = [q for q in QUANTITIES if self.tree is not None or q not in PROCESS_QUANTITIES]
             ok = {q for q in wanted if q in first}
+            ok |= {"power_sample_w"} if st.power_buffer is not None else set()
             # rates and per-process readings need a previous reading, so they are judged
             # by whether their source answered at all
             ok |= {q for q in ("pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s") if st.pcie_prev or q in first}
-            if self.tree is not None and nvml_query("nvmlDeviceGetComputeRunningProcesses",
-                                                     st.dev.handle) is not NA:
-                ok.add("proc_mem_used_mib")
-            if self.tree is not None and self._process_util_supported(st):
-                ok.add("proc_sm_util_pct")
+            if self.tree is not None:
+                mem, util = st.procs.supported()
+                ok |= {"proc_mem_used_mib"} if mem else set()
+                ok |= set(_UTIL_QUANTITIES) if util else set()
+                if self.mps_client:
+                    ok.discard("proc_sm_util_pct")
+                else:
+                    ok.discard("mps_sm_util_pct")
             self._supported[st.dev.scope] = ok
             self._unsupported += [f"{st.dev.scope}/{q}" for q in wanted if q not in ok]
             for q in wanted:
@@ -181,6 +222,11 @@ class SmiListener(Listener):
                 out[f"{prefix}.nvml_index"] = str(st.dev.index)
             if st.dev.is_mig:
                 out[f"{prefix}.mig"] = "true"
+                parent = nvml_query("nvmlDeviceGetUUID", st.dev.parent)
+                if parent is not NA:
+                    out[f"{prefix}.parent_uuid"] = text(parent)
+            if self.mps_client and self.tree is not None:
+                out[f"{prefix}.proc_sm_util_pct"] = f"absent: {MPS_CLIENT_REASON}"
         return out
 
     def sample(self) -> dict[str, float]:
@@ -193,9 +239,15 @@ class SmiListener(Listener):
             if self.tree is not None and slow:
                 if tree_pids is None:
                     tree_pids = set(self.tree.pids())
-                values.update(self._process_values(st, tree_pids))
+                values.update(st.procs.read(tree_pids, self._mps_servers))
             ok = self._supported.get(st.dev.scope, set())
             out.update({f"smi/{st.dev.scope}/{q}": v for q, v in values.items() if q in ok})
+            if st.power_buffer is not None and st.buffer.due(now):
+                self._timed += _timed(f"smi/{st.dev.scope}/power_sample_w", st.power_buffer)
+        return out
+
+    def timed_samples(self) -> list[TimedSample]:
+        out, self._timed = self._timed, []
         return out
 
     def final_sample(self) -> dict[str, float]:
@@ -211,20 +263,24 @@ class SmiListener(Listener):
         """The device-wide readings due at ``now`` (absent ones left out); ``slow`` says
         the once-a-second ones are due."""
         h = st.dev.handle
+        # a MIG instance has no power sensor: the parent GPU's readings stand for it
+        hp = st.dev.parent if st.dev.is_mig else h
         out: dict[str, float] = {}
         fv = {}
-        fields = [f for f in st.fields if slow or f in _FAST_FIELDS]
+        fast = _FAST_FIELDS if st.power_buffer is None else ()
+        fields = [f for f in st.fields if slow or f in fast]
         if fields:
             got = nvml_query("nvmlDeviceGetFieldValues", h, fields)
             if got is not NA:
                 fv = {fid: field_value(v) for fid, v in zip(fields, got, strict=True)}
-        mw = fv.get(FI_POWER_INSTANT)
-        if mw is None:
-            mw = _num(nvml_query("nvmlDeviceGetPowerUsage", h))
-        _put(out, "power_w", mw, 1e-3)
+        if slow or st.power_buffer is None:  # the buffer holds every sample between
+            mw = fv.get(FI_POWER_INSTANT)
+            if mw is None:
+                mw = _num(nvml_query("nvmlDeviceGetPowerUsage", hp))
+            _put(out, "power_w", mw, 1e-3)
 
         if st.energy.due(now):
-            energy = _num(nvml_query("nvmlDeviceGetTotalEnergyConsumption", h))
+            energy = _num(nvml_query("nvmlDeviceGetTotalEnergyConsumption", hp))
             if energy is not None:
                 if st.energy0_mj is None:
                     st.energy0_mj = energy
@@ -284,49 +340,12 @@ class SmiListener(Listener):
             _put(out, name, _num(nvml_query("nvmlDeviceGetPcieThroughput", st.dev.handle, counter)), 1024.0)
         return out
 
-    def _process_util_supported(self, st: _DeviceState) -> bool:
-        return self._util_samples(st) is not NA
 
-    def _util_samples(self, st: _DeviceState) -> Any:
-        """Process-utilisation samples newer than the last seen; NA when unsupported."""
-        import pynvml
-
-        try:
-            samples = nvml_query("nvmlDeviceGetProcessUtilization", st.dev.handle, st.util_ts)
-        except pynvml.NVMLError as exc:
-            # NotFound (or a bare SUCCESS with no buffer): no process sampled since util_ts
-            if exc.value in (pynvml.NVML_ERROR_NOT_FOUND, pynvml.NVML_SUCCESS):
-                return []
-            raise
-        if samples is not NA and samples:
-            st.util_ts = max(int(s.timeStamp) for s in samples)
-        return samples
-
-    def _process_values(self, st: _DeviceState, tree: set[int]) -> dict[str, float]:
-        out: dict[str, float] = {}
-        procs = nvml_query("nvmlDeviceGetComputeRunningProcesses", st.dev.handle)
-        ours_on_gpu = False
-        if procs is not NA:
-            ours = [p for p in procs if p.pid in tree]
-            ours_on_gpu = bool(ours)
-            # usedGpuMemory is None where the driver cannot tell (Windows WDDM)
-            if all(p.usedGpuMemory is not None for p in ours):
-                out["proc_mem_used_mib"] = sum(p.usedGpuMemory for p in ours) / _MIB
-        # nvmlDeviceGetProcessUtilization costs ~1.9 ms; the driver keeps every sample since
-        # the timestamp we pass, so reading once a second and averaging loses nothing.
-        samples = self._util_samples(st)
-        if samples is not NA:
-            per_pid: dict[int, list[float]] = {}
-            for s in samples:
-                if s.pid in tree:
-                    per_pid.setdefault(s.pid, []).append(float(s.smUtil))
-            if per_pid:
-                out["proc_sm_util_pct"] = sum(sum(v) / len(v) for v in per_pid.values())
-            elif not ours_on_gpu and procs is not NA:
-                out["proc_sm_util_pct"] = 0.0  # the tree has no context on this GPU at all
-            # else: the tree is on the GPU but NVML attributed no sample to it (idle between
-            # samples, or MPS accounting work to the server): no reading rather than a fake 0
-        return out
+def _timed(key: str, buffer: DriverSamples) -> list[TimedSample]:
+    """The buffer's new samples as lines of their own; the last carries the restart position."""
+    got = buffer.read()
+    return [TimedSample(t_us / 1e6, {key: w}, {key: t_us} if i == len(got) - 1 else None)
+            for i, (t_us, w) in enumerate(got)]
 
 
 def _num(value: Any) -> float | None:

@@ -22,6 +22,34 @@ _PROC_FIELDS = [
 ]
 SLOW_EVERY_S = 1.0  # swap, temperatures, the tree's I/O and context switches
 LOAD_EVERY_S = 5.0  # the kernel recomputes the load average every 5 s
+# Per-core CPU at its own pace: a 128-core host at 0.1 s would log 1,280 points a second
+# before any GPU. The totals follow the interval; RADTRACK_TOP_CORE_EVERY_S sets the
+# per-core pace (0: every interval, like the totals).
+CORE_EVERY_S = 1.0
+CORE_EVERY_ENV = "RADTRACK_TOP_CORE_EVERY_S"
+
+
+def core_every_s(environ: dict[str, str] | None = None) -> float:
+    """The per-core pace in seconds: CORE_EVERY_S unless the environment sets one."""
+    raw = (os.environ if environ is None else environ).get(CORE_EVERY_ENV, "").strip()
+    if not raw:
+        return CORE_EVERY_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ValueError(f"{CORE_EVERY_ENV}={raw!r}: give seconds >= 0 (0: every interval)")
+    return value
+
+
+def _psutil_cpu_times() -> list[tuple[float, float]]:
+    """(total, busy) seconds for all CPUs (first) and each core, where /proc is absent."""
+    cores = []
+    for t in psutil.cpu_times(percpu=True):
+        total = sum(t)
+        cores.append((total, total - t.idle - getattr(t, "iowait", 0.0)))
+    return [(sum(c[0] for c in cores), sum(c[1] for c in cores)), *cores]
 
 
 def _temperatures() -> dict[str, float]:
@@ -42,8 +70,8 @@ def _temperatures() -> dict[str, float]:
 
 
 class TopListener(Listener):
-    """Host CPU (total and per core) and memory every interval; swap, temperatures and the
-    tree's I/O and context switches once a second; the load average every 5 s (the
+    """Host CPU (all cores) and memory every interval; per-core CPU, swap, temperatures and
+    the tree's I/O and context switches once a second (per-core: see CORE_EVERY_S); the load average every 5 s (the
     kernel's own period). Linux readings come straight from /proc (listeners/procfs.py),
     psutil elsewhere."""
 
@@ -55,8 +83,12 @@ class TopListener(Listener):
         self.fast = procfs.available()
         self._slow = Every(SLOW_EVERY_S, config.interval)
         self._load = Every(LOAD_EVERY_S, config.interval)
-        self._cpu_prev: list[tuple[float, float]] = []
-        self._cpu_t: float | None = None  # clock of the last CPU-times reading
+        self.core_every_s = core_every_s()
+        self._cores = Every(self.core_every_s, config.interval)
+        self._cpu_prev: tuple[float, float] | None = None  # all cores, at the last total
+        self._cpu_t: float | None = None  # clock of the last total CPU reading
+        self._core_prev: list[tuple[float, float]] = []  # each core, at the last per-core
+        self._core_t: float | None = None
         # (pid, start) -> CPU seconds at the last sample; -> (read, written, ctx) at the last slow one
         self._last_cpu: dict[tuple[int, float], float] = {}
         self._last_slow: dict[tuple[int, float], tuple[float, float, float]] = {}
@@ -66,11 +98,13 @@ class TopListener(Listener):
 
     def probe(self) -> list[MetricSpec]:
         self.ncpu = len(procfs.cpu_times()) - 1 if self.fast else (psutil.cpu_count() or 1)
-        src = "/proc/stat" if self.fast else "psutil.cpu_percent"
+        src = "/proc/stat" if self.fast else "psutil.cpu_times"
         mem = "/proc/meminfo" if self.fast else "psutil.virtual_memory"
         specs = [
             MetricSpec("top/cpu_pct", "%", "system CPU utilisation, all cores", src),
-            *[MetricSpec(f"top/cpu{i}/util_pct", "%", f"utilisation of core {i}", src)
+            *[MetricSpec(f"top/cpu{i}/util_pct", "%",
+                         f"utilisation of core {i} (every {max(self.core_every_s, self.config.interval):g} s)",
+                         src)
               for i in range(self.ncpu)],
             MetricSpec("top/load1_count", "count", "1-minute load average (every 5 s)", "os.getloadavg"),
             MetricSpec("top/mem_used_mib", "MiB", "host memory used (total - available)", mem),
@@ -88,18 +122,23 @@ class TopListener(Listener):
         return specs
 
     # -- host -------------------------------------------------------------------------
-    def _cpu_percents(self, now: float) -> list[float]:
-        """[all cores, core 0, core 1, ...] utilisation % since the previous reading; []
-        at the first call (it only takes the baseline) and for a too-short window."""
-        if self._cpu_t is not None and not rate_window(self._cpu_t, now, self.config.interval):
-            return []
-        if not self.fast:
-            per_core = psutil.cpu_percent(percpu=True)
-            first, self._cpu_t = self._cpu_t is None, now
-            return [] if first else [sum(per_core) / max(len(per_core), 1), *per_core]
-        cur = procfs.cpu_times()
-        prev, self._cpu_prev, self._cpu_t = self._cpu_prev, cur, now
-        return procfs.cpu_percents(prev, cur) if prev else []
+    def _cpu_percents(self, now: float) -> dict[str, float]:
+        """Utilisation % since the previous reading: all cores every interval, each core
+        at its own pace. A first reading only takes the baseline; a too-short window
+        (rate_window) reports nothing and keeps the earlier baseline."""
+        cur = procfs.cpu_times() if self.fast else _psutil_cpu_times()
+        interval = self.config.interval
+        out: dict[str, float] = {}
+        if self._cpu_t is None or rate_window(self._cpu_t, now, interval):
+            if self._cpu_prev is not None:
+                out["top/cpu_pct"] = procfs.cpu_percents([self._cpu_prev], cur[:1])[0]
+            self._cpu_prev, self._cpu_t = cur[0], now
+        if self._cores.due(now) and (self._core_t is None or rate_window(self._core_t, now, interval)):
+            if self._core_prev:
+                for i, v in enumerate(procfs.cpu_percents(self._core_prev, cur[1:])):
+                    out[f"top/cpu{i}/util_pct"] = v
+            self._core_prev, self._core_t = cur[1:], now
+        return out
 
     def _memory(self) -> tuple[float, float, float, float]:
         """(total, available, swap total, swap free) bytes."""
@@ -113,16 +152,13 @@ class TopListener(Listener):
     def sample(self) -> dict[str, float]:
         now = self.clock()
         slow = self._slow.due(now)
-        pct = self._cpu_percents(now)
+        cpu = self._cpu_percents(now)
         total, avail, swap_total, swap_free = self._memory()
         out: dict[str, float] = {
             "top/mem_used_mib": (total - avail) / 2**20,
             "top/mem_used_pct": 100.0 * (total - avail) / total if total else 0.0,
         }
-        if pct:
-            out["top/cpu_pct"] = pct[0]
-            for i, v in enumerate(pct[1:]):
-                out[f"top/cpu{i}/util_pct"] = v
+        out.update(cpu)
         if self._load.due(now):
             out["top/load1_count"] = os.getloadavg()[0]
         if slow:
@@ -137,6 +173,7 @@ class TopListener(Listener):
     def final_sample(self) -> dict[str, float]:
         self._slow.force()
         self._load.force()
+        self._cores.force()
         self.tree.forget()
         return self.sample()
 

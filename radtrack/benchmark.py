@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from radtrack import env
+from radtrack.codewindows import WindowRecorder
 
 STOPPED_BY_TAG = "radtrack.stopped_by"
 
@@ -37,6 +38,8 @@ class RADTBenchmark:
         start = os.environ.get(env.START_TIME)
         self._t0 = float(start) if start else time.time()
         self._mlflow: Any = None
+        windows = os.environ.get(env.WINDOWS_FILE)
+        self._windows = WindowRecorder(Path(windows) if self.active and windows else None)
 
     @property
     def active(self) -> bool:
@@ -56,8 +59,23 @@ class RADTBenchmark:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._windows.close_all()
         if self.active and self.manual:
             self._signal("stop")
+
+    # Code windows: time and energy of regions (radtrack/codewindows.py) -----------------
+    def window(self, name: str, step: int | None = None) -> Any:
+        """``with run.window("epoch", step=e):`` records the region's wall-clock span; the
+        launcher reports its duration, GPU energy (attributed on a shared GPU), power,
+        utilisation and SM activity. Nestable; names and steps are checked even outside
+        radtrack, where nothing is recorded."""
+        return self._windows.window(name, step)
+
+    def begin_window(self, name: str, step: int | None = None) -> None:
+        self._windows.begin(name, step)
+
+    def end_window(self, name: str, step: int | None = None) -> None:
+        self._windows.end(name, step)
 
     def _signal(self, what: str) -> None:
         if self._control is not None:

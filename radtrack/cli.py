@@ -4,7 +4,9 @@
   radtrack [options] sheet.csv                   an experiment sheet
   radtrack listeners                             installed listeners and availability
   radtrack sync                                  ship spools a killed launcher left behind
+  radtrack status sheet.csv                      refresh a sheet from its SLURM jobs
   radtrack report ...                            analysis tables (radtrack.analysis.report)
+  radtrack export ...                            a wide, time-aligned table (radtrack.export)
   radtrack ui ...                                the Dash page (radtrack.frontend)
 """
 
@@ -13,13 +15,15 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, TypeVar
 
-from radtrack.errors import RadtrackError
+from radtrack.errors import RadtrackError, SheetError
 from radtrack.spec import DEFAULT_INTERVAL, RunSpec
 
-SUBCOMMANDS = ("listeners", "sync", "report", "ui")
+SUBCOMMANDS = ("listeners", "sync", "status", "report", "export", "ui")
+T = TypeVar("T")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,7 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a Python script or an experiment sheet as tracked MLflow runs with "
                     "hardware metrics. Subcommands: " + ", ".join(SUBCOMMANDS) + ".",
         usage="radtrack [options] SCRIPT.py [script args...] | SHEET.csv | "
-              "{listeners,sync,report,ui} ...",
+              "{listeners,sync,status,report,export,ui} ...",
     )
     p.add_argument("target", help="a Python script or an experiment sheet (.csv)")
     p.add_argument("script_args", nargs=argparse.REMAINDER,
@@ -50,9 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(default: every installed listener available on this host)")
     p.add_argument("--interval", type=float, default=None,
                    help=f"seconds between listener samples (default {DEFAULT_INTERVAL:g})")
-    p.add_argument("--max-epoch", type=int, default=None,
+    p.add_argument("--max-epoch", "-i", "--epoch", type=int, default=None, metavar="N",
                    help="stop the script once it logs a metric with epoch >= N")
-    p.add_argument("--max-time", type=float, default=None, help="stop the script after N minutes")
+    p.add_argument("--max-time", "-t", "--time", type=float, default=None, metavar="MINUTES",
+                   help="stop the script after N minutes")
     p.add_argument("--manual", action="store_true",
                    help="start listeners and timing when the script enters RADTBenchmark()")
     p.add_argument("--tracking-uri", default=None,
@@ -60,8 +65,40 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run-name", default=None, help="MLflow run name (single runs)")
     p.add_argument("--grace", type=float, default=10.0,
                    help="seconds between SIGINT, SIGTERM and SIGKILL when stopping a script")
-    p.add_argument("--rerun", action="store_true", help="sheets: rerun FAILED and KILLED workloads")
+    p.add_argument("--rerun", "-r", action="store_true",
+                   help="sheets: rerun FAILED and KILLED workloads")
+    # radT's launcher flags (docs/radt-migration.md): --local is what radtrack always does.
+    p.add_argument("--local", action="store_true",
+                   help="radT's flag; a no-op: radtrack always runs in the current environment")
+    p.add_argument("--conda", action="store_true",
+                   help="radT's per-run conda environments: not supported (refused)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    p.add_argument("--carbon-intensity", type=float, default=None, metavar="G_PER_KWH",
+                   help="grid carbon intensity for the footprint (g CO2e/kWh; also "
+                        "$RADTRACK_CARBON_INTENSITY or a CarbonIntensity column)")
+    p.add_argument("--pue", type=float, default=None,
+                   help="data-centre power usage effectiveness for the footprint (default 1)")
+    s = p.add_argument_group("executor (sheets)")
+    s.add_argument("--executor", default=None,
+                   help="where workloads run: local (this host, default) or slurm (one batch "
+                        "job per workload); default $RADTRACK_EXECUTOR, else local")
+    s.add_argument("--partition", default=None, help="slurm: sbatch --partition (sheet column "
+                                                     "Partition wins)")
+    s.add_argument("--account", default=None, help="slurm: sbatch --account (column Account)")
+    s.add_argument("--time-limit", default=None,
+                   help="slurm: job time limit as sbatch --time takes it, e.g. 30, 1:30:00, "
+                        "2-00:00:00 (column TimeLimit; -t/--time is radT's max minutes)")
+    s.add_argument("--qos", default=None, help="slurm: sbatch --qos (column QoS)")
+    s.add_argument("--constraint", default=None,
+                   help="slurm: sbatch --constraint (column Constraint)")
+    s.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
+                   help="slurm: one more sbatch argument, passed as is; repeatable "
+                        "(--sbatch-arg=--mem=16G --sbatch-arg=--exclusive)")
+    s.add_argument("--shared-fs", action="store_true",
+                   help="slurm: the sqlite:/// or file store path is on a filesystem every "
+                        "node mounts (otherwise such a store is refused)")
+    s.add_argument("--detach", action="store_true",
+                   help="slurm: return after submitting; 'radtrack status SHEET' refreshes it")
     return p
 
 
@@ -71,6 +108,13 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] in SUBCOMMANDS:
         return _subcommand(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
+    if args.target.lower().endswith(".csv") and args.script_args:
+        # A sheet takes no script arguments: what follows it are radtrack's own options
+        # ("radtrack sheet.csv --executor slurm"); anything else is reported below.
+        again = build_parser().parse_args([*args.script_args, args.target],
+                                          namespace=argparse.Namespace(**vars(args)))
+        if again.target == args.target and not again.script_args:
+            args = again
     try:
         return _launch(args)
     except RadtrackError as exc:
@@ -90,16 +134,61 @@ def _defaults(args: argparse.Namespace) -> dict[str, object]:
             d[name] = getattr(args, name)
     if args.manual:
         d["manual"] = True
+    if args.carbon_intensity is not None:
+        d["carbon_intensity"] = args.carbon_intensity
+        d["carbon_source"] = "--carbon-intensity"
+    if args.pue is not None:
+        d["pue"] = args.pue
+    slurm = _slurm_flags(args)
+    if slurm:
+        d["slurm"] = slurm
     return d
 
 
+def _slurm_flags(args: argparse.Namespace) -> dict[str, str]:
+    """--partition/--account/--time/--qos/--constraint, checked like their sheet columns."""
+    from radtrack.sheet.cells import parse_constraint, parse_slurm_name, parse_time_limit
+
+    out = {}
+    for flag, key, parse in (("partition", "partition", parse_slurm_name),
+                             ("account", "account", parse_slurm_name),
+                             ("time_limit", "time_limit", parse_time_limit),
+                             ("qos", "qos", parse_slurm_name),
+                             ("constraint", "constraint", parse_constraint)):
+        value = getattr(args, flag)
+        if value is not None:
+            try:
+                out[key] = parse(value.strip())
+            except ValueError as exc:
+                raise RadtrackError(f"--{flag.replace('_', '-')}: {exc}") from None
+    return out
+
+
 def _check_options(args: argparse.Namespace) -> None:
+    if args.conda:
+        raise RadtrackError("--conda: per-run conda environments are not supported; radtrack runs "
+                            "the script with the Python that runs radtrack: create and activate "
+                            "the environment first (conda env create -f conda.yaml; conda "
+                            "activate NAME; install radtrack into it), then run radtrack "
+                            "without --conda")
     if args.interval is not None and args.interval <= 0:
         raise RadtrackError(f"--interval must be > 0, got {args.interval}")
     if args.max_time is not None and args.max_time <= 0:
         raise RadtrackError(f"--max-time must be > 0 minutes, got {args.max_time}")
     if args.max_epoch is not None and args.max_epoch < 0:
         raise RadtrackError(f"--max-epoch must be >= 0, got {args.max_epoch}")
+    from radtrack.footprint import check_intensity, check_pue
+
+    try:
+        if args.carbon_intensity is not None:
+            check_intensity(args.carbon_intensity, "--carbon-intensity")
+        if args.pue is not None:
+            check_pue(args.pue, "--pue")
+    except ValueError as exc:
+        raise RadtrackError(str(exc)) from None
+    from radtrack.footprint import resolve
+
+    resolve(None, None, "")  # a malformed $RADTRACK_CARBON_INTENSITY / $RADTRACK_PUE: say so now
     if args.listeners is not None:
         from radtrack.listeners import registry
 
@@ -121,17 +210,40 @@ def _launch(args: argparse.Namespace) -> int:
     if not target.is_file() or not os.access(target, os.R_OK):
         raise RadtrackError(f"{target}: not a readable file")
     uri = tracking.resolve_uri(args.tracking_uri)
+    from radtrack.executors import resolve
+
+    executor = resolve(args.executor)
+    slurm_only = [f"--{n.replace('_', '-')}" for n in ("shared_fs", "detach", "sbatch_arg")
+                  if getattr(args, n)]
+    if executor != "slurm" and slurm_only:
+        raise RadtrackError(f"{', '.join(slurm_only)} only apply with --executor slurm")
+    if executor == "slurm":
+        if not sheets.is_sheet(target):
+            raise RadtrackError("--executor slurm runs experiment sheets (.csv); put the script "
+                                "in a one-row sheet")
+        if args.script_args:
+            raise RadtrackError(f"{target} is a sheet: arguments after it "
+                                f"({' '.join(args.script_args)}) belong in its Params column")
+        from radtrack.executors.slurm import SlurmOptions, launch_sheet
+
+        opts = SlurmOptions(shared_fs=args.shared_fs, detach=args.detach,
+                            sbatch_args=list(args.sbatch_arg), grace=args.grace)
+        return launch_sheet(target.absolute(), _defaults(args), uri, opts, rerun=args.rerun,
+                            dry_run=args.dry_run)
     if sheets.is_sheet(target):
         if args.script_args:
             raise RadtrackError(f"{target} is a sheet: arguments after it ({' '.join(args.script_args)}) "
                                 "belong in its Params column")
-        specs = sheets.read_sheet(target.absolute(), _defaults(args))
+        defaults = _defaults(args)
+        specs = _for_plan(lambda host: sheets.read_sheet(target.absolute(), defaults,
+                                                         check_host=host), args.dry_run)
         sheet_path: Path | None = target.absolute()
     else:
         if target.suffix != ".py":
             raise RadtrackError(f"{target}: expected a Python script (.py) or a sheet (.csv)")
         specs = [_single_spec(args, target)]
-        sheets.validate_command_line(specs[0])
+        _for_plan(lambda host: sheets.validate_command_line(specs[0], check_host=host),
+                  args.dry_run)
         sheet_path = None
     from radtrack.plan import format_plan, group_workloads
 
@@ -141,6 +253,7 @@ def _launch(args: argparse.Namespace) -> int:
         return 0
     tracking.check_reachable(uri)
     client = tracking.client(uri)
+    tracking.check_database_experiments(client, uri, [w[0].experiment for w in workloads])
     if sheet_path is not None:
         from radtrack.resume import pending_workloads
 
@@ -148,9 +261,29 @@ def _launch(args: argparse.Namespace) -> int:
     elif specs[0].workload == 0:
         exp_id = tracking.experiment_id(client, uri, specs[0].experiment)
         specs[0].workload = tracking.next_workload_number(client, exp_id)
-    from radtrack.experiment import run_workloads
+    from radtrack.executors import local
 
-    return run_workloads(workloads, uri, grace=args.grace, sheet=sheet_path)
+    return local.run(workloads, uri, args.grace, sheet_path)
+
+
+def _for_plan(validate: Callable[[bool], T], dry_run: bool) -> T:
+    """``validate(check_host)``; for --dry-run, what this host lacks (no GPU, no MPS tool, a
+    MIG profile) is a warning under the plan, so a sheet can be planned on a laptop before
+    it goes to the GPU host. A real run refuses it, and every other problem stays an error."""
+    try:
+        return validate(True)
+    except SheetError as exc:
+        if not dry_run:
+            raise
+        try:
+            result = validate(False)
+        except SheetError:
+            raise exc from None
+        for problem in exc.problems:
+            print(f"radtrack: warning: {problem}", file=sys.stderr)
+        print("radtrack: warning: this host cannot run it as planned (above); the plan is "
+              "printed for a host that can, where a real run checks again", file=sys.stderr)
+        return result
 
 
 def _single_spec(args: argparse.Namespace, script: Path) -> RunSpec:
@@ -178,6 +311,9 @@ def _single_spec(args: argparse.Namespace, script: Path) -> RunSpec:
         max_time=args.max_time,
         manual=args.manual,
         run_name=args.run_name,
+        carbon_intensity=args.carbon_intensity,
+        pue=args.pue,
+        carbon_source="--carbon-intensity" if args.carbon_intensity is not None else "",
     )
 
 
@@ -188,10 +324,18 @@ def _subcommand(name: str, rest: list[str]) -> int:
         from radtrack.sync import main as sync_main
 
         return sync_main(rest)
+    if name == "status":
+        from radtrack.executors.slurm_status import main as status_main
+
+        return status_main(rest)
     if name == "report":
         from radtrack.analysis.report import main as report_main
 
         return report_main(rest)
+    if name == "export":
+        from radtrack.export import main as export_main
+
+        return export_main(rest)
     from radtrack.frontend.app import main as ui_main
 
     return ui_main(rest)

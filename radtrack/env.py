@@ -14,6 +14,7 @@ MANUAL = "RADTRACK_MANUAL"  # "1" when listeners start on RADTBenchmark.__enter_
 CONTROL_DIR = "RADTRACK_CONTROL_DIR"  # manual mode: the script touches start/stop files here
 START_TIME = "RADTRACK_START_TIME"  # unix seconds when the launcher released the script
 HOME = "RADTRACK_HOME"
+WINDOWS_FILE = "RADTRACK_WINDOWS_FILE"  # RADTBenchmark appends its code windows here (JSON lines)
 
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 

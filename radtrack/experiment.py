@@ -134,6 +134,7 @@ def _run_one(client: MlflowClient, uri: str, specs: list[RunSpec], interrupt: In
         if Path(path).exists():
             client.log_artifact(pid, str(path), "placement")
     _log_skew(client, pid, rows)
+    _account(client, uri, pid, rows)
     statuses = [row.status for row in rows]
     parent_status = ("KILLED" if "KILLED" in statuses else
                      "FAILED" if "FAILED" in statuses else "FINISHED")
@@ -142,6 +143,47 @@ def _run_one(client: MlflowClient, uri: str, specs: list[RunSpec], interrupt: In
         say(f"{row.spec.run_name or row.spec.default_run_name()}: {row.status} "
             f"(exit {row.exit_code}, run {row.run_id})")
     return [(row.status, row.run_id) for row in rows]
+
+
+def _account(client: MlflowClient, uri: str, parent_id: str, rows: list[Row]) -> None:
+    """Co-location accounting, workload totals (radtrack/accounting.py) and code windows
+    (radtrack/window_energy.py). A failure here is reported and leaves every recorded
+    sample and status as they are."""
+    from radtrack.accounting import account_workload, record_footprint, record_workload_totals
+    from radtrack.window_energy import record_row_windows
+
+    first = rows[0].spec
+    name = f"{first.experiment}-{first.workload}"
+    accounts = {}
+    try:
+        accounts = account_workload(client, parent_id, rows)
+        for gpu, acc in accounts.items():
+            parts = ", ".join(f"{r.spec.letter} {acc.energy_j(r.run_id):.0f} J" for r in rows
+                              if r.run_id in acc.energy)
+            say(f"{name}: GPU {gpu[:12]} {acc.gpu_energy_j:.0f} J ({acc.method}): {parts}, "
+                f"other {acc.energy_j('other'):.0f} J, idle {acc.energy_j('idle'):.0f} J")
+        if len(rows) > 1:
+            totals = record_workload_totals(client, uri, parent_id, first.experiment, first.workload)
+            if totals and isinstance(totals.get("stp"), float):
+                say(f"{name}: STP {totals['stp']:.2f}, ANTT {totals['antt']:.2f}, energy vs serial "
+                    f"{totals['energy_vs_serial_pct']:+.1f} %")
+            elif totals and totals.get("note"):
+                say(f"{name}: {totals['note']}")
+    except Exception as exc:  # noqa: BLE001 - accounting never costs the recorded runs
+        say(f"{name}: co-location accounting failed: {type(exc).__name__}: {exc}")
+    try:
+        grams = record_footprint(client, parent_id, rows, accounts)
+        if "workload" in grams:
+            say(f"{name}: footprint {grams['workload']:.2f} g CO2e")
+    except Exception as exc:  # noqa: BLE001 - as above
+        say(f"{name}: footprint failed: {type(exc).__name__}: {exc}")
+    for row in rows:
+        try:
+            table = record_row_windows(client, row, accounts)
+            if not table.empty:
+                say(f"{row.spec.letter}: {len(table)} code window(s) stored")
+        except Exception as exc:  # noqa: BLE001 - as above
+            say(f"{row.spec.letter}: storing code windows failed: {type(exc).__name__}: {exc}")
 
 
 def _process_env(row: Row, uri: str, placement_env: dict[str, str]) -> dict[str, str]:

@@ -96,6 +96,7 @@ def run_workload(client: MlflowClient, uri: str, rows: list[Row], interrupt: Int
             row.env[BARRIER_FD] = str(r)
             row.env[BARRIER_ID] = pipe_id(r)
             row.env[RELEASE_FILE] = str(row.folder / "released")
+            row.env[renv.WINDOWS_FILE] = str(row.folder / "windows.jsonl")
             if row.spec.manual:
                 row.env[renv.CONTROL_DIR] = str(row.folder / "control")
             argv = command_for(row.spec)

@@ -7,6 +7,7 @@ a crash or hang never touches the workload; its JSON lines go straight into the 
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import subprocess
 import sys
@@ -37,10 +38,13 @@ class ListenerProc:
         self.failure = ""  # last reason it died
         self.stopping = False
         self.gave_up = False
+        # source-stamped samples (smi's driver power buffer): where a restart picks up
+        self.resume: dict[str, int] = {}
 
     def start(self) -> None:
         self.ready.clear()
-        self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        argv = [*self.argv, "--resume", json.dumps(self.resume)] if self.resume else self.argv
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      stdin=subprocess.DEVNULL, text=True, env=self.env,
                                      start_new_session=True, preexec_fn=set_parent_death_signal)
         self.reader = threading.Thread(target=self._read, args=(self.proc,), daemon=True,
@@ -55,6 +59,8 @@ class ListenerProc:
                 continue
             if msg.get("type") == "hello":
                 self.ready.set()
+            elif msg.get("type") == "sample" and isinstance(msg.get("resume"), dict):
+                self.resume.update(msg["resume"])
             elif msg.get("type") == "error":
                 self.failure = str(msg.get("message"))
 

@@ -12,6 +12,7 @@ from mlflow.exceptions import MlflowException
 
 from radtrack.sheet import status_word
 from radtrack.spec import RunSpec
+from radtrack.tracking import close_orphaned_parent
 
 PARENT_TAG = "mlflow.parentRunId"
 
@@ -28,22 +29,28 @@ def _running_in_mlflow(client: MlflowClient, run_id: str) -> bool:
 
 
 def _kill_stale(client: MlflowClient, rows: list[RunSpec], log: Callable[[str], None]) -> bool:
-    """Mark runs a crashed launcher left RUNNING (and their parents) KILLED; True if any."""
-    killed = []
+    """Mark runs a crashed launcher left RUNNING (and their parents) KILLED; True if a row
+    was. A parent left RUNNING after ``radtrack sync`` closed its rows is closed too."""
+    killed: list[str] = []
+    parents: list[str] = []
     for s in rows:
-        if not s.run_id or status_word(s.status) not in ("", "RUNNING"):
+        if not s.run_id or status_word(s.status) not in ("", "RUNNING", "KILLED"):
             continue
-        if not _running_in_mlflow(client, s.run_id):
-            continue
-        parent = client.get_run(s.run_id).data.tags.get(PARENT_TAG)
-        client.set_terminated(s.run_id, status="KILLED")
-        killed.append(s.run_id)
-        if parent and parent not in killed and _running_in_mlflow(client, parent):
-            client.set_terminated(parent, status="KILLED")
-            killed.append(parent)
+        if _running_in_mlflow(client, s.run_id):
+            client.set_terminated(s.run_id, status="KILLED")
+            killed.append(s.run_id)
+        try:
+            parent = close_orphaned_parent(client, s.run_id)
+        except MlflowException:  # the row's run is not in this store
+            parent = None
+        if parent:
+            parents.append(parent)
     if killed:
-        log(f"{_name(rows)}: runs {', '.join(killed)} were still RUNNING in MLflow (the "
-            "launcher stopped without closing them); marked KILLED, running it again")
+        log(f"{_name(rows)}: runs {', '.join(killed + parents)} were still RUNNING in MLflow "
+            "(the launcher stopped without closing them); marked KILLED, running it again")
+    elif parents:
+        log(f"{_name(rows)}: workload run {', '.join(parents)} was still RUNNING in MLflow "
+            "(its launcher died); marked KILLED")
     return bool(killed)
 
 

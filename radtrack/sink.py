@@ -1,15 +1,18 @@
 """The launcher's one writer to MLflow for hardware metrics: spool first, then ship.
 
 Every line a listener emits is appended to ``spool/<run_id>/<listener>.jsonl`` before
-anything else happens (write-ahead), then a shipper thread sends the samples with
-``MlflowClient.log_batch`` (at most 1000 metrics a call, at least every 2 s, and at the
-end). ``<listener>.shipped`` counts the spool lines already stored, so shipping resumes
-where it stopped after an outage or a crash; MLflow's metric primary key makes a
-resent batch idempotent, so every sample is stored exactly once.
+anything else happens (write-ahead), then a shipper thread sends the samples (at least
+every 2 s, sooner once 1000 points wait, and at the end): into a SQL store in one
+transaction a flush (radtrack/sqlwriter.py), to a tracking server as log_batch calls of at
+most 1000 metrics, several in flight (radtrack/restwriter.py). ``<listener>.shipped``
+counts the spool lines already stored, and only advances over a stream's calls in order,
+so shipping resumes where it stopped after an outage or a crash; MLflow's metric primary
+key makes a resent batch idempotent, so every sample is stored exactly once.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import shutil
@@ -19,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from radtrack.metrickeys import SYSTEM_PREFIX
+from radtrack.restwriter import NotSent, RestMetricWriter
 from radtrack.stats import counter_delta, time_weighted_mean
 
 if TYPE_CHECKING:
@@ -29,6 +34,7 @@ log = logging.getLogger(__name__)
 
 MAX_METRICS_PER_CALL = 1000
 FLUSH_EVERY_S = 2.0
+ROUND_CALLS = 32  # chunks a stream sends in one shipping round (a backlog goes in rounds)
 
 
 @dataclass
@@ -65,6 +71,8 @@ class Sink:
 
         self.writer = SqlMetricWriter(client)
         self.writer.enabled = self.writer.enabled and sql_bulk
+        self.frames: dict[str, pd.DataFrame] = {}  # the traces finalize() stored, by listener
+        self.rest = RestMetricWriter(client)  # everything else: log_batch calls
         self.stored = 0  # metric points stored so far
         self.failures = 0  # failed log_batch calls (store unreachable, ...)
         self.last_error = ""
@@ -118,37 +126,66 @@ class Sink:
             self.ship()
 
     def ship(self) -> bool:
-        """Send everything pending; True when nothing is left unsent."""
+        """Send everything pending; True when nothing is left unsent. A backlog (after an
+        outage) goes in rounds of at most ROUND_CALLS calls a stream, so memory stays
+        bounded however long the store was away."""
         with self._ship_lock:
-            work = []  # (stream, chunk of samples, their points)
-            for s in list(self._streams.values()):
-                with self._lock:
-                    pending = list(s.pending)
-                work += [(s, chunk, _metrics(chunk)) for chunk in _chunks(pending)]
-            if not work:
-                return True
-            if self.writer.enabled:
-                # SQL store: every stream's points in one transaction (one commit a flush)
-                try:
-                    self.writer.log_metrics(self.run_id, [p for _, _, points in work for p in points])
-                except Exception as exc:  # store unreachable: everything stays spooled
-                    self._failed(work[0][0], exc)
-                    return False
-                for s, chunk, points in work:
-                    self._done(s, chunk, points)
-                return True
-            failed: set[str] = set()  # streams with a failed chunk in this call
-            for s, chunk, points in work:  # log_batch: at most 1000 metrics a call
-                if s.name in failed:
-                    continue  # keep a stream's samples in order: nothing after a failed chunk
-                try:
-                    self.writer.log_metrics(self.run_id, points)
-                except Exception as exc:
-                    self._failed(s, exc)
-                    failed.add(s.name)
-                    continue
-                self._done(s, chunk, points)
-            return not failed
+            while True:
+                per_stream, more = self._next_round()
+                if not per_stream:
+                    return True
+                ok = self._ship_sql(per_stream) if self.writer.enabled else self._ship_rest(per_stream)
+                if not ok or not more:
+                    return ok
+
+    def _next_round(self) -> tuple[list[list[tuple[_Stream, list[Any], list[Any]]]], bool]:
+        """Per stream, its next chunks (<= 1000 points each, whole samples, at most
+        ROUND_CALLS); and whether any stream had more pending."""
+        per_stream, more = [], False
+        for s in list(self._streams.values()):
+            with self._lock:
+                waiting = len(s.pending)
+                pending = s.pending[:ROUND_CALLS * MAX_METRICS_PER_CALL]  # >= ROUND_CALLS chunks
+            chunks = _chunks(pending)
+            if len(chunks) > ROUND_CALLS:
+                chunks, more = chunks[:ROUND_CALLS], True
+            elif waiting > len(pending):  # samples without values fill no chunk
+                more = True
+            if chunks:
+                per_stream.append([(s, chunk, _metrics(chunk)) for chunk in chunks])
+        return per_stream, more
+
+    def _ship_sql(self, per_stream: list[list[tuple[_Stream, list[Any], list[Any]]]]) -> bool:
+        """SQL store: every stream's points in one transaction (one commit a round)."""
+        work = [w for chunks in per_stream for w in chunks]
+        try:
+            self.writer.log_metrics(self.run_id, [p for _, _, points in work for p in points])
+        except Exception as exc:  # store unreachable: everything stays spooled
+            self._failed(work[0][0], exc)
+            return False
+        for s, chunk, points in work:
+            self._done(s, chunk, points)
+        return True
+
+    def _ship_rest(self, per_stream: list[list[tuple[_Stream, list[Any], list[Any]]]]) -> bool:
+        """One log_batch call per chunk, several in flight against a server; streams
+        interleaved so concurrent calls mostly touch different keys."""
+        work = [w for rnd in itertools.zip_longest(*per_stream) for w in rnd if w is not None]
+        results = self.rest.log_many(self.run_id, [points for _, _, points in work])
+        outcome = {id(w): r for w, r in zip(work, results, strict=True)}
+        ok = True
+        for chunks in per_stream:  # a stream's .shipped advances over its chunks in order
+            for w in chunks:
+                error = outcome[id(w)]
+                if error is not None:
+                    # this stream's later chunks stay pending even if they were stored:
+                    # resent, they are no-ops (MLflow's metric primary key)
+                    if not isinstance(error, NotSent):
+                        self._failed(w[0], error)
+                    ok = False
+                    break
+                self._done(*w)
+        return ok
 
     def _failed(self, s: _Stream, exc: Exception) -> None:
         self.failures += 1
@@ -167,6 +204,12 @@ class Sink:
         tmp = s.path.with_name(s.name + ".shipped.tmp")
         tmp.write_text(str(lines))
         tmp.replace(s.path.with_name(s.name + ".shipped"))
+
+    def lag_s(self) -> float:
+        """Seconds since the oldest sample not yet stored was taken (0 when none waits)."""
+        with self._lock:
+            oldest = min((s.pending[0][2] for s in self._streams.values() if s.pending), default=None)
+        return 0.0 if oldest is None else max(0.0, time.time() - oldest)
 
     @property
     def pending_count(self) -> int:
@@ -225,6 +268,7 @@ class Sink:
                     self.client.log_artifact(self.run_id, str(probe), "telemetry")
                 if frame.empty:
                     continue
+                self.frames[s.name] = frame
                 out = Path(tmp) / f"{s.name}.parquet"
                 frame.to_parquet(out, index=False)
                 self.client.log_artifact(self.run_id, str(out), "telemetry")
@@ -280,8 +324,9 @@ def _chunks(pending: list[tuple[int, int, float, dict[str, float]]]) -> list[lis
 
 
 def _metrics(chunk: list[tuple[int, int, float, dict[str, float]]]) -> list[tuple[str, float, int, int]]:
-    """(key, value, timestamp ms, step) points; plain tuples keep the hot path cheap."""
-    return [(k, float(v), int(t * 1000), step) for _, step, t, vals in chunk
+    """(key, value, timestamp ms, step) points; plain tuples keep the hot path cheap. Keys
+    get MLflow's ``system/`` prefix (radtrack/metrickeys.py); spool and Parquet keep the bare form."""
+    return [(SYSTEM_PREFIX + k, float(v), int(t * 1000), step) for _, step, t, vals in chunk
             for k, v in vals.items()]
 
 

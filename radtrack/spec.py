@@ -27,11 +27,18 @@ class RunSpec:
     clocks: str | None = None  # "1410" or "1200,1980" (MHz) for DVFS studies
     power_limit: float | None = None  # watts
     run_name: str | None = None
+    carbon_intensity: float | None = None  # g CO2e/kWh (radtrack/footprint.py)
+    pue: float | None = None
+    carbon_source: str = ""  # where carbon_intensity came from: "sheet", "--carbon-intensity"
     letter: str = "A"
     row: int | None = None  # 1-based line number in the sheet, None for CLI launches
     sheet: Path | None = None
     status: str = ""  # as read from the sheet's Status column
     run_id: str = ""  # as read from the sheet's Run column
+    # SLURM job options of the row's workload (executor slurm): partition, account,
+    # time_limit, qos, constraint -> value as sbatch takes it; empty = not set
+    slurm: dict[str, str] = field(default_factory=dict)
+    job: str = ""  # as read from the sheet's Job column ("<job id> <state>")
 
     @property
     def collocation_kind(self) -> str:

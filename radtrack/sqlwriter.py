@@ -2,15 +2,16 @@
 
 ``MlflowClient.log_batch`` builds one ORM object per point and costs ~100 us of CPU per
 point in MLflow's SQL store: at 10 Hz with a few hundred metrics that alone is several
-percent of a core. For a SQL store the sink instead inserts the points with one
-executemany into MLflow's ``metrics`` table and lets MLflow's own
-``_update_latest_metrics_if_necessary`` maintain ``latest_metrics`` (one object per key,
-not per point), in one transaction. On SQLite (the default store) both go through the
-DB-API directly: one executemany into ``metrics`` and one UPSERT into ``latest_metrics``
-applying MLflow's rule (a point replaces the latest when its (step, timestamp, value) is
-greater). Anything unexpected (a duplicate primary key on a
-resend, a schema MLflow changed) falls back to ``log_batch``, which stays the reference
-behaviour; a schema surprise disables the fast path for the rest of the run.
+percent of a core. For a SQL store the sink instead
+writes the points itself, in one transaction a flush. On SQLite (the default store) and on
+PostgreSQL through psycopg (3 or 2) both statements go through the DB-API directly: one
+executemany into ``metrics`` and one UPSERT into ``latest_metrics`` applying MLflow's rule
+(a point replaces the latest when its (step, timestamp, value) is greater). Other databases
+(and SQLite before 3.24) take SQLAlchemy's insert plus MLflow's own
+``_update_latest_metrics_if_necessary`` (one object per key, not per point). Anything
+unexpected (a duplicate primary key on a resend, a schema MLflow changed) falls back to
+``log_batch``, which stays the reference behaviour; a schema surprise disables the fast
+path for the rest of the run.
 """
 
 from __future__ import annotations
@@ -37,8 +38,13 @@ class SqlMetricWriter:
                                                 "_update_latest_metrics_if_necessary")):
                 self.store, self._model = store, SqlMetric
                 self._table = SqlMetric.__table__
-                quote = store.engine.dialect.identifier_preparer.quote
-                insert = (f"({', '.join(quote(c) for c in _COLS)}) VALUES ({', '.join('?' * len(_COLS))})")
+                dialect = store.engine.dialect
+                quote = dialect.identifier_preparer.quote
+                # the DB-API's own placeholders: qmark for sqlite3, format for psycopg (2 and 3)
+                mark = "%s" if dialect.name == "postgresql" else "?"
+                self._direct = (dialect.name == "sqlite" and _SQLITE_UPSERT) or (
+                    dialect.name == "postgresql" and dialect.driver in _DIRECT_DRIVERS)
+                insert = (f"({', '.join(quote(c) for c in _COLS)}) VALUES ({', '.join([mark] * len(_COLS))})")
                 self._insert_metrics = f"INSERT INTO {quote('metrics')} {insert}"
                 self._upsert_latest = f"INSERT INTO {quote('latest_metrics')} {insert}{_UPSERT_LATEST}"
                 self.enabled = set(self._table.columns.keys()) == {
@@ -73,7 +79,7 @@ class SqlMetricWriter:
         try:
             with self.store.ManagedSessionMaker(read_only=False) as session:
                 conn = session.connection()
-                if conn.dialect.name == "sqlite" and _SQLITE_UPSERT:
+                if self._direct and (conn.dialect.name != "sqlite" or _SQLITE_UPSERT):
                     # plain DB-API executemany: no per-row SQLAlchemy parameter processing,
                     # and latest_metrics kept by one UPSERT whose WHERE is MLflow's own
                     # "strictly more recent by (step, timestamp, value)" rule
@@ -108,6 +114,7 @@ MAX_PER_CALL = 1000
 # UPSERT arrived in SQLite 3.24 and row-value comparisons in 3.15; an older library (an old
 # distribution's Python) takes the SQLAlchemy + MLflow path instead
 _SQLITE_UPSERT = sqlite3.sqlite_version_info >= (3, 24, 0)
+_DIRECT_DRIVERS = ("psycopg", "psycopg2")  # PostgreSQL drivers whose executemany we call directly
 _COLS = ("key", "value", "timestamp", "step", "is_nan", "run_uuid")
 _UPSERT_LATEST = (
     ' ON CONFLICT ("key", "run_uuid") DO UPDATE SET "value" = excluded."value", '

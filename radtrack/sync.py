@@ -14,6 +14,7 @@ def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, i
     """Ship every spooled run under ``root``; return (runs stored, runs left)."""
     from radtrack.sink import Sink
     from radtrack.tracking import client as make_client
+    from radtrack.tracking import close_orphaned_parent
 
     stored = left = 0
     for run_dir in sorted(p for p in root.glob("*") if (p / "meta.json").exists()):
@@ -33,6 +34,9 @@ def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, i
                     client.set_tag(run_id, "radtrack.stopped_by", "launcher_lost")
                     client.set_terminated(run_id, "KILLED")
                     log(f"{run_id}: was still RUNNING; marked KILLED")
+                parent = close_orphaned_parent(client, run_id)
+                if parent:
+                    log(f"{parent}: its workload (parent) run was still RUNNING; marked KILLED")
             except Exception as exc:
                 log(f"{run_id}: could not check its status: {exc}")
         else:

@@ -36,10 +36,34 @@ def check_reachable(uri: str, timeout: float = 5.0) -> None:
     try:
         urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout).close()
     except urllib.error.HTTPError:
-        return  # it answered (auth or a proxy in front): reachable
+        pass  # it answered (a proxy in front): reachable; credentials are checked below
     except (urllib.error.URLError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         raise RadtrackError(f"tracking server {uri} is unreachable: {reason}") from None
+    check_credentials(uri)
+
+
+def check_credentials(uri: str) -> None:
+    """One authenticated read (MLflow's own client, so its auth settings apply): a server
+    behind basic auth that refuses us is one message naming the variables to set."""
+    from mlflow.exceptions import MlflowException
+
+    try:
+        client(uri).search_experiments(max_results=1)
+    except MlflowException as exc:
+        code = str(getattr(exc, "error_code", ""))
+        text = str(exc)
+        if "UNAUTHENTICATED" in code or "401" in text:
+            user = os.environ.get("MLFLOW_TRACKING_USERNAME")
+            who = f"user {user!r} was refused" if user else "no credentials were given"
+            raise RadtrackError(
+                f"tracking server {uri} requires authentication and {who}: set "
+                "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN)"
+            ) from None
+        if "PERMISSION_DENIED" in code or "403" in text:
+            raise RadtrackError(f"tracking server {uri} refused user "
+                                f"{os.environ.get('MLFLOW_TRACKING_USERNAME')!r}: {text[:200]}") from None
+        # anything else (an old server without this endpoint, ...) shows up where it matters
 
 
 def client(uri: str) -> MlflowClient:
@@ -57,6 +81,41 @@ def default_artifact_location(uri: str) -> str | None:
     if uri.startswith("sqlite:///"):
         return (Path(uri.removeprefix("sqlite:///")).absolute().parent / "mlartifacts").as_uri()
     return None
+
+
+DATABASE_SCHEMES = ("postgresql", "mysql", "mssql")  # MLflow SQL stores other than SQLite
+
+
+def redact(uri: str) -> str:
+    """``uri`` with any password replaced, for messages."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(uri)
+    if parts.password:
+        return uri.replace(f":{parts.password}@", ":***@", 1)
+    return uri
+
+
+def check_database_experiments(c: MlflowClient, uri: str, experiments: list[str]) -> None:
+    """With a database tracking URI (no server in between), a run's artifacts go where its
+    experiment says. Refuse, before anything starts, an experiment that does not exist yet
+    (MLflow would keep its artifacts in ./mlruns on this host, out of the team's sight) or
+    whose artifacts only a tracking server can reach (``mlflow-artifacts:``)."""
+    if uri.split(":", 1)[0].split("+", 1)[0] not in DATABASE_SCHEMES:
+        return
+    for name in dict.fromkeys(experiments):
+        exp = lookup_experiment(c, name)
+        if exp is None:
+            raise RadtrackError(
+                f"experiment {name!r} does not exist in {redact(uri)}: with a database tracking URI "
+                "radtrack does not create experiments (their artifacts would stay in ./mlruns on "
+                "this host); create it once with an artifact location on a shared path "
+                "(docs/deployment.md), or track through the team's mlflow server (http://...)")
+        if exp.artifact_location.startswith("mlflow-artifacts:"):
+            raise RadtrackError(
+                f"experiment {name!r} keeps its artifacts behind the tracking server "
+                f"({exp.artifact_location}), which a database tracking URI cannot reach: track "
+                "through the server (http://...) or use an experiment on a shared path")
 
 
 def lookup_experiment(c: MlflowClient, name_or_id: str) -> Experiment | None:
@@ -79,7 +138,17 @@ def experiment_id(c: MlflowClient, uri: str, name_or_id: str) -> str:
         if exp.lifecycle_stage == "deleted":
             raise RadtrackError(f"experiment {name_or_id!r} is deleted; restore it or pick another name")
         return exp.experiment_id
-    return c.create_experiment(name_or_id, artifact_location=default_artifact_location(uri))
+    from mlflow.exceptions import MlflowException
+
+    try:
+        return c.create_experiment(name_or_id, artifact_location=default_artifact_location(uri))
+    except MlflowException:
+        # another launcher (a SLURM job of the same sheet starting at the same moment)
+        # created it between the lookup and here: use theirs
+        exp = lookup_experiment(c, name_or_id)
+        if exp is None:
+            raise
+        return exp.experiment_id
 
 
 def next_workload_number(c: MlflowClient, exp_id: str) -> int:
@@ -99,7 +168,13 @@ def workload_tags(spec: RunSpec) -> dict[str, str]:
             "radtrack.hostname": socket.gethostname()}
     if spec.sheet is not None:
         tags["radtrack.sheet"] = str(spec.sheet)
-    return tags
+    return {**tags, **slurm_tags()}
+
+
+def slurm_tags() -> dict[str, str]:
+    """``radtrack.slurm.job_id`` when this launcher runs inside a SLURM job (any executor)."""
+    job = os.environ.get("SLURM_JOB_ID", "")
+    return {"radtrack.slurm.job_id": job} if job else {}
 
 
 def row_tags(spec: RunSpec, siblings: list[RunSpec], host: dict[str, str]) -> dict[str, str]:
@@ -123,7 +198,12 @@ def row_tags(spec: RunSpec, siblings: list[RunSpec], host: dict[str, str]) -> di
         tags["radtrack.row"] = str(spec.row)
     if spec.sheet is not None:
         tags["radtrack.sheet"] = str(spec.sheet)
-    return tags
+    # GPU settings the row ran under (studies group runs by them: radtrack.analysis.studies)
+    if spec.clocks:
+        tags["radtrack.clocks"] = spec.clocks
+    if spec.power_limit is not None:
+        tags["radtrack.power_limit"] = f"{spec.power_limit:g}"
+    return {**tags, **slurm_tags()}
 
 
 def row_params(spec: RunSpec, listeners: list[str], command: list[str]) -> dict[str, str]:
@@ -160,3 +240,22 @@ def set_tags(c: MlflowClient, run_id: str, tags: dict[str, str]) -> None:
     items = [RunTag(k, str(v)[:8000]) for k, v in tags.items()]
     for i in range(0, len(items), 100):
         c.log_batch(run_id, tags=items[i:i + 100])
+
+
+def close_orphaned_parent(c: MlflowClient, row_run_id: str, status: str = "KILLED") -> str | None:
+    """Close the workload (parent) run of ``row_run_id`` when it is still RUNNING but none of
+    its rows is: its launcher died before ending it. Returns the parent's id when closed."""
+    parent_id = c.get_run(row_run_id).data.tags.get("mlflow.parentRunId")
+    if not parent_id:
+        return None
+    parent = c.get_run(parent_id)
+    if parent.info.status != "RUNNING":
+        return None
+    rows = c.search_runs([parent.info.experiment_id],
+                         filter_string=f"tags.`mlflow.parentRunId` = '{parent_id}'",
+                         max_results=5000)
+    if any(r.info.status == "RUNNING" for r in rows):
+        return None  # a row still runs (or waits for its own sync): close it with that row
+    c.set_tag(parent_id, "radtrack.stopped_by", "launcher_lost")
+    c.set_terminated(parent_id, status)
+    return parent_id

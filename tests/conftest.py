@@ -1,6 +1,7 @@
 """Shared fixtures: a temporary SQLite MLflow store, GPU detection for the `gpu` marker.
 
-Helpers for test modules live in support.py (``from support import radtrack_cli``).
+Helpers for test modules live in support.py (``from support import radtrack_cli``); the
+real-server fixtures (``postgres_uri``, ``mlflow_server_uri``) in servers.py.
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from pathlib import Path
 
 import pytest
 from support import HAS_GPU
+
+pytest_plugins = ["servers", "slurm_cluster"]
 
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "true")

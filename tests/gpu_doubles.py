@@ -3,7 +3,9 @@
 Each double keeps the real function's signature (``create_autospec``) and answers from
 a :class:`FakeGpu`, whose defaults are the readings recorded on the H100 in
 tests/data/h100/ (nvml-probe.txt, nvidia-smi_-q.txt, nvml-per-process*.txt,
-gpm-probe.txt). A handle is the FakeGpu object itself.
+gpm-probe.txt). A handle is the FakeGpu object itself. The driver's power sample ring is
+off by default (``power_ring`` None: not offered); tests that want it fill it with
+:meth:`FakeGpu.take_power_samples` (H100: one sample each 20 ms, 119 deep).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ class FakeGpu:
     ecc: tuple[int, int] = (0, 0)
     pcie_kbs: tuple[int, int] = (54699, 73807)  # nvml-per-process.txt
     procs: list[tuple[int, int | None]] = field(default_factory=list)  # (pid, usedGpuMemory B)
+    mps_procs: list[tuple[int, int]] = field(default_factory=list)  # MPS clients (pid, B)
+    names: dict[int, str] = field(default_factory=dict)  # pid -> NVML's process name
     putil: list[tuple[int, int, int, int]] = field(default_factory=list)  # pid, ts us, sm, mem
     unsupported: set[str] = field(default_factory=set)  # pynvml function names
     gpm: dict[int, float] | None = field(default_factory=lambda: dict(H100_GPM))
@@ -56,6 +60,20 @@ class FakeGpu:
     parent: FakeGpu | None = None
     gi: int = 0
     ci: int = 0
+    power_ring: list[tuple[int, int]] | None = None  # driver power samples (timestamp us, mW)
+    ring_depth: int = 119  # driver-buffers.md: 119 samples, 20 ms apart
+    ring_tick: int = 0  # samples the driver takes (20 ms apart) before each read of the ring
+
+    def take_power_samples(self, n: int, start_us: int, every_us: int = 20_000,
+                           mw: int | list[int] = 300_000) -> list[tuple[int, int]]:
+        """The driver takes ``n`` power samples from ``start_us``; the ring keeps the newest
+        ``ring_depth``. Returns the samples taken."""
+        if self.power_ring is None:
+            self.power_ring = []
+        values = mw if isinstance(mw, list) else [mw]
+        new = [(start_us + i * every_us, values[i % len(values)]) for i in range(n)]
+        self.power_ring = (self.power_ring + new)[-self.ring_depth:]
+        return new
 
 
 def _not_supported() -> pynvml.NVMLError:
@@ -152,6 +170,24 @@ class FakeNvml:
         handle.energy_mj += handle.energy_step_mj
         return int(handle.energy_mj)
 
+    def nvmlDeviceGetSamples(self, device: FakeGpu, sampling_type: int, timeStamp: int) -> Any:
+        self._check(device, "nvmlDeviceGetSamples")
+        if sampling_type != pynvml.NVML_TOTAL_POWER_SAMPLES or device.power_ring is None:
+            raise _not_supported()
+        if device.ring_tick:  # time passed since the previous read
+            last = device.power_ring[-1][0] if device.power_ring else 1_795_323_300_000_000
+            device.take_power_samples(device.ring_tick, last + 20_000)
+        newer = [(t, mw) for t, mw in device.power_ring if t > timeStamp]
+        if not newer:  # the driver's answer when nothing is newer than timeStamp
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
+        out = []
+        for t, mw in newer:
+            smp = pynvml.c_nvmlSample_t()
+            smp.timeStamp = t
+            smp.sampleValue.uiVal = mw
+            out.append(smp)
+        return pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, out
+
     def nvmlDeviceGetUtilizationRates(self, handle: FakeGpu) -> Any:
         self._check(handle, "nvmlDeviceGetUtilizationRates")
         return SimpleNamespace(gpu=handle.util[0], memory=handle.util[1])
@@ -197,6 +233,17 @@ class FakeNvml:
         self._check(handle, "nvmlDeviceGetComputeRunningProcesses")
         return [SimpleNamespace(pid=pid, usedGpuMemory=used, gpuInstanceId=0xFFFFFFFF,
                                 computeInstanceId=0xFFFFFFFF) for pid, used in handle.procs]
+
+    def nvmlDeviceGetMPSComputeRunningProcesses(self, handle: FakeGpu) -> list[Any]:
+        self._check(handle, "nvmlDeviceGetMPSComputeRunningProcesses")
+        return [SimpleNamespace(pid=pid, usedGpuMemory=used, gpuInstanceId=0xFFFFFFFF,
+                                computeInstanceId=0xFFFFFFFF) for pid, used in handle.mps_procs]
+
+    def nvmlSystemGetProcessName(self, pid: int) -> str:
+        for g in self._all():
+            if pid in g.names:
+                return g.names[pid]
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_NOT_FOUND)
 
     def nvmlDeviceGetProcessUtilization(self, handle: FakeGpu, timeStamp: int) -> list[Any]:
         self._check(handle, "nvmlDeviceGetProcessUtilization")

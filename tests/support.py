@@ -12,6 +12,21 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
+
+# A steady bf16 matmul load for the gpu tests: prints "ready" once warm, then loops.
+MATMUL = """\
+import torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+for _ in range(3):
+    a @ b
+torch.cuda.synchronize()
+print("ready", flush=True)
+while True:
+    for _ in range(20):
+        c = a @ b
+    torch.cuda.synchronize()
+"""
 DATA = Path(__file__).resolve().parent / "data"
 H100 = DATA / "h100"
 

@@ -11,7 +11,7 @@ from test_analysis_seed import T0, Row, seed_workload
 from radtrack.analysis import data
 from radtrack.analysis.correlation import align, correlate
 from radtrack.analysis.interference import interference
-from radtrack.analysis.summary import summarize_runs
+from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.analysis.variability import time_to_target, variability
 
 
@@ -28,9 +28,12 @@ def experiment(store, tmp_path, monkeypatch) -> dict[str, list[str]]:
     client = MlflowClient(store)
     solo = seed_workload(client, "coloc", 1, [Row(duration_s=10, power_w=200.0, throughput=100.0)])
     pair = seed_workload(client, "coloc", 2, [
-        Row(duration_s=15, power_w=300.0, throughput=60.0, collocation="mps"),
+        # the GPU's 300 W x 15 s = 4500 J, attributed 2:1 by the launcher
+        Row(duration_s=15, power_w=300.0, throughput=60.0, collocation="mps", attributed_j=3000.0,
+            attribution="mps-equal"),
         Row(duration_s=15, power_w=300.0, throughput=60.0, collocation="mps",
-            params={"batch-size": "32"}),  # no solo run has batch-size 32
+            params={"batch-size": "32"}, attributed_j=1500.0,
+            attribution="mps-equal"),  # no solo run has batch-size 32
     ], start=T0 + 100)
     repeat = seed_workload(client, "coloc", 3, [Row(duration_s=12, power_w=200.0, throughput=80.0)],
                            start=T0 + 200)
@@ -46,13 +49,13 @@ def test_interference_against_solo_runs(experiment):
     assert a["slowdown_basis"] == "throughput_samples_per_s"
     assert a["solo_throughput"] == pytest.approx(90.0)  # mean of the two solo repeats
     assert a["slowdown"] == pytest.approx(90.0 / 60.0)
-    # the GPU's 300 W x 15 s is shared by the two rows on device 0
-    assert a["energy_share_j"] == pytest.approx(2250.0)
+    # the run's attributed energy, not the GPU's 4500 J nor an equal split of it
+    assert a["energy_j"] == pytest.approx(3000.0) and a["attribution"] == "mps-equal"
     assert a["work_unit"] == "sample"
-    assert a["energy_per_unit_j"] == pytest.approx(2250.0 / 900.0)
+    assert a["energy_per_unit_j"] == pytest.approx(3000.0 / 900.0)
     solo_j_per_sample = np.mean([2000.0 / 1000.0, 2400.0 / 960.0])
     assert a["solo_energy_per_unit_j"] == pytest.approx(solo_j_per_sample)
-    assert a["energy_per_unit_change_pct"] == pytest.approx(100 * (2.5 / solo_j_per_sample - 1))
+    assert a["energy_per_unit_change_pct"] == pytest.approx(100 * (3000 / 900 / solo_j_per_sample - 1))
     b = table.loc[experiment["pair"][1]]
     assert np.isnan(b["slowdown"])
     assert b["note"] == "no solo run of train.py with params [batch-size=32] in experiment 'coloc'"
@@ -62,14 +65,16 @@ def test_interference_falls_back_to_duration(store, tmp_path, monkeypatch):
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
     client = MlflowClient(store)
     seed_workload(client, "dur", 1, [Row(duration_s=10, throughput=None)])
-    pair = seed_workload(client, "dur", 2, [Row(duration_s=14, throughput=None, devices="0"),
-                                            Row(duration_s=14, throughput=None, devices="1")],
+    pair = seed_workload(client, "dur", 2, [Row(duration_s=14, throughput=None, devices="0",
+                                                attributed_j=2800.0, attribution="solo"),
+                                            Row(duration_s=14, throughput=None, devices="1",
+                                                attributed_j=2800.0, attribution="solo")],
                          start=T0 + 50)
     runs = data.load_runs("dur")
     row = interference(runs, summarize_runs(runs)).set_index("run_id").loc[pair[0]]
     assert row["slowdown_basis"] == "duration_s" and row["slowdown"] == pytest.approx(1.4)
     assert row["work_unit"] == "run"
-    assert row["energy_share_j"] == pytest.approx(2800.0)  # its own device, not shared
+    assert row["energy_j"] == pytest.approx(2800.0)  # its own device, not shared
     assert row["energy_per_unit_change_pct"] == pytest.approx(40.0)
 
 

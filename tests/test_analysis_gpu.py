@@ -39,11 +39,16 @@ def test_energy_power_and_interference_on_a_gpu(store: str, tmp_path: Path) -> N
     for run_id in runs["run_id"]:
         series = load_series([run_id], metrics=["smi/gpu0/power_w", "smi/gpu0/energy_j"])
         power = series[series["metric"] == "smi/gpu0/power_w"]
-        counter = summary.loc[run_id, "energy_j"]
+        counter = summary.loc[run_id, "gpu_energy_j"]  # the whole GPU over the listener's span
         # The hardware counter and sampled power must tell the same story.
         assert counter == pytest.approx(integrate_energy(power["seconds"], power["value"]), rel=0.25)
         recorded = runs.set_index("run_id").loc[run_id, "metric.summary/smi/gpu0/energy_j"]
         assert counter == pytest.approx(recorded, rel=1e-6)  # same as the sink's summary
+
+        # charged: the whole GPU over the run's own span when alone, about half when shared
+        charged = summary.loc[run_id, "energy_j"]
+        share = charged / counter
+        assert (0.97 < share <= 1.0) if summary.loc[run_id, "attribution"] == "solo" else (0.3 < share < 0.7)
 
     table = interference(runs, summary.reset_index())
     assert len(table) == 2 and (table["slowdown_basis"] == "throughput_tflops").all()

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
+from support import radtrack_cli
 from test_analysis_seed import T0, Row, seed_workload
 
 from radtrack.analysis.report import main
@@ -64,7 +65,10 @@ def test_json_and_parquet_and_workload_filter(seeded, tmp_path, store):
                   "--tracking-uri", store, cwd=tmp_path, uri="sqlite:///nowhere.db")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((tmp_path / "r.json").read_text())
-    assert set(doc) == {"runs", "interference", "variability"}
+    assert set(doc) == {"runs", "interference", "workloads", "variability"}
+    # the seeded pair has solo baselines but was recorded without co-location accounting
+    assert doc["workloads"][0]["stp"] == pytest.approx(2 / 1.5)
+    assert "no measured workload energy" in doc["workloads"][0]["note"]
     assert [r["run_name"] for r in doc["runs"]] == ["coloc-2 A", "coloc-2 B"]
     assert doc["runs"][0]["start_time"].startswith("2025-06-15T15:08:20")
     assert doc["interference"][0]["solo_energy_per_unit_j"] == pytest.approx(
@@ -117,3 +121,15 @@ def test_unknown_metric_in_subprocess(small, tmp_path, store):
     assert proc.stderr.strip().splitlines() == [
         f"radtrack report: unknown metric 'gpu/nope' for run {run}; "
         "see radtrack.analysis.list_metrics"]
+
+
+def test_report_output_is_the_report_only(seeded, tmp_path, store):
+    # MLflow draws a "Downloading artifacts" bar per trace when tqdm is installed (it is in
+    # nearly every ML environment, and in the test extra, so this test can see it).
+    import tqdm  # noqa: F401
+
+    proc = radtrack_cli("report", "coloc", cwd=tmp_path, env={"MLFLOW_TRACKING_URI": store})
+    assert proc.returncode == 0, proc.stderr
+    assert "Per-run summary" in proc.stdout
+    assert "Downloading artifacts" not in proc.stderr + proc.stdout
+    assert proc.stderr == ""

@@ -16,6 +16,7 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
+from radtrack.metrickeys import stored_key
 from radtrack.sink import summarize
 
 T0 = 1_750_000_000.0  # a fixed wall-clock origin (unix s) keeps expected values exact
@@ -37,6 +38,7 @@ class Row:
     gpu: str = GPU
     parquet: bool = True  # write telemetry/smi.parquet
     history: bool = True  # also log the smi samples to MLflow (the sink does both)
+    legacy_keys: bool = False  # history under smi/... as radtrack stored it before system/...
     energy_counter: bool = True
     interval_s: float = 0.5
     extra: dict[str, list[tuple[float, int, float]]] = field(default_factory=dict)  # key -> (s, step, v)
@@ -44,6 +46,8 @@ class Row:
     summaries: bool = False  # log the sink's summary/<key>/mean|min|max and energy metrics
     stored_energy: bool = True  # with summaries: also the counter's stored energy
     gpus: int = 1  # smi readings of gpu0 .. gpu<n-1> (gpu<i> draws power_w + 10 i)
+    attributed_j: float | None = None  # the launcher's attributed energy of gpu0, and its method
+    attribution: str = "process-sm-util"
 
 
 def smi_frame(row: Row, start: float) -> pd.DataFrame:
@@ -96,7 +100,8 @@ def seed_workload(client: MlflowClient, experiment: str, workload: int, rows: li
         metrics = []
         if row.history:
             for key in smi.columns.drop(["time", "step"]):
-                metrics += [Metric(key, float(v), int(round(t * 1000)), int(s))
+                stored = key if row.legacy_keys else stored_key(key)
+                metrics += [Metric(stored, float(v), int(round(t * 1000)), int(s))
                             for t, s, v in zip(smi["time"], smi["step"], smi[key], strict=True)]
         if row.throughput is not None:
             for i in range(int(row.duration_s)):
@@ -109,6 +114,9 @@ def seed_workload(client: MlflowClient, experiment: str, workload: int, rows: li
         if row.summaries:
             metrics += [Metric(k, v, end_ms, 0) for k, v in summarize(smi).items()
                         if row.stored_energy or not k.endswith("energy_j")]
+        if row.attributed_j is not None:
+            metrics.append(Metric("summary/attribution/gpu0/energy_j", row.attributed_j, end_ms, 0))
+            client.set_tag(run_id, "radtrack.attribution.gpu0", row.attribution)
         for i in range(0, len(metrics), 1000):
             client.log_batch(run_id, metrics=metrics[i:i + 1000],
                              params=[Param(k, v) for k, v in params.items()] if i == 0 else [],

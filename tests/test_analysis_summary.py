@@ -9,12 +9,12 @@ from mlflow import MlflowClient
 from test_analysis_seed import Row, seed_workload
 
 from radtrack.analysis import data
+from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.analysis.summary import (
     coefficient_of_variation,
     counter_energy,
     integrate_energy,
     run_energy,
-    summarize_runs,
     summarize_series,
     time_weighted_mean,
     time_weighted_quantile,
@@ -130,12 +130,15 @@ def test_summarize_runs_on_seeded_store(store, tmp_path, monkeypatch):
     summary = summarize_runs(ids).set_index("run_id")
     a, b = summary.loc[ids[0]], summary.loc[ids[1]]
     assert a["run_name"] == "sum-1 A" and a["workload"] == 1
-    assert a["energy_j"] == pytest.approx(1500.0)  # counter path, from Parquet
-    assert b["energy_j"] == pytest.approx(2400.0)  # integrated power, from history
+    assert a["gpu_energy_j"] == pytest.approx(1500.0)  # counter path, from Parquet
+    assert b["gpu_energy_j"] == pytest.approx(2400.0)  # integrated power, from history
+    # co-located and recorded without attribution: no energy of its own rather than the
+    # whole GPU's counted once per run
+    assert np.isnan(a["energy_j"]) and a["attribution"] == "unattributed"
+    assert np.isnan(a["energy_per_sample_j"])
     assert a["power_w_mean"] == pytest.approx(150.0)
     assert a["mem_used_mib_mean"] == pytest.approx(1500.0)
     assert a["temp_c_max"] == pytest.approx(50.0)
-    assert a["energy_per_sample_j"] == pytest.approx(1500.0 / (100.0 * 10))
     assert np.isnan(b["throughput_samples_per_s_mean"])
     by_frame = summarize_runs(data.load_runs("sum"))
     assert sorted(by_frame["run_id"]) == sorted(ids)
@@ -223,14 +226,14 @@ def test_stored_values_are_used_and_runs_without_them_are_computed(store, tmp_pa
     table = summarize_runs(ids, load=spy, quantiles=False).set_index("run_id")
     a, b, c = table.loc[with_summary], table.loc[without], table.loc[two_gpus]
     assert a["temp_c_mean"] == pytest.approx(47.0) and a["temp_c_max"] == pytest.approx(50.0)
-    assert a["energy_j"] == pytest.approx(1500.0)  # the stored counter delta
+    assert a["gpu_energy_j"] == pytest.approx(1500.0)  # the stored counter delta
     assert spy.keys(with_summary) == {"throughput_samples_per_s"}  # no telemetry read at all
     # no summaries: everything from the samples, as before
-    assert b["temp_c_mean"] == pytest.approx(50.0) and b["energy_j"] == pytest.approx(2400.0)
+    assert b["temp_c_mean"] == pytest.approx(50.0) and b["gpu_energy_j"] == pytest.approx(2400.0)
     assert b["power_w_mean"] == pytest.approx(300.0) and b["mem_used_mib_mean"] == pytest.approx(1500.0)
     assert "smi/gpu0/temp_c" in spy.keys(without)
     # two GPUs: energy adds both stored counters; the combined power needs the series
-    assert c["energy_j"] == pytest.approx(6 * 100.0 + 6 * 110.0)
+    assert c["gpu_energy_j"] == pytest.approx(6 * 100.0 + 6 * 110.0)
     assert c["power_w_mean"] == pytest.approx(210.0) and c["power_w_max"] == pytest.approx(210.0)
     assert c["gpu_util_pct_mean"] == pytest.approx(90.0)
     assert {"smi/gpu0/power_w", "smi/gpu1/power_w"} <= spy.keys(two_gpus)
@@ -240,7 +243,7 @@ def test_stored_values_are_used_and_runs_without_them_are_computed(store, tmp_pa
     for run_id in (without, two_gpus):
         for column in slow.columns:
             if pd.api.types.is_numeric_dtype(slow[column]):
-                assert table.loc[run_id, column] == pytest.approx(slow.loc[run_id, column]), column
+                assert table.loc[run_id, column] == pytest.approx(slow.loc[run_id, column], nan_ok=True), column
 
 
 def test_running_run_and_missing_stored_energy_fall_back_to_the_series(store, tmp_path, monkeypatch):
@@ -260,4 +263,22 @@ def test_running_run_and_missing_stored_energy_fall_back_to_the_series(store, tm
     assert table.loc[running, "power_w_mean"] == pytest.approx(150.0)
     assert table.loc[zero, "power_w_mean"] == pytest.approx(999.0)  # stored value used
     assert "smi/gpu0/energy_j" in spy.keys(zero)
-    assert table.loc[zero, "energy_j"] == pytest.approx(1500.0)  # the counter series
+    assert table.loc[zero, "gpu_energy_j"] == pytest.approx(1500.0)  # the counter series
+
+
+def test_colocated_runs_recorded_without_accounting_are_accounted_from_traces(store, tmp_path, monkeypatch):
+    monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
+    client = MlflowClient(store)
+    ids = seed_workload(client, "old", 1, [Row(duration_s=10, power_w=300.0), Row(duration_s=10, power_w=300.0)])
+    unknown = summarize_runs(ids).set_index("run_id")
+    assert (unknown["attribution"] == "unattributed").all()  # no GPU UUID tag: nothing to go on
+    for run_id in ids:  # what the smi probe records on every run
+        client.set_tag(run_id, "radtrack.listener.smi.gpu0.uuid", "GPU-558ac94e")
+    table = summarize_runs(ids).set_index("run_id")
+    for run_id in ids:
+        row = table.loc[run_id]
+        # no per-process readings in these traces: the GPU's 3000 J split by holding time
+        assert row["attribution"] == "held-time (from traces)"
+        assert row["energy_j"] == pytest.approx(1500.0, rel=0.02)
+        assert row["gpu_energy_j"] == pytest.approx(3000.0)
+    assert table["energy_j"].sum() == pytest.approx(3000.0, rel=0.01)

@@ -112,7 +112,7 @@ def test_manual_mode_times_only_the_context(store: str) -> None:
     run = rows[0]
     dur = run.data.metrics["summary/duration_s"]
     assert 1.3 < dur < 3.0, dur  # 1.5 s inside the context, not the 4.5 s of the script
-    hist = c.get_metric_history(run.info.run_id, "top/cpu_pct")
+    hist = c.get_metric_history(run.info.run_id, "system/top/cpu_pct")
     times = sorted(h.timestamp for h in hist)
     assert times and (times[-1] - times[0]) / 1000 < 3.0
 
@@ -167,8 +167,8 @@ def test_a_listener_with_its_own_interval(store: str) -> None:
         gaps = sorted(b - a for a, b in zip(ts, ts[1:], strict=False))
         return gaps[len(gaps) // 2] / 1000
 
-    assert median_gap("top/cpu_pct") == pytest.approx(0.5, abs=0.05)
-    assert median_gap("iostat/net/recv_bytes_per_s") == pytest.approx(0.1, abs=0.03)
+    assert median_gap("system/top/cpu_pct") == pytest.approx(0.5, abs=0.05)
+    assert median_gap("system/iostat/net/recv_bytes_per_s") == pytest.approx(0.1, abs=0.03)
 
 
 def _alive(pid: int) -> bool:

@@ -167,7 +167,7 @@ def test_summary_table_reads_stored_summaries_and_computes_the_live_run(seeded, 
                                                                          monkeypatch) -> None:
     import pandas as pd
 
-    from radtrack.analysis.summary import summarize_runs
+    from radtrack.analysis.run_summaries import summarize_runs
     from radtrack.frontend.callbacks_chart import summary_frame
 
     monkeypatch.setenv(analysis.CACHE_ENV, str(tmp_path / "cache"))

@@ -12,22 +12,10 @@ import subprocess
 import sys
 
 import pytest
+from support import MATMUL
 
 pytestmark = pytest.mark.gpu
 
-MATMUL = """\
-import torch
-a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-for _ in range(3):
-    a @ b
-torch.cuda.synchronize()
-print("ready", flush=True)
-while True:
-    for _ in range(20):
-        c = a @ b
-    torch.cuda.synchronize()
-"""
 
 
 def _env(without_dcgmi: bool = False) -> dict[str, str]:

@@ -100,10 +100,10 @@ def test_dead_listeners_are_restarted_then_given_up(store: str, tmp_path: Path) 
     assert tags["radtrack.listener.flaky"].startswith("restarted 1x:")
     assert tags["radtrack.listener.top"] == "ok"
     # 4 processes x 2 good samples each, stored with steps that continue across restarts
-    steps = sorted(h.step for h in c.get_metric_history(run.info.run_id, "crashy/host/n_count"))
+    steps = sorted(h.step for h in c.get_metric_history(run.info.run_id, "system/crashy/host/n_count"))
     assert steps == list(range(8))
     flaky = pd.read_parquet(c.download_artifacts(run.info.run_id, "telemetry/flaky.parquet", str(tmp_path)))
-    stored = c.get_metric_history(run.info.run_id, "flaky/host/ok_count")
+    stored = c.get_metric_history(run.info.run_id, "system/flaky/host/ok_count")
     assert len(flaky) >= 40 and len(stored) == len(flaky)
 
 

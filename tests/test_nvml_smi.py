@@ -166,7 +166,8 @@ def test_probe_and_sample_h100(monkeypatch):
     assert "smi/gpu0/fan_pct" not in keys
     assert "smi/gpu0/proc_mem_used_mib" not in keys  # no pid: no per-process readings
     tags = smi.tags()
-    assert tags["radtrack.listener.smi.unsupported"] == "gpu0/fan_pct"
+    # the doubles offer no driver power buffer unless a test fills it (test_power_samples.py)
+    assert tags["radtrack.listener.smi.unsupported"] == "gpu0/power_sample_w,gpu0/fan_pct"
     assert tags["radtrack.listener.smi.gpu0.uuid"] == H100_UUID
     assert tags["radtrack.listener.smi.gpu0.name"] == "NVIDIA H100 80GB HBM3"
     s1, s2 = smi.sample(), smi.sample()
@@ -306,6 +307,42 @@ def test_per_process_under_mps_memory_yes_no_fake_utilisation(monkeypatch, child
     assert "smi/gpu0/proc_sm_util_pct" not in s
 
 
+def test_mps_client_gets_the_servers_share_and_every_process_total(monkeypatch, child):
+    """As recorded on the H100 (mps/mps_per-client-signals.txt): clients listed with memory,
+    an SM figure for the server only; a client may even be sampled at 0."""
+    other, server = os.getppid(), 1
+    gpu = FakeGpu(procs=[(server, MPS_SERVER_BYTES), (other, MPS_472_BYTES), (child, MPS_471_BYTES)],
+                  mps_procs=[(other, MPS_472_BYTES), (child, MPS_471_BYTES)],
+                  names={server: "nvidia-cuda-mps-server"})
+    FakeNvml(monkeypatch, [gpu])
+    monkeypatch.setenv("CUDA_MPS_PIPE_DIRECTORY", "/tmp/radtrack-mps-pipe")
+    smi = _listener(pid=os.getpid())
+    keys = {s.key for s in smi.probe()}
+    assert "smi/gpu0/proc_sm_util_pct" not in keys
+    assert "MPS client" in smi.tags()["radtrack.listener.smi.gpu0.proc_sm_util_pct"]
+    gpu.putil += [(server, 1795323308194779, 76, 9), (child, 1795323308194780, 0, 0)]
+    s = smi.sample()
+    assert "smi/gpu0/proc_sm_util_pct" not in s  # never the client's recorded 0
+    assert s["smi/gpu0/mps_sm_util_pct"] == 76
+    assert s["smi/gpu0/all_procs_sm_util_pct"] == 76
+    assert s["smi/gpu0/proc_mem_used_mib"] == MPS_471_BYTES / MIB
+
+
+def test_every_process_total_tells_other_processes_apart(monkeypatch, child):
+    other = os.getppid()
+    gpu = FakeGpu(procs=[(other, PROC_400_BYTES), (child, PROC_399_BYTES)],
+                  putil=[(child, *PUTIL_399), (other, *PUTIL_400)])
+    FakeNvml(monkeypatch, [gpu])
+    smi = _listener(pid=os.getpid())
+    smi.probe()
+    gpu.putil += [(child, PUTIL_399[0] + 10, 70, 4), (other, PUTIL_399[0] + 20, 30, 1)]
+    smi._states[0].slow.force()
+    s = smi.sample()
+    assert s["smi/gpu0/proc_sm_util_pct"] == 70
+    assert s["smi/gpu0/all_procs_sm_util_pct"] == 100
+    assert "smi/gpu0/mps_sm_util_pct" not in s
+
+
 def test_per_process_tree_not_on_gpu_is_zero(monkeypatch, child):
     other = os.getppid()
     gpu = FakeGpu(procs=[(other, PROC_400_BYTES)], putil=[(other, *PUTIL_400)])
@@ -329,10 +366,14 @@ def test_mig_instance_reports_what_nvml_offers(monkeypatch, child):
     assert tags["radtrack.listener.smi.gpu0.mig"] == "true"
     assert tags["radtrack.listener.smi.gpu0.uuid"] == inst.uuid
     unsupported = tags["radtrack.listener.smi.unsupported"].split(",")
-    assert {"gpu0/power_w", "gpu0/energy_j", "gpu0/gpu_util_pct", "gpu0/proc_sm_util_pct"} <= set(unsupported)
+    assert {"gpu0/gpu_util_pct", "gpu0/proc_sm_util_pct"} <= set(unsupported)
+    # an instance has no power sensor: power and energy are the parent GPU's, said in a tag
+    assert tags["radtrack.listener.smi.gpu0.parent_uuid"] == parent.uuid
+    assert {"gpu0/power_w", "gpu0/energy_j"}.isdisjoint(unsupported)
     s = smi.sample()
     assert set(s) <= keys
-    assert not {"smi/gpu0/power_w", "smi/gpu0/energy_j", "smi/gpu0/gpu_util_pct"} & set(s)
+    assert "smi/gpu0/gpu_util_pct" not in s
+    assert s["smi/gpu0/power_w"] == parent.power_mw / 1000
     assert s["smi/gpu0/mem_total_mib"] == 9984 and s["smi/gpu0/proc_mem_used_mib"] == 512
 
 
@@ -346,7 +387,8 @@ def test_runner_json_lines_end_to_end(monkeypatch):
     hello, samples = lines[0], lines[1:]
     assert hello["type"] == "hello" and hello["listener"] == "smi"
     assert hello["tags"]["radtrack.listener.smi.gpu0.uuid"] == "GPU-2"
-    assert hello["tags"]["radtrack.listener.smi.unsupported"] == "gpu1/fan_pct"
+    assert hello["tags"]["radtrack.listener.smi.unsupported"] == \
+        "gpu0/power_sample_w,gpu1/power_sample_w,gpu1/fan_pct"
     specs = {m["key"]: m for m in hello["metrics"]}
     assert specs["smi/gpu0/power_w"]["unit"] == "W"
     assert [s["type"] for s in samples] == ["sample"] * 3

@@ -62,7 +62,8 @@ def test_runs_left_running_by_a_crash_are_killed_and_the_workload_reruns(client)
     workloads = group_workloads([spec(1, "RUNNING e-1 A", a), spec(1, "RUNNING e-1 B", b)])
     ran, lines = decide(workloads, client)
     assert ran == [1]
-    assert lines == [f"workload e-1: runs {a}, {parent}, {b} were still RUNNING in MLflow (the "
+    # the parent is closed once none of its rows runs any more
+    assert lines == [f"workload e-1: runs {a}, {b}, {parent} were still RUNNING in MLflow (the "
                      "launcher stopped without closing them); marked KILLED, running it again"]
     for run_id in (parent, a, b):
         assert client.get_run(run_id).info.status == "KILLED"
@@ -80,10 +81,26 @@ def test_finished_run_in_mlflow_is_not_touched(client):
 
 
 def test_running_in_sheet_but_closed_or_unknown_in_mlflow_reruns(client):
-    _, (a,) = make_runs(client, 1)
+    parent, (a,) = make_runs(client, 1)
     client.set_terminated(a, "FAILED")
     workloads = group_workloads([spec(1, "RUNNING e-1 A", a), spec(2, "RUNNING e-2 A", "0" * 32)])
     ran, lines = decide(workloads, client)
     assert ran == [1, 2]
-    assert all("not running in MLflow (interrupted)" in line for line in lines)
+    assert lines[0] == (f"workload e-1: workload run {parent} was still RUNNING in MLflow (its "
+                        "launcher died); marked KILLED")
+    assert all("not running in MLflow (interrupted)" in line for line in lines[1:])
     assert client.get_run(a).info.status == "FAILED"
+    assert client.get_run(parent).info.status == "KILLED"
+
+
+def test_parent_left_running_after_sync_closed_its_rows_is_closed(client):
+    parent, (a, b) = make_runs(client, 2)
+    for run_id in (a, b):  # what 'radtrack sync' did before it closed parents too
+        client.set_terminated(run_id, "KILLED")
+    workloads = group_workloads([spec(1, "KILLED e-1 A", a), spec(1, "KILLED e-1 B", b)])
+    ran, lines = decide(workloads, client)
+    assert ran == []  # KILLED rows rerun only with --rerun
+    assert lines == [f"workload e-1: workload run {parent} was still RUNNING in MLflow (its "
+                     "launcher died); marked KILLED",
+                     "workload e-1: KILLED before, skipped (use --rerun to run it again)"]
+    assert client.get_run(parent).info.status == "KILLED"

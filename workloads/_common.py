@@ -52,6 +52,16 @@ def non_negative_int(text: str) -> int:
     return value
 
 
+def non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
 def positive_float(text: str) -> float:
     try:
         value = float(text)
@@ -204,22 +214,30 @@ class Block:
 def timed_blocks(step: Callable[[], torch.Tensor | None], *, steps: int, log_every: int,
                  warmup: int, device: torch.device, profile_steps: int = 3,
                  warmup_step: Callable[[], torch.Tensor | None] | None = None,
-                 ) -> Iterator[Block]:
+                 run: RADTBenchmark | None = None) -> Iterator[Block]:
     """Run ``warmup`` untimed steps, then ``steps`` timed ones in blocks of ``log_every``.
 
     ``step`` may return a loss tensor; it is summed on the device and read once per block,
     so the loop never waits on the device between steps. The first ``profile_steps``
-    timed steps run inside the NVTX ``profile`` range.
+    timed steps run inside the NVTX ``profile`` range. With ``run``, the warm-up is the
+    code window ``warmup`` and each block opens the window ``block`` (step = its index),
+    which the caller ends once the block is logged, so the blocks tile the measurement.
     """
+    if run is not None and warmup:
+        run.begin_window("warmup")
     for _ in range(warmup):
         (warmup_step or step)()
     synchronize(device)
+    if run is not None and warmup:
+        run.end_window("warmup")
     done = 0
     index = 0
     while done < steps:
         n = min(log_every, steps - done)
         loss_sum: torch.Tensor | None = None
         first = 0
+        if run is not None:
+            run.begin_window("block", index + 1)
         start = time.perf_counter()
         if done == 0:
             first = min(profile_steps, n)
@@ -267,8 +285,11 @@ def run_timed(step: Callable[[], torch.Tensor | None], args: Any,
     with RADTBenchmark() as run, stop_on_interrupt():
         for block in timed_blocks(step, steps=args.steps, log_every=args.log_every,
                                   warmup=args.warmup, device=args.device,
-                                  warmup_step=warmup_step):
-            log_block(run, block, work_per_step, extra() if extra else None, total)
+                                  warmup_step=warmup_step, run=run):
+            try:
+                log_block(run, block, work_per_step, extra() if extra else None, total)
+            finally:  # a --max-epoch stop inside log_block still closes the block
+                run.end_window("block", block.index)
 
 
 @contextlib.contextmanager

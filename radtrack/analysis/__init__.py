@@ -10,11 +10,11 @@ from radtrack.analysis.data import (
     telemetry_listeners,
 )
 from radtrack.analysis.interference import interference
+from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.analysis.summary import (
     coefficient_of_variation,
     integrate_energy,
     run_energy,
-    summarize_runs,
     summarize_series,
     time_weighted_mean,
     windowed_mean,

@@ -23,6 +23,7 @@ from mlflow.entities import Experiment, Run, ViewType
 from mlflow.exceptions import MlflowException
 
 from radtrack.errors import RadtrackError
+from radtrack.metrickeys import canonical_key, stored_keys
 from radtrack.tracking import lookup_experiment, resolve_uri
 
 TELEMETRY_DIR = "telemetry"
@@ -156,7 +157,8 @@ def _run_row(run: Run, experiment_name: str) -> dict[str, object]:
     }
     row.update({f"param.{k}": v for k, v in params.items()})
     row.update({f"tag.{k}": v for k, v in tags.items()})
-    row.update({f"metric.{k}": v for k, v in run.data.metrics.items()})
+    # listener series stored as system/<key> (or bare, by older radtrack) read as <key>
+    row.update({f"metric.{canonical_key(k)}": v for k, v in run.data.metrics.items()})
     return row
 
 
@@ -246,7 +248,7 @@ def list_metrics(run_ids: list[str], tracking_uri: str | None = None,
     client = client_for(tracking_uri)
     keys: set[str] = set()
     for run in get_runs(client, run_ids):
-        keys.update(run.data.metrics)
+        keys.update(canonical_key(k) for k in run.data.metrics)
         for listener in telemetry_listeners(run.info.run_id, client=client):
             keys.update(_telemetry_keys(run, listener, client))
     if not include_summary:
@@ -318,14 +320,15 @@ def _run_series(client: MlflowClient, run: Run, wanted: list[str] | None) -> pd.
                 .melt(id_vars=["time", "step"], var_name="metric", value_name="value")
                 .dropna(subset=["value"]))
         parts.append(long)
-    history_keys = [k for k in run.data.metrics
+    stored = stored_keys(run.data.metrics)  # canonical key -> key as stored in MLflow
+    history_keys = [k for k in stored
                     if k not in from_parquet and not k.startswith(SUMMARY_PREFIX)
                     and (wanted is None or k in wanted)]
     if wanted is not None:
         # A summary metric asked for by name is still a (one-point) series.
-        history_keys += [k for k in wanted if k.startswith(SUMMARY_PREFIX) and k in run.data.metrics]
+        history_keys += [k for k in wanted if k.startswith(SUMMARY_PREFIX) and k in stored]
     for key in history_keys:
-        history = client.get_metric_history(run_id, key)
+        history = client.get_metric_history(run_id, stored[key])
         if history:
             parts.append(pd.DataFrame({
                 "time": [m.timestamp / 1000.0 for m in history],

@@ -7,9 +7,9 @@ params match (:mod:`radtrack.analysis.configs`). Repeated solo runs are averaged
 Slowdown is solo throughput / co-located throughput when both logged the same
 throughput rate (``throughput_<unit>_per_s`` or ``throughput_<prefix>flops``; a
 time-limited run keeps its duration but loses throughput), else co-located duration /
-solo duration. A GPU meter reads the whole
-device, so a co-located row is charged its share of the energy: the device energy
-divided by the number of the workload's rows on the same devices.
+solo duration. Energy is the run's attributed energy (``energy_j`` of the summary:
+its measured share of each shared GPU, radtrack/analysis/attribution.py), never the
+whole device's; a co-located run recorded without attribution gets no energy figures.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ PREFERRED_THROUGHPUT = "throughput_samples_per_s_mean"
 COLUMNS = [
     "run_id", "run_name", "experiment", "workload", "letter", "collocation", "file", "params",
     "solo_run_ids", "slowdown", "slowdown_basis", "duration_s", "solo_duration_s",
-    "throughput", "solo_throughput", "work_unit", "energy_share_j", "energy_per_unit_j",
+    "throughput", "solo_throughput", "work_unit", "energy_j", "attribution", "energy_per_unit_j",
     "solo_energy_per_unit_j", "energy_per_unit_change_pct", "note",
 ]
 
@@ -54,18 +54,16 @@ def interference(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     runs = with_config(runs)
     tput_cols = _throughput_columns(summary)
     solos = runs[(runs["rows_in_workload"] == 1) & (runs["status"] == "FINISHED")]
-    shared = runs.groupby(["experiment_id", "workload", "devices"], dropna=False)["run_id"] \
-        .transform("count")
     rows = []
-    for idx, run in runs[runs["rows_in_workload"] > 1].iterrows():
+    for _, run in runs[runs["rows_in_workload"] > 1].iterrows():
         base = solos[(solos["experiment_id"] == run["experiment_id"])
                      & (solos["file"] == run["file"]) & (solos["params"] == run["params"])]
         me = stats.loc[run["run_id"]]
-        energy_share = me.get("energy_j", np.nan) / shared[idx]
+        energy = float(me.get("energy_j", np.nan))
         row = {c: run.get(c) for c in ("run_id", "run_name", "experiment", "workload", "letter",
                                        "collocation", "file", "params")}
         row.update(solo_run_ids=",".join(base["run_id"]), duration_s=me["duration_s"],
-                   energy_share_j=energy_share, note="")
+                   energy_j=energy, attribution=me.get("attribution", ""), note="")
         if base.empty:
             row["note"] = (f"no solo run of {run['file']} with params [{run['params']}] "
                            f"in experiment {run['experiment']!r}")
@@ -86,7 +84,7 @@ def interference(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
             row["slowdown"] = row["duration_s"] / row["solo_duration_s"]
             work, solo_work = 1.0, pd.Series(1.0, index=solo.index)
         if "energy_j" in solo:
-            row["energy_per_unit_j"] = energy_share / work if work else np.nan
+            row["energy_per_unit_j"] = energy / work if work else np.nan
             row["solo_energy_per_unit_j"] = float((solo["energy_j"] / solo_work).mean())
             row["energy_per_unit_change_pct"] = (
                 100.0 * (row["energy_per_unit_j"] / row["solo_energy_per_unit_j"] - 1.0))

@@ -13,30 +13,37 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from radtrack.analysis.colocation import workload_table
 from radtrack.analysis.correlation import METHODS, correlate
 from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
+from radtrack.analysis.gpulabel import physical_gpus_of_row
 from radtrack.analysis.interference import interference
-from radtrack.analysis.summary import summarize_runs
+from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.analysis.variability import time_to_target, variability
 from radtrack.errors import RadtrackError
 
 FORMATS = ("table", "csv", "json", "parquet")
-TABLES = ("runs", "interference", "variability")
+TABLES = ("runs", "interference", "workloads", "variability")
 
 # The columns worth a glance in the printed table; files carry every column.
-_RUN_VIEW = ["run_name", "workload", "letter", "status", "collocation", "duration_s", "energy_j",
+_RUN_VIEW = ["run_name", "gpu_used", "workload", "letter", "status", "collocation", "duration_s",
+             "energy_j", "attribution", "gpu_energy_j", "co2e_g",
              "power_w_mean", "power_w_p95", "power_w_max", "gpu_util_pct_mean",
              "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max", "sm_clock_mhz_mean",
              "cpu_pct_mean", "rss_mib_max"]
 _INTERFERENCE_VIEW = ["run_name", "collocation", "slowdown", "slowdown_basis", "duration_s",
-                      "solo_duration_s", "work_unit", "energy_per_unit_j",
+                      "solo_duration_s", "work_unit", "energy_j", "attribution", "energy_per_unit_j",
                       "solo_energy_per_unit_j", "energy_per_unit_change_pct", "note"]
+_WORKLOAD_VIEW = ["workload", "rows", "collocation", "duration_s", "energy_j", "co2e_g", "idle_energy_j",
+                  "other_energy_j", "work", "work_unit", "energy_per_unit_j", "stp", "antt",
+                  "serial_energy_j", "energy_vs_serial_pct", "note"]
 _VARIABILITY_VIEW_FIXED = ["file", "params", "collocation", "rows_in_workload", "gpu", "n"]
 
 
@@ -46,10 +53,12 @@ class ExperimentReport:
     runs: pd.DataFrame  # per-run summary: identity columns + summary statistics
     interference: pd.DataFrame
     variability: pd.DataFrame
+    workloads: pd.DataFrame  # co-located workloads: energy, STP, ANTT, energy vs serial
+    footprint: str = ""  # the experiment's energy and CO2e, one line
 
     def tables(self) -> dict[str, pd.DataFrame]:
         return {"runs": self.runs, "interference": self.interference,
-                "variability": self.variability}
+                "workloads": self.workloads, "variability": self.variability}
 
 
 def analyze_experiment(experiment: str, workload: int | None = None,
@@ -62,7 +71,9 @@ def analyze_experiment(experiment: str, workload: int | None = None,
     given; only the rows shown are restricted to that workload.
     """
     uri = resolve_tracking_uri(tracking_uri)
-    runs = load_runs(experiment, tracking_uri=uri)
+    everything = load_runs(experiment, tracking_uri=uri, include_parents=True)
+    is_parent = everything.get("tag.radtrack.role", pd.Series(dtype=object)) == "workload"
+    runs = everything[~is_parent.reindex(everything.index, fill_value=False)].reset_index(drop=True)
     if workload is not None and not (runs["workload"] == workload).any():
         known = ", ".join(str(w) for w in sorted(runs["workload"].dropna().unique()))
         raise RadtrackError(f"experiment {experiment!r} has no workload {workload} "
@@ -77,18 +88,48 @@ def analyze_experiment(experiment: str, workload: int | None = None,
                                                         "step": "time_to_target_step"}),
                                 on="run_id", how="left")
     table = runs[["run_id", "experiment", "start_time"]].merge(summary, on="run_id")
+    # next to the run: the physical GPU(s), as every run names its own GPUs gpu0..
+    gpu_used = {row["run_id"]: physical_gpus_of_row(row) for row in runs.to_dict("records")}
+    table.insert(table.columns.get_loc("run_name") + 1 if "run_name" in table.columns else 1,
+                 "gpu_used", table["run_id"].map(gpu_used).fillna("").replace("", "-"))
     inter = interference(runs, summary)
+    workloads = workload_table(everything, inter)
     var = variability(runs, summary, targets)
     if workload is not None:
         table = table[table["workload"] == workload]
         inter = inter[inter["workload"] == workload]
+        workloads = workloads[workloads["workload"] == workload]
         in_workload = set(table["run_id"])
         var = var[var["run_ids"].map(lambda ids: bool(in_workload & set(ids.split(","))))
                   .astype(bool)]
     table = table.sort_values(["workload", "letter", "start_time"], kind="stable")
     inter = inter.sort_values(["workload", "letter"], kind="stable")
+    shown = everything[is_parent.reindex(everything.index, fill_value=False)]
+    if workload is not None:
+        shown = shown[shown["workload"] == workload]
     return ExperimentReport(str(experiment), table.reset_index(drop=True),
-                            inter.reset_index(drop=True), var.reset_index(drop=True))
+                            inter.reset_index(drop=True), var.reset_index(drop=True),
+                            workloads.reset_index(drop=True), footprint_line(shown))
+
+
+def footprint_line(parents: pd.DataFrame) -> str:
+    """The measured GPU energy of the workloads (idle and other included) and its CO2e."""
+    from radtrack.footprint import from_tags
+
+    def column(key: str) -> pd.Series:
+        name = f"metric.summary/workload/{key}"
+        return pd.to_numeric(parents[name], errors="coerce") if name in parents else pd.Series(dtype=float)
+
+    energy = column("energy_j").dropna()
+    if energy.empty:
+        return ""
+    line = f"Measured GPU energy of {len(energy)} workload(s): {energy.sum() / 3.6e6:.4g} kWh"
+    co2 = column("co2e_g").dropna()
+    if co2.empty:
+        return line + " (no carbon intensity recorded: --carbon-intensity or $RADTRACK_CARBON_INTENSITY)"
+    figures = sorted({f"{c.intensity_g_per_kwh:g} g/kWh x PUE {c.pue:g} ({c.source})"
+                      for _, p in parents.loc[co2.index].iterrows() if (c := from_tags(p))})
+    return f"{line}; footprint {co2.sum():.4g} g CO2e at {', '.join(figures)}"
 
 
 # Rendering ------------------------------------------------------------------------------
@@ -121,10 +162,15 @@ def render_report(report: ExperimentReport) -> str:
     var_cols = _VARIABILITY_VIEW_FIXED + [c for c in report.variability.columns
                                           if c.endswith(("_mean", "_cv"))]
     parts = [f"experiment {report.experiment}: {len(runs)} run(s)",
+             *([report.footprint] if report.footprint else []),
              "", "Per-run summary", render(runs, _RUN_VIEW + extra),
              "", "Co-location interference (against solo runs of the same File + params)",
              render(report.interference, _INTERFERENCE_VIEW)
              if not report.interference.empty else "(no co-located workloads)",
+             "", "Co-located workloads (measured GPU energy; STP, ANTT and energy vs the same "
+             "rows run one after another, against their solo runs)",
+             render(report.workloads, _WORKLOAD_VIEW)
+             if not report.workloads.empty else "(no co-located workloads)",
              "", "Run-to-run variability (repeats of one configuration, per GPU model)",
              render(report.variability, var_cols)
              if not report.variability.empty else "(no configuration was run more than once)"]
@@ -198,6 +244,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time-to-target: first time METRIC reaches VALUE, e.g. val_acc=0.92")
     p.add_argument("--target-mode", choices=("max", "min"), default="max",
                    help="max: reached when >= VALUE (accuracy); min: when <= VALUE (loss)")
+    p.add_argument("--study", metavar="NAME", help="a study's tables instead (power-variation, "
+                   "multi-level-utilisation, time-to-accuracy, host-gpu-eda; docs/analysis.md)")
+    p.add_argument("--chart", type=Path, metavar="FILE", help="with --study: its chart (.png/.svg/.pdf)")
     p.add_argument("--correlate", metavar="RUN_ID", action="append",
                    help="print the correlation matrix of this run's metrics "
                         "(repeat to pool several runs)")
@@ -242,6 +291,9 @@ def _correlate(args: argparse.Namespace, uri: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # The output is the report only: MLflow would draw a "Downloading artifacts" bar on
+    # stderr for every trace it fetches whenever tqdm is installed.
+    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"
     uri = resolve_tracking_uri(args.tracking_uri)
     try:
         if args.correlate:
@@ -252,6 +304,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.experiment is None:
             raise RadtrackError("name an experiment (radtrack report EXPERIMENT) "
                                 "or a run (radtrack report --correlate RUN_ID)")
+        if args.study:
+            from radtrack.analysis.studies.render import emit_study
+
+            emit_study(args, uri, _emit)
+            return 0
         report = analyze_experiment(args.experiment, args.workload, uri, args.target,
                                     args.target_mode)
         _emit(report.tables(), "runs", render_report(report), args)

@@ -1,8 +1,8 @@
 """Per-run summaries: duration, energy, time-weighted power/utilisation/memory/clocks, throughput.
 
 Pure functions on the long series frames of :func:`radtrack.analysis.data.load_series`
-(columns run_id, metric, seconds, value), plus :func:`summarize_runs` which loads what it
-needs. Statistics are time-weighted (trapezoid rule) so uneven sampling does not bias
+(columns run_id, metric, seconds, value); radtrack/analysis/run_summaries.py summarises
+stored runs with them. Statistics are time-weighted (trapezoid rule) so uneven sampling does not bias
 them; energy comes from a hardware energy counter when one was recorded (Zeus-style:
 the counter is exact, integrated sampled power is an estimate) and from integrated
 power otherwise: the driver's 1-s average power where the GPU reports it (it integrated
@@ -14,20 +14,13 @@ one: docs/performance.md).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from radtrack import stats
-from radtrack.analysis.data import (
-    SUMMARY_PREFIX,
-    list_metrics,
-    load_runs,
-    load_series,
-    resolve_tracking_uri,
-)
 
 # Preferred source first: when several listeners measure the same GPU, only the first one
 # that has the reading is used, so two listeners never double-count one device.
@@ -136,19 +129,23 @@ def windowed_mean(series: pd.DataFrame, metric: str, start_s: float = 0.0,
     """
     if end_s <= start_s:
         raise ValueError(f"windowed_mean: window end {end_s} s must be after its start {start_s} s")
-    out = {}
-    for run_id, one in _metric(series, metric).groupby("run_id", sort=True):
-        t, v = _clean(one["seconds"], one["value"])
-        inside = (t >= start_s) & (t <= end_s)
-        edges_t, edges_v = [], []
-        for edge in (start_s, end_s):
-            if len(t) and t[0] < edge < t[-1]:
-                edges_t.append(edge)
-                edges_v.append(float(np.interp(edge, t, v)))
-        wt = np.concatenate((t[inside], edges_t))
-        wv = np.concatenate((v[inside], edges_v))
-        out[run_id] = time_weighted_mean(wt, wv)
+    out = {run_id: mean_between(one["seconds"], one["value"], start_s, end_s)
+           for run_id, one in _metric(series, metric).groupby("run_id", sort=True)}
     return pd.Series(out, name=f"{metric} [{start_s:g}, {end_s:g}] s", dtype=float)
+
+
+def mean_between(t: np.ndarray | pd.Series, v: np.ndarray | pd.Series, start: float,
+                 end: float) -> float:
+    """Time-weighted mean of the samples between ``start`` and ``end``, the signal
+    interpolated at the edges; NaN without samples there."""
+    t, v = _clean(t, v)
+    inside = (t >= start) & (t <= end)
+    edges_t, edges_v = [], []
+    for edge in (start, end):
+        if len(t) and t[0] < edge < t[-1]:
+            edges_t.append(edge)
+            edges_v.append(float(np.interp(edge, t, v)))
+    return time_weighted_mean(np.concatenate((t[inside], edges_t)), np.concatenate((v[inside], edges_v)))
 
 
 def _keys_for(quantity: Quantity, keys: list[str]) -> list[str]:
@@ -293,209 +290,3 @@ def summary_metric_keys(keys: list[str]) -> list[str]:
     wanted.update(k for k in keys if any(rx.fullmatch(k) for _, rx in _ENERGY_SOURCES)
                   or k.startswith("throughput_"))
     return sorted(wanted)
-
-
-IDENTITY_COLUMNS = ["run_id", "run_name", "workload", "letter", "status", "file", "devices",
-                    "collocation"]
-
-#: (run ids, metric keys) -> the long series frame of load_series; the frontend passes its cache
-SeriesLoader = Callable[[list[str], list[str]], pd.DataFrame]
-_STORED_STATS = ("mean", "min", "max")
-_METRIC_COLUMN = "metric."
-
-
-@dataclass
-class _StoredPlan:
-    """What a FINISHED run's stored summary metrics answer, and which series are still needed."""
-
-    energy: float | None = None  # None: compute from the series of ``energy_keys``
-    energy_keys: list[str] = field(default_factory=list)
-    quantities: dict[str, dict[str, float]] = field(default_factory=dict)
-    series_quantities: dict[str, list[str]] = field(default_factory=dict)  # name -> its keys
-    rate_keys: list[str] = field(default_factory=list)
-
-    def keys(self) -> list[str]:
-        wanted = set(self.rate_keys)
-        if self.energy is None:
-            wanted.update(self.energy_keys)
-        for qkeys in self.series_quantities.values():
-            wanted.update(qkeys)
-        return sorted(wanted)
-
-
-def _finite(value: object) -> float | None:
-    if value is None or value is pd.NA:
-        return None
-    number = float(value)  # type: ignore[arg-type]
-    return None if np.isnan(number) else number
-
-
-def _stored_metrics(row: Mapping[str, object]) -> tuple[set[str], dict[str, float]]:
-    """A run's metric keys (latest values present) and its ``summary/*`` values, from a
-    :func:`load_runs` row."""
-    keys: set[str] = set()
-    stored: dict[str, float] = {}
-    for column, value in row.items():
-        if not isinstance(column, str) or not column.startswith(_METRIC_COLUMN):
-            continue
-        number = _finite(value)
-        if number is None:
-            continue
-        key = column[len(_METRIC_COLUMN):]
-        if key.startswith(SUMMARY_PREFIX):
-            stored[key] = number
-        else:
-            keys.add(key)
-    # A key whose latest logged value was NaN still has its stored summary.
-    for key in stored:
-        base, _, stat = key[len(SUMMARY_PREFIX):].rpartition("/")
-        if stat in _STORED_STATS and base:
-            keys.add(base)
-        elif _ENERGY_RE.fullmatch(key[len(SUMMARY_PREFIX):]):
-            keys.add(key[len(SUMMARY_PREFIX):])
-    return keys, stored
-
-
-def _has_stored_summaries(stored: Mapping[str, float]) -> bool:
-    return any(k.endswith(("/mean", "/energy_j")) for k in stored)
-
-
-def _plan_from_stored(keys: set[str], stored: Mapping[str, float], quantiles: bool) -> _StoredPlan:
-    """Use the sink's ``summary/<key>/mean|max`` and ``summary/<l>/<scope>/energy_j``
-    wherever they mean exactly what the series path computes (radtrack/sink.py
-    ``summarize``: the same trapezoid mean, the counter's last minus first reading)."""
-    plan = _StoredPlan()
-    ordered = sorted(keys)
-    # Energy: per GPU, the counter of the preferred listener, else integrated power.
-    by_scope: dict[str, dict[str, dict[str, str]]] = {}
-    for key in ordered:
-        for kind, rx in _ENERGY_SOURCES:
-            if m := rx.fullmatch(key):
-                by_scope.setdefault(m.group("scope"), {}).setdefault(kind, {})[m.group("listener")] = key
-                plan.energy_keys.append(key)
-    if by_scope:
-        total = 0.0
-        for readings in by_scope.values():
-            counters = readings.get("counter", {})
-            listener = next((x for x in (*GPU_LISTENERS, *sorted(counters)) if x in counters), None)
-            # the sink stores no energy for a counter with fewer than two readings: then
-            # the series path decides (it falls back to integrated power)
-            value = _finite(stored.get(f"{SUMMARY_PREFIX}{counters[listener]}")) if listener else None
-            if value is None:
-                total = float("nan")
-                break
-            total += value
-        plan.energy = None if np.isnan(total) else total
-    else:
-        plan.energy = float("nan")
-    for q in QUANTITIES:
-        qkeys = _keys_for(q, ordered)
-        if not qkeys:
-            continue
-        mean = _finite(stored.get(f"{SUMMARY_PREFIX}{qkeys[0]}/mean"))
-        peak = _finite(stored.get(f"{SUMMARY_PREFIX}{qkeys[0]}/max"))
-        # Several devices combine into one signal whose max (and, over unequal spans,
-        # mean) is not a function of the per-device summaries: those need the series.
-        if len(qkeys) == 1 and mean is not None and peak is not None:
-            plan.quantities[q.name] = {"mean": mean, "max": peak}
-            if not quantiles:
-                continue
-        plan.series_quantities[q.name] = qkeys
-    plan.rate_keys = [k for k in ordered if k.startswith("throughput_")]
-    return plan
-
-
-def _default_loader(uri: str) -> SeriesLoader:
-    def load(run_ids: list[str], keys: list[str]) -> pd.DataFrame:
-        return load_series(run_ids, metrics=keys, tracking_uri=uri)
-
-    return load
-
-
-def summarize_runs(runs: list[str] | pd.DataFrame, tracking_uri: str | None = None,
-                   series: pd.DataFrame | None = None, *, quantiles: bool = True,
-                   load: SeriesLoader | None = None) -> pd.DataFrame:
-    """Summaries of runs given by id or as a :func:`load_runs` frame, with their identity columns.
-
-    A FINISHED run that has the launcher's stored summary metrics (``summary/<key>/mean``,
-    ``/max``, ``summary/<listener>/<scope>/energy_j``) is summarised from those single
-    values; samples are read only for what they do not answer: the ``_p95`` columns
-    (``quantiles=False`` leaves them out), quantities combined over several GPUs, energy
-    integrated from power, and the script's throughput history. Other runs (RUNNING, or
-    recorded without summaries) are computed from their series. ``series``, when given,
-    is used for every run instead; ``load`` replaces :func:`load_series` for reading.
-    """
-    uri = resolve_tracking_uri(tracking_uri)
-    frame = runs if isinstance(runs, pd.DataFrame) else load_runs(run_ids=list(runs), tracking_uri=uri)
-    ids = list(frame["run_id"])
-    if not ids:
-        return pd.DataFrame(columns=[*IDENTITY_COLUMNS, "duration_s", "energy_j"])
-    durations = dict(zip(frame["run_id"], frame["duration_s"], strict=True))
-    if series is not None:
-        stats_ = _from_series(series, ids, durations, quantiles)
-    else:
-        stats_ = _summaries(frame, uri, quantiles, load or _default_loader(uri))
-    identity = frame[[c for c in IDENTITY_COLUMNS if c in frame.columns]]
-    return identity.merge(stats_, on="run_id", how="left")
-
-
-def _from_series(series: pd.DataFrame, ids: list[str], durations: Mapping[str, float],
-                 quantiles: bool) -> pd.DataFrame:
-    stats_ = (summarize_series(series, durations, quantiles) if not series.empty
-              else pd.DataFrame(columns=["run_id", "duration_s", "energy_j"]))
-    missing = [i for i in ids if i not in set(stats_["run_id"])]
-    if missing:
-        filler = pd.DataFrame({"run_id": missing, "duration_s": [durations[i] for i in missing],
-                               "energy_j": np.nan})
-        stats_ = filler if stats_.empty else pd.concat([stats_, filler], ignore_index=True)
-    return stats_
-
-
-def _summaries(frame: pd.DataFrame, uri: str, quantiles: bool, load: SeriesLoader) -> pd.DataFrame:
-    plans: dict[str, _StoredPlan] = {}
-    needed: dict[str, list[str]] = {}
-    stored_durations: dict[str, float] = {}
-    for row in frame.to_dict("records"):
-        run_id = str(row["run_id"])
-        keys, stored = _stored_metrics(row)
-        if "summary/duration_s" in stored:
-            stored_durations[run_id] = stored["summary/duration_s"]
-        if row.get("status") == "FINISHED" and _has_stored_summaries(stored):
-            plans[run_id] = _plan_from_stored(keys, stored, quantiles)
-            needed[run_id] = plans[run_id].keys()
-        else:  # computed from the series, as a run without stored summaries always was
-            needed[run_id] = summary_metric_keys(list_metrics([run_id], tracking_uri=uri))
-    rows = []
-    for row in frame.to_dict("records"):
-        run_id = str(row["run_id"])
-        duration = _finite(row.get("duration_s"))
-        if duration is None:
-            duration = stored_durations.get(run_id)
-        keys = needed[run_id]
-        one = load([run_id], keys) if keys else None
-        one = one[one["run_id"] == run_id] if one is not None else None
-        has_series = one is not None and not one.empty
-        plan = plans.get(run_id)
-        if plan is None:
-            if not has_series:
-                rows.append({"run_id": run_id, "duration_s": row.get("duration_s"),
-                             "energy_j": np.nan})
-                continue
-            energy, quantities, rates = _series_parts(one, quantiles)
-            rows.append(_assemble(run_id, _series_duration(one, duration), energy, quantities, rates))
-            continue
-        energy, quantities, rates = (_series_parts(one, quantiles) if has_series
-                                     else (float("nan"), {}, {}))
-        for name, values in plan.quantities.items():
-            quantities[name] = {**quantities.get(name, {}), **values}
-        for name in list(quantities):
-            if name not in plan.quantities and name not in plan.series_quantities:
-                del quantities[name]
-        if plan.energy is not None:
-            energy = plan.energy
-        if duration is None:
-            duration = _series_duration(one, None) if has_series else float("nan")
-        quantities = {name: {s: v[s] for s in ("mean", "p95", "max") if s in v}
-                      for name, v in quantities.items()}
-        rows.append(_assemble(run_id, duration, energy, quantities, rates))
-    return pd.DataFrame(rows)

@@ -1,0 +1,7 @@
+"""``radt.run.RADTBenchmark``: radtrack's RADTBenchmark under radT's name."""
+
+from __future__ import annotations
+
+from radtrack.benchmark import RADTBenchmark
+
+__all__ = ["RADTBenchmark"]

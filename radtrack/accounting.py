@@ -1,0 +1,263 @@
+"""Co-location accounting at the end of a workload, stored where users look.
+
+After every row of a workload has ended and its traces are stored, the launcher splits
+each GPU's measured energy among the runs that shared it (radtrack/analysis/attribution.py)
+and records:
+
+- on each row's run: ``summary/attribution/<scope>/energy_j`` (its attributed energy),
+  ``summary/attribution/<scope>/sm_share_pct`` (its mean share of the GPU), the series
+  ``attribution/<scope>/attributed_power_w`` and ``attribution/<scope>/sm_share_pct`` (one
+  point per window; stored under MLflow's ``system/`` prefix like the listeners' series,
+  radtrack/metrickeys.py), and the tags ``radtrack.attribution.<scope>`` (the method),
+  ``.gpu`` (the physical GPU's UUID) and ``.note`` (why a run has no figure of its own);
+- on the workload's parent run, per physical GPU ``gpu<i>`` (NVML index): the measured
+  energy, ``idle`` and ``other`` (``summary/workload/gpu<i>/energy_j``, ``idle_energy_j``,
+  ``other_energy_j``), their power series (``attribution/gpu<i>/idle_power_w``,
+  ``other_power_w``), the tags ``radtrack.attribution.gpu<i>`` and ``.uuid``, the totals
+  ``summary/workload/energy_j`` and ``summary/workload/duration_s``, and the artifact
+  ``attribution/power.parquet``: every party's power per window and GPU, long form.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from radtrack.analysis.attribution import (
+    DEFAULT_MPS_RULE,
+    IDLE,
+    MPS_RULES,
+    OTHER,
+    GpuAccount,
+    GpuUse,
+    account,
+)
+from radtrack.analysis.gpu_uses import run_uses
+from radtrack.errors import RadtrackError
+from radtrack.metrickeys import stored_key
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+    from radtrack.launch import Row
+
+MPS_RULE_ENV = "RADTRACK_MPS_ATTRIBUTION"
+POWER_ARTIFACT = "attribution/power.parquet"
+
+
+def mps_rule() -> str:
+    """The rule splitting an MPS server's activity among its clients (env, else default)."""
+    rule = os.environ.get(MPS_RULE_ENV, "").strip() or DEFAULT_MPS_RULE
+    if rule not in MPS_RULES:
+        raise RadtrackError(f"{MPS_RULE_ENV}={rule!r}: use one of {', '.join(MPS_RULES)}")
+    return rule
+
+
+@dataclass
+class _Input:
+    row: Row
+    scope: str  # the GPU as the run sees it
+    use: GpuUse
+
+
+def account_workload(client: MlflowClient, parent_id: str, rows: list[Row],
+                     rule: str | None = None) -> dict[str, GpuAccount]:
+    """Account every GPU the workload's rows used and store the results; GPU UUID ->
+    accounting (empty when no row has GPU readings, e.g. a CPU workload)."""
+    inputs = []
+    for row in rows:
+        if row.sink is None or not row.started:
+            continue
+        end = row.ended or time.time()
+        uses = run_uses(row.run_id, row.sink.frames, row.tags, row.spec.collocation,
+                        row.started, end)
+        inputs += [_Input(row, scope, use) for scope, use in uses.items()]
+    if not inputs:
+        return {}
+    start = min(i.use.start for i in inputs)
+    end = max(i.use.end for i in inputs)
+    if not end > start:
+        return {}
+    accounts = account([i.use for i in inputs], start, end, mps_rule=rule or mps_rule())
+    for item in inputs:
+        _record_row(client, item, accounts[item.use.gpu])
+    _record_parent(client, parent_id, inputs, accounts, start, end)
+    return accounts
+
+
+def _metrics(points: list[tuple[str, float, float, int]]) -> list:
+    from mlflow.entities import Metric
+
+    return [Metric(k, float(v), int(t * 1000), step) for k, v, t, step in points
+            if np.isfinite(v)]
+
+
+def _log(client: MlflowClient, run_id: str, metrics: list) -> None:
+    for i in range(0, len(metrics), 1000):
+        client.log_batch(run_id, metrics=metrics[i:i + 1000])
+
+
+def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
+    from radtrack.tracking import set_tags
+
+    run, scope = item.use.run, item.scope
+    widths = np.diff(acc.edges)
+    lo = np.maximum(acc.edges[:-1], item.use.start)
+    hi = np.minimum(acc.edges[1:], item.use.end)
+    inside = np.clip(hi - lo, 0.0, None)
+    energy = acc.energy[run].to_numpy()
+    share = acc.share[run].to_numpy()
+    now = time.time()
+    points = [(f"summary/attribution/{scope}/energy_j", energy.sum(), now, 0)]
+    if inside.sum() > 0:
+        points.append((f"summary/attribution/{scope}/sm_share_pct",
+                       float((share * inside).sum() / inside.sum()), now, 0))
+    step = 0
+    for k in np.flatnonzero(inside > 0):
+        mid = (acc.edges[k] + acc.edges[k + 1]) / 2
+        points += [(stored_key(f"attribution/{scope}/attributed_power_w"), energy[k] / widths[k], mid, step),
+                   (stored_key(f"attribution/{scope}/sm_share_pct"), share[k], mid, step)]
+        step += 1
+    _log(client, run, _metrics(points))
+    tags = {f"radtrack.attribution.{scope}": acc.method,
+            f"radtrack.attribution.{scope}.gpu": acc.gpu}
+    if run in acc.notes:
+        tags[f"radtrack.attribution.{scope}.note"] = acc.notes[run]
+    set_tags(client, run, tags)
+    item.row.tags.update(tags)
+
+
+def _labels(inputs: list[_Input]) -> dict[str, str]:
+    """GPU UUID -> ``gpu<i>`` with i its NVML index (the host's numbering), as the runs'
+    smi probes recorded it; in order of appearance where the index is unknown."""
+    labels: dict[str, str] = {}
+    for item in inputs:
+        index = item.row.tags.get(f"radtrack.listener.smi.{item.scope}.nvml_index")
+        if item.use.gpu not in labels and index is not None:
+            labels[item.use.gpu] = f"gpu{index}"
+    for item in inputs:
+        if item.use.gpu not in labels:
+            labels[item.use.gpu] = f"gpu{len(labels)}"
+    return labels
+
+
+def power_table(inputs: list[_Input], accounts: dict[str, GpuAccount]) -> pd.DataFrame:
+    """Every party's power per window and GPU, long form (the parent's artifact)."""
+    labels = _labels(inputs)
+    names = {i.use.run: i.row.spec.run_name or i.row.spec.default_run_name() for i in inputs}
+    parts = []
+    for gpu, acc in accounts.items():
+        widths = np.diff(acc.edges)
+        for party in acc.energy.columns:
+            energy = acc.energy[party].to_numpy()
+            share = acc.share[party].to_numpy() if party in acc.share else np.full(len(energy), np.nan)
+            parts.append(pd.DataFrame({
+                "time": acc.edges[:-1], "end": acc.edges[1:], "gpu": labels[gpu], "gpu_uuid": gpu,
+                "party": names.get(party, party),
+                "run_id": party if party not in (IDLE, OTHER) else "",
+                "power_w": energy / widths, "energy_j": energy, "sm_share_pct": share}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _record_parent(client: MlflowClient, parent_id: str, inputs: list[_Input],
+                   accounts: dict[str, GpuAccount], start: float, end: float) -> None:
+    from radtrack.tracking import set_tags
+
+    labels = _labels(inputs)
+    now = time.time()
+    points = [("summary/workload/energy_j", sum(a.gpu_energy_j for a in accounts.values()), now, 0),
+              ("summary/workload/duration_s", end - start, now, 0)]
+    tags = {}
+    for gpu, acc in accounts.items():
+        label = labels[gpu]
+        points += [(f"summary/workload/{label}/energy_j", acc.gpu_energy_j, now, 0),
+                   (f"summary/workload/{label}/idle_energy_j", acc.energy_j(IDLE), now, 0),
+                   (f"summary/workload/{label}/other_energy_j", acc.energy_j(OTHER), now, 0)]
+        power = acc.power_w()
+        for step, (mid, idle, other) in enumerate(zip(power.index, power[IDLE], power[OTHER],
+                                                      strict=True)):
+            points += [(stored_key(f"attribution/{label}/idle_power_w"), idle, mid, step),
+                       (stored_key(f"attribution/{label}/other_power_w"), other, mid, step)]
+        tags[f"radtrack.attribution.{label}"] = acc.method
+        tags[f"radtrack.attribution.{label}.uuid"] = gpu
+    _log(client, parent_id, _metrics(points))
+    set_tags(client, parent_id, tags)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(POWER_ARTIFACT).name
+        power_table(inputs, accounts).to_parquet(path, index=False)
+        client.log_artifact(parent_id, str(path), str(Path(POWER_ARTIFACT).parent))
+
+
+def record_workload_totals(client: MlflowClient, uri: str, parent_id: str, experiment: str,
+                           workload: int) -> dict[str, object] | None:
+    """STP, ANTT, work and energy vs serial of a co-located workload on its parent run,
+    against the solo runs of its scripts already in the experiment (analysis/colocation.py).
+    Returns the workload's row of that table (None for a single-row workload)."""
+    from radtrack.analysis.colocation import workload_table
+    from radtrack.analysis.configs import with_config
+    from radtrack.analysis.data import load_runs
+    from radtrack.analysis.interference import interference
+    from radtrack.analysis.run_summaries import summarize_runs
+    from radtrack.tracking import set_tags
+
+    everything = load_runs(experiment, tracking_uri=uri, include_parents=True)
+    parent = everything.get("tag.radtrack.role") == "workload"
+    rows = with_config(everything[~parent])
+    mine = rows["workload"].astype(str) == str(workload)
+    if int(mine.sum()) < 2:
+        return None
+    solo = (rows["rows_in_workload"] == 1) & rows["file"].isin(set(rows.loc[mine, "file"]))
+    chosen = everything[~parent][(mine | solo).to_numpy()]
+    inter = interference(chosen, summarize_runs(chosen, uri, quantiles=False))
+    table = workload_table(pd.concat([everything[parent], chosen]), inter)
+    table = table[table["workload"].astype(str) == str(workload)]
+    if table.empty:
+        return None
+    row = table.iloc[0].to_dict()
+    now = time.time()
+    points = [(f"summary/workload/{key}", row[key], now, 0)
+              for key in ("stp", "antt", "serial_energy_j", "energy_vs_serial_pct")
+              if isinstance(row.get(key), float)]
+    unit = row.get("work_unit")
+    if isinstance(unit, str) and unit:
+        points += [(f"summary/workload/work_{unit}", row["work"], now, 0),
+                   (f"summary/workload/energy_per_{unit}_j", row["energy_per_unit_j"], now, 0)]
+    _log(client, parent_id, _metrics(points))
+    if row.get("note"):
+        set_tags(client, parent_id, {"radtrack.workload.note": str(row["note"])})
+    return row
+
+
+def record_footprint(client: MlflowClient, parent_id: str, rows: list[Row],
+                     accounts: dict[str, GpuAccount]) -> dict[str, float]:
+    """CO2-equivalent of each run's attributed energy and of the workload's measured GPU
+    energy (idle and other included) at the carbon intensity in force (radtrack/footprint.py),
+    with the figures and their source as tags. run id (and ``workload``) -> grams."""
+    from radtrack.footprint import resolve
+    from radtrack.tracking import set_tags
+
+    out: dict[str, float] = {}
+    now = time.time()
+    first = None
+    for row in rows:
+        carbon = resolve(row.spec.carbon_intensity, row.spec.pue, row.spec.carbon_source)
+        if carbon is None:
+            continue
+        first = first or carbon
+        joules = [a.energy_j(row.run_id) for a in accounts.values() if row.run_id in a.energy]
+        set_tags(client, row.run_id, carbon.tags())
+        if joules:
+            out[row.run_id] = carbon.co2e_g(sum(joules))
+            _log(client, row.run_id, _metrics([("summary/co2e_g", out[row.run_id], now, 0)]))
+    if first is not None and accounts:
+        out["workload"] = first.co2e_g(sum(a.gpu_energy_j for a in accounts.values()))
+        set_tags(client, parent_id, first.tags())
+        _log(client, parent_id, _metrics([("summary/workload/co2e_g", out["workload"], now, 0)]))
+    return out

@@ -1,0 +1,101 @@
+"""Co-located workloads as a whole: measured energy, work, STP, ANTT, energy vs serial.
+
+For a workload of n co-located runs, each with a solo baseline (radtrack/analysis/interference.py:
+the same File and params run alone in the same experiment), with slowdown
+``s_i = solo rate / co-located rate`` (or co-located / solo duration):
+
+- system throughput ``STP = sum(1 / s_i)``: how many solo machines' worth of work the
+  shared GPU did (1 = no gain over running them one after another, n = no interference);
+- average normalised turnaround time ``ANTT = mean(s_i)``: how much longer each job took;
+- energy vs serial: the workload's measured GPU energy against the energy the same work
+  would have taken run solo, one after another: ``sum(solo energy per unit_i x work_i)``.
+
+STP and ANTT as defined by Eyerman and Eeckhout, "System-level performance metrics for
+multiprogram workloads", IEEE Micro 28(3), 2008.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+COLUMNS = ["experiment", "workload", "rows", "collocation", "devices", "duration_s", "energy_j",
+           "co2e_g", "idle_energy_j", "other_energy_j", "work", "work_unit", "energy_per_unit_j", "stp",
+           "antt", "serial_energy_j", "energy_vs_serial_pct", "note"]
+_WORKLOAD_PREFIX = "metric.summary/workload/"
+
+
+def _value(parent: pd.Series | None, key: str) -> float:
+    value = None if parent is None else parent.get(f"{_WORKLOAD_PREFIX}{key}")
+    return float(value) if value is not None and pd.notna(value) else float("nan")
+
+
+def _per_gpu(parent: pd.Series | None, suffix: str) -> float:
+    """Sum of ``summary/workload/gpu<i>/<suffix>`` over the workload's GPUs."""
+    if parent is None:
+        return float("nan")
+    total = 0.0
+    found = False
+    for column, value in parent.items():
+        if (isinstance(column, str) and column.startswith(_WORKLOAD_PREFIX)
+                and column.endswith(suffix) and column.count("/") == 3 and pd.notna(value)):
+            total += float(value)
+            found = True
+    return total if found else float("nan")
+
+
+def _work(row: pd.Series) -> float:
+    if row.get("work_unit") == "run" or pd.isna(row.get("throughput")):
+        return 1.0
+    return float(row["throughput"]) * float(row["duration_s"])
+
+
+def workload_table(runs: pd.DataFrame, inter: pd.DataFrame) -> pd.DataFrame:
+    """One row per co-located workload of ``runs`` (a :func:`load_runs` frame, parent runs
+    included), from ``inter`` (the :func:`interference` table of the same runs)."""
+    if runs.empty or inter.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    role = runs.get("tag.radtrack.role", pd.Series("", index=runs.index))
+    parents = runs[role == "workload"]
+    out = []
+    for (experiment, workload), group in inter.groupby(["experiment", "workload"], sort=True):
+        match = parents[(parents["experiment"] == experiment)
+                        & (parents["workload"].astype(str) == str(workload))]
+        parent = match.iloc[0] if len(match) else None
+        children = runs[(role != "workload") & (runs["experiment"] == experiment)
+                        & (runs["workload"].astype(str) == str(workload))]
+        row: dict[str, object] = {
+            "experiment": experiment, "workload": workload, "rows": len(group),
+            "collocation": ",".join(sorted({str(c) for c in group["collocation"]})),
+            "devices": ",".join(sorted({str(d) for d in children.get("devices", [])})),
+            "duration_s": _value(parent, "duration_s"),
+            "energy_j": _value(parent, "energy_j"),
+            "co2e_g": _value(parent, "co2e_g"),
+            "idle_energy_j": _per_gpu(parent, "/idle_energy_j"),
+            "other_energy_j": _per_gpu(parent, "/other_energy_j"),
+        }
+        if np.isnan(row["duration_s"]):  # recorded before accounting: the longest row
+            row["duration_s"] = float(group["duration_s"].max())
+        notes = [str(n) for n in group["note"] if isinstance(n, str) and n]
+        if np.isnan(row["energy_j"]):
+            notes.append("no measured workload energy (recorded without co-location accounting)")
+        units = set(group["work_unit"].dropna())
+        if len(units) == 1 and group["slowdown"].notna().all():
+            unit = units.pop()
+            work = [_work(r) for _, r in group.iterrows()]
+            row.update(work=float(sum(work)), work_unit=unit)
+            row["energy_per_unit_j"] = row["energy_j"] / row["work"] if row["work"] else np.nan
+            slowdown = group["slowdown"].astype(float)
+            row["stp"] = float((1.0 / slowdown).sum())
+            row["antt"] = float(slowdown.mean())
+            solo_per_unit = group["solo_energy_per_unit_j"].astype(float).to_numpy()
+            row["serial_energy_j"] = float((solo_per_unit * np.asarray(work)).sum())
+            row["energy_vs_serial_pct"] = 100.0 * (row["energy_j"] / row["serial_energy_j"] - 1.0)
+        elif group["slowdown"].isna().any():
+            notes.append("STP, ANTT and energy vs serial need a solo baseline for every row")
+        else:
+            notes.append(f"rows count different units of work ({', '.join(sorted(units))}): "
+                         "no common work total")
+        row["note"] = "; ".join(dict.fromkeys(notes))
+        out.append(row)
+    return pd.DataFrame(out, columns=COLUMNS)

@@ -1,0 +1,60 @@
+"""Co-location accounting of stored runs that were recorded without it.
+
+The launcher accounts each workload when it ends (radtrack/accounting.py). Runs recorded
+before that existed, or whose launcher was killed (their samples reach the store through
+``radtrack sync``), have no ``summary/attribution/...`` metrics. For those, the analysis
+accounts the workload from its stored smi/dcgm traces and tags with the same arithmetic
+(radtrack/analysis/attribution.py), over each run's MLflow start..end, and nothing is
+written back: the store stays as recorded.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from radtrack.analysis.attribution import account
+from radtrack.analysis.data import load_runs, read_telemetry, telemetry_listeners
+from radtrack.analysis.gpu_uses import run_uses
+
+LISTENERS = ("smi", "dcgm")
+
+
+def _frames(run_id: str, uri: str) -> dict[str, pd.DataFrame]:
+    have = set(telemetry_listeners(run_id, tracking_uri=uri))
+    return {name: read_telemetry(run_id, name, tracking_uri=uri) for name in LISTENERS if name in have}
+
+
+def _span(row: pd.Series) -> tuple[float, float] | None:
+    start, end = row.get("start_time"), row.get("end_time")
+    if start is None or end is None or pd.isna(start) or pd.isna(end):
+        return None
+    return pd.Timestamp(start).timestamp(), pd.Timestamp(end).timestamp()
+
+
+def account_stored(runs: pd.DataFrame, run_ids: list[str], tracking_uri: str
+                   ) -> dict[str, tuple[float, str]]:
+    """run id -> (attributed joules, method) for ``run_ids`` (rows of ``runs``, a
+    :func:`load_runs` frame), accounting each one's whole workload; runs that cannot be
+    accounted (no smi trace, no GPU UUID tag, still running) are left out."""
+    wanted = runs[runs["run_id"].isin(run_ids)]
+    out: dict[str, tuple[float, str]] = {}
+    for (experiment, workload), _ in wanted.groupby(["experiment", "workload"], dropna=True):
+        rows = load_runs(str(experiment), workload=workload, tracking_uri=tracking_uri)
+        uses = []
+        for _, row in rows.iterrows():
+            span = _span(row)
+            if span is None or row.get("status") == "RUNNING":
+                continue
+            tags = {k[4:]: v for k, v in row.items() if isinstance(k, str) and k.startswith("tag.")
+                    and isinstance(v, str)}
+            frames = _frames(str(row["run_id"]), tracking_uri)
+            uses += list(run_uses(str(row["run_id"]), frames, tags, row.get("collocation"),
+                                  *span).values())
+        if not uses:
+            continue
+        accounts = account(uses, min(u.start for u in uses), max(u.end for u in uses))
+        for run_id in set(wanted["run_id"]) & {u.run for u in uses}:
+            parts = [(acc.energy_j(run_id), acc.method) for acc in accounts.values() if run_id in acc.energy]
+            out[run_id] = (sum(p[0] for p in parts),
+                           ",".join(dict.fromkeys(f"{p[1]} (from traces)" for p in parts)))
+    return out

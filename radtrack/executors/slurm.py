@@ -1,0 +1,268 @@
+"""The SLURM executor: one batch job per workload, each running radtrack for exactly that
+workload on its node (radtrack/executors/slurm_job.py), then wait, or ``--detach``.
+
+Nothing from the sheet reaches a shell: sbatch gets an argument list, and the batch script
+is a Python file whose only sheet content is one JSON string literal (``repr``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import FrameType
+
+from radtrack.errors import RadtrackError
+from radtrack.executors import slurm_queue as queue
+from radtrack.executors.slurm_job import JOB_HOME, spec_to_json
+from radtrack.executors.slurm_status import Job, Ledger, refresh
+from radtrack.sheet.slurm_checks import gpu_count
+from radtrack.spec import RunSpec
+
+SBATCH_OPTION = {"partition": "--partition", "account": "--account", "time_limit": "--time",
+                 "qos": "--qos", "constraint": "--constraint"}
+POLL_S = 1.0
+CANCEL_WAIT_S = 120.0
+
+
+@dataclass
+class SlurmOptions:
+    shared_fs: bool = False
+    detach: bool = False
+    sbatch_args: list[str] = field(default_factory=list)
+    grace: float = 10.0
+    poll_s: float = POLL_S
+
+
+def check_store(uri: str, shared_fs: bool) -> None:
+    """Refuse a store only this machine can reach, unless the user says it is shared."""
+    scheme = uri.split("://", 1)[0].lower() if "://" in uri else ""
+    local = scheme in ("", "file", "sqlite")
+    if local and not shared_fs:
+        raise RadtrackError(
+            f"tracking store {uri} is a file on this machine, which SLURM jobs on other nodes "
+            "cannot reach; give --tracking-uri an MLflow server (http://host:5000) or a "
+            "database server (postgresql://user@host/db), see docs/deployment.md, or pass "
+            "--shared-fs if that path is on a filesystem every node mounts")
+
+
+def _name(rows: list[RunSpec]) -> str:
+    return f"{rows[0].experiment}-{rows[0].workload}"
+
+
+def _job_name(rows: list[RunSpec]) -> str:
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", rows[0].experiment)[:40]
+    return f"radtrack-{safe}-{rows[0].workload}"
+
+
+def batch_script(rows: list[RunSpec], uri: str, grace: float, home: str | None) -> str:
+    """The job's batch script: Python, with the workload as one JSON string literal."""
+    python = sys.executable
+    if any(c.isspace() for c in python) or len(python) > 200:
+        raise RadtrackError(f"the interpreter path {python!r} cannot be a batch script's "
+                            "#! line (spaces or too long); install radtrack in a plain path")
+    payload = json.dumps({"rows": [spec_to_json(s) for s in rows], "uri": uri,
+                          "grace": grace, "home": home})
+    return (f"#!{python}\n"
+            "# radtrack: one workload of an experiment sheet (radtrack --executor slurm)\n"
+            "import sys\n\n"
+            "from radtrack.executors.slurm_job import main\n\n"
+            f"sys.exit(main({payload!r}))\n")
+
+
+def sbatch_args(rows: list[RunSpec], script: Path, out_dir: Path,
+                extra: list[str]) -> list[str]:
+    """sbatch's arguments (after ``sbatch --parsable``) for one workload."""
+    args = [f"--job-name={_job_name(rows)}", f"--output={out_dir / '%x-%j.out'}"]
+    n = gpu_count(rows)
+    if n:
+        args.append(f"--gres=gpu:{n}")
+    for key, option in SBATCH_OPTION.items():
+        value = rows[0].slurm.get(key)
+        if value:
+            args.append(f"{option}={value}")
+    return [*args, *extra, str(script)]
+
+
+def describe(workloads: list[list[RunSpec]], sheet: Path, opts: SlurmOptions) -> str:
+    """--dry-run: the sbatch command of every workload (shown quoted; run without a shell)."""
+    import shlex
+
+    folder = Ledger.folder(sheet)
+    lines = ["SLURM jobs (one per workload):"]
+    for rows in workloads:
+        script = folder / f"{_job_name(rows)}.py"
+        args = sbatch_args(rows, script, folder, opts.sbatch_args)
+        lines.append(f"  {_name(rows)}: {shlex.join(['sbatch', '--parsable', *args])}")
+    return "\n".join(lines) + "\n"
+
+
+def _say(text: str) -> None:
+    print(f"[radtrack] {text}", file=sys.stderr, flush=True)
+
+
+def run(workloads: list[list[RunSpec]], uri: str, sheet: Path, opts: SlurmOptions) -> int:
+    """Submit every workload, then wait (or return at once with ``detach``)."""
+    from radtrack.tracking import client as make_client
+
+    queue.require("sbatch", "squeue", "scancel")
+    client = make_client(uri)
+    ledger = Ledger.load(sheet)
+    ledger.uri = uri
+    folder = Ledger.folder(sheet)
+    folder.mkdir(parents=True, exist_ok=True)
+    home = os.environ.get(JOB_HOME)
+    submitted: list[Job] = []
+    failed = False
+    try:
+        for rows in workloads:
+            script = folder / f"{_job_name(rows)}.py"
+            script.write_text(batch_script(rows, uri, opts.grace, home))
+            script.chmod(0o700)
+            try:
+                job_id = queue.submit(sbatch_args(rows, script, folder, opts.sbatch_args))
+            except RadtrackError as exc:
+                _say(f"workload {_name(rows)}: {exc}")
+                failed = True
+                continue
+            job = Job(job_id, rows[0].experiment, rows[0].workload,
+                      {str(s.row): s.run_name or s.default_run_name() for s in rows})
+            ledger.add(job)
+            ledger.save()  # recorded at once: a later Ctrl-C or crash must not orphan it
+            submitted.append(job)
+            _say(f"workload {_name(rows)}: submitted as job {job_id} ({len(rows)} row(s), "
+                 f"log {folder / (_job_name(rows) + '-' + job_id + '.out')})")
+    except KeyboardInterrupt:
+        if not opts.detach and submitted:
+            _say(f"interrupted while submitting: cancelling job(s) "
+                 f"{', '.join(j.job for j in submitted)} (scancel)")
+            queue.cancel([j.job for j in submitted])
+        ledger.save()
+        return 130
+    if not submitted:
+        ledger.save()
+        return 1 if failed else 0
+    refresh(ledger, client, submitted,
+            known={j.job: queue.JobState("PENDING") for j in submitted})
+    if opts.detach:
+        _say(f"{len(submitted)} job(s) submitted; 'radtrack status {sheet}' writes their "
+             "states into the sheet")
+        return 1 if failed else 0
+    code = _wait(ledger, client, submitted, opts)
+    return code if code else (1 if failed else 0)
+
+
+class _Stop:
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, signum: int, frame: FrameType | None) -> None:
+        self.count += 1
+
+
+def _wait(ledger: Ledger, client, jobs: list[Job], opts: SlurmOptions) -> int:
+    """Poll the jobs, print a progress line on every change, write the sheet back; Ctrl-C
+    cancels them with scancel (a second Ctrl-C stops waiting for them to end)."""
+    stop = _Stop()
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    last = ""
+    cancelled_at: float | None = None
+    try:
+        while True:
+            try:
+                found = queue.states([j.job for j in jobs])
+            except queue.QueueError as exc:  # a controller restart: keep waiting
+                _say(f"{exc}; asking again in {opts.poll_s:g} s")
+                time.sleep(opts.poll_s)
+                if stop.count > 1:
+                    break
+                continue
+            line = ", ".join(f"{_short(j)} job {j.job} {found[j.job].state}" for j in jobs)
+            if line != last:
+                _say(line)
+                refresh(ledger, client, jobs, known=found)
+                last = line
+            if all(s.ended for s in found.values()):
+                break
+            if stop.count and cancelled_at is None:
+                live = [j.job for j in jobs if not found[j.job].ended]
+                _say(f"interrupted: cancelling job(s) {', '.join(live)} (scancel)")
+                complaint = queue.cancel(live)
+                if complaint:
+                    _say(f"scancel: {complaint}")
+                cancelled_at = time.monotonic()
+            if cancelled_at is not None and (stop.count > 1 or
+                                             time.monotonic() - cancelled_at > CANCEL_WAIT_S):
+                _say("not waiting for the cancelled jobs to end; 'radtrack status' updates "
+                     "the sheet later")
+                break
+            time.sleep(opts.poll_s)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if stop.count:
+        return 130
+    rows_ok = all(found[j.job].state == "COMPLETED" for j in jobs)
+    return 0 if rows_ok and _all_finished(ledger.sheet, jobs) else 1
+
+
+def _short(job: Job) -> str:
+    return f"{job.experiment}-{job.workload}"
+
+
+def _all_finished(sheet: Path, jobs: list[Job]) -> bool:
+    from radtrack.sheet import read_sheet, status_word
+
+    specs = read_sheet(sheet, check_host=False)
+    lines = {int(line) for j in jobs for line in j.rows}
+    return all(status_word(s.status) == "FINISHED" for s in specs if s.row in lines)
+
+
+def launch_sheet(sheet: Path, defaults: dict, uri: str, opts: SlurmOptions, *,
+                 rerun: bool = False, dry_run: bool = False) -> int:
+    """``radtrack sheet.csv --executor slurm``: validate everything, refresh what earlier
+    jobs left, then submit the workloads still to run."""
+    from radtrack.plan import format_plan, group_workloads
+    from radtrack.resume import pending_workloads
+    from radtrack.sheet import read_sheet
+    from radtrack.sheet.slurm_checks import check_for_slurm
+    from radtrack.tracking import check_database_experiments, check_reachable
+    from radtrack.tracking import client as make_client
+
+    # The nodes, not this host, have the GPUs: host checks run in each job on its node.
+    specs = read_sheet(sheet, defaults, check_host=False)
+    check_for_slurm(specs, sheet)
+    check_store(uri, opts.shared_fs)
+    workloads = group_workloads(specs)
+    if dry_run:
+        print(format_plan(workloads))
+        print(describe(workloads, sheet, opts))
+        return 0
+    queue.require("sbatch", "squeue", "scancel")
+    check_reachable(uri)
+    client = make_client(uri)
+    # as on the local path: a database store the nodes could not use is refused here, before
+    # anything is submitted, not inside the jobs
+    check_database_experiments(client, uri, [w[0].experiment for w in workloads])
+    ledger = Ledger.load(sheet)
+    if ledger.jobs:
+        refresh(ledger, client)  # what earlier jobs did, into the sheet, before deciding
+        workloads = group_workloads(read_sheet(sheet, defaults, check_host=False))
+    live = {(j.experiment, j.workload): j for j in ledger.live()}
+    waiting = []
+    for rows in workloads:
+        job = live.get((rows[0].experiment, rows[0].workload))
+        if job is not None:
+            _say(f"workload {_name(rows)}: job {job.job} is still {job.state}, skipped "
+                 f"('radtrack status {sheet}' follows it)")
+        else:
+            waiting.append(rows)
+    pending = pending_workloads(waiting, client, rerun, log=_say)
+    if not pending:
+        return 0
+    return run(pending, uri, sheet, opts)

@@ -1,0 +1,112 @@
+"""Inside a SLURM job: run exactly one workload of a sheet on this node, the local way.
+
+The batch script the SLURM executor submits is a Python file that calls ``main`` with the
+workload's rows as JSON (embedded as a string literal: no shell, no shared file needed).
+Here the rows' Devices, indices within the job's allocation, become the GPUs SLURM gave
+the job, the spool and run folders go node-local, and radtrack's local path
+(placement, MLflow runs, launch, listeners, sink) runs the workload. The sheet itself is
+not written from the node: the submitting process or ``radtrack status`` does that.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from radtrack import env as renv
+from radtrack.errors import RadtrackError
+from radtrack.spec import RunSpec
+
+JOB_HOME = "RADTRACK_JOB_HOME"  # where jobs spool on their node (default /tmp/radtrack-<user>)
+
+
+def spec_to_json(spec: RunSpec) -> dict[str, Any]:
+    d = asdict(spec)
+    d["file"] = str(spec.file)
+    d["sheet"] = str(spec.sheet) if spec.sheet is not None else None
+    return d
+
+
+def spec_from_json(d: dict[str, Any]) -> RunSpec:
+    d = dict(d)
+    d["file"] = Path(d["file"])
+    d["sheet"] = Path(d["sheet"]) if d.get("sheet") else None
+    return RunSpec(**d)
+
+
+def default_job_home() -> str:
+    return os.environ.get(JOB_HOME) or f"/tmp/radtrack-{getpass.getuser()}"
+
+
+def allocated_devices(environ: dict[str, str] | os._Environ[str]) -> list[str]:
+    """The job's GPUs as this node names them: CUDA_VISIBLE_DEVICES as SLURM set it (indices,
+    or UUIDs; relative when SLURM confines devices with cgroups), else SLURM_JOB_GPUS."""
+    for key in ("CUDA_VISIBLE_DEVICES", "SLURM_JOB_GPUS"):
+        value = environ.get(key, "").strip()
+        if value and value != "NoDevFiles":
+            return [v.strip() for v in value.split(",") if v.strip()]
+    return []
+
+
+def map_devices(specs: list[RunSpec], allocation: list[str]) -> None:
+    """Replace each row's allocation indices by the GPU SLURM gave the job, in place."""
+    for s in specs:
+        mapped = []
+        for d in s.devices:
+            i = int(d)
+            if i >= len(allocation):
+                raise RadtrackError(f"line {s.row}: Devices {'+'.join(s.devices)} needs GPU {i} "
+                                    f"of the allocation, but SLURM gave this job "
+                                    f"{len(allocation)}: {','.join(allocation) or 'none'}")
+            mapped.append(allocation[i])
+        s.devices = mapped
+
+
+def main(payload: str) -> int:
+    """Run the workload described by ``payload``; exit code as the local executor's."""
+    data = json.loads(payload)
+    os.environ[renv.HOME] = data.get("home") or default_job_home()
+    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    from radtrack.launch import say
+
+    specs = [spec_from_json(d) for d in data["rows"]]
+    job = os.environ.get("SLURM_JOB_ID", "?")
+    allocation = allocated_devices(os.environ)
+    try:
+        map_devices(specs, allocation)
+        _check_host(specs)
+    except RadtrackError as exc:
+        say(f"job {job}: {exc}")
+        return 2
+    first = specs[0]
+    say(f"job {job} on {socket.gethostname()}: workload {first.experiment}-{first.workload}, "
+        f"{len(specs)} row(s), GPUs {','.join(allocation) or 'none'}; spool in "
+        f"{renv.radtrack_home() / 'spool'} (if this job dies, run 'RADTRACK_HOME="
+        f"{renv.radtrack_home()} radtrack sync' on this node)")
+    from radtrack.experiment import run_workloads
+
+    return run_workloads([specs], data["uri"], grace=float(data.get("grace", 10.0)), sheet=None)
+
+
+def _check_host(specs: list[RunSpec]) -> None:
+    """The sheet's host checks, on the node (the submitting host may have no GPU)."""
+    from radtrack import gpus
+    from radtrack.errors import SheetError
+    from radtrack.sheet.host import check_against_host
+    from radtrack.sheet.records import Problems
+
+    problems = Problems(Path(str(specs[0].sheet or "sheet")))
+    by_uuid = [s for s in specs if any(d.upper().startswith("MIG-") for d in s.devices)]
+    check_against_host([s for s in specs if s not in by_uuid], problems, gpus.inventory())
+    if problems.items:
+        raise SheetError(problems.items)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

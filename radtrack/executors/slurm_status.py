@@ -1,0 +1,193 @@
+"""A sheet's SLURM jobs: the job ledger, their states, and Status/Run/Job written back.
+
+The ledger ``.<sheet name>.slurm/jobs.json`` next to the sheet records, per workload, the
+job id, the sheet rows and the tracking URI; ``radtrack status sheet.csv`` and a later
+``radtrack sheet.csv --executor slurm`` read it. Jobs never write the sheet: this module
+(in the submitting process, or ``radtrack status``) is its only writer, from the job states
+and the MLflow runs the jobs created (tagged ``radtrack.slurm.job_id``).
+
+A job SLURM ended (time limit, preemption, node failure, scancel) leaves its runs KILLED
+with ``radtrack.slurm.state`` / ``radtrack.stopped_by = slurm:<STATE>`` tags; runs a dead
+node left RUNNING are closed KILLED here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from radtrack.errors import RadtrackError
+from radtrack.executors.slurm_queue import JobState, states
+from radtrack.sheet import status_cell
+from radtrack.sheet.writeback import write_statuses
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+JOB_TAG = "radtrack.slurm.job_id"
+STATE_TAG = "radtrack.slurm.state"
+REASON_TAG = "radtrack.slurm.reason"
+# Job states in which SLURM (not the workload) ended the job.
+ENDED_BY_SLURM = frozenset({"TIMEOUT", "PREEMPTED", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY",
+                            "BOOT_FAIL", "DEADLINE", "REVOKED"})
+
+
+@dataclass
+class Job:
+    job: str
+    experiment: str
+    workload: int
+    rows: dict[str, str]  # sheet line (as str, JSON keys) -> run name
+    state: str = "PENDING"
+    reason: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.experiment}\x1f{self.workload}"
+
+
+@dataclass
+class Ledger:
+    sheet: Path
+    uri: str = ""
+    jobs: dict[str, Job] = field(default_factory=dict)  # Job.key -> newest job of a workload
+
+    @staticmethod
+    def folder(sheet: Path) -> Path:
+        return sheet.parent / f".{sheet.name}.slurm"
+
+    @property
+    def path(self) -> Path:
+        return self.folder(self.sheet) / "jobs.json"
+
+    @classmethod
+    def load(cls, sheet: Path) -> Ledger:
+        ledger = cls(sheet)
+        if ledger.path.exists():
+            data = json.loads(ledger.path.read_text())
+            ledger.uri = data.get("uri", "")
+            ledger.jobs = {j.key: j for j in (Job(**d) for d in data.get("jobs", []))}
+        return ledger
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"sheet": str(self.sheet), "uri": self.uri,
+                "jobs": [asdict(j) for j in self.jobs.values()]}
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".jobs.", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1)
+        os.replace(tmp, self.path)
+
+    def add(self, job: Job) -> None:
+        self.jobs[job.key] = job
+
+    def live(self) -> list[Job]:
+        return [j for j in self.jobs.values() if not JobState(j.state).ended]
+
+
+def _runs_of(client: MlflowClient, job: Job) -> list:
+    from radtrack.tracking import lookup_experiment
+
+    exp = lookup_experiment(client, job.experiment)
+    if exp is None:
+        return []
+    return client.search_runs([exp.experiment_id], filter_string=f"tags.`{JOB_TAG}` = '{job.job}'",
+                              max_results=1000)
+
+
+def settle(client: MlflowClient, job: Job, state: JobState) -> tuple[dict[int, tuple[str, str]],
+                                                                      dict[int, str]]:
+    """Bring the job's runs in line with its SLURM state; return the sheet cells to write:
+    (row -> (Status cell, run id)), (row -> Job cell)."""
+    job.state, job.reason = state.state, state.reason
+    runs = _runs_of(client, job)
+    by_row = {r.data.tags.get("radtrack.row"): r for r in runs
+              if r.data.tags.get("radtrack.role") == "row"}
+    killed: set[str] = set()
+    if state.ended:
+        for r in runs:
+            if r.info.status == "FINISHED":  # done before SLURM ended the job
+                continue
+            tags = {}
+            if state.state in ENDED_BY_SLURM:
+                tags = {STATE_TAG: state.state, "radtrack.stopped_by": f"slurm:{state.state}"}
+                if state.reason:
+                    tags[REASON_TAG] = state.reason
+            if r.info.status == "RUNNING":  # the job died before closing it
+                tags.setdefault("radtrack.stopped_by", f"slurm:{state.state}")
+                client.set_terminated(r.info.run_id, "KILLED")
+                killed.add(r.info.run_id)
+            for k, v in tags.items():
+                client.set_tag(r.info.run_id, k, v)
+    cells: dict[int, tuple[str, str]] = {}
+    job_cells: dict[int, str] = {}
+    for line, name in job.rows.items():
+        run = by_row.get(line)
+        if run is not None:
+            run_id = run.info.run_id
+            status = "KILLED" if run_id in killed else run.info.status
+            if status == "SCHEDULED":
+                status = "RUNNING"
+        else:
+            run_id = ""
+            status = ("PENDING" if state.state == "PENDING" else
+                      "RUNNING" if not state.ended and state.state != "UNKNOWN" else
+                      "FAILED" if state.state in ("FAILED", "COMPLETED", "UNKNOWN") else "KILLED")
+        cells[int(line)] = (status_cell(status, name), run_id)
+        job_cells[int(line)] = f"{job.job} {state.state}"
+    return cells, job_cells
+
+
+def refresh(ledger: Ledger, client: MlflowClient, jobs: list[Job] | None = None,
+            known: dict[str, JobState] | None = None) -> dict[str, JobState]:
+    """Ask SLURM about ``jobs`` (default: all in the ledger), settle their runs, write the
+    sheet's Status/Run/Job cells at once and save the ledger; return the states."""
+    jobs = list(ledger.jobs.values()) if jobs is None else jobs
+    found = known if known is not None else states([j.job for j in jobs])
+    cells: dict[int, tuple[str, str]] = {}
+    job_cells: dict[int, str] = {}
+    for job in jobs:
+        c, jc = settle(client, job, found[job.job])
+        cells.update(c)
+        job_cells.update(jc)
+    if cells:
+        write_statuses(ledger.sheet, cells, job_cells)
+    ledger.save()
+    return found
+
+
+def main(argv: list[str]) -> int:
+    """``radtrack status sheet.csv``: refresh a sheet's Status/Run/Job from its SLURM jobs."""
+    p = argparse.ArgumentParser(prog="radtrack status",
+                                description="Refresh an experiment sheet's Status, Run and Job "
+                                            "cells from the SLURM jobs that run it.")
+    p.add_argument("sheet", help="the sheet submitted with --executor slurm")
+    p.add_argument("--tracking-uri", default=None,
+                   help="store the jobs track into (default: the one they were submitted with)")
+    a = p.parse_args(argv)
+    sheet = Path(a.sheet).absolute()
+    try:
+        if not sheet.is_file():
+            raise RadtrackError(f"{sheet}: no such sheet")
+        ledger = Ledger.load(sheet)
+        if not ledger.jobs:
+            raise RadtrackError(f"{sheet}: no SLURM jobs recorded for this sheet (none in "
+                                f"{ledger.path}); submit it with --executor slurm")
+        from radtrack.tracking import check_reachable, client
+
+        uri = a.tracking_uri or ledger.uri
+        check_reachable(uri)
+        found = refresh(ledger, client(uri))
+    except RadtrackError as exc:
+        print(f"radtrack: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    for job in ledger.jobs.values():
+        reason = f" ({job.reason})" if job.reason else ""
+        print(f"{job.experiment}-{job.workload}: job {job.job} {job.state}{reason}")
+    return 0 if all(s.state == "COMPLETED" for s in found.values()) else 1

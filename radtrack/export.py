@@ -1,0 +1,168 @@
+"""``radtrack export``: one wide, time-aligned table of an experiment's runs.
+
+    radtrack export EXPERIMENT [--workload N] [--every 1s] [--metrics a,b] \
+                    [--format parquet|csv] --out FILE
+
+A row per run and time step, a column per metric, the run's identity, params and tags as
+columns: what a researcher feeds to pandas, scikit-learn or a notebook. The series are
+those of :func:`radtrack.analysis.load_series` (Parquet traces for listener metrics, the
+metric history for the script's own), put on a common grid per run:
+
+- step k covers run seconds ``[k * every, (k + 1) * every)``; its row has ``seconds`` =
+  ``k * every`` and ``time`` = run start + ``seconds`` (UTC);
+- rates and levels (power, utilisation, temperatures, throughput, loss, ...): the mean of
+  the samples inside the step;
+- counters (cumulative readings: ``.../energy_j``): the last value inside the step, so
+  differences between rows are the energy used in between;
+- a step without a sample of a metric holds NaN for it (nothing is interpolated); every
+  step from the run's first sample to its last has a row.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
+from radtrack.errors import RadtrackError
+
+FORMATS = ("parquet", "csv")
+#: keys of cumulative readings, resampled by their last value in a step
+COUNTER_PATTERN = re.compile(r"(?:^|/)energy_j$")
+IDENTITY = ["run_id", "run_name", "experiment", "workload", "letter", "status", "file",
+            "devices", "collocation"]
+_EVERY = re.compile(r"^\s*(?P<number>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>ms|s|m|min)?\s*$")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "min": 60.0, None: 1.0}
+
+
+def is_counter(metric: str) -> bool:
+    """Whether ``metric`` is a cumulative reading (resampled by its last value)."""
+    return bool(COUNTER_PATTERN.search(metric))
+
+
+def parse_every(text: str) -> float:
+    """``1s``, ``500ms``, ``0.5``, ``2m`` -> seconds (> 0); ValueError naming the input."""
+    match = _EVERY.match(text)
+    seconds = float(match["number"]) * _UNIT_SECONDS[match["unit"]] if match else 0.0
+    if seconds <= 0:
+        raise ValueError(f"--every wants a positive duration such as 1s, 500ms or 2m, got {text!r}")
+    return seconds
+
+
+def resample(series: pd.DataFrame, every: float) -> pd.DataFrame:
+    """Long series (run_id, metric, seconds, value) -> wide: run_id, seconds, one column per
+    metric; mean per step for rates and levels, last value for counters."""
+    if every <= 0:
+        raise ValueError(f"resampling step must be positive, got {every} s")
+    if series.empty:
+        return pd.DataFrame(columns=["run_id", "seconds"])
+    binned = series.assign(bin=np.floor(series["seconds"].to_numpy(float) / every).astype("int64"))
+    counters = binned["metric"].map(is_counter)
+    parts = []
+    if (~counters).any():
+        parts.append(binned[~counters].pivot_table(index=["run_id", "bin"], columns="metric",
+                                                   values="value", aggfunc="mean"))
+    if counters.any():
+        # last value in time order (load_series sorts by time within a run and metric)
+        ordered = binned[counters].sort_values(["run_id", "metric", "seconds", "step"], kind="stable")
+        parts.append(ordered.pivot_table(index=["run_id", "bin"], columns="metric",
+                                         values="value", aggfunc="last"))
+    wide = pd.concat(parts, axis=1) if len(parts) > 1 else parts[0]
+    wide = wide[sorted(wide.columns)]
+    wide.columns.name = None
+    # every step between a run's first and last sample gets a row
+    grids = []
+    for run_id, bins in wide.reset_index()[["run_id", "bin"]].groupby("run_id", sort=True)["bin"]:
+        grids.append(pd.DataFrame({"run_id": run_id, "bin": np.arange(bins.min(), bins.max() + 1)}))
+    full = pd.concat(grids, ignore_index=True).set_index(["run_id", "bin"])
+    wide = full.join(wide, how="left").reset_index()
+    wide.insert(1, "seconds", wide.pop("bin") * every)
+    return wide
+
+
+def export_table(experiment: str, workload: int | None = None, every: float = 1.0,
+                 metrics: list[str] | None = None, tracking_uri: str | None = None) -> pd.DataFrame:
+    """The wide table of ``experiment`` (or one workload of it): identity, ``seconds``,
+    ``time``, one column per metric, then ``param.*`` and ``tag.*``."""
+    uri = resolve_tracking_uri(tracking_uri)
+    runs = load_runs(experiment, tracking_uri=uri)
+    if workload is not None:
+        if not (runs["workload"] == workload).any():
+            known = ", ".join(str(w) for w in sorted(runs["workload"].dropna().unique()))
+            raise RadtrackError(f"experiment {experiment!r} has no workload {workload} "
+                                f"(workloads: {known or 'none'})")
+        runs = runs[runs["workload"] == workload]
+    if runs.empty:
+        raise RadtrackError(f"experiment {experiment!r} has no runs to export")
+    series = load_series(list(runs["run_id"]), metrics=metrics, tracking_uri=uri)
+    wide = resample(series, every)
+    metric_cols = [c for c in wide.columns if c not in ("run_id", "seconds")]
+    info = runs[IDENTITY + ["start_time"]
+                + [c for c in runs.columns if c.startswith(("param.", "tag."))]]
+    out = wide.merge(info, on="run_id", how="left")
+    out["time"] = out.pop("start_time") + pd.to_timedelta(out["seconds"], unit="s")
+    extra = [c for c in info.columns if c.startswith(("param.", "tag."))]
+    out = out[IDENTITY + ["seconds", "time"] + metric_cols + extra]
+    order = {run_id: i for i, run_id in enumerate(runs["run_id"])}
+    out = out.sort_values(["run_id", "seconds"], key=lambda c: c.map(order) if c.name == "run_id"
+                          else c, kind="stable")
+    return out.reset_index(drop=True)
+
+
+def write(frame: pd.DataFrame, out: Path, fmt: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if fmt == "csv":
+        frame.to_csv(out, index=False)
+    else:
+        frame.to_parquet(out, index=False)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="radtrack export",
+        description="Write an experiment's runs as one wide, time-aligned table: a row per run "
+                    "and time step, a column per metric (mean over the step; last value for "
+                    "counters such as energy_j), the runs' params and tags as columns.")
+    p.add_argument("experiment", help="experiment name or id")
+    p.add_argument("--workload", type=int, help="only this workload's rows")
+    p.add_argument("--every", default="1s", help="time step: 1s (default), 500ms, 2m, 0.5")
+    p.add_argument("--metrics", help="comma-separated metric keys (default: every metric)")
+    p.add_argument("--format", choices=FORMATS, default=None, dest="fmt",
+                   help="parquet or csv (default: from the --out suffix, else parquet)")
+    p.add_argument("--out", type=Path, required=True, help="the file to write")
+    p.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, "
+                                          "else sqlite:///mlflow.db)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        every = parse_every(args.every)
+    except ValueError as exc:
+        print(f"radtrack export: {exc}", file=sys.stderr)
+        return 2
+    fmt = args.fmt or ("csv" if args.out.suffix.lower() == ".csv" else "parquet")
+    metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
+    try:
+        frame = export_table(args.experiment, args.workload, every, metrics, args.tracking_uri)
+        write(frame, args.out, fmt)
+    except RadtrackError as exc:
+        print(f"radtrack export: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:
+        print(f"radtrack export: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    runs = frame["run_id"].nunique()
+    print(f"wrote {args.out}: {len(frame)} rows ({runs} run(s), every {every:g} s), "
+          f"{len(frame.columns)} columns ({fmt})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

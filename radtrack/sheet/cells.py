@@ -1,0 +1,124 @@
+"""Parsers for single sheet cells; each raises ValueError with a message for the user."""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+_MIG_PROFILE_RE = re.compile(r"^\d+g\.\d+gb(\+[a-z0-9]+)*$")
+_INDEX_RE = re.compile(r"^\d+$")
+_UUID_RE = re.compile(r"^GPU-[0-9a-f]{4,}[0-9a-f-]*$", re.IGNORECASE)
+_ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SLURM_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
+_CONSTRAINT_RE = re.compile(r"^[A-Za-z0-9_.\-&|\[\]*(),:!]+$")
+# SLURM's time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S
+_TIME_RE = re.compile(r"^(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)$")
+_TRUE = {"1", "true", "yes", "y", "on"}
+_FALSE = {"0", "false", "no", "n", "off"}
+
+
+def parse_devices(text: str) -> list[str]:
+    """'0', '1+2', 'GPU-<uuid>' -> list of device tokens; raises ValueError when malformed."""
+    if not text or text == "-":
+        return []
+    tokens = [t.strip() for t in text.split("+")]
+    out = []
+    for t in tokens:
+        if _INDEX_RE.match(t):
+            out.append(str(int(t)))
+        elif _UUID_RE.match(t):
+            out.append(t)
+        elif t.upper().startswith("MIG-"):
+            raise ValueError(f"{t!r} is a MIG device; give its GPU and a MIG profile in "
+                             "Collocation instead (radtrack creates the instance)")
+        else:
+            raise ValueError(f"{t!r} is not a GPU index (0, 1+2) or a GPU UUID (GPU-...)")
+    if len(set(out)) != len(out):
+        raise ValueError(f"{text!r} names a device twice")
+    return out
+
+
+def parse_collocation(text: str) -> str:
+    """'-'/'' -> '-', 'MPS' -> 'mps', 'MPS:50' -> 'mps:50', '1g.10gb' -> '1g.10gb'."""
+    c = text.strip().lower()
+    if c in ("", "-"):
+        return "-"
+    if c == "mps":
+        return "mps"
+    if c.startswith("mps:"):
+        pct = c[4:].strip()
+        if not pct.isdigit() or not 1 <= int(pct) <= 100:
+            raise ValueError(f"{text!r}: MPS:<percent> needs a whole percentage from 1 to 100")
+        return f"mps:{int(pct)}"
+    if _MIG_PROFILE_RE.match(c):
+        return c
+    raise ValueError(f"{text!r} is not '-', 'MPS', 'MPS:<1-100>' or a MIG profile such as "
+                     "'1g.10gb'")
+
+
+def parse_clocks(text: str) -> str:
+    """'1410' -> '1410' (locked), '1200-1980' -> '1200,1980' (range), MHz."""
+    parts = [p.strip() for p in text.split("-")]
+    if len(parts) not in (1, 2) or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise ValueError(f"{text!r}: give an SM clock in MHz ('1410') or a range ('1200-1980')")
+    values = [int(p) for p in parts]
+    if len(values) == 2 and values[0] > values[1]:
+        raise ValueError(f"{text!r}: the range's minimum is above its maximum")
+    return ",".join(str(v) for v in values)
+
+
+def parse_env(text: str) -> dict[str, str]:
+    """'A=1 B="x y"' -> {'A': '1', 'B': 'x y'}."""
+    out = {}
+    for item in shlex.split(text):
+        key, sep, value = item.partition("=")
+        if not sep or not _ENV_KEY_RE.match(key):
+            raise ValueError(f"{item!r} is not KEY=VALUE (space-separated, KEY a variable name)")
+        out[key] = value
+    return out
+
+
+def parse_positive(text: str, kind: type, unit: str) -> float | int:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a {'whole ' if kind is int else ''}number"
+                         f"{f' ({unit})' if unit else ''}") from None
+    if value <= 0:
+        raise ValueError(f"{text!r} must be greater than 0")
+    return value
+
+
+def parse_bool(text: str) -> bool:
+    low = text.lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise ValueError(f"{text!r} is not true/false")
+
+
+def parse_slurm_name(text: str) -> str:
+    """A partition, account or QoS name as SLURM spells them (letters, digits, ``_ - .``)."""
+    if not _SLURM_NAME_RE.match(text):
+        raise ValueError(f"{text!r} is not a SLURM name (letters, digits, '_', '-', '.')")
+    return text
+
+
+def parse_constraint(text: str) -> str:
+    """A SLURM ``--constraint`` expression: features joined by ``& | , *``, brackets."""
+    if not _CONSTRAINT_RE.match(text):
+        raise ValueError(f"{text!r} is not a SLURM constraint (features such as 'a100', "
+                         "joined by '&', '|', ',', with '[...]' and '*N')")
+    return text
+
+
+def parse_time_limit(text: str) -> str:
+    """A SLURM time limit ('30', '1:30:00', '2-12', 'UNLIMITED'), kept as written."""
+    if text.lower() in ("unlimited", "infinite"):
+        return "UNLIMITED"
+    m = _TIME_RE.match(text)
+    if not m or all(int(g) == 0 for g in m.groups() if g is not None):
+        raise ValueError(f"{text!r} is not a SLURM time limit: minutes ('30'), 'H:MM:SS' "
+                         "('1:30:00'), 'D-HH' or 'D-HH:MM:SS' ('2-12:00:00'), or 'UNLIMITED'")
+    return text

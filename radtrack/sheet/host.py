@@ -1,0 +1,80 @@
+"""Checks of a sheet's rows against this host: devices present, MIG profiles offered and
+free, MIG mode, power and clock ranges, the MPS control tool."""
+
+from __future__ import annotations
+
+import shutil
+
+from radtrack import gpus as gpus_mod
+from radtrack.placement.clocks import clock_range
+from radtrack.sheet.records import Problems
+from radtrack.spec import RunSpec
+
+MPS_CONTROL = "nvidia-cuda-mps-control"
+
+
+def check_against_host(specs: list[RunSpec], problems: Problems, host: list[gpus_mod.Gpu]) -> None:
+    """Checks against this host: devices exist, MIG profiles offered, MIG mode, tools."""
+    profiles: dict[int, dict[str, gpus_mod.MigProfile]] = {}
+    wanted: dict[tuple[str, int, int, str], list[RunSpec]] = {}
+    mps_missing_reported = False
+    for s in specs:
+        kind = s.collocation_kind
+        if kind == "mps" and shutil.which(MPS_CONTROL) is None and not mps_missing_reported:
+            problems.add(f"MPS needs {MPS_CONTROL} on PATH (it comes with the NVIDIA driver)",
+                         s.row, "Collocation")
+            mps_missing_reported = True
+        needs_gpu = kind == "mig" or s.clocks or s.power_limit is not None
+        if not host:
+            if needs_gpu:
+                what = ("MIG" if kind == "mig" else "Clocks" if s.clocks else "PowerLimit")
+                problems.add(f"{what} needs an NVIDIA GPU, but nvidia-smi reports none on this "
+                             "host", s.row, "Collocation" if kind == "mig" else what)
+            continue
+        indices = []
+        for d in s.devices:
+            idx = gpus_mod.resolve_index(d, host)
+            if idx is None:
+                present = ", ".join(f"{g.index} ({g.uuid})" for g in host)
+                problems.add(f"device {d} is not on this host; GPUs here: {present}", s.row,
+                             "Devices")
+            else:
+                indices.append(idx)
+        for idx in indices:
+            gpu = next(g for g in host if g.index == idx)
+            if s.power_limit is not None and gpu.power_min_w is not None \
+                    and gpu.power_max_w is not None \
+                    and not gpu.power_min_w <= s.power_limit <= gpu.power_max_w:
+                problems.add(f"{s.power_limit:g} W is outside GPU {idx}'s range "
+                             f"{gpu.power_min_w:g}-{gpu.power_max_w:g} W", s.row, "PowerLimit")
+            if s.clocks and gpu.max_sm_clock_mhz and clock_range(s.clocks)[1] > gpu.max_sm_clock_mhz:
+                problems.add(f"{s.clocks} MHz exceeds GPU {idx}'s maximum SM clock "
+                             f"{gpu.max_sm_clock_mhz} MHz", s.row, "Clocks")
+        if kind != "mig" or len(indices) != 1:
+            continue
+        idx = indices[0]
+        gpu = next(g for g in host if g.index == idx)
+        if idx not in profiles:
+            profiles[idx] = gpus_mod.mig_profiles(idx)
+        offered = profiles[idx]
+        if not offered:
+            problems.add(f"GPU {idx} ({gpu.name}) offers no MIG profiles (it does not support "
+                         "MIG)", s.row, "Collocation")
+            continue
+        if s.collocation not in offered:
+            problems.add(f"GPU {idx} ({gpu.name}) does not offer MIG profile {s.collocation}; "
+                         f"it offers {', '.join(offered)}", s.row, "Collocation")
+            continue
+        if not gpu.mig_enabled:
+            problems.add(f"MIG mode is {gpu.mig_mode.lower()} on GPU {idx}; radtrack never "
+                         f"changes it: enable it with 'sudo nvidia-smi -i {idx} -mig 1', then "
+                         f"reset the GPU ('sudo nvidia-smi -i {idx} -r') or reboot",
+                         s.row, "Collocation")
+            continue
+        wanted.setdefault((s.experiment, s.workload, idx, s.collocation), []).append(s)
+    for (experiment, workload, idx, profile), rows in wanted.items():
+        free = profiles[idx][profile].free
+        if len(rows) > free:
+            problems.add(f"workload {experiment}-{workload} needs {len(rows)} instances of "
+                         f"{profile} on GPU {idx} but only {free} are free", rows[-1].row,
+                         "Collocation")

@@ -1,0 +1,53 @@
+"""Checks of a sheet that runs under the SLURM executor, before anything is submitted.
+
+Under SLURM a workload is one batch job: its Devices are indices within the job's GPU
+allocation (0..N-1, N = ``--gres=gpu:N``), its rows agree on the job's options, and no row
+asks radtrack to create a MIG instance (MIG layouts belong to the cluster's admins).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from radtrack.errors import SheetError
+from radtrack.sheet.columns import SLURM_COLUMNS
+from radtrack.sheet.records import Problems, line_of
+from radtrack.spec import RunSpec
+
+
+def gpu_count(rows: list[RunSpec]) -> int:
+    """N in ``--gres=gpu:N``: the distinct devices the workload's rows use."""
+    return len({d for s in rows for d in s.devices})
+
+
+def check_for_slurm(specs: list[RunSpec], path: Path) -> None:
+    """Raise SheetError naming every row and column that cannot run as a SLURM job."""
+    problems = Problems(Path(path))
+    groups: dict[tuple[str, int], list[RunSpec]] = {}
+    for s in specs:
+        groups.setdefault((s.experiment, s.workload), []).append(s)
+        if s.collocation_kind == "mig":
+            problems.add(f"MIG profile {s.collocation}: under SLURM radtrack does not create "
+                         "MIG instances (the cluster's admins do); request the MIG device "
+                         "SLURM offers and name it by its index in Devices with Collocation "
+                         "'-' or MPS", s.row, "Collocation")
+        not_index = [d for d in s.devices if not d.isdigit()]
+        if not_index:
+            problems.add(f"{', '.join(not_index)}: under SLURM, Devices are indices within "
+                         "the job's GPU allocation (0, 1, 0+1), not GPU UUIDs", s.row, "Devices")
+    for (experiment, workload), rows in groups.items():
+        name = f"workload {experiment}-{workload}"
+        used = sorted({int(d) for s in rows for d in s.devices if d.isdigit()})
+        if used and used != list(range(len(used))):
+            problems.add(f"{name} uses device(s) {'+'.join(map(str, used))}: the job gets "
+                         f"{len(used)} GPU(s) (--gres=gpu:{len(used)}), numbered 0 to "
+                         f"{len(used) - 1} within its allocation", rows[0].row, "Devices")
+        for column, key in SLURM_COLUMNS.items():
+            first = next((s for s in rows if s.slurm.get(key)), None)
+            for s in rows:
+                if first and s.slurm.get(key) != first.slurm[key]:
+                    problems.add(f"{name} is one SLURM job, but this row's {column} is "
+                                 f"{s.slurm.get(key) or '(none)'!r} and line {first.row}'s is "
+                                 f"{first.slurm[key]!r}", s.row, column)
+    if problems.items:
+        raise SheetError(sorted(problems.items, key=line_of))

@@ -1,0 +1,143 @@
+"""Time and energy of a script's code windows, joined with the listeners' series after the run.
+
+For each window the script recorded (radtrack/codewindows.py), on each GPU the run used:
+the GPU's energy over the window (the energy counter, shaped inside its 5-s intervals by
+the instantaneous power: radtrack/analysis/attribution.py ``cumulative_energy``), the
+run's attributed energy when it shared the GPU (its per-second accounting, prorated at the
+window's edges), and the time-weighted mean power, GPU utilisation and SM activity.
+
+Stored on the run as metrics ``window/<name>/duration_s``, ``energy_j`` (attributed, summed
+over GPUs), ``gpu_energy_j`` (the GPUs' whole energy), ``power_w``, ``gpu_util_pct``,
+``sm_active_pct`` (step = the window's step, else its occurrence) and the table
+``windows/windows.parquet``. A window shorter than the power readings can resolve (the
+sampling interval, at least the sensor's 100-ms refresh) gets ``below_resolution_flag`` =
+1 and its duration only: no energy figure is made up for it.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from radtrack.analysis.attribution import GpuAccount, GpuUse, cumulative_energy
+from radtrack.analysis.summary import mean_between
+from radtrack.codewindows import read_windows
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+    from radtrack.launch import Row
+
+SENSOR_REFRESH_S = 0.1  # the H100's power reading refreshes every 100 ms (nvml-probe.txt)
+TABLE_ARTIFACT = "windows/windows.parquet"
+
+
+def resolution_s(use: GpuUse) -> float:
+    """The shortest span the run's power readings resolve."""
+    t = np.sort(np.asarray(use.readings.get("power_w", (np.array([]), np.array([])))[0], dtype=float))
+    gap = float(np.median(np.diff(t))) if len(t) > 1 else float("inf")
+    return max(gap, SENSOR_REFRESH_S)
+
+
+def attributed_between(acc: GpuAccount, run: str, a: float, b: float) -> float:
+    """The run's attributed energy between ``a`` and ``b`` (linear inside each 1-s window)."""
+    if run not in acc.energy:
+        return float("nan")
+    cum = np.concatenate(([0.0], np.cumsum(acc.energy[run].to_numpy())))
+    lo, hi = acc.edges[0], acc.edges[-1]
+    if b < lo or a > hi:
+        return float("nan")
+    ends = np.interp([max(a, lo), min(b, hi)], acc.edges, cum)
+    return float(ends[1] - ends[0])
+
+
+def _column(frame: pd.DataFrame | None, key: str) -> tuple[np.ndarray, np.ndarray] | None:
+    if frame is None or key not in frame.columns:
+        return None
+    part = frame[["time", key]].dropna()
+    return (part["time"].to_numpy(), part[key].to_numpy()) if len(part) else None
+
+
+def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, GpuUse],
+                 frames: Mapping[str, pd.DataFrame], accounts: Mapping[str, GpuAccount]) -> pd.DataFrame:
+    """One row per recorded window, with the figures of the module docstring."""
+    rows = []
+    seen: dict[str, int] = {}
+    smi, dcgm = frames.get("smi"), frames.get("dcgm")
+    for w in windows:
+        name = str(w["name"])
+        a, b = float(w["start"]), float(w["end"])  # type: ignore[arg-type]
+        occurrence = seen.get(name, 0)
+        seen[name] = occurrence + 1
+        row: dict[str, object] = {"name": name, "step": w.get("step") if w.get("step") is not None
+                                  else occurrence, "start": a, "end": b, "duration_s": b - a,
+                                  "open_at_end": bool(w.get("open_at_end", False))}
+        if uses:
+            short = any(b - a < resolution_s(u) for u in uses.values())
+            row["below_resolution"] = short
+            gpu_j = att_j = 0.0
+            utils, actives = [], []
+            for scope, use in uses.items():
+                cum = cumulative_energy(use, np.array([a, b]))
+                gpu_j += float(cum[1] - cum[0])
+                acc = accounts.get(use.gpu)
+                att_j += attributed_between(acc, run, a, b) if acc is not None else float("nan")
+                if (u := _column(smi, f"smi/{scope}/gpu_util_pct")) is not None:
+                    utils.append(mean_between(*u, a, b))
+                if (s := _column(dcgm, f"dcgm/{scope}/sm_active_pct")) is not None:
+                    actives.append(mean_between(*s, a, b))
+            if not short:
+                row.update(gpu_energy_j=gpu_j, energy_j=att_j,
+                           power_w=gpu_j / (b - a) if b > a else np.nan,
+                           gpu_util_pct=float(np.nanmean(utils)) if utils else np.nan,
+                           sm_active_pct=float(np.nanmean(actives)) if actives else np.nan)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def record_windows(client: MlflowClient, run: str, windows_file: Path, uses: Mapping[str, GpuUse],
+                   frames: Mapping[str, pd.DataFrame], accounts: Mapping[str, GpuAccount]) -> pd.DataFrame:
+    """Join the run's windows and store them; returns the table (empty without windows)."""
+    from mlflow.entities import Metric
+
+    table = window_table(read_windows(windows_file), run, uses, frames, accounts)
+    if table.empty:
+        return table
+    metrics = []
+    for w in table.to_dict("records"):
+        ts, step = int(float(w["end"]) * 1000), int(w["step"])
+        values = {"duration_s": w["duration_s"]}
+        if w.get("below_resolution"):
+            values["below_resolution_flag"] = 1.0
+        for key in ("energy_j", "gpu_energy_j", "power_w", "gpu_util_pct", "sm_active_pct"):
+            value = w.get(key)
+            if value is not None and np.isfinite(value):
+                values[key] = float(value)
+        metrics += [Metric(f"window/{w['name']}/{k}", float(v), ts, step) for k, v in values.items()]
+    for i in range(0, len(metrics), 1000):
+        client.log_batch(run, metrics=metrics[i:i + 1000])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / Path(TABLE_ARTIFACT).name
+        table.to_parquet(path, index=False)
+        client.log_artifact(run, str(path), str(Path(TABLE_ARTIFACT).parent))
+    return table
+
+
+def record_row_windows(client: MlflowClient, row: Row, accounts: Mapping[str, GpuAccount]) -> pd.DataFrame:
+    """:func:`record_windows` for one row of a workload the launcher just ran."""
+    import time
+
+    from radtrack.analysis.gpu_uses import run_uses
+
+    path = row.folder / "windows.jsonl"
+    if not path.is_file():
+        return pd.DataFrame()
+    frames = row.sink.frames if row.sink is not None else {}
+    uses = (run_uses(row.run_id, frames, row.tags, row.spec.collocation, row.started,
+                     row.ended or time.time()) if row.started else {})
+    return record_windows(client, row.run_id, path, uses, frames, accounts)

@@ -1,0 +1,99 @@
+"""NVML doubles for whole radtrack runs: every Python process started with this module's
+``sitecustomize`` on PYTHONPATH (the launcher, its listeners, the scripts) answers NVML
+from a scenario file named by ``RADTRACK_FAKE_NVML``.
+
+A scenario (JSON) lists GPUs:
+``{"gpus": [{"uuid": ..., "watts": 400, "mps_server_sm": null,
+             "procs": [{"match": "--tag a", "sm": 75, "mem_mib": 1000}, ...]}]}``.
+The energy counter advances at ``watts`` in real time, so a run's counter energy is
+``watts x its duration``. A process whose command line contains ``match`` is on that GPU
+with ``mem_mib`` of memory and ``sm`` % SM utilisation in every per-process sample. With
+``mps_server_sm`` set, the matched processes are MPS clients: listed with their memory,
+never sampled; the samples carry that figure for an MPS server process instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from gpu_doubles import MIB, FakeGpu, FakeNvml  # noqa: E402
+
+MPS_SERVER_PID = 4_000_000  # above any real pid_max; NVML names it
+
+
+class _Patch:
+    """The one monkeypatch method FakeNvml uses, for a process with no pytest."""
+
+    def setattr(self, target: Any, name: str, value: Any) -> None:
+        setattr(target, name, value)
+
+
+class ScenarioNvml(FakeNvml):
+    def __init__(self, scenario: dict[str, Any]):
+        self.t0 = time.time()
+        self.spec = {}
+        gpus = []
+        for g in scenario["gpus"]:
+            gpu = FakeGpu(uuid=g["uuid"], power_mw=int(g["watts"] * 1000),
+                          fields={186: int(g["watts"] * 1000), 185: int(g["watts"] * 1000), 82: 39})
+            self.spec[id(gpu)] = g
+            gpus.append(gpu)
+        super().__init__(_Patch(), gpus)  # type: ignore[arg-type]
+
+    def _matched(self, handle: FakeGpu) -> list[tuple[int, dict[str, Any]]]:
+        out = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            line = " ".join(proc.info["cmdline"] or [])
+            if "radtrack.bootstrap" not in line:
+                continue
+            for p in self.spec[id(handle)]["procs"]:
+                if p["match"] in line:
+                    out.append((proc.info["pid"], p))
+        return out
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle: FakeGpu) -> int:
+        watts = self.spec[id(handle)]["watts"]
+        return int(1_000_000 + watts * 1000 * (time.time() - self.t0))
+
+    def nvmlDeviceGetComputeRunningProcesses(self, handle: FakeGpu) -> list[Any]:
+        handle.procs = [(pid, int(p["mem_mib"] * MIB)) for pid, p in self._matched(handle)]
+        if self.spec[id(handle)].get("mps_server_sm") is not None:
+            handle.procs.append((MPS_SERVER_PID, 66 * MIB))
+        return super().nvmlDeviceGetComputeRunningProcesses(handle)
+
+    def nvmlDeviceGetMPSComputeRunningProcesses(self, handle: FakeGpu) -> list[Any]:
+        mps = self.spec[id(handle)].get("mps_server_sm") is not None
+        handle.mps_procs = [(pid, int(p["mem_mib"] * MIB)) for pid, p in self._matched(handle)] if mps else []
+        return super().nvmlDeviceGetMPSComputeRunningProcesses(handle)
+
+    def nvmlSystemGetProcessName(self, pid: int) -> str:
+        return "nvidia-cuda-mps-server" if pid == MPS_SERVER_PID else "python3"
+
+    def nvmlDeviceGetProcessUtilization(self, handle: FakeGpu, timeStamp: int) -> list[Any]:
+        now = int(time.time() * 1e6)
+        server = self.spec[id(handle)].get("mps_server_sm")
+        if server is not None:
+            handle.putil = [(MPS_SERVER_PID, now, int(server), 5)] if self._matched(handle) else []
+        else:
+            handle.putil = [(pid, now, int(p["sm"]), 5) for pid, p in self._matched(handle)]
+        return super().nvmlDeviceGetProcessUtilization(handle, timeStamp)
+
+
+def install(path: str) -> None:
+    ScenarioNvml(json.loads(Path(path).read_text()))
+
+
+def write(path: Path, gpus: list[dict[str, Any]]) -> dict[str, str]:
+    """Write a scenario; returns the environment that makes child processes use it."""
+    path.write_text(json.dumps({"gpus": gpus}))
+    site = str(Path(__file__).resolve().parent / "nvml_site")
+    return {"RADTRACK_FAKE_NVML": str(path),
+            "PYTHONPATH": os.pathsep.join([site, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}

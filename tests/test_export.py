@@ -1,0 +1,130 @@
+"""``radtrack export``: the wide, time-aligned table, through the real CLI on real SQLite stores.
+
+A known series (hand-made run: exact timestamps, a Parquet trace with a power level and an
+energy counter) checks the resampling rule value by value; a run recorded by the launcher
+checks that the long rows of load_series and the wide table agree value for value.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+from mlflow.entities import Metric
+from support import radtrack_cli
+
+from radtrack.analysis import load_series
+from radtrack.export import is_counter, parse_every, resample
+
+SCRIPTS = Path(__file__).resolve().parent / "scripts"
+START = 1_700_000_000.0  # unix seconds
+
+
+def _known_run(uri: str, tmp_path: Path) -> str:
+    client = MlflowClient(uri)
+    exp = client.create_experiment("known")
+    run = client.create_run(exp, start_time=int(START * 1000), run_name="known-1 A", tags={
+        "radtrack.role": "row", "radtrack.workload": "1", "radtrack.letter": "A",
+        "radtrack.collocation": "-", "radtrack.devices": "0"})
+    run_id = run.info.run_id
+    client.log_param(run_id, "batch-size", "32")
+    # the script's own metric: two points in second 0, one in second 1, none in 2, one in 3
+    points = [(0.2, 10.0), (0.7, 20.0), (1.1, 30.0), (3.5, 50.0)]
+    client.log_batch(run_id, metrics=[Metric("throughput_samples_per_s", v, int((START + t) * 1000), i)
+                                      for i, (t, v) in enumerate(points)])
+    # a listener trace: power (a level) and the energy counter, every 0.5 s for 4 s
+    t = START + np.arange(0.0, 4.0, 0.5)
+    trace = pd.DataFrame({"time": t, "step": np.arange(len(t), dtype="int64"),
+                          "smi/gpu0/power_w": [100, 200, 300, 300, 300, 100, 100, 500.0],
+                          "smi/gpu0/energy_j": np.cumsum([0, 75, 125, 150, 150, 100, 50, 150.0])})
+    path = tmp_path / "telemetry" / "smi.parquet"
+    path.parent.mkdir()
+    trace.to_parquet(path, index=False)
+    client.log_artifact(run_id, str(path), "telemetry")
+    client.set_terminated(run_id, end_time=int((START + 4.0) * 1000))
+    return run_id
+
+
+def test_known_series_resampled_by_the_documented_rule(store, tmp_path):
+    run_id = _known_run(store, tmp_path)
+    out = tmp_path / "wide.csv"
+    p = radtrack_cli("export", "known", "--every", "1s", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    assert f"wrote {out}: 4 rows (1 run(s), every 1 s)" in p.stdout
+    wide = pd.read_csv(out)
+    assert list(wide["seconds"]) == [0.0, 1.0, 2.0, 3.0]
+    assert (wide["run_id"] == run_id).all() and (wide["run_name"] == "known-1 A").all()
+    assert (wide["param.batch-size"] == 32).all() and (wide["tag.radtrack.devices"] == 0).all()
+    assert pd.to_datetime(wide["time"]).iloc[1] == pd.Timestamp(START + 1.0, unit="s", tz="UTC")
+    # rates and levels: the mean of the samples in each step; NaN where a step has none
+    assert wide["throughput_samples_per_s"].tolist()[:2] == [15.0, 30.0]
+    assert math.isnan(wide["throughput_samples_per_s"][2])
+    assert wide["throughput_samples_per_s"][3] == 50.0
+    assert wide["smi/gpu0/power_w"].tolist() == [150.0, 300.0, 200.0, 300.0]
+    # counters: the last reading in each step
+    assert wide["smi/gpu0/energy_j"].tolist() == [75.0, 350.0, 600.0, 800.0]
+
+    parquet = tmp_path / "wide.parquet"
+    p = radtrack_cli("export", "known", "--every", "2s", "--out", str(parquet))
+    assert p.returncode == 0, p.stderr
+    two = pd.read_parquet(parquet)
+    assert two["smi/gpu0/power_w"].tolist() == [225.0, 250.0]
+    assert two["smi/gpu0/energy_j"].tolist() == [350.0, 800.0]
+    assert str(two["time"].dtype).startswith("datetime64")
+
+
+def test_launched_run_long_and_wide_agree_value_for_value(store, tmp_path):
+    p = radtrack_cli("-e", "exported", "-l", "top", "--interval", "0.2",
+                     str(SCRIPTS / "busy.py"), timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    out = tmp_path / "exported.parquet"
+    p = radtrack_cli("export", "exported", "--every", "500ms", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    wide = pd.read_parquet(out)
+    run_id = wide["run_id"].iloc[0]
+    long = load_series([run_id], tracking_uri=store)
+    assert {"top/cpu_pct", "top/proc/cpu_pct"} <= set(wide.columns)
+    checked = 0
+    for metric, one in long.groupby("metric"):
+        bins = np.floor(one["seconds"] / 0.5) * 0.5
+        expected = (one.groupby(bins)["value"].last() if is_counter(metric)
+                    else one.groupby(bins)["value"].mean())
+        got = wide.set_index("seconds")[metric].dropna()
+        assert got.index.tolist() == expected.index.tolist(), metric
+        assert got.to_numpy() == pytest.approx(expected.to_numpy(), rel=1e-12), metric
+        checked += len(got)
+    assert checked > 10
+    assert wide["seconds"].diff().dropna().eq(0.5).all()  # one row per step, none skipped
+
+
+def test_bad_input_is_one_clear_line(store, tmp_path):
+    p = radtrack_cli("export", "nope", "--out", str(tmp_path / "x.csv"))
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines()[-1].startswith(
+        "radtrack export: experiment 'nope' not found in sqlite:///")
+    p = radtrack_cli("export", "nope", "--every", "fast", "--out", str(tmp_path / "x.csv"))
+    assert p.returncode == 2
+    assert p.stderr.strip() == ("radtrack export: --every wants a positive duration such as 1s, "
+                                "500ms or 2m, got 'fast'")
+    _known_run(store, tmp_path)
+    p = radtrack_cli("export", "known", "--workload", "7", "--out", str(tmp_path / "x.csv"))
+    assert p.returncode == 2
+    assert p.stderr.strip() == "radtrack export: experiment 'known' has no workload 7 (workloads: 1)"
+    p = radtrack_cli("export", "known", "--metrics", "smi/gpu0/powr_w", "--out", str(tmp_path / "x.csv"))
+    assert p.returncode == 2 and "unknown metric 'smi/gpu0/powr_w'" in p.stderr
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_every_parsing_and_counter_rule():
+    assert parse_every("1s") == 1.0 and parse_every("500ms") == 0.5
+    assert parse_every("2m") == 120.0 and parse_every("0.25") == 0.25
+    for bad in ("0s", "-1", "1h", ""):
+        with pytest.raises(ValueError, match="--every wants a positive duration"):
+            parse_every(bad)
+    assert is_counter("smi/gpu0/energy_j") and not is_counter("smi/gpu0/power_w")
+    empty = resample(pd.DataFrame(columns=["run_id", "metric", "seconds", "step", "value"]), 1.0)
+    assert list(empty.columns) == ["run_id", "seconds"] and empty.empty
