@@ -13,6 +13,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -46,10 +47,16 @@ def _listen(seconds: float, resume: dict[str, int] | None = None) -> list[dict]:
     argv = [sys.executable, "-m", "radtrack.listeners", "smi", "--devices", "0", "--interval", "0.1"]
     if resume:
         argv += ["--resume", json.dumps(resume)]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
-    time.sleep(seconds)
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=60)
+    # into files, not pipes: a pipe nobody reads fills in a few seconds (~9 KB/s of lines)
+    # and blocks the listener, which the launcher's reader thread never lets happen
+    with tempfile.TemporaryFile("w+") as fout, tempfile.TemporaryFile("w+") as ferr:
+        proc = subprocess.Popen(argv, stdout=fout, stderr=ferr, text=True, env=_env())
+        time.sleep(seconds)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        fout.seek(0)
+        ferr.seek(0)
+        out, err = fout.read(), ferr.read()
     lines = [json.loads(x) for x in out.splitlines() if x.strip()]
     assert proc.returncode == 0 and lines and lines[0]["type"] == "hello", out[-2000:] + err[-2000:]
     assert KEY in {m["key"] for m in lines[0]["metrics"]}, lines[0]["tags"]

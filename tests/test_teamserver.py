@@ -142,11 +142,26 @@ def test_basic_auth_server_and_read_only_ui(mlflow_auth_server, tmp_path: Path,
 
 
 SHIPPER = """
-import json, os, sys, time
+import json, os, sys, threading, time
 from pathlib import Path
+from radtrack import restwriter
 from radtrack.sink import Sink
 from radtrack.tracking import client
 uri, run_id, root, n, k = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+# the server stores the first 8 calls, then stops answering: the calls after them stay in
+# flight, stored calls' .shipped counts are not written yet (a round is marked as a whole)
+store = restwriter.RestMetricWriter.log_metrics
+lock, stored, never = threading.Lock(), [0], threading.Event()
+def stalling(self, run_id, points):
+    with lock:
+        stall = stored[0] >= 8
+    if stall:
+        print("stalled", flush=True)
+        never.wait()
+    store(self, run_id, points)
+    with lock:
+        stored[0] += 1
+restwriter.RestMetricWriter.log_metrics = stalling
 sink = Sink(client(uri), run_id, root, uri)
 for i in range(n):
     for name in ("smi", "dcgm", "top"):
@@ -172,14 +187,15 @@ def test_launcher_killed_with_calls_in_flight_then_sync_stores_each_sample_once(
     proc = subprocess.Popen([sys.executable, "-c", SHIPPER, mlflow_server_uri, rid, str(root),
                              str(n), str(k)], env=env, stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "spooled"
-    deadline = time.monotonic() + 120
-    while not any(root.glob(f"{rid}/*.shipped")):  # the first calls are stored...
-        assert proc.poll() is None and time.monotonic() < deadline
-        time.sleep(0.02)
-    proc.kill()  # ...and the launcher dies with the others in flight
+    line = proc.stdout.readline().strip()  # some calls stored, the others in flight...
+    assert line == "stalled", line
+    proc.kill()  # ...when the launcher dies
     proc.wait()
     shipped = {p.stem: int(p.read_text()) for p in root.glob(f"{rid}/*.shipped")}
-    assert sum(shipped.values()) < 3 * n, "killed too late: everything was already shipped"
+    assert sum(shipped.values()) < 3 * n, shipped
+    stored = sum(len(_history(c, rid, f"{name}/k{j}_pct")) for name in ("smi", "dcgm", "top")
+                 for j in range(k))
+    assert 0 < stored < 3 * n * k, stored  # partly stored before the kill
     p = radtrack_cli("sync", "--spool", str(root), cwd=tmp_path, env=env)
     assert p.returncode == 0 and "1 run(s) stored" in p.stdout, p.stdout + p.stderr
     for name in ("smi", "dcgm", "top"):
