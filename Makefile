@@ -35,7 +35,7 @@ test: $(VENV)/.test-installed
 	./scripts/ensure-postgres.sh
 	./scripts/ensure-slurm.sh
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadgroup
 
 lint: $(VENV)/.test-installed
 	$(BIN)/ruff check .
