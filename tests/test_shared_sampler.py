@@ -1,30 +1,29 @@
 """smi and dcgm (NVML GPM) in one shared sampler process, with NVML doubles in every process
-(tests/doubles/nvml_scenario.py): through the real CLI into a real SQLite store, and through
-the launcher's listener handles with real ``python -m radtrack.listeners`` subprocesses for
-restarts and failures. Each listener keeps its keys, pace, tags and resume positions."""
+(tests/doubles/nvml_scenario.py): ``python -m radtrack.listeners smi+dcgm@0.4`` itself, and
+the launcher's listener handles over real listener subprocesses for restarts and failures.
+Each listener keeps its keys, pace, tags and resume positions. Through the CLI into a real
+store: tests/test_attribution_e2e.py (rows with smi+dcgm@1 on two GPUs)."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "doubles"))
 import nvml_scenario  # noqa: E402
-from fakehost import H100_UUID, FakeHost  # noqa: E402
-from support import radtrack_cli  # noqa: E402
+from fakehost import H100_UUID  # noqa: E402
 
 from radtrack.listen import SHARED_SAMPLER_ENV, ListenerProc, start_listeners  # noqa: E402
 
-SCRIPTS = Path(__file__).parent / "scripts"
 POWER_KEY = "smi/gpu0/power_sample_w"
 
 
@@ -33,42 +32,46 @@ def _scenario(tmp_path: Path, **gpu: Any) -> dict[str, str]:
                                [{"uuid": H100_UUID, "watts": 300.0, "procs": [], **gpu}])
 
 
-def _row_run(store: str, experiment: str) -> Any:
-    from mlflow import MlflowClient
-
-    c = MlflowClient(store)
-    exp = c.get_experiment_by_name(experiment)
-    return c, next(r for r in c.search_runs([exp.experiment_id]) if r.data.tags["radtrack.role"] == "row")
+def _listeners(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    full = {**os.environ, "PATH": os.path.dirname(sys.executable), **env}  # no dcgmi: GPM
+    return subprocess.Popen([sys.executable, "-m", "radtrack.listeners", *args], env=full,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def test_smi_and_dcgm_share_one_process_each_with_its_own_keys_pace_and_tags(store, tmp_path, monkeypatch):
-    FakeHost(tmp_path, monkeypatch)  # nvidia-smi double on PATH, no dcgmi: dcgm reads GPM
-    p = radtrack_cli("-e", "shared", "-d", "0", "-l", "smi+dcgm@0.4+top", "--interval", "0.1",
-                     str(SCRIPTS / "busy.py"), "2", env=_scenario(tmp_path), timeout=180)
-    assert p.returncode == 0, p.stderr[-3000:]
-    c, run = _row_run(store, "shared")
-    tags = run.data.tags
-    assert tags["radtrack.listener.smi"] == tags["radtrack.listener.dcgm"] == "ok"
-    # the tag that says they shared one process: the same value, naming both and its pid
-    shared = tags["radtrack.listener.smi.sampler"]
-    assert shared.startswith("shared: smi+dcgm (pid ") and tags["radtrack.listener.dcgm.sampler"] == shared
-    assert "radtrack.listener.top.sampler" not in tags  # top keeps a process of its own
-    assert tags["radtrack.listener.dcgm.backend"] == "gpm"
-    assert tags["radtrack.listener.smi.interval_s"] == "0.1"
-    assert tags["radtrack.listener.dcgm.interval_s"] == "0.4"
-    metrics = run.data.metrics
-    assert "system/smi/gpu0/power_w" in metrics and "system/dcgm/gpu0/sm_active_pct" in metrics
-    assert metrics["summary/dcgm/gpu0/sm_active_pct/mean"] == pytest.approx(56.5, abs=0.1)
-    # one trace per listener, each at its own pace
+def test_smi_and_dcgm_share_one_process_each_with_its_own_keys_pace_and_tags(tmp_path):
+    p = _listeners("smi+dcgm@0.4", "--interval", "0.1", "--devices", "0", env=_scenario(tmp_path))
+    time.sleep(3.0)
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 0, err
+    lines = [json.loads(x) for x in out.splitlines()]
+    assert all(m["type"] in ("hello", "sample") for m in lines), lines
+    hellos = {m["listener"]: m for m in lines if m["type"] == "hello"}
+    assert set(hellos) == {"smi", "dcgm"}
+    assert hellos["smi"]["pid"] == hellos["dcgm"]["pid"] == p.pid  # one process for both
+    sampler = f"shared: smi+dcgm (pid {p.pid})"  # the tag that tells a user
+    assert hellos["smi"]["tags"]["radtrack.listener.smi.sampler"] == sampler
+    assert hellos["dcgm"]["tags"]["radtrack.listener.dcgm.sampler"] == sampler
+    assert hellos["dcgm"]["tags"]["radtrack.listener.dcgm.backend"] == "gpm"
+    assert (hellos["smi"]["interval"], hellos["dcgm"]["interval"]) == (0.1, 0.4)
     for name, every in (("smi", 0.1), ("dcgm", 0.4)):
-        trace = pd.read_parquet(c.download_artifacts(run.info.run_id, f"telemetry/{name}.parquet",
-                                                     str(tmp_path)))
-        assert all(k.startswith(f"{name}/") for k in trace.columns[2:])
-        assert np.median(np.diff(trace["time"].to_numpy())) == pytest.approx(every, rel=0.2)
-        stored = c.get_metric_history(run.info.run_id, f"system/{name}/gpu0/"
-                                      + ("power_w" if name == "smi" else "sm_active_pct"))
-        assert len(stored) == trace.iloc[:, 2 + list(trace.columns[2:]).index(
-            "smi/gpu0/power_w" if name == "smi" else "dcgm/gpu0/sm_active_pct")].notna().sum()
+        samples = [m for m in lines if m["type"] == "sample" and m["listener"] == name]
+        assert all(k.startswith(f"{name}/") for m in samples for k in m["v"])
+        assert all(set(m["v"]) <= {s["key"] for s in hellos[name]["metrics"]} for m in samples)
+        paced = [m["t"] for m in samples[:-1]]  # the last: the reading at stop
+        assert np.median(np.diff(paced)) == pytest.approx(every, rel=0.15)
+    smi_last = [m for m in lines if m["type"] == "sample" and m["listener"] == "smi"][-1]
+    assert "smi/gpu0/energy_j" in smi_last["v"]  # the final reading reads everything
+
+
+def test_one_listener_alone_prints_what_it_always_did(tmp_path):
+    p = _listeners("dcgm", "--interval", "0.1", "--count", "2", env=_scenario(tmp_path))
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    hello, *samples = (json.loads(x) for x in out.splitlines())
+    assert set(hello) == {"type", "listener", "metrics", "tags", "interval"}
+    assert "radtrack.listener.dcgm.sampler" not in hello["tags"]
+    assert len(samples) == 2 and all(set(m) == {"type", "t", "v"} for m in samples)
 
 
 class _Sink:
@@ -113,7 +116,9 @@ def _watch(lps: list[ListenerProc], seconds: float) -> list[tuple[str, str]]:
 
 
 def test_a_dead_shared_sampler_restarts_with_both_resume_positions(tmp_path):
-    sink, (smi, dcgm) = _start(tmp_path, _scenario(tmp_path, power_ring=True))
+    # a ring deep enough (10 s) to hold every sample taken while no listener runs: with
+    # the position passed on, none may be missed; without it, the restart would skip them
+    sink, (smi, dcgm) = _start(tmp_path, _scenario(tmp_path, power_ring=True, ring_depth=500))
     try:
         assert smi.proc is dcgm.proc  # one process for both
         first = smi.proc
@@ -135,8 +140,7 @@ def test_a_dead_shared_sampler_restarts_with_both_resume_positions(tmp_path):
         smi.stop()
         dcgm.stop()
     stamps = [round(m["t"] * 1e6) for m in sink.of("smi", "sample") if POWER_KEY in m["v"]]
-    # every driver sample once, in order, none missed across the restart (the ring holds
-    # 2.4 s; the restart took about 1 s)
+    # every driver sample once, in order, none missed across the restart
     assert len(stamps) > 100 and stamps == sorted(set(stamps))
     assert set(np.diff(stamps)) == {20_000}
     hellos = sink.of("smi", "hello") + sink.of("dcgm", "hello")

@@ -11,7 +11,7 @@ with ``mem_mib`` of memory and ``sm`` % SM utilisation in every per-process samp
 ``mps_server_sm`` set, the matched processes are MPS clients: listed with their memory,
 never sampled; the samples carry that figure for an MPS server process instead.
 Optional per GPU: ``"power_ring": true`` offers the driver's power sample buffer, one
-sample every 20 ms of wall clock at ``watts``, 119 deep (as on the H100);
+sample every 20 ms of wall clock at ``watts``, 119 deep as on the H100 (``"ring_depth"``);
 ``"gpm_fails_after": n`` makes every process's GPM read after its n-th fail with an
 NVML error that is not "not supported" (a broken reading, not an absent one).
 """
@@ -81,10 +81,10 @@ class ScenarioNvml(FakeNvml):
     def nvmlDeviceGetSamples(self, device: FakeGpu, sampling_type: int, timeStamp: int) -> Any:
         g = self.spec.get(id(device), {})
         if g.get("power_ring"):
-            step = 20_000
+            step, depth = 20_000, g.get("ring_depth", device.ring_depth)
             newest = int(time.time() * 1e6) // step * step
             device.power_ring = [(t, int(g["watts"] * 1000))
-                                 for t in range(newest - (device.ring_depth - 1) * step, newest + 1, step)]
+                                 for t in range(newest - (depth - 1) * step, newest + 1, step)]
         return super().nvmlDeviceGetSamples(device, sampling_type, timeStamp)
 
     def nvmlGpmMetricsGet(self, metricsGet: Any) -> Any:
