@@ -103,7 +103,10 @@ def _run(members: list[_Member], out: TextIO, count: int | None, shared: bool) -
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     sharing = "+".join(m.name for m in members)
-    label = (lambda m: m.name) if shared else (lambda m: None)  # noqa: E731
+
+    def label(m: _Member) -> str | None:  # lines of a shared sampler name their listener
+        return m.name if shared else None
+
     try:
         active: list[_Member] = []
         for m in members:

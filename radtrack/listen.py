@@ -256,8 +256,11 @@ def start_listeners(entries: list[tuple[str, float]], sink: Sink, devices: list[
     if env.get(SHARED_SAMPLER_ENV, "1") != "0":
         for lp in procs:
             session = _session(get, lp.name, env)
-            if session is not None:
-                groups.setdefault(session, []).append(lp)
+            if session is None:
+                continue
+            group = groups.setdefault(session, [])
+            if all(m.name != lp.name for m in group):  # a listener asked for twice runs apart
+                group.append(lp)
     for group in groups.values():
         if len(group) > 1:
             SharedSampler(group)
