@@ -176,9 +176,12 @@ class SharedSampler:
 
     def argv(self) -> list[str]:
         first = self.members[0]
-        spec = "+".join(f"{m.name}@{m.interval:g}" for m in self.members)
-        interval = min(m.interval for m in self.members)
-        argv = [*first.argv[:3], spec, "--interval", f"{interval:g}", *first.argv[6:]]
+        if len(self.members) == 1:  # the others left it: a restart is a plain listener process
+            argv = first.argv
+        else:
+            spec = "+".join(f"{m.name}@{m.interval:g}" for m in self.members)
+            interval = min(m.interval for m in self.members)
+            argv = [*first.argv[:3], spec, "--interval", f"{interval:g}", *first.argv[6:]]
         resume = {k: v for m in self.members for k, v in m.resume.items()}
         return [*argv, "--resume", json.dumps(resume)] if resume else argv
 

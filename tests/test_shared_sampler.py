@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID  # noqa: E402
 
-from radtrack.listen import SHARED_SAMPLER_ENV, ListenerProc, start_listeners  # noqa: E402
+from radtrack.listen import SHARED_SAMPLER_ENV, ListenerProc, SharedSampler, start_listeners  # noqa: E402
 
 POWER_KEY = "smi/gpu0/power_sample_w"
 
@@ -191,3 +191,16 @@ def test_separate_processes_when_asked_and_for_dcgm_with_dcgmi(tmp_path):
 
     assert DcgmListener.shared_sampler({"PATH": str(bindir)}) is None
     assert DcgmListener.shared_sampler({"PATH": str(tmp_path)}) == SmiListener.shared_sampler({}) == "nvml"
+
+
+def test_a_sampler_left_with_one_listener_restarts_as_a_plain_listener_process(tmp_path):
+    smi, dcgm = (ListenerProc(n, _Sink(), every, ["0"], 1, tmp_path, {})  # type: ignore[arg-type]
+                 for n, every in (("smi", 0.1), ("dcgm", 1.0)))
+    sampler = SharedSampler([smi, dcgm])
+    argv = sampler.argv()
+    assert argv[3:6] == ["smi@0.1+dcgm@1", "--interval", "0.1"] and argv[6:] == smi.argv[6:]
+    dcgm.resume = {"dcgm/x": 1}
+    smi.resume = {POWER_KEY: 2}
+    assert json.loads(sampler.argv()[-1]) == {"dcgm/x": 1, POWER_KEY: 2}
+    sampler.leave(dcgm)
+    assert dcgm.sampler is None and sampler.argv() == [*smi.argv, "--resume", json.dumps({POWER_KEY: 2})]
