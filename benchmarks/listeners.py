@@ -7,9 +7,12 @@ Sections (each printed as a table and saved to DIR/listeners.json):
               (radT's way), raw MlflowClient.log_batch of 1000, and radtrack's Sink.
   collectors  CPU % of one core (steady state, the collector's whole process tree),
               samples/s captured, points/s stored and points lost, for
-              (a) radtrack smi+dcgm+top at --interval, (b) a radT-style baseline
-              (nvidia-smi -lms subprocess parsed, one log_metrics per sample) at the same
-              interval, (c) MLflow's system metrics monitor at 1 s.
+              (a) radtrack smi+dcgm+top at --interval, and smi+top at --interval with
+              dcgm@1, each twice: smi and dcgm in one shared sampler process (what the
+              launcher does) and in separate processes (RADTRACK_SHARED_SAMPLER=0, the
+              code before the shared sampler), (b) a radT-style baseline (nvidia-smi -lms
+              subprocess parsed, one log_metrics per sample) at the same interval,
+              (c) MLflow's system metrics monitor at 1 s.
   costs       CPU and wall time per call of every reading the listeners make
               (benchmarks/listener_costs.py), under the GPU load when there is one.
   power       with an NVIDIA GPU: distinct power readings per second at 0.1 s, and run
@@ -115,7 +118,7 @@ def _collector_main(kind: str, interval: float, workdir: Path) -> None:
     uri = _fresh_store(workdir, "".join(c if c.isalnum() else "_" for c in kind))
     counts: dict[str, float] = {}
     if kind.startswith("radtrack"):
-        from radtrack.listen import ListenerProc
+        from radtrack.listen import SHARED_SAMPLER_ENV, start_listeners
         from radtrack.listeners import registry
         from radtrack.sink import Sink
 
@@ -125,12 +128,14 @@ def _collector_main(kind: str, interval: float, workdir: Path) -> None:
         sink.start()
         wanted = kind.partition(":")[2].split("+") if ":" in kind else ["smi", "dcgm", "top"]
         entries = [registry.split(n) for n in wanted]
-        entries = [(n, every) for n, every in entries if registry.availability(n)]
+        entries = [(n, every or interval) for n, every in entries if registry.availability(n)]
         names = [n for n, _ in entries]
-        procs = [ListenerProc(n, sink, every or interval, [], os.getpid(), workdir, dict(os.environ))
-                 for n, every in entries]
-        for p in procs:
-            p.start()
+        env = dict(os.environ)
+        if kind.startswith("radtrack-separate"):  # every listener in a process of its own
+            env[SHARED_SAMPLER_ENV] = "0"
+        # as the launcher starts a run's listeners: smi and dcgm (GPM) share one process
+        procs = start_listeners(entries, sink, [], os.getpid(), workdir, env)
+        counts["processes"] = len({id(p.proc) for p in procs})
         for p in procs:
             p.wait_ready(time.monotonic() + 30)
 
@@ -253,6 +258,7 @@ def bench_collector(kind: str, interval: float, duration: float, tmp: Path) -> d
            "samples_per_s": emitted / window, "points_stored_per_s": stored / window}
     if kind.startswith("radtrack"):
         out["listeners"] = result.get("names", "")
+        out["processes"] = result.get("processes", "")
         # every emitted point must be stored by the end (the sink flushes on close)
         out["points_lost"] = 0 if result["final_points"] >= result["stop_points"] else -1
     elif kind == "radt":
@@ -266,7 +272,7 @@ def bench_one_listener(name: str, interval: float, seconds: float) -> dict[str, 
     p = subprocess.Popen([sys.executable, "-m", "radtrack.listeners", name, "--interval", str(interval),
                           "--pid", str(os.getpid())], stdout=subprocess.PIPE, text=True)
     assert p.stdout is not None
-    hello = json.loads(p.stdout.readline())
+    hello = json.loads(p.stdout.readline())  # a shared sampler's later hellos count as no sample
     if hello.get("type") != "hello":
         p.kill()
         return {"error": 1.0}
@@ -480,14 +486,21 @@ def main() -> int:
 
                 each = {f"{n} @ {a.interval}s": bench_one_listener(n, a.interval, 10)
                         for n in ("smi", "dcgm", "top", "iostat") if registry.availability(n)}
+                if registry.availability("smi") and registry.availability("dcgm"):
+                    # both in one shared sampler process (samples/s counts both listeners')
+                    each[f"smi+dcgm shared @ {a.interval}s"] = bench_one_listener("smi+dcgm", a.interval, 10)
                 results["each"] = each
                 print(_table("One listener alone (steady state)", each), flush=True)
             if "collectors" in sections:
                 col: dict[str, dict[str, float]] = {}
-                col[f"radtrack smi+dcgm+top @ {a.interval}s"] = bench_collector("radtrack", a.interval, a.duration, tmp)
+                # before/after the shared sampler, side by side: smi and dcgm in one process
+                # (the launcher's default) and in separate processes
+                for label, kind in (("shared sampler", "radtrack"), ("separate", "radtrack-separate")):
+                    col[f"radtrack smi+dcgm+top @ {a.interval}s, {label}"] = bench_collector(
+                        f"{kind}:smi+dcgm+top", a.interval, a.duration, tmp)
+                    col[f"radtrack smi+top @ {a.interval}s + dcgm@1, {label}"] = bench_collector(
+                        f"{kind}:smi+top+dcgm@1", a.interval, a.duration, tmp)
                 col[f"radtrack smi+top @ {a.interval}s"] = bench_collector("radtrack:smi+top", a.interval, a.duration, tmp)
-                col[f"radtrack smi+top @ {a.interval}s + dcgm@1"] = bench_collector(
-                    "radtrack:smi+top+dcgm@1", a.interval, a.duration, tmp)
                 col["radtrack smi+dcgm+top @ 1s"] = bench_collector("radtrack", 1.0, a.duration, tmp)
                 if shutil.which("nvidia-smi"):
                     col[f"radT-style nvidia-smi + log_metrics @ {a.interval}s"] = bench_collector("radt", a.interval, a.duration, tmp)

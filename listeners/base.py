@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
@@ -134,6 +135,14 @@ class Listener(ABC):
         """The reading taken when sampling stops; listeners that read some values only now
         and then (to stay cheap) read everything here."""
         return self.sample()
+
+    @classmethod
+    def shared_sampler(cls, env: Mapping[str, str]) -> str | None:
+        """The session this listener can share with other listeners in one sampler process
+        (``"nvml"``: one import, one NVML session, one wake-up schedule), or None to run in
+        a process of its own (the default). ``env`` is the environment it would run in.
+        The launcher runs listeners of a run that name the same session in one process."""
+        return None
 
     def tags(self) -> dict[str, str]:
         """Run tags describing the probe (supported/unsupported fields, device names, ...)."""

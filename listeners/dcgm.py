@@ -12,6 +12,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
+from collections.abc import Mapping
 
 from radtrack.listeners.base import Availability, Listener, ListenerConfig, MetricSpec
 from radtrack.listeners.cmdstream import CommandStream
@@ -169,6 +170,13 @@ class DcgmListener(Listener):
             return Availability(True)
         return Availability(False, "no dcgmi on PATH and NVML GPM is not supported by these GPUs "
                                    "(GPM needs Hopper or newer)")
+
+    @classmethod
+    def shared_sampler(cls, env: Mapping[str, str]) -> str | None:
+        """NVML GPM runs in-process and can share smi's NVML session; with ``dcgmi`` on
+        PATH the readings come from its own subprocess, which gains nothing from sharing,
+        so dcgm keeps a process of its own."""
+        return None if shutil.which("dcgmi", path=env.get("PATH")) else "nvml"
 
     def probe(self) -> list[MetricSpec]:
         self._devices = run_devices(self.config.devices)

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -174,6 +175,10 @@ class SmiListener(Listener):
     @classmethod
     def available(cls) -> Availability:
         return nvml_available()
+
+    @classmethod
+    def shared_sampler(cls, env: Mapping[str, str]) -> str | None:
+        return "nvml"  # NVML only: one session serves dcgm's GPM backend as well
 
     def probe(self) -> list[MetricSpec]:
         self._states = [_DeviceState(d, self.config.interval) for d in run_devices(self.config.devices)]

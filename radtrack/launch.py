@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from radtrack import env as renv
 from radtrack.bootstrap import BARRIER_FD, BARRIER_ID, RELEASE_FILE, pipe_id
 from radtrack.envcapture import capture_in_background
-from radtrack.listen import READY_TIMEOUT_S, ListenerProc, hello_tags
+from radtrack.listen import READY_TIMEOUT_S, ListenerProc, hello_tags, start_listeners
 from radtrack.procs import GroupStopper, prefix_for, pump, reap_group, set_parent_death_signal
 from radtrack.sink import Sink
 from radtrack.spec import RunSpec
@@ -205,12 +205,10 @@ def _start_listeners(row: Row) -> None:
     lenv = {k: v for k, v in row.env.items() if k not in (BARRIER_FD, BARRIER_ID, RELEASE_FILE)}
     from radtrack.listeners.registry import split
 
-    for entry in row.listeners:
-        name, every = split(entry)
-        lp = ListenerProc(name, row.sink, every or row.spec.interval, row.devices, row.proc.pid,
-                          row.folder / "listener-artifacts", lenv)
-        lp.start()
-        row.lprocs.append(lp)
+    entries = [(name, every or row.spec.interval) for name, every in map(split, row.listeners)]
+    # smi and dcgm (NVML GPM) share one sampler process: Listener.shared_sampler
+    row.lprocs += start_listeners(entries, row.sink, row.devices, row.proc.pid,
+                                  row.folder / "listener-artifacts", lenv)
     row.listening = True
 
 

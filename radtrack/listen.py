@@ -2,6 +2,10 @@
 
 Each listener is ``python -m radtrack.listeners NAME ...`` in its own process group, so
 a crash or hang never touches the workload; its JSON lines go straight into the sink.
+Listeners that can share a session (smi and dcgm on NVML GPM: ``Listener.shared_sampler``)
+run together in one such process, a :class:`SharedSampler`
+(``python -m radtrack.listeners smi@0.1+dcgm@1``); each keeps its own
+:class:`ListenerProc` here, with its own readiness, restart count and resume positions.
 """
 
 from __future__ import annotations
@@ -13,20 +17,35 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from radtrack.procs import set_parent_death_signal
 from radtrack.sink import Sink
 
 MAX_RESTARTS = 3
 READY_TIMEOUT_S = 20.0
+# "0" runs every listener in a process of its own (the behaviour before shared samplers;
+# benchmarks/listeners.py uses it for the "separate processes" rows)
+SHARED_SAMPLER_ENV = "RADTRACK_SHARED_SAMPLER"
+
+
+def _spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, text=True, env=env,
+                            start_new_session=True, preexec_fn=set_parent_death_signal)
 
 
 class ListenerProc:
+    """One listener of a run: its process (its own, or a :class:`SharedSampler`'s),
+    readiness, failures, restarts and the positions a restart picks up from."""
+
     def __init__(self, name: str, sink: Sink, interval: float, devices: list[str], pid: int,
                  outdir: Path, env: dict[str, str]):
         self.name = name
         self.sink = sink
+        self.interval = interval
         self.argv = [sys.executable, "-m", "radtrack.listeners", name, "--interval", str(interval),
                      "--devices", "+".join(devices), "--pid", str(pid), "--outdir", str(outdir)]
         self.env = env
@@ -40,13 +59,16 @@ class ListenerProc:
         self.gave_up = False
         # source-stamped samples (smi's driver power buffer): where a restart picks up
         self.resume: dict[str, int] = {}
+        self.sampler: SharedSampler | None = None  # the shared process it runs in, if any
+        self.failed_inside = False  # it failed inside a shared sampler that went on
 
     def start(self) -> None:
+        if self.sampler is not None:
+            self.sampler.start()
+            return
         self.ready.clear()
         argv = [*self.argv, "--resume", json.dumps(self.resume)] if self.resume else self.argv
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     stdin=subprocess.DEVNULL, text=True, env=self.env,
-                                     start_new_session=True, preexec_fn=set_parent_death_signal)
+        self.proc = _spawn(argv, self.env)
         self.reader = threading.Thread(target=self._read, args=(self.proc,), daemon=True,
                                        name=f"listener-{self.name}")
         self.reader.start()
@@ -54,23 +76,29 @@ class ListenerProc:
     def _read(self, proc: subprocess.Popen[str]) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
-            msg = self.sink.feed(self.name, line)
-            if msg is None:
-                continue
-            if msg.get("type") == "hello":
-                self.ready.set()
-            elif msg.get("type") == "sample" and isinstance(msg.get("resume"), dict):
-                self.resume.update(msg["resume"])
-            elif msg.get("type") == "error":
-                self.failure = str(msg.get("message"))
+            self.take(self.sink.feed(self.name, line))
+
+    def take(self, msg: dict[str, Any] | None) -> None:
+        """Note what one of its lines says (readiness, restart positions, failure)."""
+        if msg is None:
+            return
+        if msg.get("type") == "hello":
+            self.ready.set()
+        elif msg.get("type") == "sample" and isinstance(msg.get("resume"), dict):
+            self.resume.update(msg["resume"])
+        elif msg.get("type") == "error":
+            self.failure = str(msg.get("message"))
 
     def wait_ready(self, deadline: float) -> bool:
         return self.ready.wait(max(0.0, deadline - time.monotonic()))
 
     def check(self) -> str | None:
         """Call often while the run lives: restarts a dead listener with backoff (at most
-        MAX_RESTARTS times). Returns a tag value when something changed."""
-        if self.proc is None or self.stopping or self.gave_up:
+        MAX_RESTARTS times). Returns a tag value when something changed. A listener that
+        failed inside a shared sampler whose other listeners go on leaves it and is
+        restarted in a process of its own; a shared sampler that died is restarted with
+        all its listeners."""
+        if self.stopping or self.gave_up or (self.proc is None and self.next_restart is None):
             return None
         now = time.monotonic()
         if self.next_restart is not None:
@@ -78,36 +106,179 @@ class ListenerProc:
                 self.next_restart = None
                 self.start()
             return None
-        code = self.proc.poll()
-        if code is None:
-            return None
-        if self.reader is not None:
-            self.reader.join(timeout=2)
-        err = self.proc.stderr.read().strip().splitlines() if self.proc.stderr else []
-        reason = self.failure or (err[-1] if err else f"exited with code {code}")
+        assert self.proc is not None
+        if self.sampler is not None and self.failed_inside:
+            self.sampler.leave(self)
+            reason = self.failure
+        else:
+            code = self.proc.poll()
+            if code is None:
+                return None
+            reason = self.failure or self._exit_reason(code)
         if self.restarts >= MAX_RESTARTS:
             self.gave_up = True
+            if self.sampler is not None:
+                self.sampler.leave(self)
             return f"failed after {self.restarts} restarts: {reason}"
         self.restarts += 1
         self.next_restart = now + 2 ** (self.restarts - 1)  # 1 s, 2 s, 4 s
         return f"restarted {self.restarts}x: {reason}"
 
+    def _exit_reason(self, code: int) -> str:
+        if self.sampler is not None:
+            return self.sampler.exit_reason(code)
+        if self.reader is not None:
+            self.reader.join(timeout=2)
+        err = self.proc.stderr.read().strip().splitlines() if self.proc and self.proc.stderr else []
+        return err[-1] if err else f"exited with code {code}"
+
     def stop(self, timeout: float = 5.0) -> None:
         """Stop sampling and wait until every line it wrote is in the sink. Safe twice."""
         self.stopping = True
-        p = self.proc
-        if p is None:
+        if self.sampler is not None:
+            self.sampler.stop(timeout)
             return
-        if p.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                p.send_signal(signal.SIGTERM)
+        _stop(self.proc, self.reader, timeout)
+
+
+def _stop(p: subprocess.Popen[str] | None, reader: threading.Thread | None, timeout: float) -> None:
+    if p is None:
+        return
+    if p.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            p.send_signal(signal.SIGTERM)
+        try:
+            p.wait(timeout)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    if reader is not None:
+        reader.join(timeout=10)
+
+
+class SharedSampler:
+    """Several listeners of one run in one process (one import, one NVML session, one
+    wake-up schedule): ``python -m radtrack.listeners smi@0.1+dcgm@1``. Every line names its
+    listener; the reader hands it to that listener's stream in the sink (so keys, spool
+    files, steps and hellos stay per listener) and to its :class:`ListenerProc`."""
+
+    def __init__(self, members: list[ListenerProc]):
+        self.members = list(members)
+        for m in self.members:
+            m.sampler = self
+        self.proc: subprocess.Popen[str] | None = None
+        self.reader: threading.Thread | None = None
+        self._reason: tuple[subprocess.Popen[str], str] | None = None
+
+    @property
+    def names(self) -> str:
+        return "+".join(m.name for m in self.members)
+
+    def argv(self) -> list[str]:
+        first = self.members[0]
+        if len(self.members) == 1:  # the others left it: a restart is a plain listener process
+            argv = first.argv
+        else:
+            spec = "+".join(f"{m.name}@{m.interval:g}" for m in self.members)
+            interval = min(m.interval for m in self.members)
+            argv = [*first.argv[:3], spec, "--interval", f"{interval:g}", *first.argv[6:]]
+        resume = {k: v for m in self.members for k, v in m.resume.items()}
+        return [*argv, "--resume", json.dumps(resume)] if resume else argv
+
+    def start(self) -> None:
+        """Start (or restart, with every member's resume positions) once for all members."""
+        if self.proc is not None and self.proc.poll() is None:
+            return  # a member's restart came after another member's had started it
+        proc = _spawn(self.argv(), self.members[0].env)
+        for m in self.members:
+            m.ready.clear()
+            m.next_restart = None
+            m.failed_inside = False
+            m.proc, m.reader = proc, None
+        self.proc = proc
+        self.reader = threading.Thread(target=self._read, args=(proc, list(self.members)),
+                                       daemon=True, name=f"listener-{self.names}")
+        self.reader.start()
+        for m in self.members:
+            m.reader = self.reader
+
+    def _read(self, proc: subprocess.Popen[str], members: list[ListenerProc]) -> None:
+        assert proc.stdout is not None
+        by_name = {m.name: m for m in members}
+        sink = members[0].sink
+        for line in proc.stdout:
+            line = line.strip()
+            if not line:
+                continue
             try:
-                p.wait(timeout)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        if self.reader is not None:
-            self.reader.join(timeout=10)
+                msg = json.loads(line)
+            except json.JSONDecodeError:
+                msg = {"type": "error", "message": f"unparsable output: {line[:200]}"}
+                line = json.dumps(msg)
+            member = by_name.get(msg.get("listener", ""))
+            # a line for no one listener (the process failed as a whole) concerns them all
+            for m in [member] if member is not None else members:
+                m.take(sink.feed(m.name, line, msg))
+                if msg.get("type") == "error" and member is not None and proc.poll() is None:
+                    m.failed_inside = True
+
+    def leave(self, member: ListenerProc) -> None:
+        """``member`` runs without this process from now on (its own, after a restart)."""
+        if member in self.members:
+            self.members.remove(member)
+        member.sampler = None
+        member.failed_inside = False
+        member.proc = member.reader = None  # stopping it must not stop the others
+
+    def exit_reason(self, code: int) -> str:
+        """Why the process ended (its stderr's last line), read once for every member."""
+        proc = self.proc
+        assert proc is not None
+        if self._reason is None or self._reason[0] is not proc:
+            if self.reader is not None:
+                self.reader.join(timeout=2)
+            err = proc.stderr.read().strip().splitlines() if proc.stderr else []
+            self._reason = (proc, err[-1] if err else f"exited with code {code}")
+        return self._reason[1]
+
+    def stop(self, timeout: float = 5.0) -> None:
+        for m in self.members:
+            m.stopping = True
+        _stop(self.proc, self.reader, timeout)
+
+
+def start_listeners(entries: list[tuple[str, float]], sink: Sink, devices: list[str], pid: int,
+                    outdir: Path, env: dict[str, str]) -> list[ListenerProc]:
+    """Start a run's listeners, ``(name, interval)`` each: one process per listener, except
+    that listeners naming the same ``shared_sampler`` session run in one process (unless
+    ``RADTRACK_SHARED_SAMPLER=0``). One :class:`ListenerProc` per listener either way."""
+    from radtrack.listeners.registry import get
+
+    procs = [ListenerProc(name, sink, every, devices, pid, outdir, env) for name, every in entries]
+    groups: dict[str, list[ListenerProc]] = {}
+    if env.get(SHARED_SAMPLER_ENV, "1") != "0":
+        for lp in procs:
+            session = _session(get, lp.name, env)
+            if session is None:
+                continue
+            group = groups.setdefault(session, [])
+            if all(m.name != lp.name for m in group):  # a listener asked for twice runs apart
+                group.append(lp)
+    for group in groups.values():
+        if len(group) > 1:
+            SharedSampler(group)
+    for lp in procs:
+        if lp.sampler is None or lp is lp.sampler.members[0]:
+            lp.start()  # a shared sampler starts once, for all its listeners
+    return procs
+
+
+def _session(get: Any, name: str, env: Mapping[str, str]) -> str | None:
+    try:
+        cls = get(name)
+        return None if cls.wraps_command else cls.shared_sampler(env)
+    except Exception:  # an unknown or broken listener fails in its own process, as before
+        return None
 
 
 def hello_tags(name: str, hello: dict | None) -> dict[str, str]:
@@ -119,4 +290,3 @@ def hello_tags(name: str, hello: dict | None) -> dict[str, str]:
     if hello.get("interval") is not None:
         tags[f"radtrack.listener.{name}.interval_s"] = f"{float(hello['interval']):g}"
     return tags
-

@@ -86,16 +86,18 @@ class Sink:
             self._streams[name] = s
         return s
 
-    def feed(self, listener: str, line: str) -> dict[str, Any] | None:
-        """Take one JSON line from a listener: spool it, queue samples. Returns the message."""
+    def feed(self, listener: str, line: str, msg: dict[str, Any] | None = None) -> dict[str, Any] | None:
+        """Take one JSON line from a listener: spool it, queue samples. Returns the message.
+        ``msg``: the line already parsed (a shared sampler's reader parses it to route it)."""
         line = line.strip()
         if not line:
             return None
-        try:
-            msg = json.loads(line)
-        except json.JSONDecodeError:
-            msg = {"type": "error", "message": f"unparsable output: {line[:200]}"}
-            line = json.dumps(msg)
+        if msg is None:
+            try:
+                msg = json.loads(line)
+            except json.JSONDecodeError:
+                msg = {"type": "error", "message": f"unparsable output: {line[:200]}"}
+                line = json.dumps(msg)
         with self._lock:
             s = self._stream(listener)
             s.file.write(line + "\n")

@@ -28,8 +28,9 @@ def _sheet(path: Path, rows: list[str]) -> Path:
     return path
 
 
-def _row(workload: int, tag: str, collocation: str = "-", rate: int = 100, device: str = "0") -> str:
-    return (f"acct,{workload},,,{device},{collocation},{JOB},smi,--tag {tag} --seconds 3,0.1,"
+def _row(workload: int, tag: str, collocation: str = "-", rate: int = 100, device: str = "0",
+         listeners: str = "smi") -> str:
+    return (f"acct,{workload},,,{device},{collocation},{JOB},{listeners},--tag {tag} --seconds 3,0.1,"
             f"JOB_RATE={rate}")
 
 
@@ -155,11 +156,23 @@ def test_rows_on_two_gpus_each_get_only_their_own_gpu(store, tmp_path, monkeypat
     env = nvml_scenario.write(tmp_path / "two.json", [
         {"uuid": H100_UUID, "watts": 400.0, "procs": [{"match": "--tag a", "sm": 80, "mem_mib": 900}]},
         {"uuid": SECOND_UUID, "watts": 200.0, "procs": [{"match": "--tag b", "sm": 40, "mem_mib": 500}]}])
-    sheet = _sheet(tmp_path / "two.csv", [_row(1, "a"), _row(1, "b", device="1")])
+    # smi+dcgm@1: each row's smi and dcgm (NVML GPM) share one sampler process of its own
+    sheet = _sheet(tmp_path / "two.csv", [_row(1, "a", listeners="smi+dcgm@1"),
+                                          _row(1, "b", device="1", listeners="smi+dcgm@1")])
     p = radtrack_cli(str(sheet), env=env, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     runs = _runs(MlflowClient(store))
     a, b, parent = runs["acct-1 A"], runs["acct-1 B"], runs["acct-1"]
+    samplers = set()
+    for run in (a, b):
+        tags = run.data.tags
+        assert tags["radtrack.listener.smi.sampler"] == tags["radtrack.listener.dcgm.sampler"]
+        samplers.add(tags["radtrack.listener.smi.sampler"])
+        assert tags["radtrack.listener.dcgm.interval_s"] == "1"
+        assert tags["radtrack.listener.smi.interval_s"] == "0.1"
+        assert "system/dcgm/gpu0/sm_active_pct" in run.data.metrics  # each prefix stored
+        assert "system/smi/gpu0/power_w" in run.data.metrics
+    assert len(samplers) == 2  # one shared process per row, not one per host
     for run, uuid, watts in ((a, H100_UUID, 400.0), (b, SECOND_UUID, 200.0)):
         assert run.data.tags["radtrack.attribution.gpu0"] == "solo"  # alone on its GPU
         assert run.data.tags["radtrack.attribution.gpu0.gpu"] == uuid

@@ -124,3 +124,23 @@ def test_smi_available_on_a_gpu_host():
     from radtrack.listeners.smi import SmiListener
 
     assert SmiListener.available(), SmiListener.available().reason
+
+
+def test_smi_and_dcgm_share_one_sampler_under_load(matmul: int):
+    """smi at 0.1 s and dcgm (GPM) at 0.5 s in one process on the real GPU: each its own
+    hello, keys and pace, both reading the matmul's load."""
+    proc = subprocess.run([sys.executable, "-m", "radtrack.listeners", "smi+dcgm@0.5", "--devices", "0",
+                           "--interval", "0.1", "--count", "10", "--pid", str(matmul)],
+                          capture_output=True, text=True, timeout=120, env=_env(without_dcgmi=True))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
+    hellos = {x["listener"]: x for x in lines if x["type"] == "hello"}
+    assert hellos["smi"]["pid"] == hellos["dcgm"]["pid"]
+    assert hellos["dcgm"]["tags"]["radtrack.listener.dcgm.backend"] == "gpm"
+    assert hellos["smi"]["tags"]["radtrack.listener.smi.sampler"].startswith("shared: smi+dcgm")
+    dcgm = [x for x in lines if x["type"] == "sample" and x["listener"] == "dcgm"]
+    smi = [x for x in lines if x["type"] == "sample" and x["listener"] == "smi" and "smi/gpu0/mem_used_mib" in x["v"]]
+    assert len(dcgm) == len(smi) == 10
+    assert statistics.median(b["t"] - a["t"] for a, b in zip(dcgm, dcgm[1:], strict=False)) == pytest.approx(0.5, rel=0.1)
+    assert statistics.median(b["t"] - a["t"] for a, b in zip(smi, smi[1:], strict=False)) == pytest.approx(0.1, rel=0.2)
+    assert statistics.median(x["v"]["dcgm/gpu0/sm_active_pct"] for x in dcgm[1:]) > 20

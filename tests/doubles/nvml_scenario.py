@@ -10,6 +10,10 @@ The energy counter advances at ``watts`` in real time, so a run's counter energy
 with ``mem_mib`` of memory and ``sm`` % SM utilisation in every per-process sample. With
 ``mps_server_sm`` set, the matched processes are MPS clients: listed with their memory,
 never sampled; the samples carry that figure for an MPS server process instead.
+Optional per GPU: ``"power_ring": true`` offers the driver's power sample buffer, one
+sample every 20 ms of wall clock at ``watts``, 119 deep as on the H100 (``"ring_depth"``);
+``"gpm_fails_after": n`` makes every process's GPM read after its n-th fail with an
+NVML error that is not "not supported" (a broken reading, not an absent one).
 """
 
 from __future__ import annotations
@@ -73,6 +77,25 @@ class ScenarioNvml(FakeNvml):
         mps = self.spec[id(handle)].get("mps_server_sm") is not None
         handle.mps_procs = [(pid, int(p["mem_mib"] * MIB)) for pid, p in self._matched(handle)] if mps else []
         return super().nvmlDeviceGetMPSComputeRunningProcesses(handle)
+
+    def nvmlDeviceGetSamples(self, device: FakeGpu, sampling_type: int, timeStamp: int) -> Any:
+        g = self.spec.get(id(device), {})
+        if g.get("power_ring"):
+            step, depth = 20_000, g.get("ring_depth", device.ring_depth)
+            newest = int(time.time() * 1e6) // step * step
+            device.power_ring = [(t, int(g["watts"] * 1000))
+                                 for t in range(newest - (depth - 1) * step, newest + 1, step)]
+        return super().nvmlDeviceGetSamples(device, sampling_type, timeStamp)
+
+    def nvmlGpmMetricsGet(self, metricsGet: Any) -> Any:
+        self.gpm_reads = getattr(self, "gpm_reads", 0) + 1
+        limit = min((g["gpm_fails_after"] for g in self.spec.values() if "gpm_fails_after" in g),
+                    default=None)
+        if limit is not None and self.gpm_reads > limit:
+            import pynvml
+
+            raise pynvml.NVMLError(pynvml.NVML_ERROR_UNKNOWN)
+        return super().nvmlGpmMetricsGet(metricsGet)
 
     def nvmlSystemGetProcessName(self, pid: int) -> str:
         return "nvidia-cuda-mps-server" if pid == MPS_SERVER_PID else "python3"
