@@ -20,7 +20,9 @@ JOB = SCRIPTS / "shared_gpu_job.py"
 HEADER = "Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Interval,Env\n"
 WATTS = 400.0
 
-pytestmark = pytest.mark.slow
+# energies are checked against watts x duration: the listeners must start on time, so
+# these run alone after the parallel tests (make test)
+pytestmark = [pytest.mark.slow, pytest.mark.timing]
 
 
 def _sheet(path: Path, rows: list[str]) -> Path:

@@ -121,6 +121,7 @@ def _top(pid: int | None, fast: bool) -> TopListener:
     return lst
 
 
+@pytest.mark.timing  # a spinning child must get most of a core
 @pytest.mark.parametrize("fast", [True, False], ids=["proc", "psutil"])
 def test_top_tree_cpu_of_a_busy_child_and_paces(fast):
     burner = subprocess.Popen([sys.executable, "-c", BURN])

@@ -119,12 +119,10 @@ def test_detach_then_status_on_shared_sqlite(slurm_cluster, tmp_path: Path) -> N
                              "Listeners,Params,Job\ndetached,1,,,,-,show_env.py,none,x,\n")
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     env = _env(slurm_cluster, uri, tmp_path)
-    t0 = time.monotonic()
     p = radtrack_cli(str(sheet), "--executor", "slurm", "--shared-fs", "--detach", env=env)
     assert p.returncode == 0, p.stderr
-    assert time.monotonic() - t0 < 30
     row = _rows(sheet)[0]
-    assert row["Status"] == "PENDING detached-1 A"
+    assert row["Status"] == "PENDING detached-1 A"  # back before the job ran
     job = row["Job"].split()[0]
     assert "radtrack status" in p.stderr
 

@@ -387,6 +387,10 @@ HEADER = ["Experiment", "Workload", "Status", "Run", "Devices", "Collocation", "
 ROWS_PER_WORKLOAD = 3  # co-located rows share the 2 CPU cores instead of queueing
 
 
+# the first test to use tracked_suite runs the whole sheet in its setup (minutes on 2 cores)
+pytestmark = pytest.mark.timeout(900)
+
+
 @pytest.fixture(scope="module")
 def tracked_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Run every workload's smoke test, the quickstart rows, a max-epoch-limited sgemm and
