@@ -203,7 +203,9 @@ def start_mlflow_server(backend_uri: str, artifacts: Path, workdir: Path, worker
         args += ["--app-name", app_name]
     with log.open("wb") as logf:
         proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT, cwd=workdir,
-                                env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", **(env or {})},
+                                env={**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true",
+                                     # no GenAI job runners (huey consumers): not used here
+                                     "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", **(env or {})},
                                 start_new_session=True)
     uri = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout

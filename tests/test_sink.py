@@ -158,7 +158,8 @@ def _start_server(db: Path, artifacts: Path, port: int) -> subprocess.Popen:
         [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", f"sqlite:///{db}",
          "--artifacts-destination", str(artifacts), "--host", "127.0.0.1", "--port", str(port),
          "--workers", "1"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"})  # no job runners
     deadline = time.monotonic() + 90
     import urllib.request
 
