@@ -215,7 +215,9 @@ def test_store_outage_mid_run_loses_nothing(tmp_path: Path, monkeypatch: pytest.
             steps = sorted(h.step for h in c.get_metric_history(run.info.run_id, f"system/{key}"))
             emitted = frame.loc[frame[key].notna(), "step"].tolist()
             assert steps == emitted, f"{key}: emitted != stored, or stored twice"
-        assert len(emitted) >= len(frame) - 1
+        # a rate needs half an interval since its baseline: on a loaded host a few bunched
+        # readings carry none (top's rate_window), never most of them
+        assert len(emitted) >= 0.95 * len(frame) - 1
     finally:
         _stop_server(server)
 
