@@ -13,7 +13,13 @@ from pathlib import Path
 from dash import Dash
 
 from radtrack.analysis.data import resolve_tracking_uri
-from radtrack.frontend import callbacks_chart, callbacks_export, callbacks_select, shares
+from radtrack.frontend import (
+    callbacks_chart,
+    callbacks_export,
+    callbacks_select,
+    shares,
+    zoom_data,
+)
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.layout import build_layout
 from radtrack.frontend.views import ViewStore, default_views_dir
@@ -35,6 +41,7 @@ def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
     callbacks_chart.register(app, source)
     callbacks_export.register(app, source)
     shares.register(app, source.tracking_uri)
+    zoom_data.register(app.server, source)
     return app
 
 

@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pandas as pd
-from dash import Dash, Input, Output, Patch, State, ctx, no_update
+from dash import Dash, Input, Output, State, ctx, no_update
 from dash.exceptions import PreventUpdate
 
 from radtrack.analysis.correlation import correlate
@@ -21,6 +21,7 @@ from radtrack.frontend.figures import (
     empty_figure,
     run_labels,
 )
+from radtrack.frontend.zoom_data import QUERY_KEY, chart_query
 
 # Listener groups in the order a reader scans them; anything else follows, the script's
 # own metrics (no listener prefix) come last.
@@ -29,8 +30,10 @@ SCRIPT_GROUP = "script"
 # '#' cannot occur in an MLflow metric key, so a header never collides with a metric.
 HEADER_PREFIX = "#group "
 
-# A zoom or pan becomes the "view-range" store ({rev, x}) in the browser: assets/zoom.js
-# sets it straight from Plotly's relayout event, and draw_chart re-samples that window.
+# A zoom or pan is answered outside Dash: assets/zoom.js posts the figure's chart query
+# (figure["radtrack"], kept by DECODE_FIGURE_JS) and the new x range to /_radtrack/zoom
+# (zoom_data.py) and restyles the plot with the binary answer; it then records the range in
+# the "view-range" store ({rev, x}), which live refreshes and exports read.
 
 # Runs in the browser: the server's figure (kept in the "chart-figure" store, its arrays
 # base64 typed-array specs) becomes the chart's figure. Two things keep a zoom from
@@ -56,13 +59,17 @@ function(stored) {
         for (let i = 0; i < raw.length; i++) { bytes[i] = raw.charCodeAt(i); }
         return new types[value.dtype](bytes.buffer);
     };
+    window.radtrackChart = stored.radtrack || null;
     const data = (stored.data || []).map(
         trace => Object.assign({}, trace, {x: decode(trace.x), y: decode(trace.y)}));
     const layout = Object.assign({}, stored.layout || {}, {autosize: true});
     const height = layout.height;
     delete layout.height;
     const style = height ? {height: height + 'px'} : keep;
-    return [Object.assign({}, stored, {data: data, layout: layout}), style];
+    const figure = Object.assign({}, stored, {data: data, layout: layout});
+    delete figure.radtrack;
+    window.radtrackFigure = figure;  // zoom.js keeps its layout in step with the plot's
+    return [figure, style];
 }
 """
 
@@ -163,24 +170,6 @@ def summary_frame(source: DataSource, runs: pd.DataFrame) -> pd.DataFrame:
     return summarize_runs(runs, tracking_uri=source.tracking_uri, quantiles=False, load=load)
 
 
-def zoom_patch(figure: dict) -> Patch:
-    """Only what a zoom changes: each trace's x and y, and the x ranges.
-
-    Applied to the "chart-figure" store, which holds the server's last figure. The browser
-    already shows this figure's traces (same uirevision, so the same runs,
-    metrics and axes, in the same order); sending the arrays alone spares it parsing and
-    diffing the whole figure again.
-    """
-    patch = Patch()
-    for i, trace in enumerate(figure["data"]):
-        patch["data"][i]["x"] = trace["x"]
-        patch["data"][i]["y"] = trace["y"]
-    for key, value in figure["layout"].items():
-        if key.startswith("xaxis") and "range" in value:
-            patch["layout"][key]["range"] = value["range"]
-    return patch
-
-
 def _rounded(value: object) -> object:
     if isinstance(value, float | np.floating):
         return None if np.isnan(value) else float(f"{value:.4g}")
@@ -212,19 +201,16 @@ def register(app: Dash, source: DataSource) -> None:
 
     @app.callback(Output("chart-figure", "data"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),
-                  Input("smooth", "value"), Input("logy", "value"), Input("view-range", "data"),
-                  Input("live", "n_intervals"))
-    def draw_chart(selection, chosen, xmode, smooth, logy, view_range, _tick):
-        trigger = ctx.triggered_id
-        if trigger == "live" and not source.any_live(selection or []):
+                  Input("smooth", "value"), Input("logy", "value"), Input("live", "n_intervals"),
+                  State("view-range", "data"))
+    def draw_chart(selection, chosen, xmode, smooth, logy, _tick, view_range):
+        if ctx.triggered_id == "live" and not source.any_live(selection or []):
             raise PreventUpdate
         runs, metrics, options, rev = chart_inputs(source, selection, chosen, xmode, smooth,
                                                    logy, view_range)
-        if trigger == "view-range" and (view_range or {}).get("rev") != rev:
-            raise PreventUpdate  # a relayout of a figure that has since been replaced
         figure = chart_figure(source, runs, metrics, options, rev)
-        if trigger == "view-range" and options.x_range is not None:
-            return zoom_patch(figure)
+        if runs and metrics:
+            figure[QUERY_KEY] = chart_query(runs, metrics, options.xmode, smooth, logy, rev)
         return figure
 
     @app.callback(Output("live", "disabled"),
