@@ -8,11 +8,10 @@ import json
 
 import numpy as np
 import pandas as pd
-from dash import Dash, Input, Output, State, ctx, no_update
+from dash import Dash, Input, Output, State, ctx
 from dash.exceptions import PreventUpdate
 
 from radtrack.analysis.correlation import correlate
-from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.frontend.data import DataSource, long_frame
 from radtrack.frontend.figures import (
     ChartOptions,
@@ -21,6 +20,7 @@ from radtrack.frontend.figures import (
     empty_figure,
     run_labels,
 )
+from radtrack.frontend.summaries import SummaryCache, summary_frame  # noqa: F401 (re-export)
 from radtrack.frontend.zoom_data import QUERY_KEY, chart_query
 
 # Listener groups in the order a reader scans them; anything else follows, the script's
@@ -154,22 +154,6 @@ def chart_figure(source: DataSource, selection: list[str], metrics: list[str],
     return build_chart(metrics, selection, labels, series, options, uirevision=rev)
 
 
-def summary_frame(source: DataSource, runs: pd.DataFrame) -> pd.DataFrame:
-    """The Summary tab's table: the launcher's stored summaries of FINISHED runs, samples
-    (through the server's series cache) only for what those do not answer.
-
-    No p95 columns: a time-weighted p95 needs every sample of every summarised quantity
-    (about 3x the time and 190 MiB more server memory for 10 runs x 36,000 points,
-    docs/performance.md), while the mean and the max are stored single values.
-    ``radtrack.analysis.summarize_runs`` still reports p95 by default.
-    """
-
-    def load(run_ids: list[str], keys: list[str]) -> pd.DataFrame:
-        return long_frame(source.series(run_ids, keys))
-
-    return summarize_runs(runs, tracking_uri=source.tracking_uri, quantiles=False, load=load)
-
-
 def _rounded(value: object) -> object:
     if isinstance(value, float | np.floating):
         return None if np.isnan(value) else float(f"{value:.4g}")
@@ -177,20 +161,20 @@ def _rounded(value: object) -> object:
 
 
 def register(app: Dash, source: DataSource) -> None:
-    @app.callback(Output("metrics", "options"), Output("metrics", "value"),
+    summaries = SummaryCache(source)
+
+    @app.callback(Output("metrics", "options"),
                   Input("selection", "data"), Input("metric-search", "value"),
-                  Input("metrics", "value"), Input("incoming", "data"))
-    def control_metrics(selection, search, chosen, incoming):
+                  Input("metrics", "value"))
+    def control_metrics(selection, search, chosen):
+        # Only the options: the ticked metrics are the user's (or a restored view's, set by
+        # callbacks_select.apply_view together with the runs), so the chart never waits
+        # for this callback.
         chosen = [m for m in (chosen or []) if not m.startswith(HEADER_PREFIX)]
-        trigger = ctx.triggered_id
-        if trigger == "metrics" and not (search or "").strip():
-            # A tick changes nothing here; answering would redraw the chart a second time.
-            raise PreventUpdate
+        if ctx.triggered_id == "metrics" and not (search or "").strip():
+            raise PreventUpdate  # a tick changes no option
         keys = source.metric_keys(selection) if selection else []
-        if trigger == "incoming" and incoming:
-            chosen = list(incoming.get("metrics", []))
-            return metric_options(keys, search, chosen), chosen
-        return metric_options(keys, search, chosen), no_update
+        return metric_options(keys, search, chosen)
 
     app.clientside_callback(TABS_JS, Output("summary-panel", "style"),
                             Output("corr-panel", "style"), Output("shares-panel", "style"),
@@ -227,13 +211,11 @@ def register(app: Dash, source: DataSource) -> None:
             raise PreventUpdate
         if not selection:
             return [], []
-        runs = source.runs(selection)
-        table = summary_frame(source, runs)
-        labels = run_labels(runs)
+        table = summaries.table(selection)
+        labels = run_labels(source.run_rows(selection))
         table.insert(0, "run", [labels.get(r, r) for r in table["run_id"]])
         # The run label already says experiment, workload and letter.
-        table = table.drop(columns=[c for c in ("run_id", "run_name", "workload", "letter", "file")
-                                    if c in table.columns])
+        table = table.drop(columns=["run_id"])
         columns = [{"name": c, "id": c, "type": "numeric" if pd.api.types.is_numeric_dtype(table[c])
                     else "text"} for c in table.columns]
         records = [{k: _rounded(v) for k, v in row.items()} for row in table.to_dict("records")]

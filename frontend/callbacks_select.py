@@ -8,6 +8,7 @@ from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
 
 from radtrack.frontend import picker
+from radtrack.frontend.callbacks_chart import metric_options
 from radtrack.frontend.data import DataSource, workload_number
 from radtrack.frontend.figures import run_colours, run_labels
 from radtrack.frontend.views import View, ViewError, ViewStore, from_query, to_query
@@ -71,14 +72,12 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
 
     @app.callback(Output("selection", "data"),
                   Input(RUN_CHECKS, "value"), Input("clear", "n_clicks"),
-                  Input({"type": "remove", "run": ALL}, "n_clicks"), Input("incoming", "data"),
+                  Input({"type": "remove", "run": ALL}, "n_clicks"),
                   State("selection", "data"))
-    def control_selection(_checks, _clear, _removes, incoming, selection):
+    def control_selection(_checks, _clear, _removes, selection):
         selection = list(selection or [])
         trigger = ctx.triggered_id
-        if trigger == "incoming" and incoming:
-            updated = list(dict.fromkeys(incoming.get("runs", [])))
-        elif trigger == "clear":
+        if trigger == "clear":
             updated = []
         elif isinstance(trigger, dict) and trigger.get("type") == "remove":
             # New remove buttons announce themselves with n_clicks None.
@@ -117,20 +116,27 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
         return [html.Div([html.H3(key), html.Ul(items)], className="basket-group")
                 for key, items in groups.items()]
 
-    @app.callback(Output("incoming", "data"), Output("experiment", "value"),
-                  Output("workload", "value"), Output("xmode", "value"), Output("smooth", "value"),
-                  Output("logy", "value"), Output("view-msg", "children"),
+    # A shared link or a saved view is restored in one answer: runs, ticked metrics (with
+    # their options), experiment, workload and axis settings, so the chart is drawn from
+    # the next request alone, not at the end of a chain of callbacks.
+    @app.callback(Output("selection", "data", allow_duplicate=True),
+                  Output("metrics", "value", allow_duplicate=True),
+                  Output("metrics", "options", allow_duplicate=True),
+                  Output("experiment", "value"), Output("workload", "value"),
+                  Output("xmode", "value"), Output("smooth", "value"), Output("logy", "value"),
+                  Output("view-msg", "children"),
                   Input("url", "search"), Input("load-view", "n_clicks"),
                   State("views", "value"), State("selection", "data"), State("metrics", "value"),
                   State("xmode", "value"), State("smooth", "value"), State("logy", "value"),
-                  State("experiment", "value"), State("workload", "value"))
+                  State("experiment", "value"), State("workload", "value"),
+                  State("metric-search", "value"), prevent_initial_call="initial_duplicate")
     def apply_view(search, _load, name, selection, metrics, xmode, smooth, logy, experiment,
-                   workload):
+                   workload, metric_search):
         current = current_view(selection, metrics, xmode, smooth, logy, experiment, workload)
         try:
             if ctx.triggered_id == "load-view":
                 if not name:
-                    return (*[no_update] * 6, "Pick a saved view to load.")
+                    return (*[no_update] * 8, "Pick a saved view to load.")
                 view = views.load(name)
                 message = f"Loaded view {name!r}."
             else:
@@ -142,9 +148,11 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                 elif to_query(View(**{**view.to_dict(), "name": None})) == to_query(current):
                     raise PreventUpdate
         except ViewError as exc:
-            return (*[no_update] * 6, str(exc))
-        incoming = {**view.to_dict(), "nonce": time.time()}
-        return (incoming, view.experiment, view.workload, view.xmode, view.smooth,
+            return (*[no_update] * 8, str(exc))
+        runs = list(dict.fromkeys(view.runs))
+        keys = source.metric_keys(runs) if runs else []
+        return (runs, list(view.metrics), metric_options(keys, metric_search, view.metrics),
+                view.experiment, view.workload, view.xmode, view.smooth,
                 ["log"] if view.logy else [], message)
 
     @app.callback(Output("url-out", "search"),

@@ -110,7 +110,6 @@ def build_layout(experiments: list[str], tracking_uri: str, saved_views: list[st
         # so restoring a pasted link and recording the current state never form a loop.
         dcc.Location(id="url-out", refresh=False),
         dcc.Store(id="selection", data=[]),
-        dcc.Store(id="incoming"),
         dcc.Store(id="view-range"),
         # The chart's figure as the server sent it (typed arrays as base64 specs); a zoom
         # patches it, and a clientside callback decodes it into the chart (callbacks_chart).
