@@ -33,8 +33,11 @@ def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
     uri = resolve_tracking_uri(tracking_uri)
     source = source or DataSource(uri)
     views = ViewStore(views_dir or default_views_dir())
+    # eager_loading: plotly.js and the graph/table components load with the page's other
+    # scripts instead of after the layout has rendered (a chain of two more downloads and
+    # a 4.8 MB parse on the way to a shared link's chart, docs/performance.md).
     app = Dash(__name__, title="radtrack", assets_folder=str(ASSETS), serve_locally=True,
-               update_title=None)
+               update_title=None, eager_loading=True)
     # A function, so each page load lists the experiments that exist now.
     app.layout = lambda: build_layout(source.experiments(), uri, views.names())
     callbacks_select.register(app, source, views)

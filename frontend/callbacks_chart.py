@@ -154,6 +154,17 @@ def chart_figure(source: DataSource, selection: list[str], metrics: list[str],
     return build_chart(metrics, selection, labels, series, options, uirevision=rev)
 
 
+def chart_answer(source: DataSource, selection, chosen, xmode, smooth, logy, view_range
+                 ) -> tuple[dict, str]:
+    """The chart-figure store's figure (with the query zoom.js sends back) and its key."""
+    runs, metrics, options, rev = chart_inputs(source, selection, chosen, xmode, smooth, logy,
+                                               view_range)
+    figure = chart_figure(source, runs, metrics, options, rev)
+    if runs and metrics:
+        figure[QUERY_KEY] = chart_query(runs, metrics, options.xmode, smooth, logy, rev)
+    return figure, f"{rev}:{options.smooth}"
+
+
 def _rounded(value: object) -> object:
     if isinstance(value, float | np.floating):
         return None if np.isnan(value) else float(f"{value:.4g}")
@@ -183,19 +194,18 @@ def register(app: Dash, source: DataSource) -> None:
     app.clientside_callback(DECODE_FIGURE_JS, Output("chart", "figure"), Output("chart", "style"),
                             Input("chart-figure", "data"), prevent_initial_call=True)
 
-    @app.callback(Output("chart-figure", "data"),
+    @app.callback(Output("chart-figure", "data"), Output("chart-key", "data"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),
                   Input("smooth", "value"), Input("logy", "value"), Input("live", "n_intervals"),
-                  State("view-range", "data"))
-    def draw_chart(selection, chosen, xmode, smooth, logy, _tick, view_range):
-        if ctx.triggered_id == "live" and not source.any_live(selection or []):
+                  State("view-range", "data"), State("chart-key", "data"))
+    def draw_chart(selection, chosen, xmode, smooth, logy, _tick, view_range, shown):
+        live = ctx.triggered_id == "live"
+        if live and not source.any_live(selection or []):
             raise PreventUpdate
-        runs, metrics, options, rev = chart_inputs(source, selection, chosen, xmode, smooth,
-                                                   logy, view_range)
-        figure = chart_figure(source, runs, metrics, options, rev)
-        if runs and metrics:
-            figure[QUERY_KEY] = chart_query(runs, metrics, options.xmode, smooth, logy, rev)
-        return figure
+        figure, key = chart_answer(source, selection, chosen, xmode, smooth, logy, view_range)
+        if not live and key == shown:
+            raise PreventUpdate  # already drawn (a restored link draws it in its own answer)
+        return figure, key
 
     @app.callback(Output("live", "disabled"),
                   Input("selection", "data"), Input("live", "n_intervals"))

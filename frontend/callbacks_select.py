@@ -8,7 +8,7 @@ from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
 
 from radtrack.frontend import picker
-from radtrack.frontend.callbacks_chart import metric_options
+from radtrack.frontend.callbacks_chart import chart_answer, metric_options
 from radtrack.frontend.data import DataSource, workload_number
 from radtrack.frontend.figures import run_colours, run_labels
 from radtrack.frontend.views import View, ViewError, ViewStore, from_query, to_query
@@ -125,6 +125,8 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                   Output("experiment", "value"), Output("workload", "value"),
                   Output("xmode", "value"), Output("smooth", "value"), Output("logy", "value"),
                   Output("view-msg", "children"),
+                  Output("chart-figure", "data", allow_duplicate=True),
+                  Output("chart-key", "data", allow_duplicate=True),
                   Input("url", "search"), Input("load-view", "n_clicks"),
                   State("views", "value"), State("selection", "data"), State("metrics", "value"),
                   State("xmode", "value"), State("smooth", "value"), State("logy", "value"),
@@ -136,7 +138,7 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
         try:
             if ctx.triggered_id == "load-view":
                 if not name:
-                    return (*[no_update] * 8, "Pick a saved view to load.")
+                    return (*[no_update] * 8, "Pick a saved view to load.", no_update, no_update)
                 view = views.load(name)
                 message = f"Loaded view {name!r}."
             else:
@@ -148,12 +150,15 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                 elif to_query(View(**{**view.to_dict(), "name": None})) == to_query(current):
                     raise PreventUpdate
         except ViewError as exc:
-            return (*[no_update] * 8, str(exc))
+            return (*[no_update] * 8, str(exc), no_update, no_update)
         runs = list(dict.fromkeys(view.runs))
         keys = source.metric_keys(runs) if runs else []
+        logy_value = ["log"] if view.logy else []
+        figure, key = chart_answer(source, runs, view.metrics, view.xmode, view.smooth,
+                                   logy_value, None)
         return (runs, list(view.metrics), metric_options(keys, metric_search, view.metrics),
-                view.experiment, view.workload, view.xmode, view.smooth,
-                ["log"] if view.logy else [], message)
+                view.experiment, view.workload, view.xmode, view.smooth, logy_value, message,
+                figure, key)
 
     @app.callback(Output("url-out", "search"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),

@@ -114,6 +114,9 @@ def build_layout(experiments: list[str], tracking_uri: str, saved_views: list[st
         # The chart's figure as the server sent it (typed arrays as base64 specs); a zoom
         # patches it, and a clientside callback decodes it into the chart (callbacks_chart).
         dcc.Store(id="chart-figure"),
+        # What "chart-figure" shows (callbacks_chart.chart_key): a restored link draws the
+        # chart in its restoring answer, and draw_chart then has nothing to redo.
+        dcc.Store(id="chart-key"),
         dcc.Interval(id="live", interval=LIVE_REFRESH_MS, disabled=True),
         html.Header([html.H1("radtrack"),
                      html.Span(tracking_uri, className="uri", title="tracking store (read-only)")]),
