@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
@@ -28,16 +29,34 @@ def current_view(selection, metrics, xmode, smooth, logy, experiment, workload) 
 RUN_CHECKS = {"type": "run-check", "run": ALL}
 
 
+_listings: dict[str, tuple[object, dict[str, dict], list[picker.Workload]]] = {}
+_listings_lock = threading.Lock()
+
+
+def listing(source: DataSource, experiment: str) -> tuple[dict[str, dict], list[picker.Workload]]:
+    """An experiment's run rows by id and its workloads, worked out once per listing read
+    (the source re-reads a listing at most every few seconds; every picker step asks)."""
+    frame = source.experiment_runs(experiment)
+    with _listings_lock:
+        memo = _listings.get(experiment)
+        if memo is not None and memo[0] is frame:
+            return memo[1], memo[2]
+    rows = {r["run_id"]: r for r in frame.to_dict("records")}
+    found = picker.workloads(frame)
+    with _listings_lock:
+        _listings[experiment] = (frame, rows, found)
+    return rows, found
+
+
 def run_rows(source: DataSource, experiment: str | None, workload: str | None,
              text: str | None, selection: list[str]) -> tuple[list, list[str]]:
     """The rows of one workload's runs that pass the filter, and their ids."""
     if not experiment or not workload:
         return [], []
-    frame = source.experiment_runs(experiment)
-    chosen = next((w for w in picker.workloads(frame) if w.key == workload), None)
+    rows, found = listing(source, experiment)
+    chosen = next((w for w in found if w.key == workload), None)
     if chosen is None:
         return [], []
-    rows = {r["run_id"]: r for r in frame.to_dict("records")}
     now = time.time()
     visible = [r for r in chosen.run_ids if picker.matches(rows[r], text or "")]
     return [picker.run_row(rows[r], r in selection, now) for r in visible], visible
@@ -49,9 +68,8 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
     def list_workloads(experiment, text):
         if not experiment:
             return []
-        frame = source.experiment_runs(experiment)
-        rows = {r["run_id"]: r for r in frame.to_dict("records")}
-        return [{"label": w.label, "value": w.key} for w in picker.workloads(frame)
+        rows, found = listing(source, experiment)
+        return [{"label": w.label, "value": w.key} for w in found
                 if any(picker.matches(rows[r], text or "") for r in w.run_ids)]
 
     @app.callback(Output("runs", "children"),
