@@ -247,7 +247,8 @@ def run_once(args: argparse.Namespace, uri: str, root: Path, index: int) -> dict
             summary = []
             for workload in range(1, last + 1):
                 page.locator("#workload label", has_text=f"Workload {workload} ").click()
-                page.wait_for_selector("#runs .run-name")
+                page.wait_for_function("document.querySelector('#runs').innerText"
+                                       f".includes('bench-{workload} B')")
                 for letter in ("A", "B"):
                     n = 2 * (workload - 1) + (letter == "B") + 1
                     # Ticking a run until the summary table (open by default) has its row.

@@ -22,6 +22,7 @@ from radtrack.frontend import (
 )
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.layout import build_layout
+from radtrack.frontend.restore import referrer_query, restore
 from radtrack.frontend.views import ViewStore, default_views_dir
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -38,8 +39,13 @@ def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
     # a 4.8 MB parse on the way to a shared link's chart, docs/performance.md).
     app = Dash(__name__, title="radtrack", assets_folder=str(ASSETS), serve_locally=True,
                update_title=None, eager_loading=True)
-    # A function, so each page load lists the experiments that exist now.
-    app.layout = lambda: build_layout(source.experiments(), uri, views.names())
+    def page() -> object:
+        # A function, so each page load lists the experiments that exist now; a shared
+        # link's page comes with its state and chart already in it (restore.py).
+        state = restore(source, referrer_query())
+        return build_layout(source.experiments(), uri, views.names(), state)
+
+    app.layout = page
     callbacks_select.register(app, source, views)
     callbacks_chart.register(app, source)
     callbacks_export.register(app, source)

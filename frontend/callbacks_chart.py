@@ -45,7 +45,7 @@ HEADER_PREFIX = "#group "
 #   whenever its box changes size (Plotly.Plots.resize drops layout.height), so a layout
 #   height came back as a change, and a full redraw, on the first zoom after each new figure.
 DECODE_FIGURE_JS = """
-function(stored) {
+function(stored, _boot) {
     const keep = window.dash_clientside.no_update;
     if (!stored) { return [keep, keep]; }
     const types = {f8: Float64Array, f4: Float32Array, i4: Int32Array, u4: Uint32Array,
@@ -191,8 +191,11 @@ def register(app: Dash, source: DataSource) -> None:
                             Output("corr-panel", "style"), Output("shares-panel", "style"),
                             Input("tabs", "value"))
 
+    # "chart-boot" is written by no callback: with it as an input, Dash calls the decode on
+    # page load, so a figure that came with the layout (a shared link, restore.py) is drawn;
+    # Dash skips a first call whose inputs are all other callbacks' outputs.
     app.clientside_callback(DECODE_FIGURE_JS, Output("chart", "figure"), Output("chart", "style"),
-                            Input("chart-figure", "data"), prevent_initial_call=True)
+                            Input("chart-figure", "data"), Input("chart-boot", "data"))
 
     @app.callback(Output("chart-figure", "data"), Output("chart-key", "data"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),

@@ -62,15 +62,51 @@ def run_rows(source: DataSource, experiment: str | None, workload: str | None,
     return [picker.run_row(rows[r], r in selection, now) for r in visible], visible
 
 
+def runs_children(source: DataSource, experiment: str | None, workload: str | None,
+                  text: str | None, selection: list[str]) -> list | html.P:
+    rows, _ = run_rows(source, experiment, workload, text, selection)
+    if not rows:
+        return html.P("Pick an experiment and a workload." if not workload
+                      else "No run matches the filter.", className="hint")
+    return rows
+
+
+def workload_options(source: DataSource, experiment: str | None, text: str | None) -> list[dict]:
+    if not experiment:
+        return []
+    rows, found = listing(source, experiment)
+    return [{"label": w.label, "value": w.key} for w in found
+            if any(picker.matches(rows[r], text or "") for r in w.run_ids)]
+
+
+def basket_children(source: DataSource, selection: list[str] | None) -> list | html.P:
+    """The Selection basket: the runs grouped by experiment and workload, each in its colour."""
+    if not selection:
+        return html.P("No runs selected. Tick runs on the left; they stay here across "
+                      "experiments.", className="hint")
+    rows = source.run_rows(selection)
+    colours, labels = run_colours(selection), run_labels(rows)
+    groups: dict[str, list] = {}
+    for row in rows:
+        workload = workload_number(row.get("workload"))
+        key = f"{row.get('experiment')} · " + (f"Workload {workload}" if workload is not None
+                                                else "single runs")
+        groups.setdefault(key, []).append(html.Li([
+            html.Span(className="swatch", style={"background": colours[row["run_id"]]}),
+            html.Span(labels[row["run_id"]], className="basket-name",
+                      title=f"{row.get('run_name')} ({row['run_id']}), {row.get('status')}"),
+            html.Button("✕", id={"type": "remove", "run": row["run_id"]},
+                        className="remove", title="remove from the selection"),
+        ]))
+    return [html.Div([html.H3(key), html.Ul(items)], className="basket-group")
+            for key, items in groups.items()]
+
+
 def register(app: Dash, source: DataSource, views: ViewStore) -> None:
     @app.callback(Output("workload", "options"),
                   Input("experiment", "value"), Input("run-filter", "value"))
     def list_workloads(experiment, text):
-        if not experiment:
-            return []
-        rows, found = listing(source, experiment)
-        return [{"label": w.label, "value": w.key} for w in found
-                if any(picker.matches(rows[r], text or "") for r in w.run_ids)]
+        return workload_options(source, experiment, text)
 
     @app.callback(Output("runs", "children"),
                   Input("workload", "value"), Input("run-filter", "value"),
@@ -78,15 +114,12 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                   State("experiment", "value"))
     def show_runs(workload, text, selection, shown_values, shown_ids, experiment):
         selection = list(selection or [])
-        rows, visible = run_rows(source, experiment, workload, text, selection)
         if ctx.triggered_id == "selection":
+            _, visible = run_rows(source, experiment, workload, text, selection)
             shown = {i["run"]: bool(v) for i, v in zip(shown_ids, shown_values, strict=True)}
             if shown == {r: r in selection for r in visible}:
                 raise PreventUpdate  # the boxes already say so (the user just ticked one)
-        if not rows:
-            return html.P("Pick an experiment and a workload." if not workload
-                          else "No run matches the filter.", className="hint")
-        return rows
+        return runs_children(source, experiment, workload, text, selection)
 
     @app.callback(Output("selection", "data"),
                   Input(RUN_CHECKS, "value"), Input("clear", "n_clicks"),
@@ -114,25 +147,7 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
 
     @app.callback(Output("basket", "children"), Input("selection", "data"))
     def show_basket(selection):
-        if not selection:
-            return html.P("No runs selected. Tick runs on the left; they stay here across "
-                          "experiments.", className="hint")
-        runs = source.runs(selection)
-        colours, labels = run_colours(selection), run_labels(runs)
-        groups: dict[str, list] = {}
-        for row in runs.to_dict("records"):
-            workload = workload_number(row.get("workload"))
-            key = f"{row.get('experiment')} · " + (f"Workload {workload}" if workload is not None
-                                                    else "single runs")
-            groups.setdefault(key, []).append(html.Li([
-                html.Span(className="swatch", style={"background": colours[row["run_id"]]}),
-                html.Span(labels[row["run_id"]], className="basket-name",
-                          title=f"{row.get('run_name')} ({row['run_id']}), {row.get('status')}"),
-                html.Button("✕", id={"type": "remove", "run": row["run_id"]},
-                            className="remove", title="remove from the selection"),
-            ]))
-        return [html.Div([html.H3(key), html.Ul(items)], className="basket-group")
-                for key, items in groups.items()]
+        return basket_children(source, selection)
 
     # A shared link or a saved view is restored in one answer: runs, ticked metrics (with
     # their options), experiment, workload and axis settings, so the chart is drawn from
