@@ -1,12 +1,24 @@
-"""Frontend benchmark: time to a rendered chart and to a re-sampled zoom, in a real browser.
+"""Frontend benchmark: the page's response times in a real browser, repeated.
 
 Seeds a store with 10 runs x 20 metrics x 36,000 points (one hour at 10 Hz) as Parquet
-telemetry, starts ``python -m radtrack.frontend`` as its own process, drives headless
-Chromium with Playwright and times, inside the page, from the click (or the relayout
-call) until the plot's DOM holds the new traces. Prints a Markdown table; ``--json``
-also writes the numbers.
+telemetry plus 190 small runs in 19 more experiments (200 runs in 20 experiments), then,
+``--repeat`` times, starts ``python -m radtrack.frontend`` (the frontend/ folder next to
+this file) as its own process with an empty cache and drives headless Chromium with
+Playwright. Times are taken inside the page (``performance.now()``) from the click, the
+typed filter or the relayout call until the page shows the result:
 
-    .venv/bin/python benchmarks/frontend.py [--runs 10] [--metrics 20] [--points 36000]
+- summary: each run ticked -> the Summary table has its row (10 ticks);
+- first chart: a metric ticked -> 10 traces drawn (cold cache); three more metrics;
+- zoom: 7 zooms -> every trace re-sampled for the new window and drawn;
+- shared link: the page's URL opened ``--links`` times in a new tab -> chart drawn;
+- picker, in the 200-run store: experiment -> its workloads listed, workload -> its runs,
+  tick -> basket, filter -> workloads that match, filter cleared.
+
+Prints one Markdown row per run (median / max within it, the 1-minute load average at its
+start and end) and the median / max over all runs; ``--json`` also writes every number.
+``--quiet-below 1.5`` waits for a quiet machine before each run.
+
+    .venv/bin/python benchmarks/frontend.py [--repeat 3] [--quiet-below 1.5] [--json out.json]
 """
 
 from __future__ import annotations
