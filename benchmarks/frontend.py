@@ -1,12 +1,24 @@
-"""Frontend benchmark: time to a rendered chart and to a re-sampled zoom, in a real browser.
+"""Frontend benchmark: the page's response times in a real browser, repeated.
 
 Seeds a store with 10 runs x 20 metrics x 36,000 points (one hour at 10 Hz) as Parquet
-telemetry, starts ``python -m radtrack.frontend`` as its own process, drives headless
-Chromium with Playwright and times, inside the page, from the click (or the relayout
-call) until the plot's DOM holds the new traces. Prints a Markdown table; ``--json``
-also writes the numbers.
+telemetry plus 190 small runs in 19 more experiments (200 runs in 20 experiments), then,
+``--repeat`` times, starts ``python -m radtrack.frontend`` (the frontend/ folder next to
+this file) as its own process with an empty cache and drives headless Chromium with
+Playwright. Times are taken inside the page (``performance.now()``) from the click, the
+typed filter or the relayout call until the page shows the result:
 
-    .venv/bin/python benchmarks/frontend.py [--runs 10] [--metrics 20] [--points 36000]
+- summary: each run ticked -> the Summary table has its row (10 ticks);
+- first chart: a metric ticked -> 10 traces drawn (cold cache); three more metrics;
+- zoom: 7 zooms -> every trace re-sampled for the new window and drawn;
+- shared link: the page's URL opened ``--links`` times in a new tab -> chart drawn;
+- picker, in the 200-run store: experiment -> its workloads listed, workload -> its runs,
+  tick -> basket, filter -> workloads that match, filter cleared.
+
+Prints one Markdown row per run (median / max within it, the 1-minute load average at its
+start and end) and the median / max over all runs; ``--json`` also writes every number.
+``--quiet-below 1.5`` waits for a quiet machine before each run.
+
+    .venv/bin/python benchmarks/frontend.py [--repeat 3] [--quiet-below 1.5] [--json out.json]
 """
 
 from __future__ import annotations
@@ -29,6 +41,9 @@ import psutil
 from radtrack.frontend.synthetic import DEFAULT_METRICS, new_store, seed_workload
 
 CHROMIUM = "/usr/bin/chromium"
+# The frontend/ folder next to this benchmark: what it measures unless told otherwise (an
+# editable install may map radtrack.frontend to another checkout).
+THIS_TREE = Path(__file__).resolve().parents[1] / "frontend"
 GD = "document.querySelector('#chart .js-plotly-plot')"
 # Click, then poll on every animation frame until the condition holds; returns elapsed ms.
 TIMED_CLICK = """async ([selector, text, condition]) => {
@@ -64,7 +79,8 @@ TIMED_ZOOM = """async ([lo, hi, condition]) => {
     });
     const t1 = performance.now();
     const calls = performance.getEntriesByType('resource')
-        .filter(e => e.name.includes('_dash-update-component') && e.startTime >= t0);
+        .filter(e => (e.name.includes('_radtrack/zoom') || e.name.includes('_dash-update-component'))
+                     && e.startTime >= t0);
     const last = calls[calls.length - 1];
     return {total: t1 - t0, requests: calls.length,
             before_request: calls.length ? calls[0].startTime - t0 : null,
@@ -148,17 +164,89 @@ def machine() -> str:
     return f"{cpu}, {os.cpu_count()} cores, {mem:.0f} GiB RAM, {platform.system()} {platform.release()}"
 
 
-def run(args: argparse.Namespace) -> dict:
+def seed_picker(uri: str, root: Path, experiments: int, workloads: int) -> float:
+    """Small runs for the picker: ``experiments`` more experiments of ``workloads`` workloads
+    of rows A and B. Experiment i numbers its workloads from 10 i + 1, so each list of
+    workloads reads differently from the one before."""
+    t0 = time.perf_counter()
+    for i in range(1, experiments + 1):
+        for w in range(1, workloads + 1):
+            seed_workload(uri, f"pick{i:02d}", 10 * i + w, ["A", "B"], metrics=PICKER_METRICS,
+                          points=60, hz=1.0, history=False, telemetry=False, epochs=0,
+                          start=1_690_000_000.0 + i * 100_000 + w * 100,
+                          artifact_root=root / "artifacts")
+    return time.perf_counter() - t0
+
+
+PICKER_METRICS = ("smi/gpu0/power_w", "top/cpu_pct")
+TIMED_ACTION = """async ([selector, text, condition, typed]) => {
+    const target = [...document.querySelectorAll(selector)].find(
+        e => text === null || e.innerText.trim() === text);
+    if (!target) { throw new Error('no ' + selector + ' with text ' + text); }
+    const t0 = performance.now();
+    if (typed === null) { target.click(); }
+    else {
+        const setter = Object.getOwnPropertyDescriptor(HTMLInputElement.prototype, 'value').set;
+        setter.call(target, typed);
+        target.dispatchEvent(new Event('input', {bubbles: true}));
+        target.dispatchEvent(new KeyboardEvent('keydown', {key: 'Enter', keyCode: 13, bubbles: true}));
+        target.dispatchEvent(new KeyboardEvent('keypress', {key: 'Enter', keyCode: 13, bubbles: true}));
+        target.dispatchEvent(new Event('change', {bubbles: true}));
+    }
+    await new Promise((resolve, reject) => {
+        const check = () => {
+            if (new Function('return ' + condition)()) { resolve(); }
+            else if (performance.now() - t0 > 60000) { reject(new Error('timeout: ' + condition)); }
+            else { requestAnimationFrame(check); }
+        };
+        check();
+    });
+    return performance.now() - t0;
+}"""
+
+
+def picker_steps(page, url: str, experiments: int, workloads: int) -> dict[str, list[float]]:
+    """In-page times of the picker's steps in a store of many runs, per kind of step."""
+    steps: dict[str, list[float]] = {"experiment": [], "workload": [], "tick": [], "filter": [],
+                                     "clear filter": []}
+    page.goto(url)
+    page.wait_for_selector("#experiment label")
+    labels = "document.querySelectorAll('#workload label')"
+    ticked = 0
+    for i in range(1, experiments + 1):
+        first = 10 * i + 1
+        steps["experiment"].append(page.evaluate(TIMED_ACTION, [
+            "#experiment label", f"pick{i:02d}",
+            f"{labels}.length === {workloads} && "
+            f"document.querySelector('#workload').innerText.includes('Workload {first} ')", None]))
+        last = 10 * i + workloads
+        steps["workload"].append(page.evaluate(TIMED_ACTION, [
+            "#workload label", _label_text(page, last),
+            f"document.querySelector('#runs').innerText.includes('pick{i:02d}-{last} B')", None]))
+        ticked += 1
+        steps["tick"].append(page.evaluate(TIMED_ACTION, [
+            "#runs .run-name label", f"pick{i:02d}-{last} A",
+            f"document.querySelectorAll('#basket li').length === {ticked}", None]))
+        steps["filter"].append(page.evaluate(TIMED_ACTION, [
+            "#run-filter", None, f"{labels}.length === 1", f"pick{i:02d}-{first} "]))
+        steps["clear filter"].append(page.evaluate(TIMED_ACTION, [
+            "#run-filter", None, f"{labels}.length === {workloads}", ""]))
+    return steps
+
+
+def _label_text(page, workload: int) -> str:
+    return page.evaluate("""(w) => [...document.querySelectorAll('#workload label')]
+        .map(e => e.innerText.trim()).find(t => t.startsWith('Workload ' + w + ' '))""", workload)
+
+
+def run_once(args: argparse.Namespace, uri: str, root: Path, index: int) -> dict:
     from playwright.sync_api import sync_playwright
 
-    root = Path(tempfile.mkdtemp(prefix="radtrack-frontend-bench-"))
-    uri, seed_s = seed(root, args.runs, args.metrics, args.points, args.history)
     chosen = list(args.chart_keys)
-    server, url = start_server(uri, root, args.frontend_from)
+    run_root = root / f"run{index}"
+    server, url = start_server(uri, run_root, args.frontend_from)
     proc = psutil.Process(server.pid)
-    results: dict = {"machine": machine(), "frontend": str(args.frontend_from or "installed"),
-                     "load": [os.getloadavg()[0]], "runs": args.runs, "metrics": args.metrics,
-                     "points": args.points, "seed_s": seed_s, "rss_idle_mib": proc.memory_info().rss / 2**20}
+    results: dict = {"load": [os.getloadavg()[0]], "rss_idle_mib": proc.memory_info().rss / 2**20}
     try:
         with sync_playwright() as playwright:
             browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
@@ -168,22 +256,20 @@ def run(args: argparse.Namespace) -> dict:
             page.goto(url)
             page.locator("#experiment").get_by_text("bench", exact=True).click()
             last = args.runs // 2
+            summary = []
             for workload in range(1, last + 1):
                 page.locator("#workload label", has_text=f"Workload {workload} ").click()
+                page.wait_for_function("document.querySelector('#runs').innerText"
+                                       f".includes('bench-{workload} B')")
                 for letter in ("A", "B"):
-                    if workload == last and letter == "B":
-                        t_last = time.perf_counter()
-                    page.locator("#runs .run-name").get_by_text(f"bench-{workload} {letter}",
-                                                                exact=True).click()
-                page.wait_for_function(
-                    f"document.querySelectorAll('#basket li').length === {workload * 2}")
+                    n = 2 * (workload - 1) + (letter == "B") + 1
+                    # Ticking a run until the summary table (open by default) has its row.
+                    summary.append(page.evaluate(TIMED_ACTION, [
+                        "#runs .run-name label", f"bench-{workload} {letter}",
+                        f"document.querySelectorAll('#summary tr').length > {n}", None]))
+            results["summary_ms"] = summary
             page.wait_for_function("document.querySelectorAll('#metrics input:not(:disabled)')"
                                    f".length >= {args.metrics}")
-            # The summary table (open by default) is computed from every sample of the
-            # selection; timing starts once it is there, as a user would see the page settle.
-            page.wait_for_function("document.querySelectorAll('#summary tr').length > "
-                                   f"{args.runs}", polling=50)
-            results["summary_table_ms"] = (time.perf_counter() - t_last) * 1000
             clicks = []
             for i, key in enumerate(chosen, start=1):
                 short = key.split("/", 1)[1]
@@ -192,13 +278,6 @@ def run(args: argparse.Namespace) -> dict:
             results["first_chart_ms"] = clicks[0]
             results["add_metric_ms"] = clicks[1:]
             results["rss_after_chart_mib"] = proc.memory_info().rss / 2**20
-            if os.environ.get("BENCH_DEBUG"):
-                def show(r):
-                    if "_dash-update" in r.url:
-                        body = r.post_data_json
-                        rel = [i.get("value") for i in body.get("inputs", []) if isinstance(i, dict) and i.get("property") == "relayoutData"]
-                        print("REQ", round(time.time() % 100, 3), body.get("changedPropIds"), rel)
-                page.on("request", show)
             zooms = []
             duration = args.points / 10.0
             width = min(args.zoom_width, duration / 4)
@@ -217,12 +296,23 @@ def run(args: argparse.Namespace) -> dict:
             if args.screenshot:
                 page.screenshot(path=args.screenshot, full_page=True)
             page.close()  # headless Chromium does not draw a page that is not in front
-            fresh = browser.new_page(viewport={"width": 1500, "height": 1000})
-            t0 = time.perf_counter()
-            fresh.goto(link)
-            # Interval polling: animation-frame polling was seen to stall on a freshly opened page.
-            fresh.wait_for_function(rendered(args.runs * len(chosen)), polling=50, timeout=120_000)
-            results["shared_link_warm_ms"] = (time.perf_counter() - t0) * 1000
+            links = []
+            for _ in range(args.links):
+                fresh = browser.new_page(viewport={"width": 1500, "height": 1000})
+                t0 = time.perf_counter()
+                fresh.goto(link)
+                # Interval polling: animation-frame polling was seen to stall on a fresh page.
+                fresh.wait_for_function(rendered(args.runs * len(chosen)), polling=50,
+                                        timeout=120_000)
+                links.append((time.perf_counter() - t0) * 1000)
+                fresh.close()
+            results["shared_link_ms"] = links
+            if args.picker_experiments:
+                tab = browser.new_page(viewport={"width": 1500, "height": 1000})
+                tab.set_default_timeout(120_000)
+                results["picker_ms"] = picker_steps(tab, url, args.picker_experiments,
+                                                    args.picker_workloads)
+                tab.close()
             results["rss_end_mib"] = proc.memory_info().rss / 2**20
             browser.close()
     finally:
@@ -232,31 +322,78 @@ def run(args: argparse.Namespace) -> dict:
     return results
 
 
+def wait_quiet(limit: float, max_wait_s: float) -> float:
+    """Wait (up to ``max_wait_s``) until the 1-minute load average is under ``limit``."""
+    deadline = time.monotonic() + max_wait_s
+    while os.getloadavg()[0] >= limit and time.monotonic() < deadline:
+        time.sleep(15)
+    return os.getloadavg()[0]
+
+
+def run(args: argparse.Namespace) -> dict:
+    root = Path(tempfile.mkdtemp(prefix="radtrack-frontend-bench-"))
+    uri, seed_s = seed(root, args.runs, args.metrics, args.points, args.history)
+    picker_runs = 2 * args.picker_experiments * args.picker_workloads
+    picker_s = seed_picker(uri, root, args.picker_experiments, args.picker_workloads)
+    results: dict = {"machine": machine(), "frontend": str(args.frontend_from),
+                     "runs": args.runs, "metrics": args.metrics, "points": args.points,
+                     "seed_s": seed_s, "picker_runs": picker_runs, "picker_seed_s": picker_s,
+                     "picker_experiments": args.picker_experiments,
+                     "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "repeats": []}
+    for i in range(args.repeat):
+        if args.quiet_below:
+            wait_quiet(args.quiet_below, args.quiet_wait_s)
+        results["repeats"].append(run_once(args, uri, root, i))
+        print(repeat_row(i + 1, results["repeats"][-1]), file=sys.stderr, flush=True)
+    return results
+
+
+def _mm(values: list[float]) -> str:
+    return f"{statistics.median(values):.0f} / {max(values):.0f}"
+
+
+def repeat_row(n: int, r: dict) -> str:
+    picker = r.get("picker_ms", {})
+    cells = [f"{n}", f"{r['load'][0]:.2f}-{r['load'][1]:.2f}", f"{r['first_chart_ms']:.0f}",
+             _mm(r["zoom_ms"]), _mm(r["summary_ms"]), f"{r['summary_ms'][-1]:.0f}",
+             _mm(r["shared_link_ms"])]
+    cells += [_mm(picker[k]) if k in picker else "-" for k in PICKER_STEPS]
+    cells.append(f"{r['rss_idle_mib']:.0f} / {r['rss_after_chart_mib']:.0f} / {r['rss_end_mib']:.0f}")
+    return "| " + " | ".join(cells) + " |"
+
+
+PICKER_STEPS = ("experiment", "workload", "tick", "filter", "clear filter")
+
+
 def table(r: dict) -> str:
-    zoom = r["zoom_ms"]
+    reps = r["repeats"]
     lines = [
-        f"Machine: {r['machine']}; Chromium {r.get('chromium')} headless.",
+        f"Machine: {r['machine']}; Chromium {reps[0].get('chromium')} headless; {r['date']}.",
         f"Store: {r['runs']} runs x {r['metrics']} metrics x {r['points']:,} points "
-        f"(Parquet telemetry), seeded in {r['seed_s']:.1f} s.",
-        f"Frontend: {r['frontend']}; load average {r['load'][0]:.2f} at the start, "
-        f"{r['load'][1]:.2f} at the end.",
+        f"(Parquet telemetry, seeded in {r['seed_s']:.1f} s) + {r['picker_runs']} small runs "
+        f"in {r.get('picker_experiments', '')} more experiments for the picker "
+        f"({r['picker_seed_s']:.1f} s).",
+        f"Frontend: {r['frontend']}. Each row: one run (fresh server, cold caches); times in ms, "
+        "median / max within the run.",
         "",
-        "| measurement | result | target |",
-        "| --- | --- | --- |",
-        f"| first chart: click a metric with {r['runs']} runs selected -> {r['runs']} traces drawn (cold cache) "
-        f"| {r['first_chart_ms']:.0f} ms | < 1500 ms |",
-        "| each further metric (cold for that metric, chart redrawn with all subplots) | "
-        + ", ".join(f"{v:.0f}" for v in r["add_metric_ms"]) + " ms | |",
-        f"| zoom -> re-sampled chart ({len(zoom)} zooms; median / max) | "
-        f"{statistics.median(zoom):.0f} / {max(zoom):.0f} ms | < 300 ms |",
-        f"| summary table of the {r['runs']} runs, from ticking the last run (cold cache) | "
-        f"{r['summary_table_ms']:.0f} ms | |",
-        f"| points per trace after zoom (budget) | {r['points_per_trace_after_zoom']} | |",
-        f"| shared link opened in a new tab (warm server cache) -> chart drawn | "
-        f"{r['shared_link_warm_ms']:.0f} ms | |",
-        f"| server RSS: idle / after first chart / at end | {r['rss_idle_mib']:.0f} / "
-        f"{r['rss_after_chart_mib']:.0f} / {r['rss_end_mib']:.0f} MiB | |",
+        "| run | load 1-min (start-end) | first chart | zoom (7) | summary per tick (10) | "
+        "summary, last tick | shared link | picker: experiment | workload | tick | filter | "
+        "clear filter | server RSS idle / chart / end MiB |",
+        "| --- " * 13 + "|",
+        *[repeat_row(i, rep) for i, rep in enumerate(reps, start=1)],
     ]
+    every = {
+        "zoom": [v for rep in reps for v in rep["zoom_ms"]],
+        "summary per tick": [v for rep in reps for v in rep["summary_ms"]],
+        "shared link": [v for rep in reps for v in rep["shared_link_ms"]],
+        "first chart": [rep["first_chart_ms"] for rep in reps],
+    }
+    for step in PICKER_STEPS:
+        values = [v for rep in reps for v in rep.get("picker_ms", {}).get(step, [])]
+        if values:
+            every[f"picker {step}"] = values
+    lines += ["", "All runs together (median / max, ms): " + "; ".join(
+        f"{k} {_mm(v)}" for k, v in every.items()) + "."]
     return "\n".join(lines)
 
 
@@ -273,10 +410,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--zoom-width", type=float, default=300.0, help="seconds shown per zoom")
     parser.add_argument("--history", action="store_true",
                         help="also log every sample to MLflow's metric history (slow to seed)")
+    parser.add_argument("--links", type=int, default=3, help="times the shared link is opened")
+    parser.add_argument("--picker-experiments", type=int, default=19,
+                        help="more experiments of small runs for the picker steps (0: none)")
+    parser.add_argument("--picker-workloads", type=int, default=5,
+                        help="workloads (rows A and B) per picker experiment")
+    parser.add_argument("--repeat", type=int, default=3, help="runs, each with a fresh server")
+    parser.add_argument("--quiet-below", type=float, default=0.0, metavar="LOAD",
+                        help="before each run wait until the 1-minute load average is below LOAD")
+    parser.add_argument("--quiet-wait-s", type=float, default=900.0,
+                        help="give up waiting for a quiet machine after this long")
     parser.add_argument("--json", type=Path, default=None, help="write the results here too")
     parser.add_argument("--screenshot", default=None, help="save the page as PNG here")
     parser.add_argument("--frontend-from", type=Path, default=None, metavar="DIR",
                         help="serve radtrack.frontend from this copy of the frontend/ folder "
+                             "(default: the one next to this benchmark) "
                              "(e.g. `git archive <commit> frontend | tar -x -C /tmp/old`, then "
                              "/tmp/old/frontend) to compare versions under the same load")
     args = parser.parse_args(argv)
@@ -285,7 +433,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [k for k in args.chart_keys if k not in DEFAULT_METRICS[:args.metrics]]
     if unknown:
         parser.error(f"--chart-keys {', '.join(unknown)} not among the seeded metrics")
-    if args.frontend_from and not (args.frontend_from / "app.py").is_file():
+    if args.frontend_from is None:
+        args.frontend_from = THIS_TREE
+    if not (args.frontend_from / "app.py").is_file():
         parser.error(f"--frontend-from {args.frontend_from}: no app.py there")
     if not os.path.exists(CHROMIUM):
         parser.error(f"{CHROMIUM} is missing (apt-get install chromium)")

@@ -8,11 +8,10 @@ import json
 
 import numpy as np
 import pandas as pd
-from dash import Dash, Input, Output, Patch, State, ctx, no_update
+from dash import Dash, Input, Output, State, ctx
 from dash.exceptions import PreventUpdate
 
 from radtrack.analysis.correlation import correlate
-from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.frontend.data import DataSource, long_frame
 from radtrack.frontend.figures import (
     ChartOptions,
@@ -21,6 +20,8 @@ from radtrack.frontend.figures import (
     empty_figure,
     run_labels,
 )
+from radtrack.frontend.summaries import SummaryCache, summary_frame  # noqa: F401 (re-export)
+from radtrack.frontend.zoom_data import QUERY_KEY, chart_query
 
 # Listener groups in the order a reader scans them; anything else follows, the script's
 # own metrics (no listener prefix) come last.
@@ -29,8 +30,10 @@ SCRIPT_GROUP = "script"
 # '#' cannot occur in an MLflow metric key, so a header never collides with a metric.
 HEADER_PREFIX = "#group "
 
-# A zoom or pan becomes the "view-range" store ({rev, x}) in the browser: assets/zoom.js
-# sets it straight from Plotly's relayout event, and draw_chart re-samples that window.
+# A zoom or pan is answered outside Dash: assets/zoom.js posts the figure's chart query
+# (figure["radtrack"], kept by DECODE_FIGURE_JS) and the new x range to /_radtrack/zoom
+# (zoom_data.py) and restyles the plot with the binary answer; it then records the range in
+# the "view-range" store ({rev, x}), which live refreshes and exports read.
 
 # Runs in the browser: the server's figure (kept in the "chart-figure" store, its arrays
 # base64 typed-array specs) becomes the chart's figure. Two things keep a zoom from
@@ -42,7 +45,7 @@ HEADER_PREFIX = "#group "
 #   whenever its box changes size (Plotly.Plots.resize drops layout.height), so a layout
 #   height came back as a change, and a full redraw, on the first zoom after each new figure.
 DECODE_FIGURE_JS = """
-function(stored) {
+function(stored, _boot) {
     const keep = window.dash_clientside.no_update;
     if (!stored) { return [keep, keep]; }
     const types = {f8: Float64Array, f4: Float32Array, i4: Int32Array, u4: Uint32Array,
@@ -56,13 +59,17 @@ function(stored) {
         for (let i = 0; i < raw.length; i++) { bytes[i] = raw.charCodeAt(i); }
         return new types[value.dtype](bytes.buffer);
     };
+    window.radtrackChart = stored.radtrack || null;
     const data = (stored.data || []).map(
         trace => Object.assign({}, trace, {x: decode(trace.x), y: decode(trace.y)}));
     const layout = Object.assign({}, stored.layout || {}, {autosize: true});
     const height = layout.height;
     delete layout.height;
     const style = height ? {height: height + 'px'} : keep;
-    return [Object.assign({}, stored, {data: data, layout: layout}), style];
+    const figure = Object.assign({}, stored, {data: data, layout: layout});
+    delete figure.radtrack;
+    window.radtrackFigure = figure;  // zoom.js keeps its layout in step with the plot's
+    return [figure, style];
 }
 """
 
@@ -147,38 +154,15 @@ def chart_figure(source: DataSource, selection: list[str], metrics: list[str],
     return build_chart(metrics, selection, labels, series, options, uirevision=rev)
 
 
-def summary_frame(source: DataSource, runs: pd.DataFrame) -> pd.DataFrame:
-    """The Summary tab's table: the launcher's stored summaries of FINISHED runs, samples
-    (through the server's series cache) only for what those do not answer.
-
-    No p95 columns: a time-weighted p95 needs every sample of every summarised quantity
-    (about 3x the time and 190 MiB more server memory for 10 runs x 36,000 points,
-    docs/performance.md), while the mean and the max are stored single values.
-    ``radtrack.analysis.summarize_runs`` still reports p95 by default.
-    """
-
-    def load(run_ids: list[str], keys: list[str]) -> pd.DataFrame:
-        return long_frame(source.series(run_ids, keys))
-
-    return summarize_runs(runs, tracking_uri=source.tracking_uri, quantiles=False, load=load)
-
-
-def zoom_patch(figure: dict) -> Patch:
-    """Only what a zoom changes: each trace's x and y, and the x ranges.
-
-    Applied to the "chart-figure" store, which holds the server's last figure. The browser
-    already shows this figure's traces (same uirevision, so the same runs,
-    metrics and axes, in the same order); sending the arrays alone spares it parsing and
-    diffing the whole figure again.
-    """
-    patch = Patch()
-    for i, trace in enumerate(figure["data"]):
-        patch["data"][i]["x"] = trace["x"]
-        patch["data"][i]["y"] = trace["y"]
-    for key, value in figure["layout"].items():
-        if key.startswith("xaxis") and "range" in value:
-            patch["layout"][key]["range"] = value["range"]
-    return patch
+def chart_answer(source: DataSource, selection, chosen, xmode, smooth, logy, view_range
+                 ) -> tuple[dict, str]:
+    """The chart-figure store's figure (with the query zoom.js sends back) and its key."""
+    runs, metrics, options, rev = chart_inputs(source, selection, chosen, xmode, smooth, logy,
+                                               view_range)
+    figure = chart_figure(source, runs, metrics, options, rev)
+    if runs and metrics:
+        figure[QUERY_KEY] = chart_query(runs, metrics, options.xmode, smooth, logy, rev)
+    return figure, f"{rev}:{options.smooth}"
 
 
 def _rounded(value: object) -> object:
@@ -188,44 +172,43 @@ def _rounded(value: object) -> object:
 
 
 def register(app: Dash, source: DataSource) -> None:
-    @app.callback(Output("metrics", "options"), Output("metrics", "value"),
+    summaries = SummaryCache(source)
+
+    @app.callback(Output("metrics", "options"),
                   Input("selection", "data"), Input("metric-search", "value"),
-                  Input("metrics", "value"), Input("incoming", "data"))
-    def control_metrics(selection, search, chosen, incoming):
+                  Input("metrics", "value"))
+    def control_metrics(selection, search, chosen):
+        # Only the options: the ticked metrics are the user's (or a restored view's, set by
+        # callbacks_select.apply_view together with the runs), so the chart never waits
+        # for this callback.
         chosen = [m for m in (chosen or []) if not m.startswith(HEADER_PREFIX)]
-        trigger = ctx.triggered_id
-        if trigger == "metrics" and not (search or "").strip():
-            # A tick changes nothing here; answering would redraw the chart a second time.
-            raise PreventUpdate
+        if ctx.triggered_id == "metrics" and not (search or "").strip():
+            raise PreventUpdate  # a tick changes no option
         keys = source.metric_keys(selection) if selection else []
-        if trigger == "incoming" and incoming:
-            chosen = list(incoming.get("metrics", []))
-            return metric_options(keys, search, chosen), chosen
-        return metric_options(keys, search, chosen), no_update
+        return metric_options(keys, search, chosen)
 
     app.clientside_callback(TABS_JS, Output("summary-panel", "style"),
                             Output("corr-panel", "style"), Output("shares-panel", "style"),
                             Input("tabs", "value"))
 
+    # "chart-boot" is written by no callback: with it as an input, Dash calls the decode on
+    # page load, so a figure that came with the layout (a shared link, restore.py) is drawn;
+    # Dash skips a first call whose inputs are all other callbacks' outputs.
     app.clientside_callback(DECODE_FIGURE_JS, Output("chart", "figure"), Output("chart", "style"),
-                            Input("chart-figure", "data"), prevent_initial_call=True)
+                            Input("chart-figure", "data"), Input("chart-boot", "data"))
 
-    @app.callback(Output("chart-figure", "data"),
+    @app.callback(Output("chart-figure", "data"), Output("chart-key", "data"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),
-                  Input("smooth", "value"), Input("logy", "value"), Input("view-range", "data"),
-                  Input("live", "n_intervals"))
-    def draw_chart(selection, chosen, xmode, smooth, logy, view_range, _tick):
-        trigger = ctx.triggered_id
-        if trigger == "live" and not source.any_live(selection or []):
+                  Input("smooth", "value"), Input("logy", "value"), Input("live", "n_intervals"),
+                  State("view-range", "data"), State("chart-key", "data"))
+    def draw_chart(selection, chosen, xmode, smooth, logy, _tick, view_range, shown):
+        live = ctx.triggered_id == "live"
+        if live and not source.any_live(selection or []):
             raise PreventUpdate
-        runs, metrics, options, rev = chart_inputs(source, selection, chosen, xmode, smooth,
-                                                   logy, view_range)
-        if trigger == "view-range" and (view_range or {}).get("rev") != rev:
-            raise PreventUpdate  # a relayout of a figure that has since been replaced
-        figure = chart_figure(source, runs, metrics, options, rev)
-        if trigger == "view-range" and options.x_range is not None:
-            return zoom_patch(figure)
-        return figure
+        figure, key = chart_answer(source, selection, chosen, xmode, smooth, logy, view_range)
+        if not live and key == shown:
+            raise PreventUpdate  # already drawn (a restored link draws it in its own answer)
+        return figure, key
 
     @app.callback(Output("live", "disabled"),
                   Input("selection", "data"), Input("live", "n_intervals"))
@@ -241,13 +224,11 @@ def register(app: Dash, source: DataSource) -> None:
             raise PreventUpdate
         if not selection:
             return [], []
-        runs = source.runs(selection)
-        table = summary_frame(source, runs)
-        labels = run_labels(runs)
+        table = summaries.table(selection)
+        labels = run_labels(source.run_rows(selection))
         table.insert(0, "run", [labels.get(r, r) for r in table["run_id"]])
         # The run label already says experiment, workload and letter.
-        table = table.drop(columns=[c for c in ("run_id", "run_name", "workload", "letter", "file")
-                                    if c in table.columns])
+        table = table.drop(columns=["run_id"])
         columns = [{"name": c, "id": c, "type": "numeric" if pd.api.types.is_numeric_dtype(table[c])
                     else "text"} for c in table.columns]
         records = [{k: _rounded(v) for k, v in row.items()} for row in table.to_dict("records")]

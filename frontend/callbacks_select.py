@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
 
 from radtrack.frontend import picker
+from radtrack.frontend.callbacks_chart import chart_answer, metric_options
 from radtrack.frontend.data import DataSource, workload_number
 from radtrack.frontend.figures import run_colours, run_labels
 from radtrack.frontend.views import View, ViewError, ViewStore, from_query, to_query
@@ -27,31 +29,84 @@ def current_view(selection, metrics, xmode, smooth, logy, experiment, workload) 
 RUN_CHECKS = {"type": "run-check", "run": ALL}
 
 
+_listings: dict[str, tuple[object, dict[str, dict], list[picker.Workload]]] = {}
+_listings_lock = threading.Lock()
+
+
+def listing(source: DataSource, experiment: str) -> tuple[dict[str, dict], list[picker.Workload]]:
+    """An experiment's run rows by id and its workloads, worked out once per listing read
+    (the source re-reads a listing at most every few seconds; every picker step asks)."""
+    frame = source.experiment_runs(experiment)
+    with _listings_lock:
+        memo = _listings.get(experiment)
+        if memo is not None and memo[0] is frame:
+            return memo[1], memo[2]
+    rows = {r["run_id"]: r for r in frame.to_dict("records")}
+    found = picker.workloads(frame)
+    with _listings_lock:
+        _listings[experiment] = (frame, rows, found)
+    return rows, found
+
+
 def run_rows(source: DataSource, experiment: str | None, workload: str | None,
              text: str | None, selection: list[str]) -> tuple[list, list[str]]:
     """The rows of one workload's runs that pass the filter, and their ids."""
     if not experiment or not workload:
         return [], []
-    frame = source.experiment_runs(experiment)
-    chosen = next((w for w in picker.workloads(frame) if w.key == workload), None)
+    rows, found = listing(source, experiment)
+    chosen = next((w for w in found if w.key == workload), None)
     if chosen is None:
         return [], []
-    rows = {r["run_id"]: r for r in frame.to_dict("records")}
     now = time.time()
     visible = [r for r in chosen.run_ids if picker.matches(rows[r], text or "")]
     return [picker.run_row(rows[r], r in selection, now) for r in visible], visible
+
+
+def runs_children(source: DataSource, experiment: str | None, workload: str | None,
+                  text: str | None, selection: list[str]) -> list | html.P:
+    rows, _ = run_rows(source, experiment, workload, text, selection)
+    if not rows:
+        return html.P("Pick an experiment and a workload." if not workload
+                      else "No run matches the filter.", className="hint")
+    return rows
+
+
+def workload_options(source: DataSource, experiment: str | None, text: str | None) -> list[dict]:
+    if not experiment:
+        return []
+    rows, found = listing(source, experiment)
+    return [{"label": w.label, "value": w.key} for w in found
+            if any(picker.matches(rows[r], text or "") for r in w.run_ids)]
+
+
+def basket_children(source: DataSource, selection: list[str] | None) -> list | html.P:
+    """The Selection basket: the runs grouped by experiment and workload, each in its colour."""
+    if not selection:
+        return html.P("No runs selected. Tick runs on the left; they stay here across "
+                      "experiments.", className="hint")
+    rows = source.run_rows(selection)
+    colours, labels = run_colours(selection), run_labels(rows)
+    groups: dict[str, list] = {}
+    for row in rows:
+        workload = workload_number(row.get("workload"))
+        key = f"{row.get('experiment')} · " + (f"Workload {workload}" if workload is not None
+                                                else "single runs")
+        groups.setdefault(key, []).append(html.Li([
+            html.Span(className="swatch", style={"background": colours[row["run_id"]]}),
+            html.Span(labels[row["run_id"]], className="basket-name",
+                      title=f"{row.get('run_name')} ({row['run_id']}), {row.get('status')}"),
+            html.Button("✕", id={"type": "remove", "run": row["run_id"]},
+                        className="remove", title="remove from the selection"),
+        ]))
+    return [html.Div([html.H3(key), html.Ul(items)], className="basket-group")
+            for key, items in groups.items()]
 
 
 def register(app: Dash, source: DataSource, views: ViewStore) -> None:
     @app.callback(Output("workload", "options"),
                   Input("experiment", "value"), Input("run-filter", "value"))
     def list_workloads(experiment, text):
-        if not experiment:
-            return []
-        frame = source.experiment_runs(experiment)
-        rows = {r["run_id"]: r for r in frame.to_dict("records")}
-        return [{"label": w.label, "value": w.key} for w in picker.workloads(frame)
-                if any(picker.matches(rows[r], text or "") for r in w.run_ids)]
+        return workload_options(source, experiment, text)
 
     @app.callback(Output("runs", "children"),
                   Input("workload", "value"), Input("run-filter", "value"),
@@ -59,26 +114,21 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                   State("experiment", "value"))
     def show_runs(workload, text, selection, shown_values, shown_ids, experiment):
         selection = list(selection or [])
-        rows, visible = run_rows(source, experiment, workload, text, selection)
         if ctx.triggered_id == "selection":
+            _, visible = run_rows(source, experiment, workload, text, selection)
             shown = {i["run"]: bool(v) for i, v in zip(shown_ids, shown_values, strict=True)}
             if shown == {r: r in selection for r in visible}:
                 raise PreventUpdate  # the boxes already say so (the user just ticked one)
-        if not rows:
-            return html.P("Pick an experiment and a workload." if not workload
-                          else "No run matches the filter.", className="hint")
-        return rows
+        return runs_children(source, experiment, workload, text, selection)
 
     @app.callback(Output("selection", "data"),
                   Input(RUN_CHECKS, "value"), Input("clear", "n_clicks"),
-                  Input({"type": "remove", "run": ALL}, "n_clicks"), Input("incoming", "data"),
+                  Input({"type": "remove", "run": ALL}, "n_clicks"),
                   State("selection", "data"))
-    def control_selection(_checks, _clear, _removes, incoming, selection):
+    def control_selection(_checks, _clear, _removes, selection):
         selection = list(selection or [])
         trigger = ctx.triggered_id
-        if trigger == "incoming" and incoming:
-            updated = list(dict.fromkeys(incoming.get("runs", [])))
-        elif trigger == "clear":
+        if trigger == "clear":
             updated = []
         elif isinstance(trigger, dict) and trigger.get("type") == "remove":
             # New remove buttons announce themselves with n_clicks None.
@@ -97,40 +147,31 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
 
     @app.callback(Output("basket", "children"), Input("selection", "data"))
     def show_basket(selection):
-        if not selection:
-            return html.P("No runs selected. Tick runs on the left; they stay here across "
-                          "experiments.", className="hint")
-        runs = source.runs(selection)
-        colours, labels = run_colours(selection), run_labels(runs)
-        groups: dict[str, list] = {}
-        for row in runs.to_dict("records"):
-            workload = workload_number(row.get("workload"))
-            key = f"{row.get('experiment')} · " + (f"Workload {workload}" if workload is not None
-                                                    else "single runs")
-            groups.setdefault(key, []).append(html.Li([
-                html.Span(className="swatch", style={"background": colours[row["run_id"]]}),
-                html.Span(labels[row["run_id"]], className="basket-name",
-                          title=f"{row.get('run_name')} ({row['run_id']}), {row.get('status')}"),
-                html.Button("✕", id={"type": "remove", "run": row["run_id"]},
-                            className="remove", title="remove from the selection"),
-            ]))
-        return [html.Div([html.H3(key), html.Ul(items)], className="basket-group")
-                for key, items in groups.items()]
+        return basket_children(source, selection)
 
-    @app.callback(Output("incoming", "data"), Output("experiment", "value"),
-                  Output("workload", "value"), Output("xmode", "value"), Output("smooth", "value"),
-                  Output("logy", "value"), Output("view-msg", "children"),
+    # A shared link or a saved view is restored in one answer: runs, ticked metrics (with
+    # their options), experiment, workload and axis settings, so the chart is drawn from
+    # the next request alone, not at the end of a chain of callbacks.
+    @app.callback(Output("selection", "data", allow_duplicate=True),
+                  Output("metrics", "value", allow_duplicate=True),
+                  Output("metrics", "options", allow_duplicate=True),
+                  Output("experiment", "value"), Output("workload", "value"),
+                  Output("xmode", "value"), Output("smooth", "value"), Output("logy", "value"),
+                  Output("view-msg", "children"),
+                  Output("chart-figure", "data", allow_duplicate=True),
+                  Output("chart-key", "data", allow_duplicate=True),
                   Input("url", "search"), Input("load-view", "n_clicks"),
                   State("views", "value"), State("selection", "data"), State("metrics", "value"),
                   State("xmode", "value"), State("smooth", "value"), State("logy", "value"),
-                  State("experiment", "value"), State("workload", "value"))
+                  State("experiment", "value"), State("workload", "value"),
+                  State("metric-search", "value"), prevent_initial_call="initial_duplicate")
     def apply_view(search, _load, name, selection, metrics, xmode, smooth, logy, experiment,
-                   workload):
+                   workload, metric_search):
         current = current_view(selection, metrics, xmode, smooth, logy, experiment, workload)
         try:
             if ctx.triggered_id == "load-view":
                 if not name:
-                    return (*[no_update] * 6, "Pick a saved view to load.")
+                    return (*[no_update] * 8, "Pick a saved view to load.", no_update, no_update)
                 view = views.load(name)
                 message = f"Loaded view {name!r}."
             else:
@@ -142,10 +183,15 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                 elif to_query(View(**{**view.to_dict(), "name": None})) == to_query(current):
                     raise PreventUpdate
         except ViewError as exc:
-            return (*[no_update] * 6, str(exc))
-        incoming = {**view.to_dict(), "nonce": time.time()}
-        return (incoming, view.experiment, view.workload, view.xmode, view.smooth,
-                ["log"] if view.logy else [], message)
+            return (*[no_update] * 8, str(exc), no_update, no_update)
+        runs = list(dict.fromkeys(view.runs))
+        keys = source.metric_keys(runs) if runs else []
+        logy_value = ["log"] if view.logy else []
+        figure, key = chart_answer(source, runs, view.metrics, view.xmode, view.smooth,
+                                   logy_value, None)
+        return (runs, list(view.metrics), metric_options(keys, metric_search, view.metrics),
+                view.experiment, view.workload, view.xmode, view.smooth, logy_value, message,
+                figure, key)
 
     @app.callback(Output("url-out", "search"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),

@@ -90,6 +90,7 @@ class DataSource:
         self._series: dict[tuple[str, str], _Entry] = {}
         self._keys: dict[str, _Entry] = {}
         self._listings: dict[str, _Entry] = {}
+        self._traces: dict[str, _Entry] = {}
 
     # Freshness ---------------------------------------------------------------------------
     def _fresh(self, entry: _Entry | None, ttl: float | None = None) -> bool:
@@ -191,21 +192,33 @@ class DataSource:
         with self._lock:
             return len(self._series)
 
+    def _listeners(self, row: dict) -> set[str]:
+        """The listeners with a Parquet trace (an artifact listing: cached like a series)."""
+        run_id = row["run_id"]
+        with self._lock:
+            entry = self._traces.get(run_id)
+        if not self._fresh(entry):
+            found = set(analysis.telemetry_listeners(run_id, tracking_uri=self.tracking_uri))
+            entry = _Entry(found, self._clock(), row["status"] in LIVE_STATUSES)
+            with self._lock:
+                self._traces[run_id] = entry
+        return entry.value  # type: ignore[return-value, union-attr]
+
     def _load(self, row: dict, wanted: list[str]) -> dict[str, Series]:
         run_id = row["run_id"]
         start = pd.Timestamp(row["start_time"]).timestamp()
         found: dict[str, Series] = {}
         # Only keys named <listener>/... can live in a trace; the script's own do not.
-        listeners = (set(analysis.telemetry_listeners(run_id, tracking_uri=self.tracking_uri))
-                     if any("/" in m for m in wanted) else set())
+        listeners = self._listeners(row) if any("/" in m for m in wanted) else set()
         by_listener: dict[str, list[str]] = {}
         for metric in wanted:
             prefix = metric.split("/", 1)[0]
             if prefix in listeners:
                 by_listener.setdefault(prefix, []).append(metric)
         for listener, keys in by_listener.items():
+            # The run's status is known: no round trip to the store to ask it again.
             wide = analysis.read_telemetry(run_id, listener, tracking_uri=self.tracking_uri,
-                                           columns=keys)
+                                           columns=keys, status=row["status"])
             times = wide["time"].to_numpy(dtype=np.float64)
             steps = (wide["step"].to_numpy(dtype=np.int64) if "step" in wide.columns
                      else np.arange(len(wide), dtype=np.int64))

@@ -141,6 +141,22 @@ def _merged(base: Mapping, own: Mapping) -> dict:
     return out
 
 
+def chart_arrays(metrics: Sequence[str], run_ids: Sequence[str],
+                 series: Mapping[tuple[str, str], Series], options: ChartOptions
+                 ) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
+    """(metric, run, x, y) of every trace, in the figure's order: one per run that has the
+    metric, metric by metric; x in the axis' units (wall clock: ms since the epoch)."""
+    present = [(m, r) for m in metrics for r in run_ids if len(series.get((r, m), ())) > 0]
+    budget = trace_budget(len(present), options.max_trace_budget)
+    out = []
+    for metric, run_id in present:
+        x, y = trace_points(series[(run_id, metric)], options, budget)
+        if options.xmode == "wall":
+            x = x * 1000.0  # a date axis reads numbers as milliseconds since the epoch
+        out.append((metric, run_id, x, y))
+    return out
+
+
 def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[str, str],
                 series: Mapping[tuple[str, str], Series], options: ChartOptions,
                 uirevision: str = "chart") -> dict:
@@ -152,8 +168,6 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     if not metrics or not run_ids:
         return empty_figure("Pick runs and at least one metric").to_plotly_json()
     colours = run_colours(run_ids)
-    present = [(m, r) for m in metrics for r in run_ids if len(series.get((r, m), ())) > 0]
-    budget = trace_budget(len(present), options.max_trace_budget)
     rows = len(metrics)
     gap = min(0.08, 0.3 / rows)
     height = (1.0 - gap * (rows - 1)) / rows
@@ -192,10 +206,7 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     in_legend: set[str] = set()
     row_of = {metric: row for row, metric in enumerate(metrics, start=1)}
     extent = [np.inf, -np.inf]
-    for metric, run_id in present:
-        x, y = trace_points(series[(run_id, metric)], options, budget)
-        if options.xmode == "wall":
-            x = x * 1000.0  # a date axis reads numbers as milliseconds since the epoch
+    for metric, run_id, x, y in chart_arrays(metrics, run_ids, series, options):
         if len(x):
             extent = [min(extent[0], float(x[0])), max(extent[1], float(x[-1]))]
         suffix = "" if row_of[metric] == 1 else str(row_of[metric])

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from dash import dash_table, dcc, html
 
 from radtrack.frontend.figures import empty_figure
+
+if TYPE_CHECKING:
+    from radtrack.frontend.restore import Restored
 
 LIVE_REFRESH_MS = 3000
 
@@ -19,26 +24,29 @@ def _section(title: str, *children: object, class_name: str = "section") -> html
     return html.Section([html.H2(title), *children], className=class_name)
 
 
-def picker_column(experiments: list[str]) -> html.Aside:
+def picker_column(experiments: list[str], state: Restored | None = None) -> html.Aside:
     return html.Aside([
         _section("Experiments", dcc.RadioItems(
             id="experiment", options=[{"label": e, "value": e} for e in experiments],
+            value=state.experiment if state else None,
             className="radio-list", inputClassName="pick", labelClassName="pick-label")),
         _section("Workloads", dcc.RadioItems(
-            id="workload", options=[], className="radio-list", inputClassName="pick",
-            labelClassName="pick-label")),
+            id="workload", options=state.workload_options if state else [],
+            value=state.workload if state else None, className="radio-list",
+            inputClassName="pick", labelClassName="pick-label")),
         _section(
             "Runs",
             dcc.Input(id="run-filter", type="search", debounce=True, className="filter",
                       placeholder="filter: name, param or tag value (key=value)"),
-            html.Div(id="runs", className="run-list"),
+            html.Div(state.runs if state else None, id="runs", className="run-list"),
         ),
     ], className="picker", id="picker")
 
 
-def basket_column(saved_views: list[str]) -> html.Aside:
+def basket_column(saved_views: list[str], state: Restored | None = None) -> html.Aside:
     return html.Aside([
-        _section("Selection", html.Div(id="basket", className="basket"),
+        _section("Selection", html.Div(state.basket if state else None, id="basket",
+                                       className="basket"),
                  html.Button("Clear all", id="clear", className="button")),
         _section("Views",
                  dcc.Input(id="view-name", placeholder="view name", className="filter"),
@@ -57,28 +65,31 @@ def basket_column(saved_views: list[str]) -> html.Aside:
     ], className="basket-column")
 
 
-def chart_controls() -> html.Div:
+def chart_controls(state: Restored | None = None) -> html.Div:
     return html.Div([
         html.Label(["x axis", dcc.RadioItems(
-            id="xmode", value="seconds", inline=True,
+            id="xmode", value=state.xmode if state else "seconds", inline=True,
             options=[{"label": "seconds since start", "value": "seconds"},
                      {"label": "wall clock", "value": "wall"},
                      {"label": "step", "value": "step"}])], className="control"),
         html.Label(["smoothing (samples)", dcc.Input(
-            id="smooth", type="number", min=1, max=10_000, step=1, value=1, debounce=True,
+            id="smooth", type="number", min=1, max=10_000, step=1,
+            value=state.smooth if state else 1, debounce=True,
             className="number")], className="control"),
-        dcc.Checklist(id="logy", options=[{"label": "log y", "value": "log"}], value=[],
+        dcc.Checklist(id="logy", options=[{"label": "log y", "value": "log"}],
+                      value=state.logy if state else [],
                       inline=True, className="control"),
     ], className="controls")
 
 
-def main_column() -> html.Main:
+def main_column(state: Restored | None = None) -> html.Main:
     return html.Main([
         _section("Metrics",
                  dcc.Input(id="metric-search", type="search", className="filter",
                            placeholder="search metrics, e.g. power or smi/"),
-                 dcc.Checklist(id="metrics", options=[], value=[], className="metric-list")),
-        chart_controls(),
+                 dcc.Checklist(id="metrics", options=state.metric_options if state else [],
+                               value=state.metrics if state else [], className="metric-list")),
+        chart_controls(state),
         dcc.Graph(id="chart", figure=empty_figure("Pick runs and at least one metric"),
                   config=GRAPH_CONFIG, className="chart"),
         dcc.Tabs(id="tabs", value="summary", children=[
@@ -103,21 +114,27 @@ def main_column() -> html.Main:
     ], className="main")
 
 
-def build_layout(experiments: list[str], tracking_uri: str, saved_views: list[str]) -> html.Div:
+def build_layout(experiments: list[str], tracking_uri: str, saved_views: list[str],
+                 state: Restored | None = None) -> html.Div:
+    """The page; ``state`` (a shared link's, restore.py) fills it in, chart included."""
     return html.Div([
         dcc.Location(id="url", refresh=False),
         # Written by callbacks only: a second Location keeps "URL in" and "URL out" apart,
         # so restoring a pasted link and recording the current state never form a loop.
         dcc.Location(id="url-out", refresh=False),
-        dcc.Store(id="selection", data=[]),
-        dcc.Store(id="incoming"),
+        dcc.Store(id="selection", data=state.selection if state else []),
         dcc.Store(id="view-range"),
         # The chart's figure as the server sent it (typed arrays as base64 specs); a zoom
         # patches it, and a clientside callback decodes it into the chart (callbacks_chart).
-        dcc.Store(id="chart-figure"),
+        dcc.Store(id="chart-figure", data=state.figure if state else None),
+        # What "chart-figure" shows (callbacks_chart.chart_key): a restored link draws the
+        # chart in its restoring answer, and draw_chart then has nothing to redo.
+        dcc.Store(id="chart-key", data=state.chart_key if state else None),
+        dcc.Store(id="chart-boot", data=True),
         dcc.Interval(id="live", interval=LIVE_REFRESH_MS, disabled=True),
         html.Header([html.H1("radtrack"),
                      html.Span(tracking_uri, className="uri", title="tracking store (read-only)")]),
-        html.Div([picker_column(experiments), main_column(), basket_column(saved_views)],
+        html.Div([picker_column(experiments, state), main_column(state),
+                  basket_column(saved_views, state)],
                  className="grid"),
     ], className="page")

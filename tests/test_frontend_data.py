@@ -168,7 +168,7 @@ def test_summary_table_reads_stored_summaries_and_computes_the_live_run(seeded, 
     import pandas as pd
 
     from radtrack.analysis.run_summaries import summarize_runs
-    from radtrack.frontend.callbacks_chart import summary_frame
+    from radtrack.frontend.summaries import summary_frame
 
     monkeypatch.setenv(analysis.CACHE_ENV, str(tmp_path / "cache"))
     source = DataSource(seeded["uri"])
@@ -192,3 +192,35 @@ def test_summary_table_reads_stored_summaries_and_computes_the_live_run(seeded, 
     pd.testing.assert_frame_equal(table.loc[ids, numeric], expected.loc[ids, numeric],
                                   check_exact=False, rtol=1e-9)
     assert table.loc[seeded["live"].run_id, "sm_active_pct_mean"] > 0
+
+
+def test_summary_cache_summarises_each_run_once_with_the_same_values(seeded, tmp_path,
+                                                                     monkeypatch) -> None:
+    """Ticking one more run summarises only that run (FINISHED runs are cached for good,
+    the live one again after refresh_s); the rows equal one summary of the whole selection."""
+    import pandas as pd
+
+    from radtrack.frontend.summaries import SummaryCache, summary_frame
+
+    monkeypatch.setenv(analysis.CACHE_ENV, str(tmp_path / "cache"))
+    clock = [0.0]
+    source = DataSource(seeded["uri"], refresh_s=2.0, clock=lambda: clock[0])
+    cache = SummaryCache(source)
+    finished = [r.run_id for r in seeded["finished"]]
+    live = seeded["live"].run_id
+    ids = [*finished, live]
+    for i in range(1, len(ids) + 1):
+        table = cache.table(ids[:i])
+        assert list(table["run_id"]) == ids[:i]
+    assert sorted(cache.summarised) == sorted(ids)  # each run once
+    cache.table(ids)
+    assert sorted(cache.summarised) == sorted(ids)
+    clock[0] = 5.0
+    cache.table(ids)
+    assert cache.summarised[len(ids):] == [live]  # only the live run is summarised again
+
+    whole = summary_frame(DataSource(seeded["uri"]), source.runs(ids)).set_index("run_id")
+    table = cache.table(ids).set_index("run_id")
+    numeric = [c for c in table.columns if pd.api.types.is_numeric_dtype(whole[c])]
+    pd.testing.assert_frame_equal(table.loc[ids, numeric], whole.loc[ids, numeric],
+                                  check_exact=False, rtol=1e-9)

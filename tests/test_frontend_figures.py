@@ -171,20 +171,20 @@ def test_correlation_heatmap_is_symmetric_and_bounded() -> None:
     assert list(fig.data[0].x) == METRICS
 
 
-def test_zoom_patch_replaces_only_trace_arrays_and_ranges(series) -> None:
-    from radtrack.frontend.callbacks_chart import zoom_patch
+def test_zoom_payload_carries_the_figures_arrays_in_trace_order(series) -> None:
+    """The binary zoom answer (zoom_data.encode) holds exactly the arrays build_chart puts
+    in the figure for the same window, named and ordered as the figure's traces."""
+    from radtrack.frontend.zoom_data import decode, encode
 
-    spec = figures.build_chart(METRICS, RUNS, {}, series,
-                               ChartOptions(x_range=(100.0, 120.0), max_trace_budget=500))
-    ops = zoom_patch(spec).to_plotly_json()["operations"]
-    assert all(op["operation"] == "Assign" for op in ops)
-    where = [tuple(op["location"]) for op in ops]
-    n = len(spec["data"])
-    assert where[:2 * n] == [("data", i, axis) for i in range(n) for axis in ("x", "y")]
-    ranges = {w[1]: op["params"]["value"] for w, op in zip(where, ops, strict=True)
-              if w[0] == "layout" and w[-1] == "range"}
-    assert ranges == {"xaxis": [100.0, 120.0]}
-    # applied to the figure the browser holds, the patch gives the re-sampled traces
-    for i, trace in enumerate(spec["data"]):
-        assert ops[2 * i]["params"]["value"] == trace["x"]
-        assert ops[2 * i + 1]["params"]["value"] == trace["y"]
+    for options in (ChartOptions(x_range=(100.0, 120.0), max_trace_budget=500),
+                    ChartOptions(xmode="wall", max_trace_budget=500)):
+        spec = figures.build_chart(METRICS, RUNS, {}, series, options)
+        arrays = figures.chart_arrays(METRICS, RUNS, series, options)
+        header, decoded = decode(encode(arrays, "rev1"))
+        assert header["rev"] == "rev1"
+        assert [meta for meta, _ in header["traces"]] == [t["meta"] for t in spec["data"]]
+        assert len(decoded) == len(spec["data"]) == 5  # run-c has no cpu series
+        for (x, y), trace in zip(decoded, spec["data"], strict=True):
+            assert x.dtype == np.float64 and y.dtype == np.float32
+            np.testing.assert_array_equal(x, decode_array(trace["x"]))
+            np.testing.assert_array_equal(y, decode_array(trace["y"]))

@@ -1,35 +1,107 @@
-// A zoom or pan of the chart becomes the "view-range" store straight from Plotly's relayout
-// event, so the server request that re-samples the new window leaves before dcc.Graph
-// re-applies its figure to the plot (a Plotly.react it makes after every relayout), and
-// not after it: the request and that redraw overlap instead of queueing (docs/performance.md,
-// "Frontend"). Relayouts that are not about x (autosize, a y zoom, the legend) leave the
-// store alone, so they cannot supersede, and thereby cancel, the request a zoom just made.
+// A zoom or pan of the chart, answered without a Dash round (docs/performance.md, "Frontend"):
+// on Plotly's relayout event the new x range goes straight to /_radtrack/zoom
+// (frontend/zoom_data.py) with the chart's query, which the figure carries
+// (window.radtrackChart, set by the chart's decode callback); the binary answer (every
+// trace's x as float64, then every y as float32) becomes typed arrays without a copy, and
+// one Plotly.restyle puts them in the plot. Only then is the "view-range" store set, which
+// the live refresh and the exports read. Relayouts that are not about x (autosize, a y
+// zoom, the legend) leave everything alone; a newer zoom aborts the request of an older one.
 (function () {
     'use strict';
 
-    function viewRange(relayout, gd) {
-        if (!relayout) { return null; }
-        const rev = gd.layout ? gd.layout.uirevision : null;
+    const ROUTE = '_radtrack/zoom';
+    let inflight = null;
+
+    function viewRange(relayout) {
+        if (!relayout) { return undefined; }
         const keys = Object.keys(relayout);
         for (const key of keys) {
-            if (/^xaxis\d*\.autorange$/.test(key) && relayout[key]) { return {rev: rev, x: null}; }
+            if (/^xaxis\d*\.autorange$/.test(key) && relayout[key]) { return null; }
         }
         for (const key of keys) {
             const m = key.match(/^(xaxis\d*)\.range\[0\]$/);
-            if (m) { return {rev: rev, x: [relayout[key], relayout[m[1] + '.range[1]']]}; }
-            if (/^xaxis\d*\.range$/.test(key)) { return {rev: rev, x: relayout[key]}; }
+            if (m) { return [relayout[key], relayout[m[1] + '.range[1]']]; }
+            if (/^xaxis\d*\.range$/.test(key)) { return relayout[key]; }
         }
-        return null;
+        return undefined;
+    }
+
+    function parse(buffer) {
+        const size = new DataView(buffer).getUint32(0, true);
+        const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, size)));
+        let offset = 4 + size;
+        const xs = header.traces.map(([, n]) => {
+            const x = new Float64Array(buffer, offset, n); offset += 8 * n; return x;
+        });
+        const ys = header.traces.map(([, n]) => {
+            const y = new Float32Array(buffer, offset, n); offset += 4 * n; return y;
+        });
+        return {header: header, xs: xs, ys: ys};
+    }
+
+    function sameTraces(gd, traces) {
+        return gd.data.length === traces.length && traces.every(([meta], i) => {
+            const own = gd.data[i].meta;
+            return own && own[0] === meta[0] && own[1] === meta[1];
+        });
+    }
+
+    function record(rev, x) {
+        if (window.dash_clientside && window.dash_clientside.set_props) {
+            window.dash_clientside.set_props('view-range', {data: {rev: rev, x: x}});
+        }
+    }
+
+    function zoom(gd, x) {
+        const chart = window.radtrackChart;
+        const rev = gd.layout ? gd.layout.uirevision : null;
+        if (!chart || chart.rev !== rev) { record(rev, x); return; }
+        if (inflight) { inflight.abort(); }
+        const controller = new AbortController();
+        inflight = controller;
+        fetch(ROUTE, {method: 'POST', headers: {'Content-Type': 'application/json'},
+                      body: JSON.stringify(Object.assign({}, chart, {x: x})),
+                      signal: controller.signal})
+            .then(response => (response.status === 200 ? response.arrayBuffer() : null))
+            .then(buffer => {
+                if (inflight === controller) { inflight = null; }
+                if (!buffer || controller.signal.aborted) { return null; }
+                const answer = parse(buffer);
+                // The chart may have been replaced while the request was out.
+                if (window.radtrackChart !== chart || answer.header.rev !== gd.layout.uirevision
+                    || !sameTraces(gd, answer.header.traces)) { return null; }
+                const indices = answer.xs.map((_, i) => i);
+                return Plotly.restyle(gd, {x: answer.xs, y: answer.ys}, indices);
+            })
+            .catch(error => { if (error.name !== 'AbortError') { console.error(error); } })
+            .finally(() => record(rev, x));
+    }
+
+    // dcc.Graph answers every relayout by copying the changed layout keys into its figure
+    // prop, which makes it call Plotly.react (a redraw that changes nothing, in the way of
+    // the zoom). Writing those keys into the figure it holds first (the object the decode
+    // callback returned) leaves it nothing to copy. This handler is attached before
+    // dcc.Graph's, so it runs first.
+    function syncFigure(gd, relayout) {
+        const figure = window.radtrackFigure;
+        if (!figure || !figure.layout || !gd.layout) { return; }
+        for (const eventKey of Object.keys(relayout)) {
+            const key = eventKey.split('.')[0].split('[')[0];
+            if (key === 'autosize' || key === 'width' || key === 'height') { continue; }
+            if (gd.layout[key] !== undefined) {
+                figure.layout[key] = JSON.parse(JSON.stringify(gd.layout[key]));
+            }
+        }
     }
 
     function attach(gd) {
-        if (gd.__radtrackViewRange || typeof gd.on !== 'function') { return; }
-        gd.__radtrackViewRange = true;
+        if (gd.__radtrackZoom || typeof gd.on !== 'function') { return; }
+        gd.__radtrackZoom = true;
         gd.on('plotly_relayout', function (relayout) {
-            const range = viewRange(relayout, gd);
-            if (range && window.dash_clientside && window.dash_clientside.set_props) {
-                window.dash_clientside.set_props('view-range', {data: range});
-            }
+            if (!relayout) { return; }
+            const x = viewRange(relayout);
+            if (x !== undefined) { zoom(gd, x); }
+            syncFigure(gd, relayout);
         });
     }
 

@@ -122,8 +122,13 @@ def test_zoom_data_reaches_the_plot_decoded_and_every_subplot_follows(web, app) 
         web.wait_for_function(f"{GD}._fullData.every(t => t.x[0] >= {lo} - 0.2 && t.x[0] <= {lo})")
         return traces(web)
 
+    posts: list[str] = []
+    web.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
     for lo, hi in ((100.05, 160.05), (300.05, 330.05)):
+        posts.clear()
         zoomed = zoom_to(lo, hi)
+        # One request to the zoom route, no Dash callback on the way to the new data.
+        assert [urlparse(u).path for u in posts] == ["/_radtrack/zoom"], posts
         assert len(zoomed) == 4
         n = round((hi - lo) * 10)  # every sample of the window, plus one neighbour each side
         assert [t["n"] for t in zoomed] == [n + 2] * 4, zoomed
@@ -165,10 +170,18 @@ def test_url_reproduces_the_selection_and_view(web, chromium, app) -> None:
 
     web.close()  # the link is opened as if pasted into a fresh tab
     other = chromium.new_page(viewport={"width": 1500, "height": 1000})
+    answers: list[tuple[str, int]] = []
+    other.on("response", lambda r: answers.append((r.request.post_data or "", r.status))
+             if "_dash-update-component" in r.url else None)
     other.goto(link)
     wait_traces(other, 4)
+    # The page arrived with the chart in it: no callback sent a figure (or a selection).
+    other.wait_for_load_state("networkidle")
+    sent = [status for body, status in answers
+            if "chart-figure.data" in body or "selection.data" in body]
+    assert sent and all(status == 204 for status in sent), answers
     assert other.evaluate(f"() => {GD}.layout.xaxis.type") == "date"
-    assert other.locator("#basket li").count() == 2
+    other.wait_for_function("document.querySelectorAll('#basket li').length === 2")
     assert other.locator("#metrics input:checked").count() == 2
     other.close()
 
@@ -189,7 +202,8 @@ def test_save_and_reload_a_named_view(web, app) -> None:
     web.get_by_text("sm overlay", exact=True).click()
     web.click("#load-view")
     wait_traces(web, 2)
-    assert web.locator("#basket li").count() == 2
+    # The chart no longer waits for the basket (both follow from the restored selection).
+    web.wait_for_function("document.querySelectorAll('#basket li').length === 2")
     assert [t["name"] for t in traces(web)] == ["exp w1 A", "exp w1 B"]
 
 

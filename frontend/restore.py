@@ -1,0 +1,85 @@
+"""A shared link opened in a new tab: the page arrives with its state already in it.
+
+Dash asks for the page's layout (``/_dash-layout``) from the page itself, so that request's
+``Referer`` is the page's URL, query string included. When the query names runs, the
+layout is built with everything the link restores (experiment, workload and its runs,
+the basket, the ticked metrics and their options, axis settings) and with the chart's
+figure in the ``chart-figure`` store: the chart is drawn on the first render, with no
+callback round at all. The callbacks that fire when a Dash page starts find the page
+already in that state and change nothing (``apply_view`` compares the URL with the
+state, ``draw_chart`` the figure's key with the one shown).
+
+Without a usable referrer (stripped by the browser, a saved view by name, a bad query)
+the layout is the plain one and ``callbacks_select.apply_view`` restores the link in one
+callback answer, as it does for the *Load* button.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from flask import has_request_context, request
+from mlflow.exceptions import MlflowException
+
+from radtrack.errors import RadtrackError
+from radtrack.frontend.callbacks_chart import chart_answer, metric_options
+from radtrack.frontend.callbacks_select import basket_children, runs_children, workload_options
+from radtrack.frontend.data import DataSource
+from radtrack.frontend.views import ViewError, from_query
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Restored:
+    """Initial values of the page's components for one link."""
+
+    selection: list[str]
+    metrics: list[str]
+    metric_options: list[dict]
+    experiment: str | None
+    workload: str | None
+    workload_options: list[dict]
+    runs: object  # the run rows (components) of the workload
+    basket: object
+    xmode: str
+    smooth: int
+    logy: list[str]
+    figure: dict
+    chart_key: str
+
+
+def referrer_query() -> str:
+    """The query string of the page asking for the layout, '' outside a same-host request."""
+    if not has_request_context() or not request.referrer:
+        return ""
+    page = urlparse(request.referrer)
+    return page.query if page.netloc == request.host else ""
+
+
+def restore(source: DataSource, search: str) -> Restored | None:
+    """The page state a link's query describes, or None when the callbacks should do it."""
+    if not search:
+        return None
+    try:
+        view = from_query(search)
+        if not view.runs:
+            return None  # nothing to draw, or a saved view by name: apply_view loads it
+        runs = list(dict.fromkeys(view.runs))
+        logy = ["log"] if view.logy else []
+        figure, key = chart_answer(source, runs, view.metrics, view.xmode, view.smooth, logy, None)
+        keys = source.metric_keys(runs)
+        return Restored(
+            selection=runs, metrics=list(view.metrics),
+            metric_options=metric_options(keys, None, view.metrics),
+            experiment=view.experiment, workload=view.workload,
+            workload_options=workload_options(source, view.experiment, None),
+            runs=runs_children(source, view.experiment, view.workload, None, runs),
+            basket=basket_children(source, runs), xmode=view.xmode, smooth=view.smooth,
+            logy=logy, figure=figure, chart_key=key)
+    except (ViewError, RadtrackError, MlflowException, ValueError, KeyError) as exc:
+        # The callbacks restore it again and say what is wrong where the user sees it.
+        log.info("link not restored in the layout: %s", exc)
+        return None

@@ -1,0 +1,115 @@
+"""The Summary tab's rows, one per run, cached.
+
+A FINISHED run's summary never changes, so each run is summarised once for the life of
+the server (a run still RUNNING again after ``refresh_s``), and ticking one more run
+summarises only that run. The values are ``radtrack.analysis.summarize_runs``'s: the
+launcher's stored summary metrics (``summary/<key>/mean|max``, ``summary/<l>/<scope>/energy_j``,
+read for all the selected runs with their run rows, which the page already holds), samples
+(through the server's series cache) only for what those cannot answer.
+
+A run co-located with others but recorded without co-location accounting gets its
+attributed energy from accounting its whole workload from the stored traces
+(radtrack/analysis/reaccount.py); the rows of that workload's other runs come out of the
+same accounting, so they are summarised in the same call and cached too.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+
+import numpy as np
+import pandas as pd
+
+from radtrack.analysis.run_summaries import summarize_runs
+from radtrack.frontend.data import LIVE_STATUSES, DataSource, long_frame
+
+#: columns of summarize_runs that the run label already says
+_DROPPED = ("run_name", "workload", "letter", "file")
+
+
+def summary_frame(source: DataSource, runs: pd.DataFrame) -> pd.DataFrame:
+    """``summarize_runs`` of ``runs`` through the server's series cache, without p95.
+
+    A time-weighted p95 needs every sample of every summarised quantity (about 3x the time
+    and 190 MiB more server memory for 10 runs x 36,000 points, docs/performance.md), while
+    the mean and the max are stored single values.
+    """
+
+    def load(run_ids: list[str], keys: list[str]) -> pd.DataFrame:
+        return long_frame(source.series(run_ids, keys))
+
+    return summarize_runs(runs, tracking_uri=source.tracking_uri, quantiles=False, load=load)
+
+
+class SummaryCache:
+    """Per-run summary rows of one tracking store; safe to share between request threads."""
+
+    def __init__(self, source: DataSource,
+                 summarize: Callable[[DataSource, pd.DataFrame], pd.DataFrame] = summary_frame):
+        self.source = source
+        self._summarize = summarize
+        self._lock = threading.Lock()
+        self._rows: dict[str, tuple[dict, float, bool]] = {}  # run -> (row, when, live)
+        self.summarised: list[str] = []  # every run summarised, in order (for tests)
+
+    def _fresh(self, run_id: str) -> bool:
+        entry = self._rows.get(run_id)
+        if entry is None:
+            return False
+        _, when, live = entry
+        return not live or self.source._clock() - when < self.source.refresh_s
+
+    def table(self, run_ids: Iterable[str]) -> pd.DataFrame:
+        """One row per run, in the order asked (``run_id`` first)."""
+        run_ids = list(dict.fromkeys(run_ids))
+        if not run_ids:
+            return pd.DataFrame(columns=["run_id"])
+        rows = {row["run_id"]: row for row in self.source.run_rows(run_ids)}
+        with self._lock:
+            missing = [r for r in run_ids if not self._fresh(r)]
+        if missing:
+            self._compute(missing, rows)
+        with self._lock:
+            return pd.DataFrame([self._rows[r][0] for r in run_ids])
+
+    def _compute(self, missing: list[str], rows: dict[str, dict]) -> None:
+        wanted = list(missing)
+        unaccounted = [rows[r] for r in missing if _needs_accounting(rows[r])]
+        if unaccounted:
+            # Their attribution accounts the whole workload: summarise its other runs with it.
+            for row in self._siblings(unaccounted):
+                if row["run_id"] not in wanted and not self._fresh(row["run_id"]):
+                    wanted.append(row["run_id"])
+        frame = self.source.runs(wanted)
+        table = self._summarize(self.source, frame)
+        table = table.drop(columns=[c for c in _DROPPED if c in table.columns])
+        now = self.source._clock()
+        live = dict(zip(frame["run_id"], frame["status"].isin(LIVE_STATUSES), strict=True))
+        with self._lock:
+            for row in table.to_dict("records"):
+                self._rows[row["run_id"]] = (row, now, bool(live.get(row["run_id"])))
+                self.summarised.append(row["run_id"])
+
+    def _siblings(self, unaccounted: list[dict]) -> list[dict]:
+        found: list[dict] = []
+        for experiment in {str(r.get("experiment")) for r in unaccounted}:
+            listing = self.source.experiment_runs(experiment)
+            parents = {r.get("parent_run_id") for r in unaccounted
+                       if str(r.get("experiment")) == experiment and r.get("parent_run_id")}
+            if "parent_run_id" in listing.columns:
+                found += listing[listing["parent_run_id"].isin(parents)].to_dict("records")
+        return found
+
+
+def _needs_accounting(row: dict) -> bool:
+    """A co-located run without stored attribution (radtrack/analysis/attributed.py)."""
+    others = row.get("tag.radtrack.colocated_with")
+    if not (isinstance(others, str) and others.strip()):
+        return False
+    return not any(str(k).startswith("metric.summary/attribution/") and not _missing(v)
+                   for k, v in row.items())
+
+
+def _missing(value: object) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
