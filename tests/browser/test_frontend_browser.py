@@ -232,7 +232,9 @@ def test_basket_spans_experiments_and_filter_finds_runs(web, app, snap) -> None:
     web.wait_for_function("document.querySelectorAll('#workload label').length === 1 && "
                           "document.querySelector('#workload').innerText.includes('2 runs')")
     web.locator("#workload label").first.click()
-    web.wait_for_function("document.querySelectorAll('#runs .run-row').length === 1")
+    # the run list has switched to exp (the other experiment's row may still be shown)
+    web.wait_for_function("(r => r.length === 1 && r[0].innerText.includes('exp-'))"
+                          "(document.querySelectorAll('#runs .run-row'))")
     assert "exp-1 B" in web.locator("#runs .run-row").inner_text()
 
     web.click("#clear")
