@@ -175,7 +175,7 @@ def start_cluster(timeout: float = 60.0) -> SlurmCluster:
              f"--socket={root / 'munge.sock'}", f"--pid-file={munge_dir / 'munged.pid'}",
              f"--seed-file={munge_dir / 'seed'}", f"--log-file={root / 'munged.log'}"],
             env=env, stdout=subprocess.DEVNULL, stderr=open(root / "munged.err", "w")))
-        _wait_for(lambda: (root / "munge.sock").exists(), 10, "munged's socket")
+        wait_for(lambda: (root / "munge.sock").exists(), 10, "munged's socket")
         cluster.procs.append(subprocess.Popen(
             [_which("slurmctld"), "-D", "-i", "-f", str(conf)], env=env,
             stdout=subprocess.DEVNULL, stderr=open(root / "slurmctld.err", "w")))
@@ -191,7 +191,7 @@ def start_cluster(timeout: float = 60.0) -> SlurmCluster:
             states = p.stdout.split()
             return p.returncode == 0 and bool(states) and all(s == "idle" for s in states)
 
-        _wait_for(idle, timeout, "the node to be idle")
+        wait_for(idle, timeout, "the node to be idle")
     except Exception as exc:
         cluster.stop()
         logs = "\n".join(f"--- {n}\n{cluster.log(n)[-2000:]}" for n in ("slurmctld", "slurmd"))
@@ -201,7 +201,7 @@ def start_cluster(timeout: float = 60.0) -> SlurmCluster:
     return cluster
 
 
-def _wait_for(predicate, timeout: float, what: str) -> None:
+def wait_for(predicate, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if predicate():

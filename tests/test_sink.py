@@ -325,20 +325,6 @@ def test_sql_bulk_path_stores_what_log_batch_stores(tmp_path: Path, monkeypatch:
     _assert_same_store(states["bulk"], states["reference"])
 
 
-class _FlakyRest:
-    """Fails every ``every``-th direct REST call (before sending) to exercise resends."""
-
-    def __init__(self, writer, every: int):
-        self.real, self.every, self.calls = writer.log_metrics, every, 0
-        writer.log_metrics = self
-
-    def __call__(self, run_id, points):
-        self.calls += 1
-        if self.calls % self.every == 0:
-            raise ConnectionError("connection reset (test)")
-        return self.real(run_id, points)
-
-
 def test_rest_path_stores_what_log_batch_stores(mlflow_server_uri: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Against a real mlflow server over PostgreSQL, the sink's REST writer (JSON log_batch

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from slurm_cluster import wait_for
 from support import radtrack_cli
 
 SCRIPTS = Path(__file__).parent / "scripts"
@@ -39,15 +40,6 @@ def _env(cluster, uri: str, tmp_path: Path) -> dict[str, str]:
     return {**cluster.env, "MLFLOW_TRACKING_URI": uri,
             "RADTRACK_JOB_HOME": str(tmp_path / "jobhome"),
             "RADTRACK_HOME": str(tmp_path / ".radtrack")}
-
-
-def _wait_for(predicate, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _runs(uri: str, experiment: str):
@@ -131,7 +123,7 @@ def test_detach_then_status_on_shared_sqlite(slurm_cluster, tmp_path: Path) -> N
         assert s.returncode in (0, 1), s.stderr
         return _rows(sheet)[0]["Job"].endswith("COMPLETED")
 
-    _wait_for(finished, 120, "radtrack status to see the job finish")
+    wait_for(finished, 120, "radtrack status to see the job finish")
     assert _rows(sheet)[0]["Status"] == "FINISHED detached-1 A"
     row = _rows(sheet)[0]
     assert row["Job"] == f"{job} COMPLETED" and row["Run"]
@@ -157,7 +149,7 @@ def test_ctrl_c_cancels_the_jobs(slurm_cluster, tmp_path: Path) -> None:
                              "--shared-fs", "--grace", "2"], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for(pid_file.exists, 120, "the job's workload to start")
+        wait_for(pid_file.exists, 120, "the job's workload to start")
         workload_pid = int(pid_file.read_text())
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
@@ -176,7 +168,7 @@ def test_ctrl_c_cancels_the_jobs(slurm_cluster, tmp_path: Path) -> None:
     assert child.info.status == "KILLED"
     assert child.data.tags["radtrack.slurm.state"] == "CANCELLED"
     assert child.data.tags["radtrack.stopped_by"] == "slurm:CANCELLED"
-    _wait_for(lambda: not Path(f"/proc/{workload_pid}").exists(), 30, "the workload to end")
+    wait_for(lambda: not Path(f"/proc/{workload_pid}").exists(), 30, "the workload to end")
 
 
 def test_scancelled_job_is_killed_and_reruns_with_rerun(slurm_cluster, tmp_path: Path) -> None:
@@ -189,9 +181,9 @@ def test_scancelled_job_is_killed_and_reruns_with_rerun(slurm_cluster, tmp_path:
     p = radtrack_cli(*args, "--detach", env=env)
     assert p.returncode == 0, p.stderr
     job = _rows(sheet)[0]["Job"].split()[0]
-    _wait_for(pid_file.exists, 120, "the job's workload to start")
+    wait_for(pid_file.exists, 120, "the job's workload to start")
     assert slurm_cluster.run("scancel", job).returncode == 0
-    _wait_for(lambda: slurm_cluster.state(job) == "CANCELLED", 60, "the job to be cancelled")
+    wait_for(lambda: slurm_cluster.state(job) == "CANCELLED", 60, "the job to be cancelled")
     s = radtrack_cli("status", str(sheet), env=env)
     assert s.returncode == 1 and f"job {job} CANCELLED" in s.stdout, s.stdout + s.stderr
     row = _rows(sheet)[0]
@@ -227,13 +219,13 @@ def test_launcher_killed_on_the_node_leaves_its_spool_for_sync(slurm_cluster,
     assert radtrack_cli(str(sheet), "--executor", "slurm", "--shared-fs", "--detach",
                         env=env).returncode == 0
     job = _rows(sheet)[0]["Job"].split()[0]
-    _wait_for(pid_file.exists, 120, "the job's workload to start")
+    wait_for(pid_file.exists, 120, "the job's workload to start")
     time.sleep(2.5)  # a few top samples in the spool
     workload_pid = int(pid_file.read_text())
     launcher = int(Path(f"/proc/{workload_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     os.kill(launcher, signal.SIGKILL)
     release.write_text("go")  # the workload (its own process group) outlives its launcher
-    _wait_for(lambda: slurm_cluster.state(job) not in ("RUNNING", "COMPLETING", ""), 60,
+    wait_for(lambda: slurm_cluster.state(job) not in ("RUNNING", "COMPLETING", ""), 60,
               "the job to end")
     spool = tmp_path / "jobhome" / "spool"
     left = [d for d in spool.iterdir() if (d / "meta.json").exists()]
@@ -404,7 +396,7 @@ def test_job_states_from_squeue_scontrol_and_sacct(slurm_cluster, monkeypatch) -
     done = q.submit(["--wrap=true", "--output=/dev/null"])
     held = q.submit(["--wrap=true", "--output=/dev/null", "--hold"])
     try:
-        _wait_for(lambda: q.states([done])[done].state == "COMPLETED", 60, "the job to end")
+        wait_for(lambda: q.states([done])[done].state == "COMPLETED", 60, "the job to end")
         found = q.states([done, held, "999999"])
         assert found[done] == q.JobState("COMPLETED")
         assert found[held].state == "PENDING" and found[held].reason == "JobHeldUser"
@@ -412,7 +404,7 @@ def test_job_states_from_squeue_scontrol_and_sacct(slurm_cluster, monkeypatch) -
         assert found["999999"].state == q.UNKNOWN and found["999999"].ended
         assert q._from_scontrol([done, held]) == {done: found[done], held: found[held]}
         assert q.cancel([held]) == ""
-        _wait_for(lambda: q.states([held])[held].state == "CANCELLED", 30, "scancel")
+        wait_for(lambda: q.states([held])[held].state == "CANCELLED", 30, "scancel")
     finally:
         q.cancel([held])
     with pytest.raises(q.RadtrackError, match="sbatch refused the job: .*partition"):
