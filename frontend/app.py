@@ -10,8 +10,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from dash import Dash
-
 from radtrack.analysis.data import resolve_tracking_uri
 from radtrack.frontend import (
     callbacks_chart,
@@ -22,29 +20,25 @@ from radtrack.frontend import (
 )
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.layout import build_layout
+from radtrack.frontend.page_shell import ShellDash, create_shell_app
 from radtrack.frontend.restore import referrer_query, restore
 from radtrack.frontend.views import ViewStore, default_views_dir
 
 ASSETS = Path(__file__).resolve().parent / "assets"
-PLOTLY_JS = "/_dash-component-suites/plotly/package_data/plotly.min.js"
 
 
 def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
-               source: DataSource | None = None) -> Dash:
+               source: DataSource | None = None) -> ShellDash:
     """The page for one tracking store (None: ``MLFLOW_TRACKING_URI``, else sqlite:///mlflow.db)."""
     uri = resolve_tracking_uri(tracking_uri)
     source = source or DataSource(uri)
     views = ViewStore(views_dir or default_views_dir())
     # Not eager_loading: it loads every async component (MathJax, date pickers, ...) with
     # the page, 2.2 s to DOMContentLoaded against 0.6-0.8 s (docs/performance.md).
-    app = Dash(__name__, title="radtrack", assets_folder=str(ASSETS), serve_locally=True,
-               update_title=None)
-    # plotly.js (4.8 MB) is fetched only once the layout has arrived and the graph mounts;
-    # preloading it lets the download (and the browser's off-thread compile of it) run
-    # while the server builds the layout.
-    app.index_string = app.index_string.replace(
-        "{%metas%}", "{%metas%}\n        <link rel=\"preload\" as=\"script\" href=\""
-        + app.get_relative_path(PLOTLY_JS) + "\">", 1)
+    # The page's scripts: plotly.js's cartesian bundle, no polyfill, the layout asked for
+    # at once (page_shell.py).
+    app = create_shell_app(__name__, ASSETS, title="radtrack", update_title=None)
+
     def page() -> object:
         # A function, so each page load lists the experiments that exist now; a shared
         # link's page comes with its state and chart already in it (restore.py).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,9 +26,15 @@ PALETTE: tuple[str, ...] = (
 )
 #: the most points one figure sends to the browser, shared out between its traces: the
 #: browser redraws every one of them on each zoom, so this bounds the redraw time
-FIGURE_POINT_BUDGET = 24_000
+FIGURE_POINT_BUDGET = 16_000
 MIN_TRACE_BUDGET = 200
 SUBPLOT_HEIGHT = 230
+#: Axes that neither grow the margins to fit their labels nor hide labels past the plot:
+#: plotly.js measures every tick label for both (a forced browser layout per label) on each
+#: zoom, which was half of a relayout's time for 40 traces (docs/performance.md,
+#: "Frontend"). The margins above fit plotly's default labels (at most 6 characters,
+#: SI-suffixed: 1.95k, 80G) and two-line date labels under the x title.
+FIXED_AXIS = {"automargin": False, "ticklabeloverflow": "allow"}
 X_TITLES = {"seconds": "seconds since run start", "wall": "wall-clock time (UTC)",
             "step": "step"}
 
@@ -166,7 +173,7 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     40 traces, which every zoom would pay again.
     """
     if not metrics or not run_ids:
-        return empty_figure("Pick runs and at least one metric").to_plotly_json()
+        return empty_figure("Pick runs and at least one metric")
     colours = run_colours(run_ids)
     rows = len(metrics)
     gap = min(0.08, 0.3 / rows)
@@ -174,7 +181,8 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     white = _white()
     layout: dict[str, object] = {
         **copy.deepcopy(white["top"]), "height": SUBPLOT_HEIGHT * rows + 90,
-        "uirevision": uirevision, "margin": {"l": 60, "r": 20, "t": 40, "b": 50},
+        "uirevision": uirevision,
+        "margin": {"l": 64, "r": 20, "t": 40, "b": 64 if options.xmode == "wall" else 50},
         "hovermode": "closest", "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
         "annotations": [],
     }
@@ -186,7 +194,8 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     # axis per subplot: a zoom sets one range, and each redraw lays out one x axis, not
     # one per metric.
     xaxis: dict[str, object] = {"anchor": "y" if rows == 1 else f"y{rows}", "domain": [0.0, 1.0],
-                                "showgrid": True, "title": {"text": X_TITLES[options.xmode]}}
+                                "showgrid": True, "title": {"text": X_TITLES[options.xmode]},
+                                **FIXED_AXIS}
     if options.xmode == "wall":
         xaxis["type"] = "date"
     if x_range is not None:
@@ -195,7 +204,8 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     for row, metric in enumerate(metrics, start=1):
         top = 1.0 - (row - 1) * (height + gap)
         suffix = "" if row == 1 else str(row)
-        yaxis: dict[str, object] = {"anchor": "x", "domain": [max(top - height, 0.0), top]}
+        yaxis: dict[str, object] = {"anchor": "x", "domain": [max(top - height, 0.0), top],
+                                    **FIXED_AXIS}
         if options.logy:
             yaxis["type"] = "log"
         layout[f"yaxis{suffix}"] = _merged(white["yaxis"], yaxis)
@@ -227,17 +237,25 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     return {"data": traces, "layout": layout}
 
 
-def empty_figure(message: str) -> go.Figure:
+def empty_figure(message: str) -> dict:
+    """A blank chart that says ``message``, as a plain figure dict."""
+    return copy.deepcopy(_empty_figure(message))
+
+
+@functools.lru_cache(maxsize=32)
+def _empty_figure(message: str) -> dict:
+    # plotly.py's validating Figure costs ~60 ms per blank chart, and the page's layout has
+    # three of them: built once per message.
     fig = go.Figure()
     fig.add_annotation(text=message, showarrow=False, font={"size": 15, "color": "#666"},
                        xref="paper", yref="paper", x=0.5, y=0.5)
     fig.update_xaxes(visible=False)
     fig.update_yaxes(visible=False)
     fig.update_layout(height=260, template="plotly_white", margin={"l": 20, "r": 20, "t": 20, "b": 20})
-    return fig
+    return fig.to_plotly_json()
 
 
-def correlation_figure(matrix: pd.DataFrame, title: str) -> go.Figure:
+def correlation_figure(matrix: pd.DataFrame, title: str) -> go.Figure | dict:
     """A diverging heatmap of a square correlation matrix (-1 .. 1)."""
     if matrix.empty:
         return empty_figure("Pick at least two metrics with overlapping samples")

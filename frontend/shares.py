@@ -46,7 +46,7 @@ class PowerTables:
         return table
 
 
-def shares_figure(table: pd.DataFrame | None) -> go.Figure:
+def shares_figure(table: pd.DataFrame | None) -> go.Figure | dict:
     """Stacked areas of attributed power (W) over seconds since the workload started, one
     panel per GPU; runs first, then ``other`` and ``idle``."""
     if table is None or table.empty:
