@@ -8,7 +8,7 @@ import json
 
 import numpy as np
 import pandas as pd
-from dash import Dash, Input, Output, State, ctx
+from dash import ClientsideFunction, Dash, Input, Output, State, ctx
 from dash.exceptions import PreventUpdate
 
 from radtrack.analysis.correlation import correlate
@@ -173,10 +173,12 @@ def _rounded(value: object) -> object:
 
 def register(app: Dash, source: DataSource) -> None:
     summaries = SummaryCache(source)
+    # prevent_initial_call as in callbacks_select: the layout holds their answers on page
+    # load (the summary table is the one computed then).
 
     @app.callback(Output("metrics", "options"),
                   Input("selection", "data"), Input("metric-search", "value"),
-                  Input("metrics", "value"))
+                  Input("metrics", "value"), prevent_initial_call=True)
     def control_metrics(selection, search, chosen):
         # Only the options: the ticked metrics are the user's (or a restored view's, set by
         # callbacks_select.apply_view together with the runs), so the chart never waits
@@ -189,7 +191,7 @@ def register(app: Dash, source: DataSource) -> None:
 
     app.clientside_callback(TABS_JS, Output("summary-panel", "style"),
                             Output("corr-panel", "style"), Output("shares-panel", "style"),
-                            Input("tabs", "value"))
+                            Input("tabs", "value"), prevent_initial_call=True)
 
     # "chart-boot" is written by no callback: with it as an input, Dash calls the decode on
     # page load, so a figure that came with the layout (a shared link, restore.py) is drawn;
@@ -200,7 +202,7 @@ def register(app: Dash, source: DataSource) -> None:
     @app.callback(Output("chart-figure", "data"), Output("chart-key", "data"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),
                   Input("smooth", "value"), Input("logy", "value"), Input("live", "n_intervals"),
-                  State("view-range", "data"), State("chart-key", "data"))
+                  State("view-range", "data"), State("chart-key", "data"), prevent_initial_call=True)
     def draw_chart(selection, chosen, xmode, smooth, logy, _tick, view_range, shown):
         live = ctx.triggered_id == "live"
         if live and not source.any_live(selection or []):
@@ -211,11 +213,15 @@ def register(app: Dash, source: DataSource) -> None:
         return figure, key
 
     @app.callback(Output("live", "disabled"),
-                  Input("selection", "data"), Input("live", "n_intervals"))
+                  Input("selection", "data"), Input("live", "n_intervals"), prevent_initial_call=True)
     def follow_live_runs(selection, _tick):
         return not source.any_live(selection or [])
 
-    @app.callback(Output("summary", "data"), Output("summary", "columns"),
+    app.clientside_callback(
+        ClientsideFunction(namespace="radtrack_summary", function_name="draw"),
+        Output("summary", "data-rows"), Input("summary-data", "data"))
+
+    @app.callback(Output("summary-data", "data"),
                   Input("tabs", "value"), Input("selection", "data"), Input("live", "n_intervals"))
     def summary_table(tab, selection, _tick):
         if tab != "summary":
@@ -223,7 +229,7 @@ def register(app: Dash, source: DataSource) -> None:
         if ctx.triggered_id == "live" and not source.any_live(selection or []):
             raise PreventUpdate
         if not selection:
-            return [], []
+            return {"columns": [], "rows": []}
         table = summaries.table(selection)
         labels = run_labels(source.run_rows(selection))
         table.insert(0, "run", [labels.get(r, r) for r in table["run_id"]])
@@ -232,11 +238,11 @@ def register(app: Dash, source: DataSource) -> None:
         columns = [{"name": c, "id": c, "type": "numeric" if pd.api.types.is_numeric_dtype(table[c])
                     else "text"} for c in table.columns]
         records = [{k: _rounded(v) for k, v in row.items()} for row in table.to_dict("records")]
-        return records, columns
+        return {"columns": columns, "rows": records}
 
     @app.callback(Output("corr", "figure"), Output("corr-scope", "options"),
                   Input("tabs", "value"), Input("selection", "data"), Input("metrics", "value"),
-                  Input("corr-scope", "value"))
+                  Input("corr-scope", "value"), prevent_initial_call=True)
     def correlation(tab, selection, chosen, scope):
         if tab != "correlation":
             raise PreventUpdate
@@ -259,7 +265,7 @@ def register(app: Dash, source: DataSource) -> None:
         return correlation_figure(matrix, title), scope_options
 
     @app.callback(Output("corr-scope", "value"), Input("selection", "data"),
-                  State("corr-scope", "value"))
+                  State("corr-scope", "value"), prevent_initial_call=True)
     def reset_scope(selection, scope):
         return scope if scope in (selection or []) else "all"
 

@@ -65,10 +65,7 @@ def run_rows(source: DataSource, experiment: str | None, workload: str | None,
 def runs_children(source: DataSource, experiment: str | None, workload: str | None,
                   text: str | None, selection: list[str]) -> list | html.P:
     rows, _ = run_rows(source, experiment, workload, text, selection)
-    if not rows:
-        return html.P("Pick an experiment and a workload." if not workload
-                      else "No run matches the filter.", className="hint")
-    return rows
+    return rows or picker.runs_hint(workload)
 
 
 def workload_options(source: DataSource, experiment: str | None, text: str | None) -> list[dict]:
@@ -82,8 +79,7 @@ def workload_options(source: DataSource, experiment: str | None, text: str | Non
 def basket_children(source: DataSource, selection: list[str] | None) -> list | html.P:
     """The Selection basket: the runs grouped by experiment and workload, each in its colour."""
     if not selection:
-        return html.P("No runs selected. Tick runs on the left; they stay here across "
-                      "experiments.", className="hint")
+        return picker.empty_basket()
     rows = source.run_rows(selection)
     colours, labels = run_colours(selection), run_labels(rows)
     groups: dict[str, list] = {}
@@ -91,27 +87,31 @@ def basket_children(source: DataSource, selection: list[str] | None) -> list | h
         workload = workload_number(row.get("workload"))
         key = f"{row.get('experiment')} · " + (f"Workload {workload}" if workload is not None
                                                 else "single runs")
+        # Two components per run (the name is the item's text, its colour a CSS variable):
+        # the basket is redrawn on every tick.
         groups.setdefault(key, []).append(html.Li([
-            html.Span(className="swatch", style={"background": colours[row["run_id"]]}),
-            html.Span(labels[row["run_id"]], className="basket-name",
-                      title=f"{row.get('run_name')} ({row['run_id']}), {row.get('status')}"),
+            labels[row["run_id"]],
             html.Button("✕", id={"type": "remove", "run": row["run_id"]},
                         className="remove", title="remove from the selection"),
-        ]))
+        ], className="basket-item", style={"--swatch": colours[row["run_id"]]},
+            title=f"{row.get('run_name')} ({row['run_id']}), {row.get('status')}"))
     return [html.Div([html.H3(key), html.Ul(items)], className="basket-group")
             for key, items in groups.items()]
 
 
 def register(app: Dash, source: DataSource, views: ViewStore) -> None:
+    # prevent_initial_call: the page's layout (layout.py, restore.py) already holds what
+    # these would answer on page load (and on new rows or buttons, what they show), so a
+    # page starts with two callback requests, not twelve (docs/performance.md, "Frontend").
     @app.callback(Output("workload", "options"),
-                  Input("experiment", "value"), Input("run-filter", "value"))
+                  Input("experiment", "value"), Input("run-filter", "value"), prevent_initial_call=True)
     def list_workloads(experiment, text):
         return workload_options(source, experiment, text)
 
     @app.callback(Output("runs", "children"),
                   Input("workload", "value"), Input("run-filter", "value"),
                   Input("selection", "data"), State(RUN_CHECKS, "value"), State(RUN_CHECKS, "id"),
-                  State("experiment", "value"))
+                  State("experiment", "value"), prevent_initial_call=True)
     def show_runs(workload, text, selection, shown_values, shown_ids, experiment):
         selection = list(selection or [])
         if ctx.triggered_id == "selection":
@@ -124,7 +124,7 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
     @app.callback(Output("selection", "data"),
                   Input(RUN_CHECKS, "value"), Input("clear", "n_clicks"),
                   Input({"type": "remove", "run": ALL}, "n_clicks"),
-                  State("selection", "data"))
+                  State("selection", "data"), prevent_initial_call=True)
     def control_selection(_checks, _clear, _removes, selection):
         selection = list(selection or [])
         trigger = ctx.triggered_id
@@ -145,7 +145,7 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
             raise PreventUpdate
         return updated
 
-    @app.callback(Output("basket", "children"), Input("selection", "data"))
+    @app.callback(Output("basket", "children"), Input("selection", "data"), prevent_initial_call=True)
     def show_basket(selection):
         return basket_children(source, selection)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from dash import dash_table, dcc, html
+from dash import dcc, html
 
 from radtrack.frontend.figures import empty_figure
+from radtrack.frontend.picker import empty_basket, runs_hint
 
 if TYPE_CHECKING:
     from radtrack.frontend.restore import Restored
@@ -38,14 +39,14 @@ def picker_column(experiments: list[str], state: Restored | None = None) -> html
             "Runs",
             dcc.Input(id="run-filter", type="search", debounce=True, className="filter",
                       placeholder="filter: name, param or tag value (key=value)"),
-            html.Div(state.runs if state else None, id="runs", className="run-list"),
+            html.Div(state.runs if state else runs_hint(None), id="runs", className="run-list"),
         ),
     ], className="picker", id="picker")
 
 
 def basket_column(saved_views: list[str], state: Restored | None = None) -> html.Aside:
     return html.Aside([
-        _section("Selection", html.Div(state.basket if state else None, id="basket",
+        _section("Selection", html.Div(state.basket if state else empty_basket(), id="basket",
                                        className="basket"),
                  html.Button("Clear all", id="clear", className="button")),
         _section("Views",
@@ -97,11 +98,10 @@ def main_column(state: Restored | None = None) -> html.Main:
             dcc.Tab(label="Correlation", value="correlation"),
             dcc.Tab(label="Energy shares", value="shares"),
         ]),
-        html.Div(dash_table.DataTable(
-            id="summary", data=[], columns=[], sort_action="native", sort_mode="multi",
-            style_table={"overflowX": "auto"}, style_cell={"fontFamily": "inherit",
-                                                           "fontSize": "13px", "padding": "4px"},
-            style_header={"fontWeight": "600"}), id="summary-panel"),
+        # The summary's rows ({columns, rows}), drawn as a plain table by
+        # assets/summary_table.js (click a header to sort).
+        html.Div([dcc.Store(id="summary-data"), html.Div(id="summary", className="summary")],
+                 id="summary-panel"),
         html.Div([
             dcc.RadioItems(id="corr-scope", value="all", inline=True, options=[
                 {"label": "whole selection", "value": "all"}]),
@@ -131,7 +131,8 @@ def build_layout(experiments: list[str], tracking_uri: str, saved_views: list[st
         # chart in its restoring answer, and draw_chart then has nothing to redo.
         dcc.Store(id="chart-key", data=state.chart_key if state else None),
         dcc.Store(id="chart-boot", data=True),
-        dcc.Interval(id="live", interval=LIVE_REFRESH_MS, disabled=True),
+        # Enabled for a link to a run still going (restore.py), else by the selection.
+        dcc.Interval(id="live", interval=LIVE_REFRESH_MS, disabled=not (state and state.live)),
         html.Header([html.H1("radtrack"),
                      html.Span(tracking_uri, className="uri", title="tracking store (read-only)")]),
         html.Div([picker_column(experiments, state), main_column(state),

@@ -7,6 +7,7 @@ shown as a one-run workload so that every run of the store can be picked.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 
@@ -120,13 +121,26 @@ def duration_text(seconds: float | None) -> str:
     return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
 
 
-def _info_rows(row: dict) -> list[html.Tr]:
+def info_pairs(row: dict) -> list[list[str]]:
+    """The run's id, devices, collocation, params and radtrack tags, as [name, value]."""
     shown = [("run id", row["run_id"]), ("devices", row.get("devices")),
              ("collocation", row.get("collocation"))]
     shown += sorted((k, v) for k, v in row.items() if k.startswith("param.") and v is not None)
     shown += sorted((k, v) for k, v in row.items() if k.startswith("tag.radtrack.") and v is not None)
-    return [html.Tr([html.Th(str(k)), html.Td(str(v))]) for k, v in shown
+    return [[str(k), str(v)] for k, v in shown
             if v is not None and not (isinstance(v, float) and pd.isna(v))]
+
+
+def runs_hint(workload: str | None) -> html.P:
+    """What the run list says when it lists no run."""
+    return html.P("Pick an experiment and a workload." if not workload
+                  else "No run matches the filter.", className="hint")
+
+
+def empty_basket() -> html.P:
+    """What the Selection basket says when no run is selected."""
+    return html.P("No runs selected. Tick runs on the left; they stay here across "
+                  "experiments.", className="hint")
 
 
 def run_row(row: dict, checked: bool, now: float | None = None) -> html.Div:
@@ -150,6 +164,9 @@ def run_row(row: dict, checked: bool, now: float | None = None) -> html.Div:
         html.Span(ago(start, now), className="age", title=time.strftime(
             "%Y-%m-%d %H:%M:%S", time.localtime(start))),
         html.Span(duration_text(duration), className="duration"),
-        html.Span(["i", html.Table(_info_rows(row), className="popover")], className="info",
-                  tabIndex="0"),
+        # The popover's rows travel as one attribute, drawn on hover or focus by
+        # assets/run_info.js: a table of Dash components was 3 per row, most of a run row's
+        # cost in the picker (docs/performance.md, "Frontend").
+        html.Span("i", className="info", tabIndex="0",
+                  **{"data-info": json.dumps(info_pairs(row)), "aria-label": "run details"}),
     ], className="run-row")

@@ -49,6 +49,7 @@ class Restored:
     logy: list[str]
     figure: dict
     chart_key: str
+    live: bool  # some run of the link is still going: the page refreshes it
 
 
 def referrer_query() -> str:
@@ -78,7 +79,7 @@ def restore(source: DataSource, search: str) -> Restored | None:
             workload_options=workload_options(source, view.experiment, None),
             runs=runs_children(source, view.experiment, view.workload, None, runs),
             basket=basket_children(source, runs), xmode=view.xmode, smooth=view.smooth,
-            logy=logy, figure=figure, chart_key=key)
+            logy=logy, figure=figure, chart_key=key, live=source.any_live(runs))
     except (ViewError, RadtrackError, MlflowException, ValueError, KeyError) as exc:
         # The callbacks restore it again and say what is wrong where the user sees it.
         log.info("link not restored in the layout: %s", exc)

@@ -85,7 +85,7 @@ def shares_figure(table: pd.DataFrame | None) -> go.Figure | dict:
 def register(app: Dash, tracking_uri: str) -> None:
     tables = PowerTables(tracking_uri)
 
-    @app.callback(Output("shares", "figure"), Input("tabs", "value"), Input("workload", "value"))
+    @app.callback(Output("shares", "figure"), Input("tabs", "value"), Input("workload", "value"), prevent_initial_call=True)
     def draw_shares(tab, workload):
         if tab != "shares":
             raise PreventUpdate

@@ -71,7 +71,7 @@ def test_summary_shows_attributed_and_gpu_energy(web, app, store) -> None:
     web.locator("#workload label", has_text="Workload 1").first.click()
     for seeded in store["pair"]:
         web.locator("#runs .run-name").get_by_text(seeded.run_name, exact=True).click()
-    web.wait_for_function("document.querySelectorAll('#summary tbody tr').length === 3")
+    web.wait_for_function("document.querySelectorAll('#summary tbody tr').length === 2")
     headers = web.locator("#summary th").all_inner_texts()
     assert {"energy_j", "gpu_energy_j", "attribution", "co2e_g"} <= {h.strip() for h in headers}
     text = web.locator("#summary").inner_text()

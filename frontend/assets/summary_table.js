@@ -1,0 +1,95 @@
+// The Summary tab's table, drawn from the "summary-data" store ({columns, rows}) as plain
+// HTML: a Dash DataTable cost the page 0.63 MB of extra script (the table and its
+// highlight.js chunks) evaluated while a shared link waited for its chart, and one Dash
+// component per cell would cost more (docs/performance.md, "Frontend").
+// Click a header to sort by it (again: the other way); numbers sort as numbers, empty
+// cells last. The order holds while the table is redrawn with new rows.
+(function () {
+    'use strict';
+
+    let order = null;  // {column, descending}
+
+    function compare(a, b, numeric) {
+        const missing = (v) => v === null || v === undefined || v === '';
+        if (missing(a) || missing(b)) { return missing(a) - missing(b); }
+        if (numeric) { return Number(a) - Number(b); }
+        return String(a).localeCompare(String(b), undefined, {numeric: true});
+    }
+
+    function sorted(table) {
+        if (!order) { return table.rows; }
+        const column = table.columns.find(c => c.id === order.column);
+        if (!column) { return table.rows; }
+        const numeric = column.type === 'numeric';
+        const sign = order.descending ? -1 : 1;
+        return table.rows.slice().sort((r, s) => {
+            const a = r[column.id], b = s[column.id];
+            const empty = (v) => v === null || v === undefined || v === '';
+            // empty cells stay last whichever the direction
+            if (empty(a) || empty(b)) { return compare(a, b, numeric); }
+            return sign * compare(a, b, numeric);
+        });
+    }
+
+    function cell(tag, text) {
+        const node = document.createElement(tag);
+        node.textContent = text === null || text === undefined ? '' : String(text);
+        return node;
+    }
+
+    function draw(host, table) {
+        host.textContent = '';
+        if (!table || !table.columns || !table.columns.length) { return; }
+        const element = document.createElement('table');
+        const head = element.createTHead().insertRow();
+        for (const column of table.columns) {
+            const th = cell('th', column.name);
+            th.dataset.column = column.id;
+            th.tabIndex = 0;
+            th.title = 'sort by ' + column.name;
+            if (order && order.column === column.id) {
+                th.setAttribute('aria-sort', order.descending ? 'descending' : 'ascending');
+            }
+            if (column.type === 'numeric') { th.className = 'numeric'; }
+            head.appendChild(th);
+        }
+        const body = element.createTBody();
+        for (const row of sorted(table)) {
+            const tr = body.insertRow();
+            for (const column of table.columns) {
+                const td = cell('td', row[column.id]);
+                if (column.type === 'numeric') { td.className = 'numeric'; }
+                tr.appendChild(td);
+            }
+        }
+        host.appendChild(element);
+    }
+
+    function resort(event) {
+        const th = event.target.closest('#summary th');
+        if (!th || (event.type === 'keydown' && event.key !== 'Enter' && event.key !== ' ')) {
+            return;
+        }
+        const column = th.dataset.column;
+        order = {column: column, descending: !!order && order.column === column && !order.descending};
+        const host = document.getElementById('summary');
+        draw(host, host.__radtrackTable);
+        event.preventDefault();
+    }
+
+    document.addEventListener('click', resort);
+    document.addEventListener('keydown', resort);
+
+    window.dash_clientside = window.dash_clientside || {};
+    window.dash_clientside.radtrack_summary = {
+        // Output: the host's data-rows attribute (the row count), so the page can tell
+        // when a table has been drawn; the rows themselves are drawn here.
+        draw: function (table) {
+            const host = document.getElementById('summary');
+            if (!host) { return window.dash_clientside.no_update; }
+            host.__radtrackTable = table || null;
+            draw(host, table);
+            return String(table && table.rows ? table.rows.length : 0);
+        },
+    };
+})();

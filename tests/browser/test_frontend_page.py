@@ -1,0 +1,146 @@
+"""The page's shell and light-weight parts in a real headless Chromium: which scripts a page
+loads, which callbacks it starts with, the Summary table's sorting, the run popover and
+the correlation heatmap (frontend/page_shell.py, assets/summary_table.js, assets/run_info.js)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from plotly.offline import get_plotlyjs_version
+
+from radtrack.frontend.synthetic import new_store, seed_workload
+
+pytestmark = pytest.mark.browser
+
+METRICS = ("smi/gpu0/power_w", "dcgm/gpu0/sm_active_pct", "top/cpu_pct")
+GD = "document.querySelector('#chart .js-plotly-plot')"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("page-store")
+    uri = new_store(root)
+    # Two workloads of different lengths: their summaries differ in every duration column.
+    first = seed_workload(uri, "page", 1, ["A", "B"], metrics=METRICS, points=600, hz=10.0,
+                          history=False, artifact_root=root / "artifacts")
+    second = seed_workload(uri, "page", 2, ["A"], metrics=METRICS, points=1200, hz=10.0,
+                           history=False, start=1_700_050_000.0,
+                           artifact_root=root / "artifacts")
+    return {"uri": uri, "root": root, "runs": [*first, *second]}
+
+
+@pytest.fixture(scope="module")
+def app(serve, store):
+    return serve(store["uri"], store["root"] / "views")
+
+
+def pick(tab, url: str, workload: str, runs: list[str]) -> None:
+    tab.goto(url)
+    tab.locator("#experiment").get_by_text("page", exact=True).click()
+    tab.locator("#workload label", has_text=workload).first.click()
+    for name in runs:
+        tab.locator("#runs .run-name").get_by_text(name, exact=True).click()
+
+
+def callback_outputs(tab) -> list[str]:
+    """The outputs of every callback request the tab sends, in order."""
+    sent: list[str] = []
+    tab.on("request", lambda r: sent.append(json.loads(r.post_data or "{}").get("output", ""))
+           if "_dash-update-component" in r.url else None)
+    return sent
+
+
+def test_page_loads_the_two_trace_plotly_bundle_once_and_no_polyfill(web, app) -> None:
+    urls: list[str] = []
+    web.on("request", lambda r: urls.append(r.url))
+    pick(web, app.url, "Workload 1", ["page-1 A"])
+    web.locator("#metrics").get_by_text("gpu0/power_w", exact=True).click()
+    web.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 1")
+    version = get_plotlyjs_version()
+    plotly = [u for u in urls if "plotly" in u.rsplit("/", 1)[-1]]
+    assert len(plotly) == 1 and plotly[0].endswith(f"/vendor/plotly-radtrack-{version}.min.js")
+    assert not [u for u in urls if "polyfill" in u]
+    assert sum("_dash-layout" in u for u in urls) == 1  # the page head's request, reused
+    assert web.evaluate("Plotly.version") == version
+    traces = web.evaluate("Object.keys(Plotly.PlotSchema.get().traces).sort()")
+    assert traces == ["heatmap", "scatter"]
+
+
+def test_a_page_starts_with_two_callbacks_and_a_link_with_no_other(web, chromium, app) -> None:
+    sent = callback_outputs(web)
+    web.goto(app.url)
+    web.wait_for_load_state("networkidle")
+    # apply_view (the URL) and the summary; everything else is in the layout already.
+    assert len(sent) == 2 and "summary-data.data" in sent, sent
+    pick(web, app.url, "Workload 1", ["page-1 A", "page-1 B"])
+    web.locator("#metrics").get_by_text("gpu0/power_w", exact=True).click()
+    web.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 2")
+    web.wait_for_function("location.search.includes('metric=')")
+    link = web.url
+
+    tab = chromium.new_page(viewport={"width": 1500, "height": 1000})
+    sent = callback_outputs(tab)
+    tab.goto(link)
+    tab.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 2")
+    tab.wait_for_function("document.querySelectorAll('#summary tbody tr').length === 2")
+    tab.wait_for_load_state("networkidle")
+    assert len(sent) == 2 and "summary-data.data" in sent, sent
+    assert tab.locator("#basket li").count() == 2
+    assert tab.locator("#runs .run-row").count() == 2
+    tab.close()
+
+
+def test_summary_table_sorts_by_a_clicked_header_and_keeps_the_order(web, app) -> None:
+    pick(web, app.url, "Workload 1", ["page-1 A", "page-1 B"])
+    web.wait_for_function("document.querySelectorAll('#summary tbody tr').length === 2")
+    web.locator("#workload label", has_text="Workload 2").first.click()
+    web.locator("#runs .run-name").get_by_text("page-2 A", exact=True).click()
+    web.wait_for_function("document.querySelectorAll('#summary tbody tr').length === 3")
+    column = web.evaluate("""() => {
+        const heads = [...document.querySelectorAll('#summary th.numeric')];
+        const i = heads.findIndex(h => h.innerText.trim() === 'duration_s');
+        return i < 0 ? null : heads[i].cellIndex; }""")
+    assert column is not None, web.locator("#summary th").all_inner_texts()
+
+    def values() -> list[float]:
+        return [float(v) for v in web.evaluate(
+            f"() => [...document.querySelectorAll('#summary tbody tr')]"
+            f".map(r => r.cells[{column}].innerText)")]
+
+    header = web.locator("#summary th", has_text="duration_s")
+    header.click()
+    assert values() == sorted(values()) and len(set(values())) == 2
+    assert header.get_attribute("aria-sort") == "ascending"
+    web.locator("#summary th", has_text="duration_s").click()
+    assert values() == sorted(values(), reverse=True)
+    # A new row keeps the order: untick one run, the table is redrawn still descending.
+    web.locator("#runs .run-name").get_by_text("page-2 A", exact=True).click()
+    web.wait_for_function("document.querySelectorAll('#summary tbody tr').length === 2")
+    assert web.locator("#summary th", has_text="duration_s").get_attribute("aria-sort") == "descending"
+
+
+def test_run_popover_lists_the_runs_id_and_tags_on_hover_and_focus(web, app, store) -> None:
+    pick(web, app.url, "Workload 1", [])
+    run = next(r for r in store["runs"] if r.run_name == "page-1 B")
+    info = web.locator(".run-row", has_text="page-1 B").locator(".info")
+    info.hover()
+    popover = web.locator("#run-popover")
+    popover.wait_for(state="visible")
+    text = popover.inner_text()
+    assert "run id" in text and run.run_id in text and "tag.radtrack." in text
+    web.mouse.move(5, 5)
+    popover.wait_for(state="hidden")
+    info.focus()
+    popover.wait_for(state="visible")
+
+
+def test_correlation_heatmap_is_drawn_by_the_bundle(web, app) -> None:
+    pick(web, app.url, "Workload 1", ["page-1 A"])
+    for short in ("gpu0/power_w", "gpu0/sm_active_pct"):
+        web.locator("#metrics").get_by_text(short, exact=True).click()
+    web.locator("#tabs").get_by_text("Correlation", exact=True).click()
+    corr = "document.querySelector('#corr .js-plotly-plot')"
+    web.wait_for_function(f"{corr} && {corr}._fullData.length === 1 && "
+                          f"{corr}._fullData[0].type === 'heatmap'")
+    assert web.locator("#corr .heatmaplayer image, #corr .hm image").count() >= 1
