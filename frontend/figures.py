@@ -129,12 +129,22 @@ def _white() -> dict:
     if _WHITE is None:
         layout = pio.templates["plotly_white"].to_plotly_json()["layout"]
         _WHITE = {"top": {k: layout[k] for k in _WHITE_TOP if k in layout},
-                  "xaxis": layout.get("xaxis", {}), "yaxis": layout.get("yaxis", {}),
+                  "xaxis": _measured_less(layout.get("xaxis", {})),
+                  "yaxis": _measured_less(layout.get("yaxis", {})),
                   "annotation": layout.get("annotationdefaults", {})}
     return _WHITE
 
 
 _WHITE: dict | None = None
+
+
+def _measured_less(axis: Mapping) -> dict:
+    """A template axis without what makes plotly.js measure its tick labels on every redraw:
+    ``automargin`` and a title ``standoff`` (placed from the labels' measured depth)."""
+    out = {k: v for k, v in axis.items() if k != "automargin"}
+    if isinstance(out.get("title"), Mapping):
+        out["title"] = {k: v for k, v in out["title"].items() if k != "standoff"}
+    return out
 
 
 def _merged(base: Mapping, own: Mapping) -> dict:

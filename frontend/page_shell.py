@@ -22,6 +22,8 @@ is drawn sooner. Three changes to what Dash writes, each measured in docs/perfor
   0.1-0.25 s of script at every page start. Dash's lazy-loading code needs the
   ``regeneratorRuntime`` global it also defines, so that runtime (facebook/regenerator,
   MIT, vendored) takes its place. The page needs a browser from 2020 or later.
+- **No dash_table script** while the page has no DataTable (the Summary is a plain table,
+  assets/summary_table.js).
 - **The layout is asked for at once.** The Dash renderer asks for ``/_dash-layout`` only
   after every script has run; a shared link's layout carries its chart (restore.py), which
   the server needs 0.15-0.5 s to build. A small script in the page head starts that request
@@ -45,6 +47,7 @@ VENDOR = Path(__file__).resolve().parent / "assets" / "vendor"
 FULL_BUNDLE = "_dash-component-suites/plotly/package_data/plotly.min.js"
 REGENERATOR = "vendor/regenerator-runtime-0.14.1.js"
 POLYFILL_TAG = re.compile(r'<script src="[^"]*/deps/polyfill@[^"]*"></script>\s*')
+TABLE_TAG = re.compile(r'<script src="[^"]*/dash_table/bundle[^"]*"></script>\s*')
 
 # Runs in the page head before any other script: asks for the layout now and gives that
 # answer to the first GET of the same URL (the renderer's), then steps out of the way.
@@ -102,8 +105,19 @@ class ShellDash(Dash):
         scripts, swapped = POLYFILL_TAG.subn(runtime, scripts, count=1)
         if not swapped:
             scripts = runtime + scripts
+        if not self._uses_dash_table():
+            # Dash adds dash_table's script to every page (importing dash imports it).
+            scripts = TABLE_TAG.sub("", scripts, count=1)
         kwargs["scripts"] = scripts
         return super().interpolate_index(**kwargs)
+
+    def _uses_dash_table(self) -> bool:
+        layout = self.validation_layout
+        if layout is None:
+            return True  # unknown: keep it
+        if getattr(layout, "_namespace", None) == "dash_table":
+            return True
+        return any(getattr(c, "_namespace", None) == "dash_table" for c in layout._traverse())
 
 
 def create_shell_app(name: str, assets_folder: Path, **kwargs: object) -> ShellDash:
