@@ -21,7 +21,7 @@ from radtrack.frontend import (
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.layout import build_layout
 from radtrack.frontend.page_shell import ShellDash, create_shell_app
-from radtrack.frontend.restore import referrer_query, restore
+from radtrack.frontend.restore import page_query, restore
 from radtrack.frontend.views import ViewStore, default_views_dir
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -42,7 +42,7 @@ def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
     def page() -> object:
         # A function, so each page load lists the experiments that exist now; a shared
         # link's page comes with its state and chart already in it (restore.py).
-        state = restore(source, referrer_query())
+        state = restore(source, page_query())
         return build_layout(source.experiments(), uri, views.names(), state)
 
     app.layout = page

@@ -36,15 +36,15 @@ _listings_lock = threading.Lock()
 def listing(source: DataSource, experiment: str) -> tuple[dict[str, dict], list[picker.Workload]]:
     """An experiment's run rows by id and its workloads, worked out once per listing read
     (the source re-reads a listing at most every few seconds; every picker step asks)."""
-    frame = source.experiment_runs(experiment)
+    records = source.experiment_rows(experiment)
     with _listings_lock:
         memo = _listings.get(experiment)
-        if memo is not None and memo[0] is frame:
+        if memo is not None and memo[0] is records:
             return memo[1], memo[2]
-    rows = {r["run_id"]: r for r in frame.to_dict("records")}
-    found = picker.workloads(frame)
+    rows = {r["run_id"]: r for r in records}
+    found = picker.workloads(records)
     with _listings_lock:
-        _listings[experiment] = (frame, rows, found)
+        _listings[experiment] = (records, rows, found)
     return rows, found
 
 

@@ -24,11 +24,13 @@ is drawn sooner. Three changes to what Dash writes, each measured in docs/perfor
   MIT, vendored) takes its place. The page needs a browser from 2020 or later.
 - **No dash_table script** while the page has no DataTable (the Summary is a plain table,
   assets/summary_table.js).
-- **The layout is asked for at once.** The Dash renderer asks for ``/_dash-layout`` only
-  after every script has run; a shared link's layout carries its chart (restore.py), which
-  the server needs 0.15-0.5 s to build. A small script in the page head starts that request
-  first and hands its answer to the renderer's own request for it, so the server works
-  while the browser runs the scripts. Its ``Referer`` is the page, as for the renderer's.
+- **The layout comes with the page.** The Dash renderer asks for ``/_dash-layout`` and
+  ``/_dash-dependencies`` (the callbacks) only after every script has run, and the
+  layout request then queued behind the page's dozen script downloads on a server that
+  builds a shared link's layout, chart included (restore.py), in 0.06-0.5 s. The page's
+  own request builds both into the HTML as JSON, and a small script in the page head
+  answers the renderer's two requests from it: the renderer starts drawing as soon as its
+  scripts have run. The page's URL is the link, so the layout is the link's (restore.py).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import re
 from pathlib import Path
 
 from dash import Dash
+from dash._utils import to_json
 from plotly.offline import get_plotlyjs_version
 
 log = logging.getLogger(__name__)
@@ -51,21 +54,29 @@ TABLE_TAG = re.compile(r'<script src="[^"]*/dash_table/bundle[^"]*"></script>\s*
 
 # Runs in the page head before any other script: asks for the layout now and gives that
 # answer to the first GET of the same URL (the renderer's), then steps out of the way.
-PREFETCH_JS = """(function () {
-    var url = %s, early = window.fetch(url, {method: 'GET', credentials: 'same-origin',
-        headers: {Accept: 'application/json', 'Content-Type': 'application/json'}});
-    var own = window.fetch;
+# Runs in the page head before any other script: the renderer's first GET of the layout or
+# of the callbacks is answered from the JSON the page carries, then fetch is left alone.
+EMBEDDED_JS = """(function () {
+    var own = window.fetch, early = %s;
     window.fetch = function (input, init) {
         var get = !init || !init.method || init.method === 'GET';
-        if (early && input === url && get) {
-            var answer = early;
-            early = null;
-            window.fetch = own;
-            return answer;
+        var id = get && typeof input === 'string' && early[input];
+        var node = id && document.getElementById(id);
+        if (node) {
+            delete early[input];
+            if (!Object.keys(early).length) { window.fetch = own; }
+            return Promise.resolve(new Response(node.textContent, {
+                status: 200, headers: {'Content-Type': 'application/json'}}));
         }
         return own.apply(this, arguments);
     };
 })();"""
+
+
+def json_script(element_id: str, text: str) -> str:
+    """``text`` (JSON) in a script element; ``</`` escaped so no ``</script>`` ends it early."""
+    safe = text.replace("</", "<" + "\\" + "/")
+    return f'<script id="{element_id}" type="application/json">{safe}</script>'
 
 
 def vendored_bundle(version: str | None = None) -> str | None:
@@ -96,10 +107,9 @@ class ShellDash(Dash):
 
     def interpolate_index(self, **kwargs: str) -> str:
         plotly = self.plotly_url or self.get_relative_path("/" + FULL_BUNDLE)
-        layout = self.config.requests_pathname_prefix + "_dash-layout"
         kwargs["metas"] = (kwargs.get("metas", "")
                            + f'\n<link rel="preload" as="script" href="{plotly}">'
-                           + f"\n<script>{PREFETCH_JS % json.dumps(layout)}</script>")
+                           + self._embedded())
         scripts = kwargs.get("scripts", "")
         runtime = f'<script src="{self.get_asset_url(REGENERATOR)}"></script>\n'
         scripts, swapped = POLYFILL_TAG.subn(runtime, scripts, count=1)
@@ -110,6 +120,23 @@ class ShellDash(Dash):
             scripts = TABLE_TAG.sub("", scripts, count=1)
         kwargs["scripts"] = scripts
         return super().interpolate_index(**kwargs)
+
+    def _embedded(self) -> str:
+        """The layout and the callbacks as JSON in the page, with the script that gives them
+        to the renderer; '' (the renderer asks the server) if the layout fails here."""
+        prefix = self.config.requests_pathname_prefix
+        try:
+            layout = to_json(self.get_layout())
+        except Exception:  # the renderer's own request reports it where the user sees it
+            log.exception("page layout not embedded; the page will ask for it")
+            return ""
+        parts = {prefix + "_dash-layout": ("_radtrack-layout", layout),
+                 prefix + "_dash-dependencies": ("_radtrack-dependencies",
+                                                 to_json(self._callback_list))}
+        ids = {url: element_id for url, (element_id, _) in parts.items()}
+        return ("".join("\n" + json_script(element_id, text)
+                        for element_id, text in parts.values())
+                + f"\n<script>{EMBEDDED_JS % json.dumps(ids)}</script>")
 
     def _uses_dash_table(self) -> bool:
         layout = self.validation_layout

@@ -29,28 +29,25 @@ class Workload:
     start: float = 0.0
 
 
-def _col(frame: pd.DataFrame, name: str) -> pd.Series:
-    return frame[name] if name in frame.columns else pd.Series([None] * len(frame), index=frame.index)
-
-
 def _start_s(value: object) -> float:
     return pd.Timestamp(value).timestamp() if value is not None and not pd.isna(value) else 0.0
 
 
-def workloads(frame: pd.DataFrame) -> list[Workload]:
-    """The workloads of one experiment's runs (parents included), newest first."""
-    if frame.empty:
+def workloads(frame: pd.DataFrame | list[dict]) -> list[Workload]:
+    """The workloads of one experiment's runs (parents included), newest first; ``frame``
+    may be the listing's rows already as dicts (``DataSource.experiment_rows``)."""
+    records = frame.to_dict("records") if isinstance(frame, pd.DataFrame) else frame
+    if not records:
         return []
-    role = _col(frame, ROLE)
-    parents = frame[role == "workload"]
-    rows = frame[role != "workload"]
-    parent_ids = set(parents["run_id"])
+    parents = [r for r in records if r.get(ROLE) == "workload"]
+    rows = [r for r in records if r.get(ROLE) != "workload"]
+    parent_ids = {p["run_id"] for p in parents}
     found: dict[str, Workload] = {}
-    for parent in parents.to_dict("records"):
+    for parent in parents:
         number = parent.get(WORKLOAD_TAG) or parent.get("workload")
         found[parent["run_id"]] = Workload(parent["run_id"], f"Workload {number}",
                                            start=_start_s(parent.get("start_time")))
-    for row in rows.to_dict("records"):
+    for row in rows:
         parent_id = row.get("parent_run_id")
         if isinstance(parent_id, str) and parent_id in parent_ids:
             found[parent_id].run_ids.append(row["run_id"])
@@ -65,7 +62,7 @@ def workloads(frame: pd.DataFrame) -> list[Workload]:
             found[key] = Workload(key, str(row.get("run_name") or row["run_id"][:8]), [row["run_id"]],
                                   start=_start_s(row.get("start_time")))
     letters = {r["run_id"]: (str(r.get("letter") or ""), str(r.get("run_name") or ""))
-               for r in rows.to_dict("records")}
+               for r in rows}
     for w in found.values():
         w.run_ids.sort(key=lambda run_id: letters[run_id])
     result = [w for w in found.values() if w.run_ids]

@@ -1,7 +1,8 @@
 """A shared link opened in a new tab: the page arrives with its state already in it.
 
-Dash asks for the page's layout (``/_dash-layout``) from the page itself, so that request's
-``Referer`` is the page's URL, query string included. When the query names runs, the
+The page's layout is built into the page itself when the page is requested
+(page_shell.py), from the page's URL; Dash's own ``/_dash-layout`` request, where it is
+made, comes from the page, so its ``Referer`` is that URL. When the query names runs, the
 layout is built with everything the link restores (experiment, workload and its runs,
 the basket, the ticked metrics and their options, axis settings) and with the chart's
 figure in the ``chart-figure`` store: the chart is drawn on the first render, with no
@@ -9,7 +10,7 @@ callback round at all. The callbacks that fire when a Dash page starts find the 
 already in that state and change nothing (``apply_view`` compares the URL with the
 state, ``draw_chart`` the figure's key with the one shown).
 
-Without a usable referrer (stripped by the browser, a saved view by name, a bad query)
+Without a usable query (a referrer stripped by the browser, a saved view by name, a bad query)
 the layout is the plain one and ``callbacks_select.apply_view`` restores the link in one
 callback answer, as it does for the *Load* button.
 """
@@ -52,9 +53,15 @@ class Restored:
     live: bool  # some run of the link is still going: the page refreshes it
 
 
-def referrer_query() -> str:
-    """The query string of the page asking for the layout, '' outside a same-host request."""
-    if not has_request_context() or not request.referrer:
+def page_query() -> str:
+    """The query string of the page whose layout is being built: the page's own URL when the
+    page itself is requested (page_shell.py builds the layout into it), else the
+    ``Referer`` of the renderer's ``/_dash-layout`` request; '' outside a request."""
+    if not has_request_context():
+        return ""
+    if not request.path.endswith("_dash-layout"):
+        return request.query_string.decode("utf-8", "replace")
+    if not request.referrer:
         return ""
     page = urlparse(request.referrer)
     return page.query if page.netloc == request.host else ""

@@ -29,8 +29,10 @@ def test_index_has_no_polyfill_the_runtime_first_and_the_layout_request_in_the_h
     assert scripts and not [s for s in scripts if "polyfill" in s or "dash_table" in s]
     assert scripts[0].endswith("/assets/vendor/regenerator-runtime-0.14.1.js")
     assert any("react@" in s for s in scripts[1:])
-    # The layout request starts in the head, before any script of the page's body.
-    assert '"/_dash-layout"' in head and "window.fetch = function" in head
+    # The layout and the callbacks come in the page, with the script that hands them over.
+    assert '<script id="_radtrack-layout" type="application/json">' in head
+    assert '<script id="_radtrack-dependencies" type="application/json">' in head
+    assert '"/_dash-layout": "_radtrack-layout"' in head and "window.fetch = function" in head
     version = get_plotlyjs_version()
     assert f'<link rel="preload" as="script" href="/assets/vendor/plotly-radtrack-{version}.min.js">' in head
     cfg = config(html)
@@ -57,3 +59,36 @@ def test_a_bundle_for_another_plotly_falls_back_to_the_full_one(tmp_path, monkey
     assert 'href="/_dash-component-suites/plotly/package_data/plotly.min.js"' in html
     cfg = config(html)
     assert cfg["serve_locally"] is True and "plotlyjs_url" not in cfg
+
+
+def test_the_page_carries_its_links_layout_and_the_callbacks(tmp_path) -> None:
+    from radtrack.frontend.synthetic import new_store, seed_workload
+
+    uri = new_store(tmp_path)
+    runs = seed_workload(uri, "shell", 1, ["A", "B"], metrics=("smi/gpu0/power_w",), points=50,
+                         artifact_root=tmp_path / "artifacts")
+    app = create_app(uri, tmp_path / "views")
+    ids = ",".join(r.run_id for r in runs)
+    html = index_of(app, f"/?experiment=shell&runs={ids}&metric=smi%2Fgpu0%2Fpower_w")
+    layout = embedded(html, "_radtrack-layout")
+    stores = {c["props"]["id"]: c["props"].get("data") for c in layout["props"]["children"]
+              if c.get("type") == "Store"}
+    assert stores["selection"] == [r.run_id for r in runs]
+    figure = stores["chart-figure"]
+    assert [t["meta"][0] for t in figure["data"]] == [r.run_id for r in runs]
+    callbacks = embedded(html, "_radtrack-dependencies")
+    assert any("summary-data.data" in c["output"] for c in callbacks)
+    # The same as the server's own answers to the renderer's requests.
+    client = app.server.test_client()
+    assert callbacks == client.get("/_dash-dependencies").get_json()
+    plain = embedded(index_of(app, "/"), "_radtrack-layout")
+    assert plain == client.get("/_dash-layout").get_json()
+
+
+def index_of(app, path: str) -> str:
+    return app.server.test_client().get(path).get_data(as_text=True)
+
+
+def embedded(html: str, element_id: str) -> object:
+    raw = re.search(rf'<script id="{element_id}" type="application/json">(.*?)</script>', html, re.S)
+    return json.loads(raw.group(1))
