@@ -27,10 +27,11 @@ is drawn sooner. Three changes to what Dash writes, each measured in docs/perfor
 - **The layout comes with the page.** The Dash renderer asks for ``/_dash-layout`` and
   ``/_dash-dependencies`` (the callbacks) only after every script has run, and the
   layout request then queued behind the page's dozen script downloads on a server that
-  builds a shared link's layout, chart included (restore.py), in 0.06-0.5 s. The page's
-  own request builds both into the HTML as JSON, and a small script in the page head
-  answers the renderer's two requests from it: the renderer starts drawing as soon as its
-  scripts have run. The page's URL is the link, so the layout is the link's (restore.py).
+  builds a shared link's layout, chart included (restore.py), in 0.06-0.5 s. The page is
+  sent in two parts instead: everything up to the renderer's start at once, so the browser
+  fetches and runs its scripts while the server builds the layout, then the layout and the
+  callbacks as JSON elements; a small script in the page head answers the renderer's two
+  requests from them. The page's URL is the link, so the layout is the link's.
 """
 
 from __future__ import annotations
@@ -38,10 +39,12 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 from dash import Dash
 from dash._utils import to_json
+from flask import Response, stream_with_context
 from plotly.offline import get_plotlyjs_version
 
 log = logging.getLogger(__name__)
@@ -71,6 +74,10 @@ EMBEDDED_JS = """(function () {
         return own.apply(this, arguments);
     };
 })();"""
+
+
+LAYOUT_ID, CALLBACKS_ID = "_radtrack-layout", "_radtrack-dependencies"
+LAYOUT_MARK = "<!-- radtrack: layout -->"
 
 
 def json_script(element_id: str, text: str) -> str:
@@ -109,7 +116,9 @@ class ShellDash(Dash):
         plotly = self.plotly_url or self.get_relative_path("/" + FULL_BUNDLE)
         kwargs["metas"] = (kwargs.get("metas", "")
                            + f'\n<link rel="preload" as="script" href="{plotly}">'
-                           + self._embedded())
+                           + f"\n<script>{EMBEDDED_JS % json.dumps(self._early_ids())}</script>")
+        # index() sends the page up to here at once, then the layout (built meanwhile).
+        kwargs["renderer"] = LAYOUT_MARK + kwargs.get("renderer", "")
         scripts = kwargs.get("scripts", "")
         runtime = f'<script src="{self.get_asset_url(REGENERATOR)}"></script>\n'
         scripts, swapped = POLYFILL_TAG.subn(runtime, scripts, count=1)
@@ -121,22 +130,34 @@ class ShellDash(Dash):
         kwargs["scripts"] = scripts
         return super().interpolate_index(**kwargs)
 
-    def _embedded(self) -> str:
-        """The layout and the callbacks as JSON in the page, with the script that gives them
-        to the renderer; '' (the renderer asks the server) if the layout fails here."""
+    def index(self, *args: object, **kwargs: object) -> Response:
+        """The page, sent in two parts: everything up to the renderer's start at once, so the
+        browser fetches and runs the scripts while this thread builds the layout, then the
+        layout and the callbacks as JSON and the rest."""
+        page = super().index(*args, **kwargs)
+        head, tail = page.split(LAYOUT_MARK, 1)
+
+        def parts() -> Iterator[str]:
+            yield head
+            yield self._embedded()
+            yield tail
+
+        return Response(stream_with_context(parts()), mimetype="text/html")
+
+    def _early_ids(self) -> dict[str, str]:
         prefix = self.config.requests_pathname_prefix
+        return {prefix + "_dash-layout": LAYOUT_ID, prefix + "_dash-dependencies": CALLBACKS_ID}
+
+    def _embedded(self) -> str:
+        """The layout and the callbacks as JSON elements; '' (the renderer asks the server
+        itself) if the layout fails here."""
         try:
             layout = to_json(self.get_layout())
         except Exception:  # the renderer's own request reports it where the user sees it
             log.exception("page layout not embedded; the page will ask for it")
             return ""
-        parts = {prefix + "_dash-layout": ("_radtrack-layout", layout),
-                 prefix + "_dash-dependencies": ("_radtrack-dependencies",
-                                                 to_json(self._callback_list))}
-        ids = {url: element_id for url, (element_id, _) in parts.items()}
-        return ("".join("\n" + json_script(element_id, text)
-                        for element_id, text in parts.values())
-                + f"\n<script>{EMBEDDED_JS % json.dumps(ids)}</script>")
+        return (json_script(LAYOUT_ID, layout) + "\n"
+                + json_script(CALLBACKS_ID, to_json(self._callback_list)) + "\n")
 
     def _uses_dash_table(self) -> bool:
         layout = self.validation_layout

@@ -29,9 +29,11 @@ def test_index_has_no_polyfill_the_runtime_first_and_the_layout_request_in_the_h
     assert scripts and not [s for s in scripts if "polyfill" in s or "dash_table" in s]
     assert scripts[0].endswith("/assets/vendor/regenerator-runtime-0.14.1.js")
     assert any("react@" in s for s in scripts[1:])
-    # The layout and the callbacks come in the page, with the script that hands them over.
-    assert '<script id="_radtrack-layout" type="application/json">' in head
-    assert '<script id="_radtrack-dependencies" type="application/json">' in head
+    # The layout and the callbacks come in the page, before the renderer starts, with the
+    # script that hands them over in the head.
+    layout_at = body.index('<script id="_radtrack-layout" type="application/json">')
+    callbacks_at = body.index('<script id="_radtrack-dependencies" type="application/json">')
+    assert max(layout_at, callbacks_at) < body.index('<script id="_dash-renderer"')
     assert '"/_dash-layout": "_radtrack-layout"' in head and "window.fetch = function" in head
     version = get_plotlyjs_version()
     assert f'<link rel="preload" as="script" href="/assets/vendor/plotly-radtrack-{version}.min.js">' in head
@@ -92,3 +94,26 @@ def index_of(app, path: str) -> str:
 def embedded(html: str, element_id: str) -> object:
     raw = re.search(rf'<script id="{element_id}" type="application/json">(.*?)</script>', html, re.S)
     return json.loads(raw.group(1))
+
+
+def test_the_page_is_sent_before_its_layout_is_built(tmp_path, monkeypatch) -> None:
+    """The first part (scripts included) leaves before the layout is built: the browser
+    fetches the scripts while the server works."""
+    app = create_app(f"sqlite:///{tmp_path / 'm.db'}", tmp_path / "views")
+    built: list[str] = []
+    real = app.get_layout
+
+    def layout():
+        built.append("layout")
+        return real()
+
+    monkeypatch.setattr(app, "get_layout", layout)
+    response = app.server.test_client().get("/", buffered=False)
+    chunks = response.response  # the body, part by part, as the server sends it
+    first = next(iter(chunks))
+    first = first.decode() if isinstance(first, bytes) else first
+    assert "dash_core_components" in first and '<script id="_radtrack-layout"' not in first
+    assert built == []  # not built yet when the first part is out
+    rest = "".join(c.decode() if isinstance(c, bytes) else c for c in chunks)
+    assert built == ["layout"] and '<script id="_radtrack-layout"' in rest
+    response.close()
