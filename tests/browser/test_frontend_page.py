@@ -71,6 +71,9 @@ def test_page_loads_the_two_trace_plotly_bundle_once_and_no_polyfill(web, app) -
 def test_a_page_starts_with_two_callbacks_and_a_link_with_no_other(web, chromium, app) -> None:
     sent = callback_outputs(web)
     web.goto(app.url)
+    # The summary's answer drawn (its row count on the host), then nothing more to come.
+    web.wait_for_function("document.querySelector('#summary') && "
+                          "document.querySelector('#summary').getAttribute('data-rows') === '0'")
     web.wait_for_load_state("networkidle")
     # apply_view (the URL) and the summary; everything else is in the layout already.
     assert len(sent) == 2 and "summary-data.data" in sent, sent
