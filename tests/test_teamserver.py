@@ -151,12 +151,14 @@ uri, run_id, root, n, k = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.a
 # the server stores the first 8 calls, then stops answering: the calls after them stay in
 # flight, stored calls' .shipped counts are not written yet (a round is marked as a whole)
 store = restwriter.RestMetricWriter.log_metrics
-lock, stored, never = threading.Lock(), [0], threading.Event()
+lock, stored, never, told = threading.Lock(), [0], threading.Event(), [False]
 def stalling(self, run_id, points):
     with lock:
         stall = stored[0] >= 8
-    if stall:
+        first, told[0] = stall and not told[0], told[0] or stall
+    if first:  # once: the stalled calls run in several threads, their prints would mix
         print("stalled", flush=True)
+    if stall:
         never.wait()
     store(self, run_id, points)
     with lock:
