@@ -88,7 +88,10 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     assert ea > 0 and eb > 0
     # each run's GPU-wide figure stays, under its own name, and is not what it is charged
     assert a.data.metrics["summary/smi/gpu0/energy_j"] > 1.2 * ea
-    assert a.data.metrics["summary/attribution/gpu0/sm_share_pct"] == pytest.approx(75, rel=0.1)
+    # its mean share over the run: the doubles report a process's SM use a sample or more
+    # after it starts on a loaded machine (0 meanwhile); the 75/25 split itself is checked
+    # per sample on the parent's table below
+    assert a.data.metrics["summary/attribution/gpu0/sm_share_pct"] == pytest.approx(75, rel=0.25)
     assert "system/attribution/gpu0/attributed_power_w" in a.data.metrics  # MLflow's System metrics
     assert parent.data.metrics["summary/workload/stp"] == pytest.approx(1.0, rel=1e-6)
     assert parent.data.metrics["summary/workload/antt"] == pytest.approx((100 / 75 + 100 / 25) / 2)
@@ -126,7 +129,18 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     for run in (ma, mb):
         assert not {"smi/gpu0/proc_sm_util_pct", "system/smi/gpu0/proc_sm_util_pct"} & set(run.data.metrics)  # absent, never 0
         assert "system/smi/gpu0/mps_sm_util_pct" in run.data.metrics
-        assert run.data.metrics["summary/attribution/gpu0/sm_share_pct"] == pytest.approx(40, rel=0.1)
+        # the run's time-weighted mean takes in its edges (one client started or ended a
+        # sample apart on a loaded machine): the exact split is checked per sample below
+        assert run.data.metrics["summary/attribution/gpu0/sm_share_pct"] == pytest.approx(40, rel=0.25)
+    mps_table = client.download_artifacts(mparent.info.run_id, "attribution/power.parquet",
+                                          str(tmp / "mps-power"))
+    shares = pd.read_parquet(mps_table).pivot_table(index="time", columns="party",
+                                                    values="sm_share_pct")
+    paired = shares[(shares["acct-4 A"] > 0) & (shares["acct-4 B"] > 0)]
+    assert len(paired) >= 2
+    # the server's 80 %, split equally between the two clients while both run
+    assert paired["acct-4 A"].median() == pytest.approx(40, rel=0.05)
+    assert paired["acct-4 B"].median() == pytest.approx(40, rel=0.05)
     total = (ma.data.metrics["summary/attribution/gpu0/energy_j"]
              + mb.data.metrics["summary/attribution/gpu0/energy_j"]
              + mparent.data.metrics["summary/workload/gpu0/other_energy_j"]
