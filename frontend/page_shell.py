@@ -1,6 +1,6 @@
 """The page's HTML shell: which scripts load, and when, so a page (a shared link above all)
-is drawn sooner. Three changes to what Dash writes, each measured in docs/performance.md
-("Frontend"):
+is drawn sooner. Four changes to what Dash writes, each measured in docs/performance.md
+("Frontend", second rework):
 
 - **plotly.js with two traces** (1.1 MB) instead of the full bundle (4.8 MB). The page
   draws scatter lines, filled scatter areas (shares) and a heatmap (correlation): plotly.js's
@@ -15,8 +15,8 @@ is drawn sooner. Three changes to what Dash writes, each measured in docs/perfor
   when its version is the installed plotly package's plotly.js (the figures are built for
   that one); otherwise the page keeps the full bundle and the log says why. It is
   preloaded from the page head, so it is downloaded (and compiled) by the time the first
-  graph mounts and dcc.Graph runs it; run as the page's first script, or an async one,
-  it took 0.7-1 s instead of 0.3 s and held up everything behind it.
+  graph mounts and dcc.Graph runs it (the distributed cartesian bundle, tried as the
+  page's first script or an async one, took 0.7-1 s instead of 0.3 s that way).
 - **No @babel/polyfill.** Dash puts it before React for old browsers; in a current one it
   only replaces native built-ins (``String.prototype.trim`` among them) with slower copies,
   0.1-0.25 s of script at every page start. Dash's lazy-loading code needs the
