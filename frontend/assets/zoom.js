@@ -74,7 +74,9 @@
                 return Plotly.restyle(gd, {x: answer.xs, y: answer.ys}, indices);
             })
             .catch(error => { if (error.name !== 'AbortError') { console.error(error); } })
-            .finally(() => record(rev, x));
+            // after the next paint: the store update wakes Dash's renderer (10-40 ms),
+            // which would otherwise hold back the frame that shows the new arrays
+            .finally(() => requestAnimationFrame(() => setTimeout(() => record(rev, x), 0)));
     }
 
     // dcc.Graph answers every relayout by copying the changed layout keys into its figure
