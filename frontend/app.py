@@ -35,8 +35,8 @@ def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
     views = ViewStore(views_dir or default_views_dir())
     # Not eager_loading: it loads every async component (MathJax, date pickers, ...) with
     # the page, 2.2 s to DOMContentLoaded against 0.6-0.8 s (docs/performance.md).
-    # The page's scripts: plotly.js's cartesian bundle, no polyfill, the layout asked for
-    # at once (page_shell.py).
+    # The page's scripts: plotly.js with two traces, no polyfill, the layout and callbacks
+    # sent in the page after its scripts (page_shell.py).
     app = create_shell_app(__name__, ASSETS, title="radtrack", update_title=None)
 
     def page() -> object:

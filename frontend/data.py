@@ -90,7 +90,6 @@ class DataSource:
         self._series: dict[tuple[str, str], _Entry] = {}
         self._keys: dict[str, _Entry] = {}
         self._listings: dict[str, _Entry] = {}
-        self._listing_rows: dict[str, tuple[pd.DataFrame, list[dict]]] = {}
         self._traces: dict[str, _Entry] = {}
 
     # Freshness ---------------------------------------------------------------------------
@@ -115,6 +114,14 @@ class DataSource:
 
     def experiment_runs(self, experiment: str) -> pd.DataFrame:
         """Every run of ``experiment`` (parents included), re-read at most every few seconds."""
+        return self._listing(experiment)[0]
+
+    def experiment_rows(self, experiment: str) -> list[dict]:
+        """:meth:`experiment_runs` as row dicts, converted once per read of the listing
+        (a wide frame's ``to_dict`` costs 10-20 ms, and every picker step asks)."""
+        return self._listing(experiment)[1]
+
+    def _listing(self, experiment: str) -> tuple[pd.DataFrame, list[dict]]:
         with self._lock:
             entry = self._listings.get(experiment)
             if self._fresh(entry, self.listing_ttl_s):
@@ -123,24 +130,11 @@ class DataSource:
                                    include_parents=True)
         rows = frame.to_dict("records")
         with self._lock:
-            self._listings[experiment] = _Entry(frame, self._clock(), True)
-            self._listing_rows[experiment] = (frame, rows)
+            self._listings[experiment] = _Entry((frame, rows), self._clock(), True)
             for row in rows:
                 self._runs[row["run_id"]] = _Entry(row, self._clock(),
                                                    row["status"] in LIVE_STATUSES)
-        return frame
-
-    def experiment_rows(self, experiment: str) -> list[dict]:
-        """:meth:`experiment_runs` as row dicts, converted once per read of the listing
-        (a wide frame's ``to_dict`` costs 10-20 ms, and every picker step asks)."""
-        frame = self.experiment_runs(experiment)
-        with self._lock:
-            read, rows = self._listing_rows.get(experiment, (None, None))
-        if read is not frame or rows is None:
-            rows = frame.to_dict("records")
-            with self._lock:
-                self._listing_rows[experiment] = (frame, rows)
-        return rows
+        return frame, rows
 
     def runs(self, run_ids: Iterable[str]) -> pd.DataFrame:
         """One row per run (as ``load_runs``), in the order asked; live runs re-read."""

@@ -129,8 +129,8 @@ def _white() -> dict:
     if _WHITE is None:
         layout = pio.templates["plotly_white"].to_plotly_json()["layout"]
         _WHITE = {"top": {k: layout[k] for k in _WHITE_TOP if k in layout},
-                  "xaxis": _measured_less(layout.get("xaxis", {})),
-                  "yaxis": _measured_less(layout.get("yaxis", {})),
+                  "xaxis": _fixed(layout.get("xaxis", {})),
+                  "yaxis": _fixed(layout.get("yaxis", {})),
                   "annotation": layout.get("annotationdefaults", {})}
     return _WHITE
 
@@ -138,10 +138,10 @@ def _white() -> dict:
 _WHITE: dict | None = None
 
 
-def _measured_less(axis: Mapping) -> dict:
-    """A template axis without what makes plotly.js measure its tick labels on every redraw:
-    ``automargin`` and a title ``standoff`` (placed from the labels' measured depth)."""
-    out = {k: v for k, v in axis.items() if k != "automargin"}
+def _fixed(axis: Mapping) -> dict:
+    """A template axis made :data:`FIXED_AXIS`, its title without ``standoff`` (placed from
+    the labels' measured depth, a measurement on every redraw otherwise)."""
+    out = {**axis, **FIXED_AXIS}
     if isinstance(out.get("title"), Mapping):
         out["title"] = {k: v for k, v in out["title"].items() if k != "standoff"}
     return out
@@ -204,8 +204,7 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     # axis per subplot: a zoom sets one range, and each redraw lays out one x axis, not
     # one per metric.
     xaxis: dict[str, object] = {"anchor": "y" if rows == 1 else f"y{rows}", "domain": [0.0, 1.0],
-                                "showgrid": True, "title": {"text": X_TITLES[options.xmode]},
-                                **FIXED_AXIS}
+                                "showgrid": True, "title": {"text": X_TITLES[options.xmode]}}
     if options.xmode == "wall":
         xaxis["type"] = "date"
     if x_range is not None:
@@ -214,8 +213,7 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     for row, metric in enumerate(metrics, start=1):
         top = 1.0 - (row - 1) * (height + gap)
         suffix = "" if row == 1 else str(row)
-        yaxis: dict[str, object] = {"anchor": "x", "domain": [max(top - height, 0.0), top],
-                                    **FIXED_AXIS}
+        yaxis: dict[str, object] = {"anchor": "x", "domain": [max(top - height, 0.0), top]}
         if options.logy:
             yaxis["type"] = "log"
         layout[f"yaxis{suffix}"] = _merged(white["yaxis"], yaxis)

@@ -55,8 +55,6 @@ REGENERATOR = "vendor/regenerator-runtime-0.14.1.js"
 POLYFILL_TAG = re.compile(r'<script src="[^"]*/deps/polyfill@[^"]*"></script>\s*')
 TABLE_TAG = re.compile(r'<script src="[^"]*/dash_table/bundle[^"]*"></script>\s*')
 
-# Runs in the page head before any other script: asks for the layout now and gives that
-# answer to the first GET of the same URL (the renderer's), then steps out of the way.
 # Runs in the page head before any other script: the renderer's first GET of the layout or
 # of the callbacks is answered from the JSON the page carries, then fetch is left alone.
 EMBEDDED_JS = """(function () {
@@ -103,6 +101,7 @@ class ShellDash(Dash):
     """A Dash app with the shell above. Create it with ``assets_path_ignore=["vendor"]``."""
 
     plotly_url: str | None = None
+    _dash_table: bool | None = None
 
     def _config(self) -> dict:
         config = super()._config()
@@ -160,12 +159,14 @@ class ShellDash(Dash):
                 + json_script(CALLBACKS_ID, to_json(self._callback_list)) + "\n")
 
     def _uses_dash_table(self) -> bool:
-        layout = self.validation_layout
-        if layout is None:
-            return True  # unknown: keep it
-        if getattr(layout, "_namespace", None) == "dash_table":
-            return True
-        return any(getattr(c, "_namespace", None) == "dash_table" for c in layout._traverse())
+        """Whether the page has a DataTable (its layout is walked once, not per page)."""
+        if self._dash_table is None:
+            layout = self.validation_layout
+            if layout is None:
+                return True  # unknown yet: keep the script
+            self._dash_table = getattr(layout, "_namespace", None) == "dash_table" or any(
+                getattr(c, "_namespace", None) == "dash_table" for c in layout._traverse())
+        return self._dash_table
 
 
 def create_shell_app(name: str, assets_folder: Path, **kwargs: object) -> ShellDash:
