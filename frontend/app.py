@@ -22,6 +22,7 @@ from radtrack.frontend.data import DataSource
 from radtrack.frontend.layout import build_layout
 from radtrack.frontend.page_shell import ShellDash, create_shell_app
 from radtrack.frontend.restore import page_query, restore
+from radtrack.frontend.summaries import SummaryCache
 from radtrack.frontend.views import ViewStore, default_views_dir
 
 ASSETS = Path(__file__).resolve().parent / "assets"
@@ -39,15 +40,19 @@ def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
     # sent in the page after its scripts (page_shell.py).
     app = create_shell_app(__name__, ASSETS, title="radtrack", update_title=None)
 
+    summaries = SummaryCache(source)
+
     def page() -> object:
         # A function, so each page load lists the experiments that exist now; a shared
-        # link's page comes with its state and chart already in it (restore.py).
-        state = restore(source, page_query())
-        return build_layout(source.experiments(), uri, views.names(), state)
+        # link's page comes with its state, chart and summary already in it (restore.py).
+        query = page_query()
+        state = restore(source, query, summaries)
+        restored = query if state or not query else None
+        return build_layout(source.experiments(), uri, views.names(), state, restored)
 
     app.layout = page
     callbacks_select.register(app, source, views)
-    callbacks_chart.register(app, source)
+    callbacks_chart.register(app, source, summaries)
     callbacks_export.register(app, source)
     shares.register(app, source.tracking_uri)
     zoom_data.register(app.server, source)

@@ -31,47 +31,10 @@ SCRIPT_GROUP = "script"
 HEADER_PREFIX = "#group "
 
 # A zoom or pan is answered outside Dash: assets/zoom.js posts the figure's chart query
-# (figure["radtrack"], kept by DECODE_FIGURE_JS) and the new x range to /_radtrack/zoom
-# (zoom_data.py) and restyles the plot with the binary answer; it then records the range in
-# the "view-range" store ({rev, x}), which live refreshes and exports read.
-
-# Runs in the browser: the server's figure (kept in the "chart-figure" store, its arrays
-# base64 typed-array specs) becomes the chart's figure. Two things keep a zoom from
-# replotting the whole chart when dcc.Graph re-applies its figure after the zoom (it
-# calls Plotly.react to sync the new axis range into the figure prop):
-# - the arrays are decoded once into typed arrays: plotly.js would decode a spec into a
-#   new array on every Plotly.react, see changed data and recompute and redraw everything;
-# - the height goes to the graph's style, not the layout: dcc.Graph resizes the plot
-#   whenever its box changes size (Plotly.Plots.resize drops layout.height), so a layout
-#   height came back as a change, and a full redraw, on the first zoom after each new figure.
-DECODE_FIGURE_JS = """
-function(stored, _boot) {
-    const keep = window.dash_clientside.no_update;
-    if (!stored) { return [keep, keep]; }
-    const types = {f8: Float64Array, f4: Float32Array, i4: Int32Array, u4: Uint32Array,
-                   i2: Int16Array, u2: Uint16Array, i1: Int8Array, u1: Uint8Array};
-    const decode = (value) => {
-        if (!value || typeof value.bdata !== 'string' || value.shape || !types[value.dtype]) {
-            return value;
-        }
-        const raw = atob(value.bdata);
-        const bytes = new Uint8Array(raw.length);
-        for (let i = 0; i < raw.length; i++) { bytes[i] = raw.charCodeAt(i); }
-        return new types[value.dtype](bytes.buffer);
-    };
-    window.radtrackChart = stored.radtrack || null;
-    const data = (stored.data || []).map(
-        trace => Object.assign({}, trace, {x: decode(trace.x), y: decode(trace.y)}));
-    const layout = Object.assign({}, stored.layout || {}, {autosize: true});
-    const height = layout.height;
-    delete layout.height;
-    const style = height ? {height: height + 'px'} : keep;
-    const figure = Object.assign({}, stored, {data: data, layout: layout});
-    delete figure.radtrack;
-    window.radtrackFigure = figure;  // zoom.js keeps its layout in step with the plot's
-    return [figure, style];
-}
-"""
+# (figure["radtrack"], which the chart keeps on its plot element, assets/chart.js) and the
+# new x range to /_radtrack/zoom (zoom_data.py) and restyles the plot with the binary
+# answer; it then records the range in the "view-range" store ({rev, x}), which live
+# refreshes and exports read.
 
 TABS_JS = """
 function(tab) {
@@ -156,7 +119,7 @@ def chart_figure(source: DataSource, selection: list[str], metrics: list[str],
 
 def chart_answer(source: DataSource, selection, chosen, xmode, smooth, logy, view_range
                  ) -> tuple[dict, str]:
-    """The chart-figure store's figure (with the query zoom.js sends back) and its key."""
+    """The chart's figure (with the query zoom.js sends back) and its key."""
     runs, metrics, options, rev = chart_inputs(source, selection, chosen, xmode, smooth, logy,
                                                view_range)
     figure = chart_figure(source, runs, metrics, options, rev)
@@ -171,10 +134,24 @@ def _rounded(value: object) -> object:
     return value
 
 
-def register(app: Dash, source: DataSource) -> None:
-    summaries = SummaryCache(source)
-    # prevent_initial_call as in callbacks_select: the layout holds their answers on page
-    # load (the summary table is the one computed then).
+def summary_answer(source: DataSource, summaries: SummaryCache, selection: list[str]) -> dict:
+    """The Summary table's rows for ``selection`` ({columns, rows}), as the page draws them."""
+    if not selection:
+        return {"columns": [], "rows": []}  # layout.EMPTY_SUMMARY
+    table = summaries.table(selection)
+    labels = run_labels(source.run_rows(selection))
+    table.insert(0, "run", [labels.get(r, r) for r in table["run_id"]])
+    # The run label already says experiment, workload and letter.
+    table = table.drop(columns=["run_id"])
+    columns = [{"name": c, "id": c, "type": "numeric" if pd.api.types.is_numeric_dtype(table[c])
+                else "text"} for c in table.columns]
+    records = [{k: _rounded(v) for k, v in row.items()} for row in table.to_dict("records")]
+    return {"columns": columns, "rows": records}
+
+
+def register(app: Dash, source: DataSource, summaries: SummaryCache) -> None:
+    # prevent_initial_call on every server callback: the layout holds their answers on
+    # page load (a shared link's included, restore.py), so a page starts with no request.
 
     @app.callback(Output("metrics", "options"),
                   Input("selection", "data"), Input("metric-search", "value"),
@@ -193,13 +170,8 @@ def register(app: Dash, source: DataSource) -> None:
                             Output("corr-panel", "style"), Output("shares-panel", "style"),
                             Input("tabs", "value"), prevent_initial_call=True)
 
-    # "chart-boot" is written by no callback: with it as an input, Dash calls the decode on
-    # page load, so a figure that came with the layout (a shared link, restore.py) is drawn;
-    # Dash skips a first call whose inputs are all other callbacks' outputs.
-    app.clientside_callback(DECODE_FIGURE_JS, Output("chart", "figure"), Output("chart", "style"),
-                            Input("chart-figure", "data"), Input("chart-boot", "data"))
-
-    @app.callback(Output("chart-figure", "data"), Output("chart-key", "data"),
+    # The figure goes to the chart as the server wrote it; the chart decodes its arrays.
+    @app.callback(Output("chart", "figure"), Output("chart-key", "data"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),
                   Input("smooth", "value"), Input("logy", "value"), Input("live", "n_intervals"),
                   State("view-range", "data"), State("chart-key", "data"), prevent_initial_call=True)
@@ -221,24 +193,16 @@ def register(app: Dash, source: DataSource) -> None:
         ClientsideFunction(namespace="radtrack_summary", function_name="draw"),
         Output("summary", "data-rows"), Input("summary-data", "data"))
 
+    # The layout holds the answer for the page's selection (layout.py, restore.py).
     @app.callback(Output("summary-data", "data"),
-                  Input("tabs", "value"), Input("selection", "data"), Input("live", "n_intervals"))
+                  Input("tabs", "value"), Input("selection", "data"), Input("live", "n_intervals"),
+                  prevent_initial_call=True)
     def summary_table(tab, selection, _tick):
         if tab != "summary":
             raise PreventUpdate
         if ctx.triggered_id == "live" and not source.any_live(selection or []):
             raise PreventUpdate
-        if not selection:
-            return {"columns": [], "rows": []}
-        table = summaries.table(selection)
-        labels = run_labels(source.run_rows(selection))
-        table.insert(0, "run", [labels.get(r, r) for r in table["run_id"]])
-        # The run label already says experiment, workload and letter.
-        table = table.drop(columns=["run_id"])
-        columns = [{"name": c, "id": c, "type": "numeric" if pd.api.types.is_numeric_dtype(table[c])
-                    else "text"} for c in table.columns]
-        records = [{k: _rounded(v) for k, v in row.items()} for row in table.to_dict("records")]
-        return {"columns": columns, "rows": records}
+        return summary_answer(source, summaries, list(selection or []))
 
     @app.callback(Output("corr", "figure"), Output("corr-scope", "options"),
                   Input("tabs", "value"), Input("selection", "data"), Input("metrics", "value"),

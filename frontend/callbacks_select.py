@@ -28,6 +28,24 @@ def current_view(selection, metrics, xmode, smooth, logy, experiment, workload) 
 
 RUN_CHECKS = {"type": "run-check", "run": ALL}
 
+# Runs in the browser, once, when the page starts: the URL's query goes to apply_view unless
+# the layout was built from that very query (it shows it already). Then the browser's back
+# and forward go to it from the popstate event: dcc.Location compares the address with the
+# one it last saw, so it misses a return to the page's first address (the address bar is
+# written by the other Location, "url-out").
+URL_GATE_JS = """
+function(search, restored) {
+    const keep = window.dash_clientside.no_update;
+    if (window.radtrackUrlWatched) { return keep; }
+    window.radtrackUrlWatched = true;
+    window.addEventListener('popstate', () => window.dash_clientside.set_props(
+        'url-in', {data: window.location.search}));
+    const query = (search || '').replace(/^\\?/, '');
+    if (restored !== null && restored !== undefined && query === restored) { return keep; }
+    return search || '';
+}
+"""
+
 
 _listings: dict[str, tuple[object, dict[str, dict], list[picker.Workload]]] = {}
 _listings_lock = threading.Lock()
@@ -149,6 +167,12 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
     def show_basket(selection):
         return basket_children(source, selection)
 
+    # The page's URL goes to apply_view unless the layout was built from it (restore.py; the
+    # "restored" store holds the query it was built from): a shared link's page starts with
+    # no request. Back and forward go through.
+    app.clientside_callback(URL_GATE_JS, Output("url-in", "data"),
+                            Input("url", "search"), State("restored", "data"))
+
     # A shared link or a saved view is restored in one answer: runs, ticked metrics (with
     # their options), experiment, workload and axis settings, so the chart is drawn from
     # the next request alone, not at the end of a chain of callbacks.
@@ -158,13 +182,13 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                   Output("experiment", "value"), Output("workload", "value"),
                   Output("xmode", "value"), Output("smooth", "value"), Output("logy", "value"),
                   Output("view-msg", "children"),
-                  Output("chart-figure", "data", allow_duplicate=True),
+                  Output("chart", "figure", allow_duplicate=True),
                   Output("chart-key", "data", allow_duplicate=True),
-                  Input("url", "search"), Input("load-view", "n_clicks"),
+                  Input("url-in", "data"), Input("load-view", "n_clicks"),
                   State("views", "value"), State("selection", "data"), State("metrics", "value"),
                   State("xmode", "value"), State("smooth", "value"), State("logy", "value"),
                   State("experiment", "value"), State("workload", "value"),
-                  State("metric-search", "value"), prevent_initial_call="initial_duplicate")
+                  State("metric-search", "value"), prevent_initial_call=True)
     def apply_view(search, _load, name, selection, metrics, xmode, smooth, logy, experiment,
                    workload, metric_search):
         current = current_view(selection, metrics, xmode, smooth, logy, experiment, workload)

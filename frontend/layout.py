@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from dash import dcc, html
 
+from radtrack.frontend.chart import Chart
 from radtrack.frontend.figures import empty_figure
 from radtrack.frontend.picker import empty_basket, runs_hint
 
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from radtrack.frontend.restore import Restored
 
 LIVE_REFRESH_MS = 3000
+EMPTY_SUMMARY = {"columns": [], "rows": []}
 
 GRAPH_CONFIG = {
     "displaylogo": False,
@@ -91,8 +93,10 @@ def main_column(state: Restored | None = None) -> html.Main:
                  dcc.Checklist(id="metrics", options=state.metric_options if state else [],
                                value=state.metrics if state else [], className="metric-list")),
         chart_controls(state),
-        dcc.Graph(id="chart", figure=empty_figure("Pick runs and at least one metric"),
-                  config=GRAPH_CONFIG, className="chart"),
+        # A shared link's layout holds its chart (restore.py): drawn on the first render.
+        Chart(id="chart", figure=state.figure if state and state.figure else
+              empty_figure("Pick runs and at least one metric"),
+              config=GRAPH_CONFIG, className="chart"),
         dcc.Tabs(id="tabs", value="summary", children=[
             dcc.Tab(label="Summary", value="summary"),
             dcc.Tab(label="Correlation", value="correlation"),
@@ -100,37 +104,37 @@ def main_column(state: Restored | None = None) -> html.Main:
         ]),
         # The summary's rows ({columns, rows}), drawn as a plain table by
         # assets/summary_table.js (click a header to sort).
-        html.Div([dcc.Store(id="summary-data"), html.Div(id="summary", className="summary")],
-                 id="summary-panel"),
+        html.Div([dcc.Store(id="summary-data", data=state.summary if state else EMPTY_SUMMARY),
+                  html.Div(id="summary", className="summary")], id="summary-panel"),
         html.Div([
             dcc.RadioItems(id="corr-scope", value="all", inline=True, options=[
                 {"label": "whole selection", "value": "all"}]),
-            dcc.Graph(id="corr", figure=empty_figure("Pick at least two metrics"),
-                      config={"displaylogo": False}),
+            Chart(id="corr", figure=empty_figure("Pick at least two metrics"),
+                  config={"displaylogo": False}),
         ], id="corr-panel", style={"display": "none"}),
-        html.Div(dcc.Graph(id="shares", figure=empty_figure("Pick a workload"),
-                           config={"displaylogo": False}),
+        html.Div(Chart(id="shares", figure=empty_figure("Pick a workload"),
+                       config={"displaylogo": False}),
                  id="shares-panel", style={"display": "none"}),
     ], className="main")
 
 
 def build_layout(experiments: list[str], tracking_uri: str, saved_views: list[str],
-                 state: Restored | None = None) -> html.Div:
-    """The page; ``state`` (a shared link's, restore.py) fills it in, chart included."""
+                 state: Restored | None = None, restored: str | None = "") -> html.Div:
+    """The page; ``state`` (a shared link's, restore.py) fills it in, chart and summary
+    included. ``restored``: the URL query the page shows already ('' for none), or None
+    when the page's query still has to be applied (callbacks_select.apply_view)."""
     return html.Div([
         dcc.Location(id="url", refresh=False),
+        dcc.Store(id="restored", data=restored),
+        dcc.Store(id="url-in"),
         # Written by callbacks only: a second Location keeps "URL in" and "URL out" apart,
         # so restoring a pasted link and recording the current state never form a loop.
         dcc.Location(id="url-out", refresh=False),
         dcc.Store(id="selection", data=state.selection if state else []),
         dcc.Store(id="view-range"),
-        # The chart's figure as the server sent it (typed arrays as base64 specs); a zoom
-        # patches it, and a clientside callback decodes it into the chart (callbacks_chart).
-        dcc.Store(id="chart-figure", data=state.figure if state else None),
-        # What "chart-figure" shows (callbacks_chart.chart_key): a restored link draws the
+        # What the chart shows (callbacks_chart.chart_answer): a restored link draws the
         # chart in its restoring answer, and draw_chart then has nothing to redo.
         dcc.Store(id="chart-key", data=state.chart_key if state else None),
-        dcc.Store(id="chart-boot", data=True),
         # Enabled for a link to a run still going (restore.py), else by the selection.
         dcc.Interval(id="live", interval=LIVE_REFRESH_MS, disabled=not (state and state.live)),
         html.Header([html.H1("radtrack"),

@@ -8,15 +8,11 @@ is drawn sooner. Four changes to what Dash writes, each measured in docs/perform
   ``scripts/build-plotly-bundle.sh`` (MIT) into ``assets/vendor/``, which Dash serves but
   does not add to the page by itself. Starting it takes a quarter of the time the
   distributed cartesian bundle takes (eleven traces and world calendars) and an eighth of
-  the full one's. dcc.Graph loads plotly.js on first use from the URL the renderer's
-  config names: with ``serve_locally`` the plotly package's full bundle, otherwise
-  ``plotlyjs_url``; nothing else in the browser reads ``serve_locally`` (Dash 4), so the
-  config names the vendored bundle and every other script stays local. It is used only
-  when its version is the installed plotly package's plotly.js (the figures are built for
-  that one); otherwise the page keeps the full bundle and the log says why. It is
-  preloaded from the page head, so it is downloaded (and compiled) by the time the first
-  graph mounts and dcc.Graph runs it (the distributed cartesian bundle, tried as the
-  page's first script or an async one, took 0.7-1 s instead of 0.3 s that way).
+  the full one's. It is used only when its version is the installed plotly package's
+  plotly.js (the figures are built for that one); otherwise the page loads the full bundle
+  and the log says why. It is one of the page's scripts, run before the renderer starts,
+  so the charts (chart.py, not dcc.Graph, which loads plotly.js only once a graph is
+  rendered) draw as soon as they mount.
 - **No @babel/polyfill.** Dash puts it before React for old browsers; in a current one it
   only replaces native built-ins (``String.prototype.trim`` among them) with slower copies,
   0.1-0.25 s of script at every page start. Dash's lazy-loading code needs the
@@ -103,18 +99,9 @@ class ShellDash(Dash):
     plotly_url: str | None = None
     _dash_table: bool | None = None
 
-    def _config(self) -> dict:
-        config = super()._config()
-        if self.plotly_url:
-            # The renderer reads serve_locally only to pick plotly.js's URL.
-            config["serve_locally"] = False
-            config["plotlyjs_url"] = self.plotly_url
-        return config
-
     def interpolate_index(self, **kwargs: str) -> str:
         plotly = self.plotly_url or self.get_relative_path("/" + FULL_BUNDLE)
         kwargs["metas"] = (kwargs.get("metas", "")
-                           + f'\n<link rel="preload" as="script" href="{plotly}">'
                            + f"\n<script>{EMBEDDED_JS % json.dumps(self._early_ids())}</script>")
         # index() sends the page up to here at once, then the layout (built meanwhile).
         kwargs["renderer"] = LAYOUT_MARK + kwargs.get("renderer", "")
@@ -126,7 +113,8 @@ class ShellDash(Dash):
         if not self._uses_dash_table():
             # Dash adds dash_table's script to every page (importing dash imports it).
             scripts = TABLE_TAG.sub("", scripts, count=1)
-        kwargs["scripts"] = scripts
+        # Last, so the smaller scripts before it run while it is still downloading.
+        kwargs["scripts"] = scripts + f'\n<script src="{plotly}"></script>'
         return super().interpolate_index(**kwargs)
 
     def index(self, *args: object, **kwargs: object) -> Response:

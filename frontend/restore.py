@@ -5,7 +5,7 @@ The page's layout is built into the page itself when the page is requested
 made, comes from the page, so its ``Referer`` is that URL. When the query names runs, the
 layout is built with everything the link restores (experiment, workload and its runs,
 the basket, the ticked metrics and their options, axis settings) and with the chart's
-figure in the ``chart-figure`` store: the chart is drawn on the first render, with no
+figure in the chart itself (chart.py): the chart is drawn on the first render, with no
 callback round at all. The callbacks that fire when a Dash page starts find the page
 already in that state and change nothing (``apply_view`` compares the URL with the
 state, ``draw_chart`` the figure's key with the one shown).
@@ -25,9 +25,10 @@ from flask import has_request_context, request
 from mlflow.exceptions import MlflowException
 
 from radtrack.errors import RadtrackError
-from radtrack.frontend.callbacks_chart import chart_answer, metric_options
+from radtrack.frontend.callbacks_chart import chart_answer, metric_options, summary_answer
 from radtrack.frontend.callbacks_select import basket_children, runs_children, workload_options
 from radtrack.frontend.data import DataSource
+from radtrack.frontend.summaries import SummaryCache
 from radtrack.frontend.views import ViewError, from_query
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,7 @@ class Restored:
     logy: list[str]
     figure: dict
     chart_key: str
+    summary: dict  # the Summary table's answer (callbacks_chart.summary_answer)
     live: bool  # some run of the link is still going: the page refreshes it
 
 
@@ -67,7 +69,7 @@ def page_query() -> str:
     return page.query if page.netloc == request.host else ""
 
 
-def restore(source: DataSource, search: str) -> Restored | None:
+def restore(source: DataSource, search: str, summaries: SummaryCache) -> Restored | None:
     """The page state a link's query describes, or None when the callbacks should do it."""
     if not search:
         return None
@@ -86,7 +88,8 @@ def restore(source: DataSource, search: str) -> Restored | None:
             workload_options=workload_options(source, view.experiment, None),
             runs=runs_children(source, view.experiment, view.workload, None, runs),
             basket=basket_children(source, runs), xmode=view.xmode, smooth=view.smooth,
-            logy=logy, figure=figure, chart_key=key, live=source.any_live(runs))
+            logy=logy, figure=figure, chart_key=key,
+            summary=summary_answer(source, summaries, runs), live=source.any_live(runs))
     except (ViewError, RadtrackError, MlflowException, ValueError, KeyError) as exc:
         # The callbacks restore it again and say what is wrong where the user sees it.
         log.info("link not restored in the layout: %s", exc)

@@ -1,7 +1,7 @@
 // A zoom or pan of the chart, answered without a Dash round (docs/performance.md, "Frontend"):
 // on Plotly's relayout event the new x range goes straight to /_radtrack/zoom
 // (frontend/zoom_data.py) with the chart's query, which the figure carries
-// (window.radtrackChart, set by the chart's decode callback); the binary answer (every
+// (gd.radtrackQuery, set by the chart component, assets/chart.js); the binary answer (every
 // trace's x as float64, then every y as float32) becomes typed arrays without a copy, and
 // one Plotly.restyle puts them in the plot. Only then is the "view-range" store set, which
 // the live refresh and the exports read. Relayouts that are not about x (autosize, a y
@@ -53,7 +53,7 @@
     }
 
     function zoom(gd, x) {
-        const chart = window.radtrackChart;
+        const chart = gd.radtrackQuery;
         const rev = gd.layout ? gd.layout.uirevision : null;
         if (!chart || chart.rev !== rev) { record(rev, x); return; }
         if (inflight) { inflight.abort(); }
@@ -68,7 +68,7 @@
                 if (!buffer || controller.signal.aborted) { return null; }
                 const answer = parse(buffer);
                 // The chart may have been replaced while the request was out.
-                if (window.radtrackChart !== chart || answer.header.rev !== gd.layout.uirevision
+                if (gd.radtrackQuery !== chart || answer.header.rev !== gd.layout.uirevision
                     || !sameTraces(gd, answer.header.traces)) { return null; }
                 const indices = answer.xs.map((_, i) => i);
                 return Plotly.restyle(gd, {x: answer.xs, y: answer.ys}, indices);
@@ -79,23 +79,6 @@
             .finally(() => requestAnimationFrame(() => setTimeout(() => record(rev, x), 0)));
     }
 
-    // dcc.Graph answers every relayout by copying the changed layout keys into its figure
-    // prop, which makes it call Plotly.react (a redraw that changes nothing, in the way of
-    // the zoom). Writing those keys into the figure it holds first (the object the decode
-    // callback returned) leaves it nothing to copy. This handler is attached before
-    // dcc.Graph's, so it runs first.
-    function syncFigure(gd, relayout) {
-        const figure = window.radtrackFigure;
-        if (!figure || !figure.layout || !gd.layout) { return; }
-        for (const eventKey of Object.keys(relayout)) {
-            const key = eventKey.split('.')[0].split('[')[0];
-            if (key === 'autosize' || key === 'width' || key === 'height') { continue; }
-            if (gd.layout[key] !== undefined) {
-                figure.layout[key] = JSON.parse(JSON.stringify(gd.layout[key]));
-            }
-        }
-    }
-
     function attach(gd) {
         if (gd.__radtrackZoom || typeof gd.on !== 'function') { return; }
         gd.__radtrackZoom = true;
@@ -103,7 +86,6 @@
             if (!relayout) { return; }
             const x = viewRange(relayout);
             if (x !== undefined) { zoom(gd, x); }
-            syncFigure(gd, relayout);
         });
     }
 
