@@ -10,10 +10,13 @@ typed filter or the relayout call until the page shows the result:
 - summary: each run ticked -> the Summary table has its row (10 ticks);
 - first chart: a metric ticked -> 10 traces drawn (cold cache); three more metrics;
 - zoom: 7 zooms -> every trace re-sampled for the new window and drawn;
-- shared link: the page's URL opened ``--links`` times in a new tab -> chart drawn, timed
-  from ``goto`` (this script's clock: the tab's own start included) and from the
-  navigation's start (the page's clock); the page watches for its chart itself (a script
-  it is given before it loads), so no Playwright code runs in it while it draws;
+- shared link: the page's URL opened ``--links`` times in a new tab (a new browser
+  context: nothing cached) -> chart drawn, timed from ``goto`` (this script's clock) and
+  from the navigation's start (the page's clock). The tab is opened first and the link
+  entered once the browser is idle: a new Playwright context starts a renderer that spends
+  about 1 s of CPU with no page in it, which would otherwise share the two cores with the
+  page. The page watches for its chart itself (a script it is given before it loads), so
+  no Playwright code runs in it while it draws;
 - picker, in the 200-run store: experiment -> its workloads listed, workload -> its runs,
   tick -> basket, filter -> workloads that match, filter cleared.
 
@@ -109,6 +112,29 @@ LINK_WATCH = """window.radtrackBenchDrawn = new Promise((resolve, reject) => {
     };
     check();
 });"""
+
+
+def wait_browser_idle(limit_s: float = 5.0, window_s: float = 0.25, busy_ms: float = 15.0) -> float:
+    """Wait until this script's child processes (Playwright's driver, Chromium) use less
+    than ``busy_ms`` of CPU in ``window_s``; returns the seconds waited."""
+    def used() -> float:
+        total = 0.0
+        for child in psutil.Process().children(recursive=True):
+            try:
+                times = child.cpu_times()
+                total += times.user + times.system
+            except psutil.Error:
+                pass
+        return total * 1000
+    t0 = time.monotonic()
+    last = used()
+    while time.monotonic() - t0 < limit_s:
+        time.sleep(window_s)
+        now = used()
+        if now - last < busy_ms:
+            break
+        last = now
+    return time.monotonic() - t0
 
 
 def free_port() -> int:
@@ -318,6 +344,7 @@ def run_once(args: argparse.Namespace, uri: str, root: Path, index: int) -> dict
                 fresh.set_default_timeout(120_000)
                 # Timer polling: animation-frame polling was seen to stall on a fresh page.
                 fresh.add_init_script(LINK_WATCH % rendered(args.runs * len(chosen)))
+                results.setdefault("link_tab_idle_s", []).append(wait_browser_idle())
                 t0 = time.perf_counter()
                 fresh.goto(link)
                 drawn = fresh.evaluate("window.radtrackBenchDrawn")
