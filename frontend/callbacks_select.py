@@ -139,7 +139,9 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                 raise PreventUpdate  # the boxes already say so (the user just ticked one)
         return runs_children(source, experiment, workload, text, selection)
 
-    @app.callback(Output("selection", "data"),
+    # The basket comes in the same answer as the selection (not from a callback on the
+    # selection): a tick shows in the basket after one request, not two in a row.
+    @app.callback(Output("selection", "data"), Output("basket", "children"),
                   Input(RUN_CHECKS, "value"), Input("clear", "n_clicks"),
                   Input({"type": "remove", "run": ALL}, "n_clicks"),
                   State("selection", "data"), prevent_initial_call=True)
@@ -161,11 +163,7 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                        + [r for r in checked if r not in selection])
         if updated == selection:
             raise PreventUpdate
-        return updated
-
-    @app.callback(Output("basket", "children"), Input("selection", "data"), prevent_initial_call=True)
-    def show_basket(selection):
-        return basket_children(source, selection)
+        return updated, basket_children(source, updated)
 
     # The page's URL goes to apply_view unless the layout was built from it (restore.py; the
     # "restored" store holds the query it was built from): a shared link's page starts with
@@ -177,6 +175,7 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
     # their options), experiment, workload and axis settings, so the chart is drawn from
     # the next request alone, not at the end of a chain of callbacks.
     @app.callback(Output("selection", "data", allow_duplicate=True),
+                  Output("basket", "children", allow_duplicate=True),
                   Output("metrics", "value", allow_duplicate=True),
                   Output("metrics", "options", allow_duplicate=True),
                   Output("experiment", "value"), Output("workload", "value"),
@@ -195,7 +194,7 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
         try:
             if ctx.triggered_id == "load-view":
                 if not name:
-                    return (*[no_update] * 8, "Pick a saved view to load.", no_update, no_update)
+                    return (*[no_update] * 9, "Pick a saved view to load.", no_update, no_update)
                 view = views.load(name)
                 message = f"Loaded view {name!r}."
             else:
@@ -207,13 +206,14 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                 elif to_query(View(**{**view.to_dict(), "name": None})) == to_query(current):
                     raise PreventUpdate
         except ViewError as exc:
-            return (*[no_update] * 8, str(exc), no_update, no_update)
+            return (*[no_update] * 9, str(exc), no_update, no_update)
         runs = list(dict.fromkeys(view.runs))
         keys = source.metric_keys(runs) if runs else []
         logy_value = ["log"] if view.logy else []
         figure, key = chart_answer(source, runs, view.metrics, view.xmode, view.smooth,
                                    logy_value, None)
-        return (runs, list(view.metrics), metric_options(keys, metric_search, view.metrics),
+        return (runs, basket_children(source, runs), list(view.metrics),
+                metric_options(keys, metric_search, view.metrics),
                 view.experiment, view.workload, view.xmode, view.smooth, logy_value, message,
                 figure, key)
 
