@@ -344,7 +344,8 @@ def run_once(args: argparse.Namespace, uri: str, root: Path, index: int) -> dict
                 fresh.set_default_timeout(120_000)
                 # Timer polling: animation-frame polling was seen to stall on a fresh page.
                 fresh.add_init_script(LINK_WATCH % rendered(args.runs * len(chosen)))
-                results.setdefault("link_tab_idle_s", []).append(wait_browser_idle())
+                if args.link_tab_settle:
+                    results.setdefault("link_tab_idle_s", []).append(wait_browser_idle())
                 t0 = time.perf_counter()
                 fresh.goto(link)
                 drawn = fresh.evaluate("window.radtrackBenchDrawn")
@@ -385,6 +386,7 @@ def run(args: argparse.Namespace) -> dict:
                      "runs": args.runs, "metrics": args.metrics, "points": args.points,
                      "seed_s": seed_s, "picker_runs": picker_runs, "picker_seed_s": picker_s,
                      "picker_experiments": args.picker_experiments,
+                     "link_tab_settle": args.link_tab_settle,
                      "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "repeats": []}
     for i in range(args.repeat):
         if args.quiet_below:
@@ -459,6 +461,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--history", action="store_true",
                         help="also log every sample to MLflow's metric history (slow to seed)")
     parser.add_argument("--links", type=int, default=3, help="times the shared link is opened")
+    parser.add_argument("--no-link-tab-settle", dest="link_tab_settle", action="store_false",
+                        help="enter the link right after opening its tab (the earlier method: "
+                             "the new context's own start-up shares the cores with the page)")
     parser.add_argument("--picker-experiments", type=int, default=19,
                         help="more experiments of small runs for the picker steps (0: none)")
     parser.add_argument("--picker-workloads", type=int, default=5,

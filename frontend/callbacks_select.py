@@ -120,7 +120,7 @@ def basket_children(source: DataSource, selection: list[str] | None) -> list | h
 def register(app: Dash, source: DataSource, views: ViewStore) -> None:
     # prevent_initial_call: the page's layout (layout.py, restore.py) already holds what
     # these would answer on page load (and on new rows or buttons, what they show), so a
-    # page starts with two callback requests, not twelve (docs/performance.md, "Frontend").
+    # page starts with no callback request (docs/performance.md, "Frontend").
     @app.callback(Output("workload", "options"),
                   Input("experiment", "value"), Input("run-filter", "value"), prevent_initial_call=True)
     def list_workloads(experiment, text):

@@ -98,11 +98,14 @@ def load_runs(experiment: str | None = None, workload: int | str | None = None,
     Rows are sorted by start time, then workload and letter.
     """
     client = client_for(tracking_uri)
+    names: dict[str, str] = {}
     if run_ids is not None:
         runs = get_runs(client, run_ids)
     else:
         if experiment is not None:
-            exp_ids = [find_experiment(client, str(experiment)).experiment_id]
+            found = find_experiment(client, str(experiment))
+            names[found.experiment_id] = found.name
+            exp_ids = [found.experiment_id]
         else:
             exp_ids = [e.experiment_id for e in client.search_experiments()]
         runs = _search_all(client, exp_ids) if exp_ids else []
@@ -111,7 +114,6 @@ def load_runs(experiment: str | None = None, workload: int | str | None = None,
     if workload is not None:
         wanted = str(workload).strip()
         runs = [r for r in runs if r.data.tags.get("radtrack.workload") == wanted]
-    names = {}
     rows = []
     for run in runs:
         exp_id = run.info.experiment_id
