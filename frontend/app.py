@@ -7,6 +7,7 @@ stylesheet is served by this process, so the page works without internet access.
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 from pathlib import Path
 
@@ -59,6 +60,15 @@ def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
     return app
 
 
+def settle_heap() -> None:
+    """Collect once, then exempt everything alive (modules, the app, MLflow's and Dash's
+    objects) from later collections. A full collection of this process's start-up heap
+    took 0.24 s and fell on whatever request allocated at that moment (a picker click at
+    0.4-0.5 s); afterwards a full collection scans only what requests made since."""
+    gc.collect()
+    gc.freeze()
+
+
 def check_store(uri: str) -> str | None:
     """Why ``uri`` cannot be shown, or None. A missing SQLite file would otherwise be created."""
     if uri.startswith("sqlite:///"):
@@ -95,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"radtrack ui: {problem}", file=sys.stderr)
         return 2
     app = create_app(uri, args.views_dir)
+    settle_heap()
     print(f"radtrack ui: {uri} on http://{args.host}:{args.port}/", file=sys.stderr)
     app.run(host=args.host, port=args.port, debug=args.debug)
     return 0
