@@ -52,10 +52,14 @@
             this.observer.observe(this.box.current);
             // After the page's first paint: the page shows at once, the plot a moment later.
             this.scheduled = true;
-            requestAnimationFrame(() => setTimeout(() => { this.scheduled = false; this.draw(); }, 0));
+            requestAnimationFrame(() => setTimeout(() => {
+                this.scheduled = false;
+                if (!this.unmounted) { this.draw(); }  // the latest figure, if it changed meanwhile
+            }, 0));
         }
 
         componentDidUpdate(previous) {
+            if (this.scheduled) { return; }  // the first draw is still to come, with these props
             if (previous.figure !== this.props.figure || previous.config !== this.props.config) {
                 this.drawn = null;
                 this.draw();
@@ -71,6 +75,7 @@
         }
 
         componentWillUnmount() {
+            this.unmounted = true;
             this.observer.disconnect();
             if (window.Plotly && this.plot.current) { window.Plotly.purge(this.plot.current); }
         }
