@@ -20,7 +20,11 @@ from radtrack.frontend.figures import (
     empty_figure,
     run_labels,
 )
-from radtrack.frontend.summaries import SummaryCache, summary_frame  # noqa: F401 (re-export)
+from radtrack.frontend.summaries import (  # noqa: F401 (summary_frame: re-export)
+    EMPTY_SUMMARY,
+    SummaryCache,
+    summary_frame,
+)
 from radtrack.frontend.zoom_data import QUERY_KEY, chart_query
 
 # Listener groups in the order a reader scans them; anything else follows, the script's
@@ -137,7 +141,7 @@ def _rounded(value: object) -> object:
 def summary_answer(source: DataSource, summaries: SummaryCache, selection: list[str]) -> dict:
     """The Summary table's rows for ``selection`` ({columns, rows}), as the page draws them."""
     if not selection:
-        return {"columns": [], "rows": []}  # layout.EMPTY_SUMMARY
+        return EMPTY_SUMMARY
     table = summaries.table(selection)
     labels = run_labels(source.run_rows(selection))
     table.insert(0, "run", [labels.get(r, r) for r in table["run_id"]])

@@ -41,7 +41,7 @@ function(search, restored) {
     window.addEventListener('popstate', () => window.dash_clientside.set_props(
         'url-in', {data: window.location.search}));
     const query = (search || '').replace(/^\\?/, '');
-    if (restored !== null && restored !== undefined && query === restored) { return keep; }
+    if (query === restored) { return keep; }  // restored: null when not built from it
     return search || '';
 }
 """

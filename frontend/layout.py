@@ -9,12 +9,12 @@ from dash import dcc, html
 from radtrack.frontend.chart import Chart
 from radtrack.frontend.figures import empty_figure
 from radtrack.frontend.picker import empty_basket, runs_hint
+from radtrack.frontend.summaries import EMPTY_SUMMARY
 
 if TYPE_CHECKING:
     from radtrack.frontend.restore import Restored
 
 LIVE_REFRESH_MS = 3000
-EMPTY_SUMMARY = {"columns": [], "rows": []}
 
 GRAPH_CONFIG = {
     "displaylogo": False,
@@ -94,7 +94,7 @@ def main_column(state: Restored | None = None) -> html.Main:
                                value=state.metrics if state else [], className="metric-list")),
         chart_controls(state),
         # A shared link's layout holds its chart (restore.py): drawn on the first render.
-        Chart(id="chart", figure=state.figure if state and state.figure else
+        Chart(id="chart", figure=state.figure if state else
               empty_figure("Pick runs and at least one metric"),
               config=GRAPH_CONFIG, className="chart"),
         dcc.Tabs(id="tabs", value="summary", children=[

@@ -6,9 +6,9 @@ made, comes from the page, so its ``Referer`` is that URL. When the query names 
 layout is built with everything the link restores (experiment, workload and its runs,
 the basket, the ticked metrics and their options, axis settings) and with the chart's
 figure in the chart itself (chart.py): the chart is drawn on the first render, with no
-callback round at all. The callbacks that fire when a Dash page starts find the page
-already in that state and change nothing (``apply_view`` compares the URL with the
-state, ``draw_chart`` the figure's key with the one shown).
+callback round at all, and with the Summary's rows: the page starts with no callback
+request (the URL goes to ``apply_view`` only when it differs from the query the layout was
+built from, callbacks_select.URL_GATE_JS).
 
 Without a usable query (a referrer stripped by the browser, a saved view by name, a bad query)
 the layout is the plain one and ``callbacks_select.apply_view`` restores the link in one

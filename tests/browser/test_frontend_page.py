@@ -5,6 +5,7 @@ the correlation heatmap (frontend/page_shell.py, assets/summary_table.js, assets
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 import pytest
 from plotly.offline import get_plotlyjs_version
@@ -43,6 +44,29 @@ def pick(tab, url: str, workload: str, runs: list[str]) -> None:
         tab.locator("#runs .run-name").get_by_text(name, exact=True).click()
 
 
+def drawn(traces: int) -> str:
+    """The chart shows ``traces`` traces."""
+    return f"{GD} && {GD}._fullData && {GD}._fullData.length === {traces}"
+
+
+def new_tab(chromium):
+    """A tab of its own browser context (nothing cached or shared with ``web``)."""
+    tab = chromium.new_page(viewport={"width": 1500, "height": 1000})
+    tab.set_default_timeout(20_000)
+    return tab
+
+
+def chart_link(tab, url: str, workload: str, runs: list[str], metrics: list[str]) -> str:
+    """``runs`` picked and ``metrics`` (their names in the list) ticked: the page's URL
+    once the chart shows them and the URL names the last metric."""
+    pick(tab, url, workload, runs)
+    for short in metrics:
+        tab.locator("#metrics").get_by_text(short, exact=True).click()
+    tab.wait_for_function(drawn(len(runs) * len(metrics)))
+    tab.wait_for_function(f"location.search.includes({json.dumps(quote(metrics[-1], safe=''))})")
+    return tab.url
+
+
 def callback_outputs(tab) -> list[str]:
     """The outputs of every callback request the tab sends, in order."""
     sent: list[str] = []
@@ -56,7 +80,7 @@ def test_page_loads_the_two_trace_plotly_bundle_once_and_no_polyfill(web, app) -
     web.on("request", lambda r: urls.append(r.url))
     pick(web, app.url, "Workload 1", ["page-1 A"])
     web.locator("#metrics").get_by_text("gpu0/power_w", exact=True).click()
-    web.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 1")
+    web.wait_for_function(drawn(1))
     version = get_plotlyjs_version()
     plotly = [u for u in urls if "plotly" in u.rsplit("/", 1)[-1]]
     assert len(plotly) == 1 and plotly[0].endswith(f"/vendor/plotly-radtrack-{version}.min.js")
@@ -77,16 +101,12 @@ def test_a_page_and_a_shared_link_start_with_no_callback_request(web, chromium, 
     web.wait_for_load_state("networkidle")
     # Every answer a page starts with is in its layout already.
     assert sent == [], sent
-    pick(web, app.url, "Workload 1", ["page-1 A", "page-1 B"])
-    web.locator("#metrics").get_by_text("gpu0/power_w", exact=True).click()
-    web.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 2")
-    web.wait_for_function("location.search.includes('metric=')")
-    link = web.url
+    link = chart_link(web, app.url, "Workload 1", ["page-1 A", "page-1 B"], ["gpu0/power_w"])
 
-    tab = chromium.new_page(viewport={"width": 1500, "height": 1000})
+    tab = new_tab(chromium)
     sent = callback_outputs(tab)
     tab.goto(link)
-    tab.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 2")
+    tab.wait_for_function(drawn(2))
     tab.wait_for_function("document.querySelectorAll('#summary tbody tr').length === 2")
     tab.wait_for_load_state("networkidle")
     # The link's chart, summary, basket and run list came in its layout.
@@ -170,18 +190,13 @@ COUNT_DRAWS = """(() => {
 
 
 def test_a_shared_link_draws_its_chart_once_and_hidden_charts_only_when_shown(web, chromium, app) -> None:
-    pick(web, app.url, "Workload 1", ["page-1 A", "page-1 B"])
-    for short in ("gpu0/power_w", "gpu0/sm_active_pct"):
-        web.locator("#metrics").get_by_text(short, exact=True).click()
-    web.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 4")
-    web.wait_for_function("location.search.includes('sm_active')")
-    link = web.url
+    link = chart_link(web, app.url, "Workload 1", ["page-1 A", "page-1 B"],
+                      ["gpu0/power_w", "gpu0/sm_active_pct"])
 
-    tab = chromium.new_page(viewport={"width": 1500, "height": 1000})
-    tab.set_default_timeout(20_000)
+    tab = new_tab(chromium)
     tab.add_init_script(COUNT_DRAWS)
     tab.goto(link)
-    tab.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 4")
+    tab.wait_for_function(drawn(4))
     tab.wait_for_load_state("networkidle")
     tab.wait_for_timeout(300)
     # One draw of the link's chart, with the arrays decoded once (typed arrays); the
@@ -201,9 +216,7 @@ def test_a_shared_link_draws_its_chart_once_and_hidden_charts_only_when_shown(we
 
 
 def test_the_chart_follows_its_box_when_the_window_narrows(web, app) -> None:
-    pick(web, app.url, "Workload 1", ["page-1 A"])
-    web.locator("#metrics").get_by_text("gpu0/power_w", exact=True).click()
-    web.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 1")
+    chart_link(web, app.url, "Workload 1", ["page-1 A"], ["gpu0/power_w"])
     wide = web.evaluate(f"{GD}._fullLayout.width")
     web.set_viewport_size({"width": 1250, "height": 1000})  # three columns still
     web.wait_for_function(f"{GD}._fullLayout.width < {wide} - 100")
@@ -212,32 +225,24 @@ def test_the_chart_follows_its_box_when_the_window_narrows(web, app) -> None:
 
 
 def test_a_link_naming_a_saved_view_loads_it_and_back_and_forward_work(web, chromium, app) -> None:
-    pick(web, app.url, "Workload 2", ["page-2 A"])
-    web.locator("#metrics").get_by_text("gpu0/power_w", exact=True).click()
-    web.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 1")
+    chart_link(web, app.url, "Workload 2", ["page-2 A"], ["gpu0/power_w"])
     web.fill("#view-name", "one run")
     web.click("#save-view")
     web.wait_for_function("document.querySelector('#view-msg').innerText.includes('Saved view')")
 
-    tab = chromium.new_page(viewport={"width": 1500, "height": 1000})
-    tab.set_default_timeout(20_000)
+    tab = new_tab(chromium)
     # Not restored in the layout (a name, not a state): the page asks apply_view once.
     tab.goto(app.url + "?view=one+run")
     tab.wait_for_function("document.querySelector('#view-msg').innerText.includes('Loaded view')")
-    tab.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 1")
+    tab.wait_for_function(drawn(1))
     assert tab.locator("#basket li").count() == 1
     tab.close()
 
     # A link restored in its layout, then another state, then back: the first comes back.
-    pick(web, app.url, "Workload 1", ["page-1 A", "page-1 B"])
-    web.locator("#metrics").get_by_text("gpu0/power_w", exact=True).click()
-    web.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 2")
-    web.wait_for_function("location.search.includes('metric=')")
-    first = web.url
-    tab = chromium.new_page(viewport={"width": 1500, "height": 1000})
-    tab.set_default_timeout(20_000)
+    first = chart_link(web, app.url, "Workload 1", ["page-1 A", "page-1 B"], ["gpu0/power_w"])
+    tab = new_tab(chromium)
     tab.goto(first)
-    tab.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 2")
+    tab.wait_for_function(drawn(2))
     tab.locator("#basket li button").first.click()
     tab.wait_for_function(f"{GD}._fullData.length === 1")
     tab.wait_for_function(f"location.href !== {json.dumps(first)}")
