@@ -23,9 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 from mlflow import MlflowClient
-from mlflow.entities import ViewType
+from mlflow.entities import Experiment, ViewType
 
 from radtrack.analysis import data as analysis
+from radtrack.analysis.run_records import records_frame
 
 #: statuses whose data can still grow; anything else is cached for the life of the server
 LIVE_STATUSES = frozenset({"RUNNING", "SCHEDULED"})
@@ -91,6 +92,7 @@ class DataSource:
         self._keys: dict[str, _Entry] = {}
         self._listings: dict[str, _Entry] = {}
         self._traces: dict[str, _Entry] = {}
+        self._experiments: dict[str, Experiment] = {}
 
     # Freshness ---------------------------------------------------------------------------
     def _fresh(self, entry: _Entry | None, ttl: float | None = None) -> bool:
@@ -106,6 +108,10 @@ class DataSource:
         client = MlflowClient(tracking_uri=self.tracking_uri)
         found = client.search_experiments(view_type=ViewType.ACTIVE_ONLY,
                                           order_by=["creation_time ASC"])
+        with self._lock:
+            # a listing then searches the experiment's runs straight away, without first
+            # looking its name up again (docs/performance.md, "Frontend")
+            self._experiments = {e.name: e for e in found}
         return [e.name for e in found if e.name != "Default" or self._has_runs(client, e)]
 
     @staticmethod
@@ -114,27 +120,24 @@ class DataSource:
 
     def experiment_runs(self, experiment: str) -> pd.DataFrame:
         """Every run of ``experiment`` (parents included), re-read at most every few seconds."""
-        return self._listing(experiment)[0]
+        return records_frame(self.experiment_rows(experiment))
 
     def experiment_rows(self, experiment: str) -> list[dict]:
-        """:meth:`experiment_runs` as row dicts, converted once per read of the listing
-        (a wide frame's ``to_dict`` costs 10-20 ms, and every picker step asks)."""
-        return self._listing(experiment)[1]
-
-    def _listing(self, experiment: str) -> tuple[pd.DataFrame, list[dict]]:
+        """:meth:`experiment_runs` as records (radtrack/analysis/run_records.py): every picker
+        step asks, and an experiment click reads the listing."""
         with self._lock:
             entry = self._listings.get(experiment)
             if self._fresh(entry, self.listing_ttl_s):
                 return entry.value  # type: ignore[return-value, union-attr]
-        frame = analysis.load_runs(experiment=experiment, tracking_uri=self.tracking_uri,
-                                   include_parents=True)
-        rows = frame.to_dict("records")
+            known = self._experiments.get(experiment)
+        rows = analysis.load_run_records(experiment=known or experiment,
+                                         tracking_uri=self.tracking_uri, include_parents=True)
         with self._lock:
-            self._listings[experiment] = _Entry((frame, rows), self._clock(), True)
+            self._listings[experiment] = _Entry(rows, self._clock(), True)
             for row in rows:
                 self._runs[row["run_id"]] = _Entry(row, self._clock(),
                                                    row["status"] in LIVE_STATUSES)
-        return frame, rows
+        return rows
 
     def runs(self, run_ids: Iterable[str]) -> pd.DataFrame:
         """One row per run (as ``load_runs``), in the order asked; live runs re-read."""
@@ -147,9 +150,9 @@ class DataSource:
         with self._lock:
             stale = [r for r in run_ids if not self._fresh(self._runs.get(r))]
         if stale:
-            frame = analysis.load_runs(run_ids=stale, tracking_uri=self.tracking_uri)
+            found = analysis.load_run_records(run_ids=stale, tracking_uri=self.tracking_uri)
             with self._lock:
-                for row in frame.to_dict("records"):
+                for row in found:
                     self._runs[row["run_id"]] = _Entry(row, self._clock(),
                                                        row["status"] in LIVE_STATUSES)
         with self._lock:

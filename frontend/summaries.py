@@ -97,11 +97,10 @@ class SummaryCache:
     def _siblings(self, unaccounted: list[dict]) -> list[dict]:
         found: list[dict] = []
         for experiment in {str(r.get("experiment")) for r in unaccounted}:
-            listing = self.source.experiment_runs(experiment)
             parents = {r.get("parent_run_id") for r in unaccounted
                        if str(r.get("experiment")) == experiment and r.get("parent_run_id")}
-            if "parent_run_id" in listing.columns:
-                found += listing[listing["parent_run_id"].isin(parents)].to_dict("records")
+            found += [row for row in self.source.experiment_rows(experiment)
+                      if row.get("parent_run_id") in parents]
         return found
 
 

@@ -8,7 +8,13 @@ from mlflow import MlflowClient
 from test_analysis_seed import T0, Row, seed_workload
 
 from radtrack.analysis import data
-from radtrack.analysis.data import list_metrics, load_runs, load_series, read_telemetry
+from radtrack.analysis.data import (
+    list_metrics,
+    load_run_records,
+    load_runs,
+    load_series,
+    read_telemetry,
+)
 from radtrack.errors import RadtrackError
 
 
@@ -50,6 +56,46 @@ def test_load_runs_filters_and_parents(seeded, store):
     by_id = load_runs(MlflowClient(store).get_experiment_by_name("exp").experiment_id)
     assert len(by_id) == 3
     assert list(load_runs(run_ids=seeded["solo"])["run_id"]) == seeded["solo"]
+
+
+def _missing(value: object) -> bool:
+    return value is None or value is pd.NA or value is pd.NaT or (
+        isinstance(value, float) and value != value)
+
+
+def _same(a: object, b: object) -> bool:
+    if _missing(a) or _missing(b):
+        return _missing(a) and _missing(b)
+    return type(a) is type(b) and a == b
+
+
+def test_run_records_are_the_frame_rows_without_a_frame(seeded, store):
+    client = MlflowClient(store)
+    exp = client.get_experiment_by_name("exp")
+    # a run still RUNNING (no end time) and one a script started itself (no radtrack tags)
+    running = client.create_run(exp.experiment_id, run_name="live", start_time=T0 * 1000 - 5)
+    client.log_param(running.info.run_id, "lr", "0.1")
+    plain = client.create_run(exp.experiment_id, run_name="plain", start_time=T0 * 1000 + 50)
+    client.set_terminated(plain.info.run_id, end_time=T0 * 1000 + 60_050)
+    for kwargs in ({"experiment": "exp", "include_parents": True}, {"experiment": exp},
+                   {"run_ids": [plain.info.run_id, seeded["solo"][0]]}):
+        recs = load_run_records(**kwargs)
+        frame = load_runs(**kwargs)
+        assert list(frame.columns) == list(recs[0])
+        rows = frame.to_dict("records")
+        assert len(rows) == len(recs)
+        for want, got in zip(rows, recs, strict=True):
+            assert [c for c in want if not _same(want[c], got[c])] == [], (want, got)
+    recs = {r["run_name"]: r for r in load_run_records("exp")}
+    assert recs["live"]["end_time"] is pd.NaT and recs["live"]["workload"] is None
+    assert recs["live"]["param.lr"] == "0.1" and recs["plain"]["param.lr"] is None
+    assert recs["plain"]["end_time"] == pd.Timestamp(T0 * 1000 + 60_050, unit="ms", tz="UTC")
+    # sorted by start time: the live run started first, the plain one after the solo run
+    names = [r["run_name"] for r in load_run_records("exp")]
+    assert names[0] == "live" and names.index("plain") == names.index("exp-1 A") + 1
+    frame = load_runs("exp")
+    assert isinstance(frame["end_time"].dtype, pd.DatetimeTZDtype)
+    assert str(frame["workload"].dtype) == "Int64"
 
 
 def test_unknown_experiment_and_run_are_named(seeded):

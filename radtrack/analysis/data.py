@@ -22,6 +22,7 @@ from mlflow import MlflowClient
 from mlflow.entities import Experiment, Run, ViewType
 from mlflow.exceptions import MlflowException
 
+from radtrack.analysis.run_records import records, records_frame, run_row
 from radtrack.errors import RadtrackError
 from radtrack.metrickeys import canonical_key, stored_keys
 from radtrack.tracking import lookup_experiment, resolve_uri
@@ -31,13 +32,8 @@ SUMMARY_PREFIX = "summary/"
 CACHE_ENV = "RADTRACK_CACHE_DIR"
 
 ROLE_TAG = "radtrack.role"
-PARENT_TAG = "mlflow.parentRunId"
 
 SERIES_COLUMNS = ["run_id", "metric", "seconds", "time", "step", "value"]
-_RUN_COLUMNS = [
-    "run_id", "run_name", "experiment_id", "experiment", "workload", "letter", "status",
-    "start_time", "end_time", "duration_s", "devices", "collocation", "file", "parent_run_id",
-]
 # Only a FINISHED run's artifacts are final: a RUNNING run has no trace yet, and a run a
 # killed launcher left behind may still get its trace from ``radtrack sync``.
 _FINAL_STATUSES = {"FINISHED"}
@@ -87,23 +83,34 @@ def _search_all(client: MlflowClient, experiment_ids: list[str]) -> list[Run]:
             return runs
 
 
-def load_runs(experiment: str | None = None, workload: int | str | None = None,
+def load_runs(experiment: str | Experiment | None = None, workload: int | str | None = None,
               run_ids: list[str] | None = None, tracking_uri: str | None = None,
               include_parents: bool = False) -> pd.DataFrame:
     """One row per run: identity, timing, placement, then ``param.*``, ``tag.*``, ``metric.*``.
 
-    ``experiment`` is a name or an id (None = every experiment). Parent (workload) runs
-    are left out unless ``include_parents``; explicit ``run_ids`` are always returned.
-    ``metric.*`` columns hold each metric's latest value, i.e. the summary metrics.
-    Rows are sorted by start time, then workload and letter.
+    ``experiment`` is a name or an id (None = every experiment), or the experiment itself.
+    Parent (workload) runs are left out unless ``include_parents``; explicit ``run_ids``
+    are always returned. ``metric.*`` columns hold each metric's latest value, i.e. the
+    summary metrics. Rows are sorted by start time, then workload and letter.
     """
+    return records_frame(load_run_records(experiment, workload, run_ids, tracking_uri,
+                                          include_parents))
+
+
+def load_run_records(experiment: str | Experiment | None = None,
+                     workload: int | str | None = None, run_ids: list[str] | None = None,
+                     tracking_uri: str | None = None, include_parents: bool = False
+                     ) -> list[dict[str, object]]:
+    """:func:`load_runs` as its rows' dicts (``to_dict("records")``), without a frame
+    (radtrack/analysis/run_records.py)."""
     client = client_for(tracking_uri)
     names: dict[str, str] = {}
     if run_ids is not None:
         runs = get_runs(client, run_ids)
     else:
         if experiment is not None:
-            found = find_experiment(client, str(experiment))
+            found = (experiment if isinstance(experiment, Experiment)
+                     else find_experiment(client, str(experiment)))
             names[found.experiment_id] = found.name
             exp_ids = [found.experiment_id]
         else:
@@ -119,49 +126,8 @@ def load_runs(experiment: str | None = None, workload: int | str | None = None,
         exp_id = run.info.experiment_id
         if exp_id not in names:
             names[exp_id] = client.get_experiment(exp_id).name
-        rows.append(_run_row(run, names[exp_id]))
-    frame = pd.DataFrame(rows)
-    if frame.empty:
-        return pd.DataFrame(columns=_RUN_COLUMNS)
-    extra = sorted(c for c in frame.columns if c not in _RUN_COLUMNS)
-    order = ([c for c in extra if c.startswith("param.")] + [c for c in extra if c.startswith("tag.")]
-             + [c for c in extra if c.startswith("metric.")])
-    frame = frame[_RUN_COLUMNS + order]
-    frame["workload"] = frame["workload"].astype("Int64")
-    for col in ("start_time", "end_time"):
-        frame[col] = pd.to_datetime(frame[col], unit="ms", utc=True)
-    # Rows of one workload start together; letters make the order deterministic.
-    frame = frame.sort_values(["start_time", "workload", "letter"], kind="stable",
-                              na_position="last")
-    return frame.reset_index(drop=True)
-
-
-def _run_row(run: Run, experiment_name: str) -> dict[str, object]:
-    info, tags, params = run.info, run.data.tags, run.data.params
-    workload = tags.get("radtrack.workload", "")
-    duration = ((info.end_time - info.start_time) / 1000.0
-                if info.end_time and info.start_time else float("nan"))
-    row: dict[str, object] = {
-        "run_id": info.run_id,
-        "run_name": info.run_name,
-        "experiment_id": info.experiment_id,
-        "experiment": experiment_name,
-        "workload": int(workload) if workload.lstrip("-").isdigit() else None,
-        "letter": tags.get("radtrack.letter"),
-        "status": info.status,
-        "start_time": info.start_time,
-        "end_time": info.end_time,
-        "duration_s": duration,
-        "devices": tags.get("radtrack.devices", params.get("devices")),
-        "collocation": tags.get("radtrack.collocation", params.get("collocation")),
-        "file": params.get("script", tags.get("mlflow.source.name")),
-        "parent_run_id": tags.get(PARENT_TAG),
-    }
-    row.update({f"param.{k}": v for k, v in params.items()})
-    row.update({f"tag.{k}": v for k, v in tags.items()})
-    # listener series stored as system/<key> (or bare, by older radtrack) read as <key>
-    row.update({f"metric.{canonical_key(k)}": v for k, v in run.data.metrics.items()})
-    return row
+        rows.append(run_row(run, names[exp_id]))
+    return records(rows)
 
 
 # Telemetry ------------------------------------------------------------------------------
