@@ -15,6 +15,7 @@ trace (the script's own metrics, or any metric of a run still RUNNING) come from
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -58,8 +59,17 @@ class Series:
         raise ValueError(f"unknown x axis mode {mode!r}; use one of {', '.join(X_MODES)}")
 
     def by_x(self, mode: str) -> Series:
-        """This series ordered by the x of ``mode`` (steps may be logged out of time order)."""
-        order = np.argsort(self.x(mode), kind="stable")
+        """This series ordered by the x of ``mode``: itself for time (a series is made
+        sorted by time), sorted once for steps (they may be logged out of time order)."""
+        if mode == "step":
+            return self._by_step
+        if mode not in X_MODES:
+            self.x(mode)  # names the unknown mode
+        return self
+
+    @functools.cached_property
+    def _by_step(self) -> Series:
+        order = np.argsort(self.step, kind="stable")
         if np.all(order[1:] > order[:-1]):
             return self
         return Series(self.run_id, self.metric, self.start, self.seconds[order],

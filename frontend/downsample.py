@@ -48,9 +48,18 @@ def downsample(x: np.ndarray, y: np.ndarray, budget: int = DEFAULT_BUDGET
     x64 = np.ascontiguousarray(x, dtype=np.float64)
     y64 = np.ascontiguousarray(y, dtype=np.float64)
     picked = _DOWNSAMPLER.downsample(x64, y64, n_out=budget - 2)
-    extremes = np.array([np.argmin(y64), np.argmax(y64)], dtype=picked.dtype)
-    keep = np.union1d(picked, extremes)
-    return x[keep], y[keep]
+    # picked is sorted and unique: add the extremes only where it lacks them (a union of
+    # the two arrays cost as much as the downsampling itself)
+    extremes = {int(np.argmin(y64)), int(np.argmax(y64))}
+    absent = [i for i in extremes if not _holds(picked, i)]
+    if absent:
+        picked = np.sort(np.concatenate((picked, np.array(absent, dtype=picked.dtype))))
+    return x[picked], y[picked]
+
+
+def _holds(ordered: np.ndarray, value: int) -> bool:
+    at = int(np.searchsorted(ordered, value))
+    return at < len(ordered) and int(ordered[at]) == value
 
 
 def rolling_mean(y: np.ndarray, window: int) -> np.ndarray:

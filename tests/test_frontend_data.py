@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from radtrack.analysis import data as analysis
-from radtrack.frontend.data import DataSource, long_frame
+from radtrack.frontend.data import DataSource, Series, long_frame
 from radtrack.frontend.synthetic import (
     append_samples,
     new_store,
@@ -224,3 +224,16 @@ def test_summary_cache_summarises_each_run_once_with_the_same_values(seeded, tmp
     numeric = [c for c in table.columns if pd.api.types.is_numeric_dtype(whole[c])]
     pd.testing.assert_frame_equal(table.loc[ids, numeric], whole.loc[ids, numeric],
                                   check_exact=False, rtol=1e-9)
+
+
+def test_series_by_x_sorts_steps_once_and_time_not_at_all():
+    seconds = np.array([0.0, 1.0, 2.0, 3.0])
+    series = Series("r", "loss", 100.0, seconds, np.array([0, 2, 1, 3]), np.array([4.0, 3.0, 2.0, 1.0]))
+    assert series.by_x("seconds") is series and series.by_x("wall") is series
+    by_step = series.by_x("step")
+    assert by_step.step.tolist() == [0, 1, 2, 3] and by_step.value.tolist() == [4.0, 2.0, 3.0, 1.0]
+    assert series.by_x("step") is by_step  # sorted once
+    ordered = Series("r", "loss", 100.0, seconds, np.arange(4), np.ones(4))
+    assert ordered.by_x("step") is ordered
+    with pytest.raises(ValueError, match="unknown x axis mode 'epoch'"):
+        series.by_x("epoch")
