@@ -25,8 +25,10 @@ PALETTE: tuple[str, ...] = (
     "#b68100", "#750d86", "#eb663b", "#511cfb",
 )
 #: the most points one figure sends to the browser, shared out between its traces: the
-#: browser redraws every one of them on each zoom, so this bounds the redraw time
-FIGURE_POINT_BUDGET = 16_000
+#: browser redraws every one of them on each zoom, so this bounds the redraw time (300 a
+#: trace at 40 traces, where a subplot overlays 10 runs; 16,000 cost 12-18 ms more per
+#: zoom, docs/performance.md, "Frontend")
+FIGURE_POINT_BUDGET = 12_000
 MIN_TRACE_BUDGET = 200
 SUBPLOT_HEIGHT = 230
 #: Axes that neither grow the margins to fit their labels nor hide labels past the plot:
@@ -203,19 +205,19 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     # One x axis shared by every subplot (anchored under the last one), not one matched
     # axis per subplot: a zoom sets one range, and each redraw lays out one x axis, not
     # one per metric.
+    # Axis types given rather than guessed: plotly.js guesses a type from the data again
+    # on every zoom's restyle (a scan of every trace's arrays).
     xaxis: dict[str, object] = {"anchor": "y" if rows == 1 else f"y{rows}", "domain": [0.0, 1.0],
-                                "showgrid": True, "title": {"text": X_TITLES[options.xmode]}}
-    if options.xmode == "wall":
-        xaxis["type"] = "date"
+                                "showgrid": True, "title": {"text": X_TITLES[options.xmode]},
+                                "type": "date" if options.xmode == "wall" else "linear"}
     if x_range is not None:
         xaxis["range"] = x_range
     layout["xaxis"] = _merged(white["xaxis"], xaxis)
     for row, metric in enumerate(metrics, start=1):
         top = 1.0 - (row - 1) * (height + gap)
         suffix = "" if row == 1 else str(row)
-        yaxis: dict[str, object] = {"anchor": "x", "domain": [max(top - height, 0.0), top]}
-        if options.logy:
-            yaxis["type"] = "log"
+        yaxis: dict[str, object] = {"anchor": "x", "domain": [max(top - height, 0.0), top],
+                                    "type": "log" if options.logy else "linear"}
         layout[f"yaxis{suffix}"] = _merged(white["yaxis"], yaxis)
         layout["annotations"].append(_merged(white["annotation"], {  # type: ignore[union-attr]
             "text": metric, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5,

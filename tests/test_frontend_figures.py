@@ -121,6 +121,16 @@ def test_step_axis_and_log_y(series) -> None:
     assert fig.layout.xaxis.title.text == "step"
 
 
+def test_axis_types_are_given_not_guessed(series) -> None:
+    """plotly.js would guess each axis' type from the data again on every zoom's restyle."""
+    fig = build_chart(METRICS, RUNS, {}, series, ChartOptions(xmode="seconds"))
+    assert fig["layout"]["xaxis"]["type"] == "linear"
+    assert [fig["layout"][k]["type"] for k in ("yaxis", "yaxis2")] == ["linear", "linear"]
+    fig = build_chart(METRICS, RUNS, {}, series, ChartOptions(xmode="wall", logy=True))
+    assert fig["layout"]["xaxis"]["type"] == "date"
+    assert [fig["layout"][k]["type"] for k in ("yaxis", "yaxis2")] == ["log", "log"]
+
+
 def test_zoom_window_is_resampled_at_full_resolution(series) -> None:
     full = build_chart(METRICS[:1], RUNS[:1], {}, series, ChartOptions(max_trace_budget=500))
     assert len(full.data[0].x) <= 500
