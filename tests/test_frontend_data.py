@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from radtrack.analysis import data as analysis
@@ -129,6 +130,28 @@ def test_metric_keys_and_experiment_listing(seeded) -> None:
     assert source.experiments() == ["exp"]
     runs = source.experiment_runs("exp")
     assert set(runs["tag.radtrack.role"]) == {"workload", "row"}
+
+
+def test_a_listed_experiment_is_searched_without_a_name_lookup(seeded, monkeypatch) -> None:
+    """The page lists the experiments; a click on one then searches its runs straight away
+    (the name lookup was a fifth of a cold listing), and the listing's rows are records."""
+    from mlflow import MlflowClient
+
+    source = DataSource(seeded["uri"])
+    unlisted = source.experiment_rows("exp")  # not listed yet: looked up by name
+    assert source.experiments() == ["exp"]
+    source.listing_ttl_s = 0.0
+
+    def no_lookup(*args, **kwargs):
+        raise AssertionError("a listed experiment was looked up by name again")
+
+    monkeypatch.setattr(MlflowClient, "get_experiment_by_name", no_lookup)
+    rows = source.experiment_rows("exp")
+    assert [r["run_id"] for r in rows] == [r["run_id"] for r in unlisted]
+    assert rows is not unlisted  # read again (lifetime 0), not the cached list
+    row = next(r for r in rows if r["tag.radtrack.role"] == "workload")
+    assert row["letter"] is None  # a value the run lacks is None in a record
+    assert isinstance(row["start_time"], pd.Timestamp) and str(row["start_time"].tz) == "UTC"
 
 
 def test_long_frame_is_what_the_analysis_functions_take(seeded) -> None:
