@@ -220,7 +220,8 @@ class DataSource:
         with self._lock:
             entry = self._traces.get(run_id)
         if not self._fresh(entry):
-            found = set(analysis.telemetry_listeners(run_id, tracking_uri=self.tracking_uri))
+            found = set(analysis.telemetry_listeners(run_id, tracking_uri=self.tracking_uri,
+                                                     status=row["status"]))
             entry = _Entry(found, self._clock(), row["status"] in LIVE_STATUSES)
             with self._lock:
                 self._traces[run_id] = entry

@@ -152,3 +152,25 @@ def test_list_metrics_and_read_telemetry_cache(seeded, tmp_path):
     assert len(read_telemetry(run_id, "smi")) == 1
     with pytest.raises(RadtrackError, match="no telemetry artifact 'telemetry/dcgm.parquet'"):
         read_telemetry(run_id, "dcgm")
+
+
+def test_a_finished_runs_trace_listing_is_read_once(seeded, store, monkeypatch):
+    """A FINISHED run's artifacts are final: its listing is kept; any other is read again."""
+    listed = []
+    original = MlflowClient.list_artifacts
+
+    def counting(self, run_id, path=None):
+        listed.append(run_id)
+        return original(self, run_id, path)
+
+    monkeypatch.setattr(MlflowClient, "list_artifacts", counting)
+    solo = seeded["solo"][0]
+    first = data.telemetry_listeners(solo, store, status="FINISHED")
+    assert "smi" in first and data.telemetry_listeners(solo, store, status="FINISHED") == first
+    assert listed == [solo]
+    data.telemetry_listeners(solo, store, status="RUNNING")
+    data.telemetry_listeners(solo, store)
+    assert listed == [solo] * 3
+    # a run's series read goes through the same listing
+    load_series([solo], ["smi/gpu0/power_w"])
+    assert listed == [solo] * 3
