@@ -100,8 +100,10 @@ def chart_inputs(source: DataSource, selection, chosen, xmode, smooth, logy, vie
                  ) -> tuple[list[str], list[str], ChartOptions, str]:
     """What to plot: runs, the chosen metrics some run has, options, and the uirevision."""
     selection = list(selection or [])
-    keys = set(source.metric_keys(selection)) if selection else set()
-    metrics = [m for m in (chosen or []) if m in keys]
+    chosen = list(chosen or [])
+    # No metric ticked (every picker step before the first): no run's keys are read.
+    keys = set(source.metric_keys(selection)) if selection and chosen else set()
+    metrics = [m for m in chosen if m in keys]
     logy_on = "log" in (logy or [])
     rev = revision(selection, metrics, xmode, logy_on)
     x_range = None
@@ -116,8 +118,10 @@ def chart_inputs(source: DataSource, selection, chosen, xmode, smooth, logy, vie
 
 def chart_figure(source: DataSource, selection: list[str], metrics: list[str],
                  options: ChartOptions, rev: str):
-    labels = run_labels(source.run_rows(selection)) if selection else {}
-    series = source.series(selection, metrics) if selection and metrics else {}
+    if not selection or not metrics:
+        return build_chart(metrics, selection, {}, {}, options, uirevision=rev)
+    labels = run_labels(source.run_rows(selection))
+    series = source.series(selection, metrics)
     return build_chart(metrics, selection, labels, series, options, uirevision=rev)
 
 

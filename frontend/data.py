@@ -221,7 +221,8 @@ class DataSource:
             entry = self._traces.get(run_id)
         if not self._fresh(entry):
             found = set(analysis.telemetry_listeners(run_id, tracking_uri=self.tracking_uri,
-                                                     status=row["status"]))
+                                                     status=row["status"],
+                                                     artifact_uri=row.get("artifact_uri")))
             entry = _Entry(found, self._clock(), row["status"] in LIVE_STATUSES)
             with self._lock:
                 self._traces[run_id] = entry

@@ -174,3 +174,21 @@ def test_a_finished_runs_trace_listing_is_read_once(seeded, store, monkeypatch):
     # a run's series read goes through the same listing
     load_series([solo], ["smi/gpu0/power_w"])
     assert listed == [solo] * 3
+
+
+def test_a_local_artifact_folder_is_listed_without_mlflow(seeded, store, monkeypatch):
+    """With the run's artifact URI (a record's ``artifact_uri``), a local folder is listed
+    directly; the answer is the one MLflow's listing gives."""
+    solo, bare = seeded["solo"][0], seeded["pair"][0]  # the pair's A row stored no Parquet
+    recs = {r["run_id"]: r for r in load_run_records("exp")}
+    expected = {run: data.telemetry_listeners(run, store) for run in (solo, bare)}
+    assert "smi" in expected[solo] and expected[bare] == []
+
+    def no_listing(*args, **kwargs):
+        raise AssertionError("listed through MLflow")
+
+    monkeypatch.setattr(MlflowClient, "list_artifacts", no_listing)
+    for run in (solo, bare):
+        assert recs[run]["artifact_uri"]
+        assert data.telemetry_listeners(run, store, artifact_uri=recs[run]["artifact_uri"]) \
+            == expected[run]

@@ -260,3 +260,21 @@ def test_series_by_x_sorts_steps_once_and_time_not_at_all():
     assert ordered.by_x("step") is ordered
     with pytest.raises(ValueError, match="unknown x axis mode 'epoch'"):
         series.by_x("epoch")
+
+
+def test_no_metric_ticked_reads_no_metric_keys(seeded, monkeypatch) -> None:
+    """Every picker tick redraws the chart; before a metric is ticked that is the empty
+    chart, answered without reading the runs' metric keys (a trace listing each)."""
+    from radtrack.frontend.callbacks_chart import chart_answer
+
+    source = DataSource(seeded["uri"])
+    ids = [r.run_id for r in seeded["finished"]]
+
+    def no_keys(*args, **kwargs):
+        raise AssertionError("metric keys read with no metric ticked")
+
+    monkeypatch.setattr(DataSource, "metric_keys", no_keys)
+    figure, _ = chart_answer(source, ids, [], "seconds", 1, [], None)
+    assert figure["data"] == [] and "radtrack" not in figure
+    with pytest.raises(AssertionError, match="metric keys read"):
+        chart_answer(source, ids, [METRICS[0]], "seconds", 1, [], None)

@@ -19,8 +19,10 @@ from radtrack.analysis.gpu_uses import run_uses
 LISTENERS = ("smi", "dcgm")
 
 
-def _frames(run_id: str, uri: str, status: str | None) -> dict[str, pd.DataFrame]:
-    have = set(telemetry_listeners(run_id, tracking_uri=uri, status=status))
+def _frames(row: pd.Series, uri: str) -> dict[str, pd.DataFrame]:
+    run_id, status = str(row["run_id"]), row.get("status")
+    have = set(telemetry_listeners(run_id, tracking_uri=uri, status=status,
+                                   artifact_uri=row.get("artifact_uri")))
     return {name: read_telemetry(run_id, name, tracking_uri=uri, status=status)
             for name in LISTENERS if name in have}
 
@@ -48,7 +50,7 @@ def account_stored(runs: pd.DataFrame, run_ids: list[str], tracking_uri: str
                 continue
             tags = {k[4:]: v for k, v in row.items() if isinstance(k, str) and k.startswith("tag.")
                     and isinstance(v, str)}
-            frames = _frames(str(row["run_id"]), tracking_uri, row.get("status"))
+            frames = _frames(row, tracking_uri)
             uses += list(run_uses(str(row["run_id"]), frames, tags, row.get("collocation"),
                                   *span).values())
         if not uses:

@@ -22,6 +22,7 @@ PARENT_TAG = "mlflow.parentRunId"
 RUN_COLUMNS = [
     "run_id", "run_name", "experiment_id", "experiment", "workload", "letter", "status",
     "start_time", "end_time", "duration_s", "devices", "collocation", "file", "parent_run_id",
+    "artifact_uri",
 ]
 _TIMES = ("start_time", "end_time")
 
@@ -48,6 +49,7 @@ def run_row(run: Run, experiment_name: str) -> dict[str, object]:
         "collocation": tags.get("radtrack.collocation", params.get("collocation")),
         "file": params.get("script", tags.get("mlflow.source.name")),
         "parent_run_id": tags.get(PARENT_TAG),
+        "artifact_uri": info.artifact_uri,
     }
     row.update({f"param.{k}": v for k, v in params.items()})
     row.update({f"tag.{k}": v for k, v in tags.items()})
