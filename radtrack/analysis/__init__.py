@@ -3,6 +3,7 @@
 from radtrack.analysis.correlation import align, correlate
 from radtrack.analysis.data import (
     list_metrics,
+    load_run_records,
     load_runs,
     load_series,
     read_telemetry,
@@ -28,6 +29,7 @@ __all__ = [
     "integrate_energy",
     "interference",
     "list_metrics",
+    "load_run_records",
     "load_runs",
     "load_series",
     "read_telemetry",
