@@ -8,7 +8,6 @@ from radtrack.analysis.data import (
     load_series,
     read_telemetry,
     resolve_tracking_uri,
-    telemetry_listeners,
 )
 from radtrack.analysis.interference import interference
 from radtrack.analysis.run_summaries import summarize_runs
@@ -20,6 +19,7 @@ from radtrack.analysis.summary import (
     time_weighted_mean,
     windowed_mean,
 )
+from radtrack.analysis.trace_listing import telemetry_listeners
 from radtrack.analysis.variability import time_to_target, variability
 
 __all__ = [

@@ -13,12 +13,8 @@ import hashlib
 import os
 import shutil
 import tempfile
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable
 from pathlib import Path
-from urllib.parse import urlparse
-from urllib.request import url2pathname
 
 import pandas as pd
 import pyarrow.parquet as pq
@@ -27,20 +23,17 @@ from mlflow.entities import Experiment, Run, ViewType
 from mlflow.exceptions import MlflowException
 
 from radtrack.analysis.run_records import records, records_frame, run_row
+from radtrack.analysis.trace_listing import FINAL_STATUSES, TELEMETRY_DIR, telemetry_listeners
 from radtrack.errors import RadtrackError
 from radtrack.metrickeys import canonical_key, stored_keys
 from radtrack.tracking import lookup_experiment, resolve_uri
 
-TELEMETRY_DIR = "telemetry"
 SUMMARY_PREFIX = "summary/"
 CACHE_ENV = "RADTRACK_CACHE_DIR"
 
 ROLE_TAG = "radtrack.role"
 
 SERIES_COLUMNS = ["run_id", "metric", "seconds", "time", "step", "value"]
-# Only a FINISHED run's artifacts are final: a RUNNING run has no trace yet, and a run a
-# killed launcher left behind may still get its trace from ``radtrack sync``.
-_FINAL_STATUSES = {"FINISHED"}
 
 
 def resolve_tracking_uri(tracking_uri: str | None = None) -> str:
@@ -145,63 +138,6 @@ def cache_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"radtrack-cache-{user}"
 
 
-def telemetry_listeners(run_id: str, tracking_uri: str | None = None,
-                        client: MlflowClient | None = None, status: str | None = None,
-                        artifact_uri: str | None = None) -> list[str]:
-    """Names of the listeners with a Parquet trace in the run's artifacts, sorted.
-
-    What the caller knows of the run saves reads: with its ``status``, a FINISHED run's
-    listing is final and kept for the life of the process; with its ``artifact_uri``, a
-    local artifact folder is listed directly. Through MLflow a listing costs two run
-    reads besides the folder's (30-40 ms on SQLite), and one run's summary asked three
-    times.
-    """
-    client = client or client_for(tracking_uri)
-    key = (client.tracking_uri, run_id)
-    if status in _FINAL_STATUSES:
-        with _LISTENERS_LOCK:
-            if key in _LISTENERS:
-                _LISTENERS.move_to_end(key)
-                return list(_LISTENERS[key])
-    folder = _local_folder(artifact_uri)
-    try:
-        if folder is not None:
-            names = [e.name for e in os.scandir(folder / TELEMETRY_DIR) if e.is_file()]
-        else:
-            names = [Path(f.path).name for f in client.list_artifacts(run_id, TELEMETRY_DIR)
-                     if not f.is_dir]
-    except FileNotFoundError:
-        names = []  # no trace was stored
-    except (MlflowException, OSError):
-        # A store whose artifact root is unreachable from here still has the metric history.
-        return []
-    found = sorted(name.removesuffix(".parquet") for name in names if name.endswith(".parquet"))
-    if status in _FINAL_STATUSES:
-        with _LISTENERS_LOCK:
-            _LISTENERS[key] = tuple(found)
-            while len(_LISTENERS) > _LISTENERS_KEPT:
-                _LISTENERS.popitem(last=False)
-    return found
-
-
-def _local_folder(artifact_uri: object) -> Path | None:
-    """The folder of a local (``file:`` or plain path) artifact URI, else None."""
-    if not isinstance(artifact_uri, str) or not artifact_uri:
-        return None
-    parsed = urlparse(artifact_uri)
-    if parsed.scheme == "file" and parsed.netloc in ("", "localhost"):
-        return Path(url2pathname(parsed.path))
-    if parsed.scheme == "" and artifact_uri.startswith("/"):
-        return Path(artifact_uri)
-    return None
-
-
-#: FINISHED runs' trace listings, most recently used last
-_LISTENERS: OrderedDict[tuple[str, str], tuple[str, ...]] = OrderedDict()
-_LISTENERS_LOCK = threading.Lock()
-_LISTENERS_KEPT = 20_000
-
-
 def telemetry_path(run_id: str, listener: str, tracking_uri: str | None = None,
                    client: MlflowClient | None = None, status: str | None = None) -> Path:
     """Local path of ``telemetry/<listener>.parquet``, downloaded once for FINISHED runs.
@@ -213,7 +149,7 @@ def telemetry_path(run_id: str, listener: str, tracking_uri: str | None = None,
     if status is None:
         status = get_runs(client, [run_id])[0].info.status
     cached = cache_dir() / run_id / artifact
-    if status in _FINAL_STATUSES and cached.is_file():
+    if status in FINAL_STATUSES and cached.is_file():
         return cached
     cached.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="download-", dir=cached.parent))

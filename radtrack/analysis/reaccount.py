@@ -13,8 +13,9 @@ from __future__ import annotations
 import pandas as pd
 
 from radtrack.analysis.attribution import account
-from radtrack.analysis.data import load_runs, read_telemetry, telemetry_listeners
+from radtrack.analysis.data import load_runs, read_telemetry
 from radtrack.analysis.gpu_uses import run_uses
+from radtrack.analysis.trace_listing import telemetry_listeners
 
 LISTENERS = ("smi", "dcgm")
 
