@@ -324,19 +324,33 @@ def test_bad_arguments_exit_with_a_message(name: str, args: list[str], message: 
     assert "Traceback" not in p.stderr
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_sigint_stops_with_one_line_and_status_130() -> None:
     """What Ctrl-C and radtrack's MaxTime stop (SIGINT) look like to a workload."""
+    # A shell starts a script with SIGINT at its default; whatever this test process has
+    # (a worker of the parallel run) is not passed on.
+    inherited = signal.getsignal(signal.SIGINT)
     proc = subprocess.Popen([sys.executable, str(WORKLOADS / "sgemm.py"), "--smoke", "--device",
                              "cpu", "--steps", "100000000", "--log-every", "200"],
                             env=plain_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=_default_sigint)
     try:
         assert proc.stdout is not None
         for line in proc.stdout:  # wait until it is inside the timed loop
             if line.startswith("block 1/"):
                 break
         proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
+        try:
+            out, err = proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, err = proc.communicate()
+            raise AssertionError(f"still running 30 s after SIGINT (this process' SIGINT: "
+                                 f"{inherited!r}); stdout tail {out[-500:]!r}, "
+                                 f"stderr tail {err[-2000:]!r}") from None
     finally:
         proc.kill()
     assert proc.returncode == 130, err
