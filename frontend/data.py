@@ -101,7 +101,6 @@ class DataSource:
         self._series: dict[tuple[str, str], _Entry] = {}
         self._keys: dict[str, _Entry] = {}
         self._listings: dict[str, _Entry] = {}
-        self._traces: dict[str, _Entry] = {}
         self._experiments: dict[str, Experiment] = {}
 
     # Freshness ---------------------------------------------------------------------------
@@ -214,26 +213,16 @@ class DataSource:
         with self._lock:
             return len(self._series)
 
-    def _listeners(self, row: dict) -> set[str]:
-        """The listeners with a Parquet trace (an artifact listing: cached like a series)."""
-        run_id = row["run_id"]
-        with self._lock:
-            entry = self._traces.get(run_id)
-        if not self._fresh(entry):
-            found = set(analysis.telemetry_listeners(run_id, tracking_uri=self.tracking_uri,
-                                                     status=row["status"],
-                                                     artifact_uri=row.get("artifact_uri")))
-            entry = _Entry(found, self._clock(), row["status"] in LIVE_STATUSES)
-            with self._lock:
-                self._traces[run_id] = entry
-        return entry.value  # type: ignore[return-value, union-attr]
-
     def _load(self, row: dict, wanted: list[str]) -> dict[str, Series]:
         run_id = row["run_id"]
         start = pd.Timestamp(row["start_time"]).timestamp()
         found: dict[str, Series] = {}
         # Only keys named <listener>/... can live in a trace; the script's own do not.
-        listeners = self._listeners(row) if any("/" in m for m in wanted) else set()
+        # (a FINISHED run's listing is kept by trace_listing; a live one's is read again)
+        listeners = (set(analysis.telemetry_listeners(run_id, tracking_uri=self.tracking_uri,
+                                                      status=row["status"],
+                                                      artifact_uri=row.get("artifact_uri")))
+                     if any("/" in m for m in wanted) else set())
         by_listener: dict[str, list[str]] = {}
         for metric in wanted:
             prefix = metric.split("/", 1)[0]

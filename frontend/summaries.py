@@ -24,10 +24,10 @@ import pandas as pd
 from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.frontend.data import LIVE_STATUSES, DataSource, long_frame
 
-#: columns of summarize_runs that the run label already says
-# The Summary table with no run selected ({columns, rows}, as the page draws it).
+#: the Summary table with no run selected ({columns, rows}, as the page draws it)
 EMPTY_SUMMARY: dict = {"columns": [], "rows": []}
 
+#: columns of summarize_runs that the run label already says
 _DROPPED = ("run_name", "workload", "letter", "file")
 
 

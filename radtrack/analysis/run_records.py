@@ -11,8 +11,6 @@ time); the frame holds it as pandas infers (NaN in a text or number column).
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 from mlflow.entities import Run
 
@@ -79,7 +77,7 @@ def records(rows: list[dict[str, object]]) -> list[dict[str, object]]:
         record = {column: row.get(column) for column in columns}
         for column in _TIMES:
             value = record[column]
-            record[column] = pd.NaT if _missing(value) else pd.Timestamp(value, unit="ms", tz="UTC")
+            record[column] = pd.NaT if pd.isna(value) else pd.Timestamp(value, unit="ms", tz="UTC")
         out.append(record)
     # Rows of one workload start together; letters make the order deterministic.
     out.sort(key=lambda r: (_last(r["start_time"]), _last(r["workload"]), _last(r["letter"])))
@@ -97,11 +95,6 @@ def records_frame(recs: list[dict[str, object]]) -> pd.DataFrame:
     return frame
 
 
-def _missing(value: object) -> bool:
-    return (value is None or value is pd.NA or value is pd.NaT
-            or (isinstance(value, float) and math.isnan(value)))
-
-
 def _last(value: object) -> tuple[int, object]:
     """A sort key that puts missing values after every present one."""
-    return (1, 0) if _missing(value) else (0, value)
+    return (1, 0) if pd.isna(value) else (0, value)
