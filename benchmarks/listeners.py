@@ -65,7 +65,7 @@ def bench_sink(tmp: Path, keys: int = 50) -> dict[str, dict[str, float]]:
     import mlflow
     from mlflow.entities import Metric
 
-    from radtrack.sink import Sink
+    from radtrack.store.sink import Sink
 
     out: dict[str, dict[str, float]] = {}
     samples = [{f"bench/k{j}_pct": float(i * j % 97) for j in range(keys)} for i in range(2000)]
@@ -118,9 +118,9 @@ def _collector_main(kind: str, interval: float, workdir: Path) -> None:
     uri = _fresh_store(workdir, "".join(c if c.isalnum() else "_" for c in kind))
     counts: dict[str, float] = {}
     if kind.startswith("radtrack"):
-        from radtrack.listen import SHARED_SAMPLER_ENV, start_listeners
         from radtrack.listeners import registry
-        from radtrack.sink import Sink
+        from radtrack.run.listen import SHARED_SAMPLER_ENV, start_listeners
+        from radtrack.store.sink import Sink
 
         c = _client(uri)
         rid = c.create_run(c.create_experiment(kind)).info.run_id
@@ -349,9 +349,9 @@ def bench_power(tmp: Path, seconds: float = 20.0, label: str = "") -> dict[str, 
     import numpy as np
     import pandas as pd
 
-    from radtrack.listen import ListenerProc
-    from radtrack.sink import Sink, read_spool
+    from radtrack.run.listen import ListenerProc
     from radtrack.stats import counter_delta, integrate
+    from radtrack.store.sink import Sink, read_spool
 
     uri = _fresh_store(tmp, "power" + label)
     c = _client(uri)

@@ -1,6 +1,6 @@
 """The "Energy shares" tab: for the picked workload, each run's attributed power per GPU,
 stacked with ``other`` and ``idle``, from the parent run's ``attribution/power.parquet``
-(radtrack/accounting.py). The stack's top is the GPU's measured power."""
+(radtrack/postrun/accounting.py). The stack's top is the GPU's measured power."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from dash import Dash, Input, Output
 from dash.exceptions import PreventUpdate
 from mlflow import MlflowClient
 
-from radtrack.accounting import POWER_ARTIFACT
 from radtrack.analysis.attribution import IDLE, OTHER
 from radtrack.frontend.figures import empty_figure
+from radtrack.postrun.accounting import POWER_ARTIFACT
 
 BUCKET_COLOURS = {OTHER: "#7f7f7f", IDLE: "#d0d0d0"}
 

@@ -21,8 +21,8 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 
-from radtrack.metrickeys import stored_key
-from radtrack.sink import summarize
+from radtrack.store.schema import stored_key
+from radtrack.store.sink import summarize
 
 #: 20 listener metrics across four listeners, as radtrack names them
 DEFAULT_METRICS: tuple[str, ...] = (
@@ -180,7 +180,7 @@ def seed_workload(tracking_uri: str, experiment: str, workload: int, letters: li
             as_stored = key if legacy_keys else stored_key(key)
             logged.extend(Metric(as_stored, float(values[i]), int(times[i] * 1000), i) for i in idx)
         if status in _TERMINAL:
-            # The launcher's own summaries (radtrack.sink.summarize), one trace per listener.
+            # The launcher's own summaries (radtrack.store.sink.summarize), one trace per listener.
             for frame in _listener_frames(times, columns).values():
                 logged.extend(Metric(k, v, end_ms, 0) for k, v in summarize(frame).items())
             logged.append(Metric("summary/duration_s", points / hz, end_ms, 0))

@@ -6,7 +6,7 @@ measured on an H100 at one every 20 ms (about 50 a second) and 119 deep, so abou
 (benchmarks/results/h100-2026-11-22/driver-buffers.md). Reading it once a second with
 the timestamp of the newest sample already taken returns exactly the samples that are
 new, each once. The position survives a listener restart through ``resume_us`` (the
-runner writes it on the last line of each read; radtrack/listen.py passes it back), so
+runner writes it on the last line of each read; radtrack/run/listen.py passes it back), so
 only what the ring dropped while no listener ran is lost.
 
 The utilisation buffers are not read: the driver refreshes them 5 times a second, the

@@ -2,6 +2,6 @@
 
 from __future__ import annotations
 
-from radtrack.benchmark import RADTBenchmark
+from radtrack.script.benchmark import RADTBenchmark
 
 __all__ = ["RADTBenchmark"]

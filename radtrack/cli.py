@@ -177,7 +177,7 @@ def _check_options(args: argparse.Namespace) -> None:
         raise RadtrackError(f"--max-time must be > 0 minutes, got {args.max_time}")
     if args.max_epoch is not None and args.max_epoch < 0:
         raise RadtrackError(f"--max-epoch must be >= 0, got {args.max_epoch}")
-    from radtrack.footprint import check_intensity, check_pue
+    from radtrack.postrun.footprint import check_intensity, check_pue
 
     try:
         if args.carbon_intensity is not None:
@@ -186,7 +186,7 @@ def _check_options(args: argparse.Namespace) -> None:
             check_pue(args.pue, "--pue")
     except ValueError as exc:
         raise RadtrackError(str(exc)) from None
-    from radtrack.footprint import resolve
+    from radtrack.postrun.footprint import resolve
 
     resolve(None, None, "")  # a malformed $RADTRACK_CARBON_INTENSITY / $RADTRACK_PUE: say so now
     if args.listeners is not None:
@@ -201,7 +201,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 def _launch(args: argparse.Namespace) -> int:
     from radtrack import sheet as sheets
-    from radtrack import tracking
+    from radtrack.store import tracking
 
     _check_options(args)
     target = Path(args.target)
@@ -321,7 +321,7 @@ def _subcommand(name: str, rest: list[str]) -> int:
     if name == "listeners":
         return _list_listeners(rest)
     if name == "sync":
-        from radtrack.sync import main as sync_main
+        from radtrack.store.sync import main as sync_main
 
         return sync_main(rest)
     if name == "status":

@@ -12,7 +12,7 @@ from mlflow.exceptions import MlflowException
 
 from radtrack.sheet import status_word
 from radtrack.spec import RunSpec
-from radtrack.tracking import close_orphaned_parent
+from radtrack.store.tracking import close_orphaned_parent
 
 PARENT_TAG = "mlflow.parentRunId"
 

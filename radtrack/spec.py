@@ -27,7 +27,7 @@ class RunSpec:
     clocks: str | None = None  # "1410" or "1200,1980" (MHz) for DVFS studies
     power_limit: float | None = None  # watts
     run_name: str | None = None
-    carbon_intensity: float | None = None  # g CO2e/kWh (radtrack/footprint.py)
+    carbon_intensity: float | None = None  # g CO2e/kWh (radtrack/postrun/footprint.py)
     pue: float | None = None
     carbon_source: str = ""  # where carbon_intensity came from: "sheet", "--carbon-intensity"
     letter: str = "A"

@@ -16,7 +16,7 @@ from radtrack.analysis.variability import variability
 
 SCRIPT = """\
 import argparse, time
-from radtrack.benchmark import RADTBenchmark
+from radtrack.script.benchmark import RADTBenchmark
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=4)

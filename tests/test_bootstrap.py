@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from radtrack.bootstrap import BARRIER_FD, BARRIER_ID, RELEASE_FILE, pipe_id
+from radtrack.script.bootstrap import BARRIER_FD, BARRIER_ID, RELEASE_FILE, pipe_id
 
 
 def _start(tmp_path: Path, ident: str | None) -> tuple[subprocess.Popen, int, Path]:
@@ -19,7 +19,7 @@ def _start(tmp_path: Path, ident: str | None) -> tuple[subprocess.Popen, int, Pa
     r, w = os.pipe()
     env = {**os.environ, BARRIER_FD: str(r), RELEASE_FILE: str(tmp_path / "released")}
     env[BARRIER_ID] = ident if ident is not None else pipe_id(r)
-    p = subprocess.Popen([sys.executable, "-m", "radtrack.bootstrap", str(script), "a b", "--x"],
+    p = subprocess.Popen([sys.executable, "-m", "radtrack.script.bootstrap", str(script), "a b", "--x"],
                          env=env, pass_fds=(r,))
     os.close(r)
     return p, w, marker

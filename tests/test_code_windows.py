@@ -13,8 +13,8 @@ import pandas as pd
 import pytest
 
 from radtrack.analysis.attribution import GpuUse, account
-from radtrack.codewindows import WindowRecorder, read_windows
-from radtrack.window_energy import window_table
+from radtrack.postrun.window_energy import window_table
+from radtrack.script.codewindows import WindowRecorder, read_windows
 
 T0 = 1_700_000_000.0
 GPU = "GPU-558ac94e-f540-acd2-43d4-5a86d3074202"

@@ -8,7 +8,7 @@ import pytest
 from support import radtrack_cli
 
 from radtrack.errors import RadtrackError
-from radtrack.footprint import Carbon, from_tags, resolve
+from radtrack.postrun.footprint import Carbon, from_tags, resolve
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 

@@ -13,11 +13,11 @@ import pytest
 from gpu_doubles import FakeGpu, FakeNvml
 
 import radtrack.listeners.smi as smi_module
-from radtrack.listen import ListenerProc
 from radtrack.listeners import nvml, runner
 from radtrack.listeners.base import ListenerConfig
 from radtrack.listeners.driver_samples import DriverSamples
 from radtrack.listeners.smi import SmiListener
+from radtrack.run.listen import ListenerProc
 
 T0 = 1_795_323_300_000_000  # driver timestamps: CPU wall clock in us (Nov 2026)
 KEY = "smi/gpu0/power_sample_w"

@@ -11,7 +11,7 @@ from radtrack.errors import RadtrackError
 from radtrack.listeners.base import ListenerConfig
 from radtrack.listeners.profilers import NcuListener, NsysListener
 
-WORKLOAD = ["/usr/bin/python3", "-m", "radtrack.bootstrap", "train.py", "--batch-size", "128"]
+WORKLOAD = ["/usr/bin/python3", "-m", "radtrack.script.bootstrap", "train.py", "--batch-size", "128"]
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID  # noqa: E402
 
-from radtrack.listen import SHARED_SAMPLER_ENV, ListenerProc, SharedSampler, start_listeners  # noqa: E402
+from radtrack.run.listen import SHARED_SAMPLER_ENV, ListenerProc, SharedSampler, start_listeners  # noqa: E402
 
 POWER_KEY = "smi/gpu0/power_sample_w"
 

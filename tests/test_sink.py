@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from support import radtrack_cli
 
-from radtrack.sink import MAX_METRICS_PER_CALL, Sink, summarize
+from radtrack.store.sink import MAX_METRICS_PER_CALL, Sink, summarize
 
 SCRIPTS = Path(__file__).parent / "scripts"
 
@@ -85,7 +85,7 @@ def test_a_backlog_ships_in_bounded_rounds(store: str, tmp_path: Path, monkeypat
                                            sql_bulk: bool) -> None:
     """After an outage the backlog goes in rounds of ROUND_CALLS calls a stream (memory
     bounded), all of it in one ship(), each sample once."""
-    from radtrack import sink as sink_mod
+    from radtrack.store import sink as sink_mod
 
     monkeypatch.setattr(sink_mod, "ROUND_CALLS", 2)
     run_id = _new_run(store)
@@ -295,8 +295,8 @@ def test_sql_bulk_path_stores_what_log_batch_stores(tmp_path: Path, monkeypatch:
     history, same latest values, duplicates (a resend) stored once; its SQLite
     DB-API/UPSERT form, the SQLAlchemy + MLflow form (SQLite before 3.24, other databases),
     and both on a real PostgreSQL server (a ``postgresql+psycopg://`` tracking URI)."""
-    from radtrack import sqlwriter
-    from radtrack.sqlwriter import SqlMetricWriter
+    from radtrack.store import sqlwriter
+    from radtrack.store.sqlwriter import SqlMetricWriter
 
     monkeypatch.setattr(sqlwriter, "_SQLITE_UPSERT", store_kind == "sqlite-upsert")
     if store_kind == "postgresql-sqlalchemy-and-mlflow":  # the form other databases take
@@ -330,7 +330,7 @@ def test_rest_path_stores_what_log_batch_stores(mlflow_server_uri: str,
     """Against a real mlflow server over PostgreSQL, the sink's REST writer (JSON log_batch
     bodies built directly, calls in flight together, a resend) stores exactly what plain
     MlflowClient.log_batch calls store: NaN, infinities and the latest-value rule included."""
-    from radtrack.restwriter import RestMetricWriter
+    from radtrack.store.restwriter import RestMetricWriter
 
     monkeypatch.setenv("RADTRACK_SHIP_CONCURRENCY", "4")
     metrics = _equivalence_metrics()

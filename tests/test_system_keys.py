@@ -12,7 +12,7 @@ from support import radtrack_cli
 from radtrack.analysis import data as analysis
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.synthetic import new_store, seed_workload
-from radtrack.metrickeys import canonical_key, stored_key, stored_keys
+from radtrack.store.schema import canonical_key, stored_key, stored_keys
 
 BUSY = Path(__file__).parent / "scripts" / "busy.py"
 METRICS = ["smi/gpu0/power_w", "top/cpu_pct"]

@@ -144,9 +144,9 @@ def test_basic_auth_server_and_read_only_ui(mlflow_auth_server, tmp_path: Path,
 SHIPPER = """
 import json, os, sys, threading, time
 from pathlib import Path
-from radtrack import restwriter
-from radtrack.sink import Sink
-from radtrack.tracking import client
+from radtrack.store import restwriter
+from radtrack.store.sink import Sink
+from radtrack.store.tracking import client
 uri, run_id, root, n, k = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 # the server stores the first 8 calls, then stops answering: the calls after them stay in
 # flight, stored calls' .shipped counts are not written yet (a round is marked as a whole)

@@ -3,11 +3,11 @@
 
 The launcher stores each run's attributed energy per GPU scope as
 ``summary/attribution/<scope>/energy_j`` and the method as the tag
-``radtrack.attribution.<scope>`` (radtrack/accounting.py). A run recorded before
+``radtrack.attribution.<scope>`` (radtrack/postrun/accounting.py). A run recorded before
 attribution existed keeps the whole GPU when it ran alone; a co-located one gets no
 ``energy_j`` (NaN, ``attribution`` = ``unattributed``) rather than a figure that would count
 its GPU's energy once per run. A run that recorded a carbon intensity also gets ``co2e_g``
-(radtrack/footprint.py) of its attributed energy.
+(radtrack/postrun/footprint.py) of its attributed energy.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from radtrack.footprint import from_tags
+from radtrack.postrun.footprint import from_tags
 
 ATTRIBUTED_RE = re.compile(r"metric\.summary/attribution/(?P<scope>gpu\d+)/energy_j")
 METHOD_TAG = "tag.radtrack.attribution."

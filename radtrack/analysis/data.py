@@ -25,8 +25,8 @@ from mlflow.exceptions import MlflowException
 from radtrack.analysis.run_records import records, records_frame, run_row
 from radtrack.analysis.trace_listing import FINAL_STATUSES, TELEMETRY_DIR, telemetry_listeners
 from radtrack.errors import RadtrackError
-from radtrack.metrickeys import canonical_key, stored_keys
-from radtrack.tracking import lookup_experiment, resolve_uri
+from radtrack.store.schema import canonical_key, stored_keys
+from radtrack.store.tracking import lookup_experiment, resolve_uri
 
 SUMMARY_PREFIX = "summary/"
 CACHE_ENV = "RADTRACK_CACHE_DIR"

@@ -1,6 +1,6 @@
 """Co-location accounting of stored runs that were recorded without it.
 
-The launcher accounts each workload when it ends (radtrack/accounting.py). Runs recorded
+The launcher accounts each workload when it ends (radtrack/postrun/accounting.py). Runs recorded
 before that existed, or whose launcher was killed (their samples reach the store through
 ``radtrack sync``), have no ``summary/attribution/...`` metrics. For those, the analysis
 accounts the workload from its stored smi/dcgm traces and tags with the same arithmetic

@@ -114,7 +114,7 @@ def analyze_experiment(experiment: str, workload: int | None = None,
 
 def footprint_line(parents: pd.DataFrame) -> str:
     """The measured GPU energy of the workloads (idle and other included) and its CO2e."""
-    from radtrack.footprint import from_tags
+    from radtrack.postrun.footprint import from_tags
 
     def column(key: str) -> pd.Series:
         name = f"metric.summary/workload/{key}"

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pandas as pd
 from mlflow.entities import Run
 
-from radtrack.metrickeys import canonical_key
+from radtrack.store.schema import canonical_key
 
 PARENT_TAG = "mlflow.parentRunId"
 RUN_COLUMNS = [

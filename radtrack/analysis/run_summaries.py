@@ -107,7 +107,7 @@ def _has_stored_summaries(stored: Mapping[str, float]) -> bool:
 
 def _plan_from_stored(keys: set[str], stored: Mapping[str, float], quantiles: bool) -> _StoredPlan:
     """Use the sink's ``summary/<key>/mean|max`` and ``summary/<l>/<scope>/energy_j``
-    wherever they mean exactly what the series path computes (radtrack/sink.py
+    wherever they mean exactly what the series path computes (radtrack/store/sink.py
     ``summarize``: the same trapezoid mean, the counter's last minus first reading)."""
     plan = _StoredPlan()
     ordered = sorted(keys)

@@ -19,7 +19,7 @@ from urllib.request import url2pathname
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
-from radtrack.tracking import resolve_uri
+from radtrack.store.tracking import resolve_uri
 
 TELEMETRY_DIR = "telemetry"
 # Only a FINISHED run's artifacts are final: a RUNNING run has no trace yet, and a run a

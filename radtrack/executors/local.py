@@ -1,5 +1,5 @@
 """The local executor: run the workloads on this host, one after another (the launcher in
-radtrack/experiment.py), writing each workload's statuses back to the sheet."""
+radtrack/run/experiment.py), writing each workload's statuses back to the sheet."""
 
 from __future__ import annotations
 
@@ -9,6 +9,6 @@ from radtrack.spec import RunSpec
 
 
 def run(workloads: list[list[RunSpec]], uri: str, grace: float, sheet: Path | None) -> int:
-    from radtrack.experiment import run_workloads
+    from radtrack.run.experiment import run_workloads
 
     return run_workloads(workloads, uri, grace=grace, sheet=sheet)

@@ -108,7 +108,7 @@ def _say(text: str) -> None:
 
 def run(workloads: list[list[RunSpec]], uri: str, sheet: Path, opts: SlurmOptions) -> int:
     """Submit every workload, then wait (or return at once with ``detach``)."""
-    from radtrack.tracking import client as make_client
+    from radtrack.store.tracking import client as make_client
 
     queue.require("sbatch", "squeue", "scancel")
     client = make_client(uri)
@@ -231,8 +231,8 @@ def launch_sheet(sheet: Path, defaults: dict, uri: str, opts: SlurmOptions, *,
     from radtrack.resume import pending_workloads
     from radtrack.sheet import read_sheet
     from radtrack.sheet.slurm_checks import check_for_slurm
-    from radtrack.tracking import check_database_experiments, check_reachable
-    from radtrack.tracking import client as make_client
+    from radtrack.store.tracking import check_database_experiments, check_reachable
+    from radtrack.store.tracking import client as make_client
 
     # The nodes, not this host, have the GPUs: host checks run in each job on its node.
     specs = read_sheet(sheet, defaults, check_host=False)

@@ -19,8 +19,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from radtrack import env as renv
 from radtrack.errors import RadtrackError
+from radtrack.script import env as renv
 from radtrack.spec import RunSpec
 
 JOB_HOME = "RADTRACK_JOB_HOME"  # where jobs spool on their node (default /tmp/radtrack-<user>)
@@ -73,7 +73,7 @@ def main(payload: str) -> int:
     data = json.loads(payload)
     os.environ[renv.HOME] = data.get("home") or default_job_home()
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    from radtrack.launch import say
+    from radtrack.run.launch import say
 
     specs = [spec_from_json(d) for d in data["rows"]]
     job = os.environ.get("SLURM_JOB_ID", "?")
@@ -89,7 +89,7 @@ def main(payload: str) -> int:
         f"{len(specs)} row(s), GPUs {','.join(allocation) or 'none'}; spool in "
         f"{renv.radtrack_home() / 'spool'} (if this job dies, run 'RADTRACK_HOME="
         f"{renv.radtrack_home()} radtrack sync' on this node)")
-    from radtrack.experiment import run_workloads
+    from radtrack.run.experiment import run_workloads
 
     return run_workloads([specs], data["uri"], grace=float(data.get("grace", 10.0)), sheet=None)
 

@@ -92,7 +92,7 @@ class Ledger:
 
 
 def _runs_of(client: MlflowClient, job: Job) -> list:
-    from radtrack.tracking import lookup_experiment
+    from radtrack.store.tracking import lookup_experiment
 
     exp = lookup_experiment(client, job.experiment)
     if exp is None:
@@ -179,7 +179,7 @@ def main(argv: list[str]) -> int:
         if not ledger.jobs:
             raise RadtrackError(f"{sheet}: no SLURM jobs recorded for this sheet (none in "
                                 f"{ledger.path}); submit it with --executor slurm")
-        from radtrack.tracking import check_reachable, client
+        from radtrack.store.tracking import check_reachable, client
 
         uri = a.tracking_uri or ledger.uri
         check_reachable(uri)

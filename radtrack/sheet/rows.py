@@ -15,8 +15,8 @@ from typing import Any
 
 from radtrack import gpus as gpus_mod
 from radtrack.errors import RadtrackError, SheetError
-from radtrack.footprint import check_intensity, check_pue
 from radtrack.listeners import registry
+from radtrack.postrun.footprint import check_intensity, check_pue
 from radtrack.sheet.cells import (
     parse_bool,
     parse_clocks,

@@ -16,7 +16,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 GD = "document.querySelector('#chart .js-plotly-plot')"
 SCRIPT = """
 import time
-from radtrack.benchmark import RADTBenchmark
+from radtrack.script.benchmark import RADTBenchmark
 
 with RADTBenchmark() as run:
     for epoch in range(4):

@@ -56,7 +56,7 @@ class ScenarioNvml(FakeNvml):
         out = []
         for proc in psutil.process_iter(["pid", "cmdline"]):
             line = " ".join(proc.info["cmdline"] or [])
-            if "radtrack.bootstrap" not in line:
+            if "radtrack.script.bootstrap" not in line:
                 continue
             for p in self.spec[id(handle)]["procs"]:
                 if p["match"] in line:

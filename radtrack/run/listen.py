@@ -21,8 +21,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from radtrack.procs import set_parent_death_signal
-from radtrack.sink import Sink
+from radtrack.run.procs import set_parent_death_signal
+from radtrack.store.sink import Sink
 
 MAX_RESTARTS = 3
 READY_TIMEOUT_S = 20.0

@@ -8,14 +8,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from radtrack import env as renv
 from radtrack.errors import PlacementError
-from radtrack.launch import Interrupt, Row, command_for, run_workload, say
+from radtrack.run.launch import Interrupt, Row, command_for, run_workload, say
+from radtrack.script import env as renv
 from radtrack.spec import RunSpec
-from radtrack.tracking import (
+from radtrack.store.tracking import (
     client as make_client,
 )
-from radtrack.tracking import (
+from radtrack.store.tracking import (
     experiment_id,
     log_params,
     row_params,
@@ -146,11 +146,15 @@ def _run_one(client: MlflowClient, uri: str, specs: list[RunSpec], interrupt: In
 
 
 def _account(client: MlflowClient, uri: str, parent_id: str, rows: list[Row]) -> None:
-    """Co-location accounting, workload totals (radtrack/accounting.py) and code windows
-    (radtrack/window_energy.py). A failure here is reported and leaves every recorded
+    """Co-location accounting, workload totals (radtrack/postrun/accounting.py) and code windows
+    (radtrack/postrun/window_energy.py). A failure here is reported and leaves every recorded
     sample and status as they are."""
-    from radtrack.accounting import account_workload, record_footprint, record_workload_totals
-    from radtrack.window_energy import record_row_windows
+    from radtrack.postrun.accounting import (
+        account_workload,
+        record_footprint,
+        record_workload_totals,
+    )
+    from radtrack.postrun.window_energy import record_row_windows
 
     first = rows[0].spec
     name = f"{first.experiment}-{first.workload}"

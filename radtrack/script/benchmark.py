@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from radtrack import env
-from radtrack.codewindows import WindowRecorder
+from radtrack.script import env
+from radtrack.script.codewindows import WindowRecorder
 
 STOPPED_BY_TAG = "radtrack.stopped_by"
 
@@ -63,7 +63,7 @@ class RADTBenchmark:
         if self.active and self.manual:
             self._signal("stop")
 
-    # Code windows: time and energy of regions (radtrack/codewindows.py) -----------------
+    # Code windows: time and energy of regions (radtrack/script/codewindows.py) -----------------
     def window(self, name: str, step: int | None = None) -> Any:
         """``with run.window("epoch", step=e):`` records the region's wall-clock span; the
         launcher reports its duration, GPU energy (attributed on a shared GPU), power,

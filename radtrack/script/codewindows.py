@@ -5,7 +5,7 @@ The script side (:class:`WindowRecorder`, used by ``RADTBenchmark.window`` /
 ``begin_window`` / ``end_window``) only records wall-clock boundaries: one JSON line per
 closed window appended to the file the launcher names in ``RADTRACK_WINDOWS_FILE``, no
 NVML call and no tracking-store call in the script. The launcher joins them with the
-listeners' series after the run (radtrack/window_energy.py).
+listeners' series after the run (radtrack/postrun/window_energy.py).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Workload process entry: wait at the launcher's barrier, then run the script as __main__.
 
-``python -m radtrack.bootstrap SCRIPT [ARGS...]`` with ``RADTRACK_BARRIER_FD`` naming a
+``python -m radtrack.script.bootstrap SCRIPT [ARGS...]`` with ``RADTRACK_BARRIER_FD`` naming a
 pipe the launcher writes one byte to once every row's process exists: co-located rows
 start together. The release time is written to ``RADTRACK_RELEASE_FILE`` so the
 launcher can log the start skew.
@@ -32,7 +32,7 @@ def _is_our_pipe(fd: int, ident: str | None) -> bool:
 
 def main() -> None:
     if len(sys.argv) < 2:
-        sys.exit("usage: python -m radtrack.bootstrap SCRIPT [ARGS...]")
+        sys.exit("usage: python -m radtrack.script.bootstrap SCRIPT [ARGS...]")
     script = sys.argv[1]
     fd = os.environ.pop(BARRIER_FD, None)
     ident = os.environ.pop(BARRIER_ID, None)

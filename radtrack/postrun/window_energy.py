@@ -1,6 +1,6 @@
 """Time and energy of a script's code windows, joined with the listeners' series after the run.
 
-For each window the script recorded (radtrack/codewindows.py), on each GPU the run used:
+For each window the script recorded (radtrack/script/codewindows.py), on each GPU the run used:
 the GPU's energy over the window (the energy counter, shaped inside its 5-s intervals by
 the instantaneous power: radtrack/analysis/attribution.py ``cumulative_energy``), the
 run's attributed energy when it shared the GPU (its per-second accounting, prorated at the
@@ -26,12 +26,12 @@ import pandas as pd
 
 from radtrack.analysis.attribution import GpuAccount, GpuUse, cumulative_energy
 from radtrack.analysis.summary import mean_between
-from radtrack.codewindows import read_windows
+from radtrack.script.codewindows import read_windows
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-    from radtrack.launch import Row
+    from radtrack.run.launch import Row
 
 SENSOR_REFRESH_S = 0.1  # the H100's power reading refreshes every 100 ms (nvml-probe.txt)
 TABLE_ARTIFACT = "windows/windows.parquet"

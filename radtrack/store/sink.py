@@ -3,8 +3,8 @@
 Every line a listener emits is appended to ``spool/<run_id>/<listener>.jsonl`` before
 anything else happens (write-ahead), then a shipper thread sends the samples (at least
 every 2 s, sooner once 1000 points wait, and at the end): into a SQL store in one
-transaction a flush (radtrack/sqlwriter.py), to a tracking server as log_batch calls of at
-most 1000 metrics, several in flight (radtrack/restwriter.py). ``<listener>.shipped``
+transaction a flush (radtrack/store/sqlwriter.py), to a tracking server as log_batch calls of at
+most 1000 metrics, several in flight (radtrack/store/restwriter.py). ``<listener>.shipped``
 counts the spool lines already stored, and only advances over a stream's calls in order,
 so shipping resumes where it stopped after an outage or a crash; MLflow's metric primary
 key makes a resent batch idempotent, so every sample is stored exactly once.
@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from radtrack.metrickeys import SYSTEM_PREFIX
-from radtrack.restwriter import NotSent, RestMetricWriter
 from radtrack.stats import counter_delta, time_weighted_mean
+from radtrack.store.restwriter import NotSent, RestMetricWriter
+from radtrack.store.schema import SYSTEM_PREFIX
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -67,7 +67,7 @@ class Sink:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._ship_lock = threading.Lock()
-        from radtrack.sqlwriter import SqlMetricWriter
+        from radtrack.store.sqlwriter import SqlMetricWriter
 
         self.writer = SqlMetricWriter(client)
         self.writer.enabled = self.writer.enabled and sql_bulk
@@ -327,7 +327,7 @@ def _chunks(pending: list[tuple[int, int, float, dict[str, float]]]) -> list[lis
 
 def _metrics(chunk: list[tuple[int, int, float, dict[str, float]]]) -> list[tuple[str, float, int, int]]:
     """(key, value, timestamp ms, step) points; plain tuples keep the hot path cheap. Keys
-    get MLflow's ``system/`` prefix (radtrack/metrickeys.py); spool and Parquet keep the bare form."""
+    get MLflow's ``system/`` prefix (radtrack/store/schema.py); spool and Parquet keep the bare form."""
     return [(SYSTEM_PREFIX + k, float(v), int(t * 1000), step) for _, step, t, vals in chunk
             for k, v in vals.items()]
 

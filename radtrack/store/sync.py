@@ -7,14 +7,14 @@ import json
 import sys
 from pathlib import Path
 
-from radtrack import env as renv
+from radtrack.script import env as renv
 
 
 def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, int]:
     """Ship every spooled run under ``root``; return (runs stored, runs left)."""
-    from radtrack.sink import Sink
-    from radtrack.tracking import client as make_client
-    from radtrack.tracking import close_orphaned_parent
+    from radtrack.store.sink import Sink
+    from radtrack.store.tracking import client as make_client
+    from radtrack.store.tracking import close_orphaned_parent
 
     stored = left = 0
     for run_dir in sorted(p for p in root.glob("*") if (p / "meta.json").exists()):

@@ -9,8 +9,8 @@ import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from radtrack import env
 from radtrack.errors import RadtrackError
+from radtrack.script import env
 from radtrack.spec import RunSpec
 
 if TYPE_CHECKING:
@@ -209,7 +209,7 @@ def row_tags(spec: RunSpec, siblings: list[RunSpec], host: dict[str, str]) -> di
 def row_params(spec: RunSpec, listeners: list[str], command: list[str]) -> dict[str, str]:
     import shlex
 
-    from radtrack.params import MAX_PARAM_LEN, parse_script_args
+    from radtrack.script.params import MAX_PARAM_LEN, parse_script_args
 
     params = parse_script_args(spec.args)
     params.update({

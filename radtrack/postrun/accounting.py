@@ -8,7 +8,7 @@ and records:
   ``summary/attribution/<scope>/sm_share_pct`` (its mean share of the GPU), the series
   ``attribution/<scope>/attributed_power_w`` and ``attribution/<scope>/sm_share_pct`` (one
   point per window; stored under MLflow's ``system/`` prefix like the listeners' series,
-  radtrack/metrickeys.py), and the tags ``radtrack.attribution.<scope>`` (the method),
+  radtrack/store/schema.py), and the tags ``radtrack.attribution.<scope>`` (the method),
   ``.gpu`` (the physical GPU's UUID) and ``.note`` (why a run has no figure of its own);
 - on the workload's parent run, per physical GPU ``gpu<i>`` (NVML index): the measured
   energy, ``idle`` and ``other`` (``summary/workload/gpu<i>/energy_j``, ``idle_energy_j``,
@@ -41,12 +41,12 @@ from radtrack.analysis.attribution import (
 )
 from radtrack.analysis.gpu_uses import run_uses
 from radtrack.errors import RadtrackError
-from radtrack.metrickeys import stored_key
+from radtrack.store.schema import stored_key
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-    from radtrack.launch import Row
+    from radtrack.run.launch import Row
 
 MPS_RULE_ENV = "RADTRACK_MPS_ATTRIBUTION"
 POWER_ARTIFACT = "attribution/power.parquet"
@@ -105,7 +105,7 @@ def _log(client: MlflowClient, run_id: str, metrics: list) -> None:
 
 
 def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
-    from radtrack.tracking import set_tags
+    from radtrack.store.tracking import set_tags
 
     run, scope = item.use.run, item.scope
     widths = np.diff(acc.edges)
@@ -168,7 +168,7 @@ def power_table(inputs: list[_Input], accounts: dict[str, GpuAccount]) -> pd.Dat
 
 def _record_parent(client: MlflowClient, parent_id: str, inputs: list[_Input],
                    accounts: dict[str, GpuAccount], start: float, end: float) -> None:
-    from radtrack.tracking import set_tags
+    from radtrack.store.tracking import set_tags
 
     labels = _labels(inputs)
     now = time.time()
@@ -205,7 +205,7 @@ def record_workload_totals(client: MlflowClient, uri: str, parent_id: str, exper
     from radtrack.analysis.data import load_runs
     from radtrack.analysis.interference import interference
     from radtrack.analysis.run_summaries import summarize_runs
-    from radtrack.tracking import set_tags
+    from radtrack.store.tracking import set_tags
 
     everything = load_runs(experiment, tracking_uri=uri, include_parents=True)
     parent = everything.get("tag.radtrack.role") == "workload"
@@ -238,10 +238,10 @@ def record_workload_totals(client: MlflowClient, uri: str, parent_id: str, exper
 def record_footprint(client: MlflowClient, parent_id: str, rows: list[Row],
                      accounts: dict[str, GpuAccount]) -> dict[str, float]:
     """CO2-equivalent of each run's attributed energy and of the workload's measured GPU
-    energy (idle and other included) at the carbon intensity in force (radtrack/footprint.py),
+    energy (idle and other included) at the carbon intensity in force (radtrack/postrun/footprint.py),
     with the figures and their source as tags. run id (and ``workload``) -> grams."""
-    from radtrack.footprint import resolve
-    from radtrack.tracking import set_tags
+    from radtrack.postrun.footprint import resolve
+    from radtrack.store.tracking import set_tags
 
     out: dict[str, float] = {}
     now = time.time()

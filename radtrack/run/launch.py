@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from radtrack import env as renv
-from radtrack.bootstrap import BARRIER_FD, BARRIER_ID, RELEASE_FILE, pipe_id
-from radtrack.envcapture import capture_in_background
-from radtrack.listen import READY_TIMEOUT_S, ListenerProc, hello_tags, start_listeners
-from radtrack.procs import GroupStopper, prefix_for, pump, reap_group, set_parent_death_signal
-from radtrack.sink import Sink
+from radtrack.run.envcapture import capture_in_background
+from radtrack.run.listen import READY_TIMEOUT_S, ListenerProc, hello_tags, start_listeners
+from radtrack.run.procs import GroupStopper, prefix_for, pump, reap_group, set_parent_death_signal
+from radtrack.script import env as renv
+from radtrack.script.bootstrap import BARRIER_FD, BARRIER_ID, RELEASE_FILE, pipe_id
 from radtrack.spec import RunSpec
+from radtrack.store.sink import Sink
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -76,7 +76,7 @@ class Interrupt:
 
 
 def command_for(spec: RunSpec) -> list[str]:
-    return [sys.executable, "-m", "radtrack.bootstrap", str(spec.file), *spec.args]
+    return [sys.executable, "-m", "radtrack.script.bootstrap", str(spec.file), *spec.args]
 
 
 def run_workload(client: MlflowClient, uri: str, rows: list[Row], interrupt: Interrupt,
@@ -257,7 +257,7 @@ def _finish_row(client: MlflowClient, row: Row, env_threads: list[threading.Thre
     """Stop listeners, drain output, store everything, decide the status."""
     from mlflow.entities import Metric
 
-    from radtrack.tracking import set_tags
+    from radtrack.store.tracking import set_tags
 
     assert row.proc is not None and row.sink is not None
     _stop_listeners(row)

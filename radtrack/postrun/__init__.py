@@ -1,0 +1,1 @@
+"""End-of-run stage: co-location accounting, code-window energy, footprint."""

@@ -1,0 +1,1 @@
+"""Launch stage: experiments and workloads, processes, listeners, start barrier, supervision."""

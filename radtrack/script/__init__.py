@@ -1,0 +1,1 @@
+"""What runs inside the user's process: RADTBenchmark, code windows, bootstrap, env, params."""

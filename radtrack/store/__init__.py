@@ -1,0 +1,1 @@
+"""Store stage: the store's layout (schema), spool intake and shipping, tracking, sync."""
