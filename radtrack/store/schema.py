@@ -1,4 +1,10 @@
-"""Metric keys as stored in MLflow and as radtrack's readers name them.
+"""The store's layout, in one place: tag names, metric key families, artifact paths.
+
+Writers (the launcher, the sink, the end-of-run steps) and readers (analysis, frontend,
+report) import their names from here; docs/architecture.md's tables are checked against
+this module (tests/test_schema_docs.py).
+
+Metric keys as stored in MLflow and as radtrack's readers name them:
 
 Listeners emit, and Parquet traces and summaries use, ``<listener>/<scope>/<quantity>_<unit>``
 (``smi/gpu0/power_w``). Where those series are stored as MLflow metrics they carry MLflow's
@@ -13,6 +19,26 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 SYSTEM_PREFIX = "system/"
+SUMMARY_PREFIX = "summary/"
+
+# -- tags -------------------------------------------------------------------------------
+TAG_PREFIX = "radtrack."
+ROLE = "radtrack.role"  # "workload" (parent) | "row" (child)
+ROLE_WORKLOAD = "workload"
+ROLE_ROW = "row"
+
+# -- artifact paths (folders inside a run's artifact root) ------------------------------
+TELEMETRY_DIR = "telemetry"  # <listener>.parquet trace + <listener>.json probe
+LOGS_DIR = "logs"  # output.log
+ENVIRONMENT_DIR = "environment"
+PROFILES_DIR = "profiles"
+PLACEMENT_DIR = "placement"  # on the parent
+POWER_ARTIFACT = "attribution/power.parquet"  # on the parent
+
+
+def summary_key(key: str, stat: str | None = None) -> str:
+    """``summary/<key>`` (a total, e.g. an energy counter's delta) or ``summary/<key>/<stat>``."""
+    return f"{SUMMARY_PREFIX}{key}" if stat is None else f"{SUMMARY_PREFIX}{key}/{stat}"
 
 
 def stored_key(key: str) -> str:
