@@ -15,9 +15,10 @@ import pandas as pd
 from dash import dcc, html
 
 from radtrack.frontend.data import workload_number
+from radtrack.store import schema
 
-ROLE = "tag.radtrack.role"
-WORKLOAD_TAG = "tag.radtrack.workload"
+ROLE = f"tag.{schema.ROLE}"
+WORKLOAD_TAG = f"tag.{schema.WORKLOAD}"
 _HIDDEN_TAG_PREFIXES = ("mlflow.",)
 
 
@@ -39,8 +40,8 @@ def workloads(frame: pd.DataFrame | list[dict]) -> list[Workload]:
     records = frame.to_dict("records") if isinstance(frame, pd.DataFrame) else frame
     if not records:
         return []
-    parents = [r for r in records if r.get(ROLE) == "workload"]
-    rows = [r for r in records if r.get(ROLE) != "workload"]
+    parents = [r for r in records if r.get(ROLE) == schema.ROLE_WORKLOAD]
+    rows = [r for r in records if r.get(ROLE) != schema.ROLE_WORKLOAD]
     parent_ids = {p["run_id"] for p in parents}
     found: dict[str, Workload] = {}
     for parent in parents:
@@ -123,7 +124,8 @@ def info_pairs(row: dict) -> list[list[str]]:
     shown = [("run id", row["run_id"]), ("devices", row.get("devices")),
              ("collocation", row.get("collocation"))]
     shown += sorted((k, v) for k, v in row.items() if k.startswith("param.") and v is not None)
-    shown += sorted((k, v) for k, v in row.items() if k.startswith("tag.radtrack.") and v is not None)
+    shown += sorted((k, v) for k, v in row.items()
+                    if k.startswith(f"tag.{schema.TAG_PREFIX}") and v is not None)
     return [[str(k), str(v)] for k, v in shown
             if v is not None and not (isinstance(v, float) and pd.isna(v))]
 

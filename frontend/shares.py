@@ -15,7 +15,7 @@ from mlflow import MlflowClient
 
 from radtrack.analysis.attribution import IDLE, OTHER
 from radtrack.frontend.figures import empty_figure
-from radtrack.postrun.accounting import POWER_ARTIFACT
+from radtrack.store.schema import POWER_ARTIFACT
 
 BUCKET_COLOURS = {OTHER: "#7f7f7f", IDLE: "#d0d0d0"}
 

@@ -23,6 +23,7 @@ import pandas as pd
 
 from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.frontend.data import LIVE_STATUSES, DataSource, long_frame
+from radtrack.store import schema
 
 #: the Summary table with no run selected ({columns, rows}, as the page draws it)
 EMPTY_SUMMARY: dict = {"columns": [], "rows": []}
@@ -106,11 +107,11 @@ class SummaryCache:
 
 def _needs_accounting(row: dict) -> bool:
     """A co-located run without stored attribution (radtrack/analysis/attributed.py)."""
-    others = row.get("tag.radtrack.colocated_with")
+    others = row.get(f"tag.{schema.COLOCATED_WITH}")
     if not (isinstance(others, str) and others.strip()):
         return False
-    return not any(str(k).startswith("metric.summary/attribution/") and not _missing(v)
-                   for k, v in row.items())
+    summaries = f"metric.{schema.SUMMARY_ATTRIBUTION_PREFIX}"
+    return not any(str(k).startswith(summaries) and not _missing(v) for k, v in row.items())
 
 
 def _missing(value: object) -> bool:

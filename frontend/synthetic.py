@@ -21,6 +21,7 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 
+from radtrack.store import schema
 from radtrack.store.schema import stored_key
 from radtrack.store.sink import summarize
 
@@ -117,9 +118,9 @@ def _write_telemetry(client: MlflowClient, run_id: str, times: np.ndarray,
                      columns: dict[str, np.ndarray]) -> None:
     with tempfile.TemporaryDirectory(prefix="radtrack-seed-") as tmp:
         for listener, frame in _listener_frames(times, columns).items():
-            path = Path(tmp) / f"{listener}.parquet"
+            path = Path(tmp) / f"{listener}{schema.TRACE_SUFFIX}"
             frame.to_parquet(path, index=False)
-            client.log_artifact(run_id, str(path), "telemetry")
+            client.log_artifact(run_id, str(path), schema.TELEMETRY_DIR)
 
 
 def seed_workload(tracking_uri: str, experiment: str, workload: int, letters: list[str],
@@ -152,8 +153,8 @@ def seed_workload(tracking_uri: str, experiment: str, workload: int, letters: li
     start_ms = int(start * 1000)
     end_ms = start_ms + int(points / hz * 1000)
     parent = client.create_run(exp_id, start_time=start_ms, run_name=base, tags={
-        "radtrack.role": "workload", "radtrack.workload": str(workload),
-        "radtrack.experiment": experiment, "radtrack.start_skew_ms": "0.4"})
+        schema.ROLE: schema.ROLE_WORKLOAD, schema.WORKLOAD: str(workload),
+        schema.EXPERIMENT: experiment, schema.START_SKEW_MS: "0.4"})
     names = [f"{base} {letter}" for letter in letters]
     seeded: list[SeededRun] = []
     for index, letter in enumerate(letters):
@@ -161,12 +162,12 @@ def seed_workload(tracking_uri: str, experiment: str, workload: int, letters: li
         # Co-located rows start within a barrier skew of each other.
         run_start = start + index * 0.0004
         run = client.create_run(exp_id, start_time=int(run_start * 1000), run_name=name, tags={
-            "mlflow.parentRunId": parent.info.run_id, "radtrack.role": "row",
-            "radtrack.experiment": experiment, "radtrack.workload": str(workload),
-            "radtrack.letter": letter, "radtrack.devices": "0",
-            "radtrack.collocation": collocation,
-            "radtrack.colocated_with": ",".join(n for n in names if n != name),
-            "radtrack.hostname": "synthetic", "radtrack.listener.smi": "ok"})
+            "mlflow.parentRunId": parent.info.run_id, schema.ROLE: schema.ROLE_ROW,
+            schema.EXPERIMENT: experiment, schema.WORKLOAD: str(workload),
+            schema.LETTER: letter, schema.DEVICES: "0",
+            schema.COLLOCATION: collocation,
+            schema.COLOCATED_WITH: ",".join(n for n in names if n != name),
+            schema.HOSTNAME: "synthetic", schema.listener_tag("smi"): "ok"})
         run_id = run.info.run_id
         run_params = {"script": "workloads/sgemm.py", "devices": "0", "collocation": collocation,
                       "listeners": "smi,dcgm,top,iostat", "interval": f"{1 / hz:g}",
@@ -183,7 +184,7 @@ def seed_workload(tracking_uri: str, experiment: str, workload: int, letters: li
             # The launcher's own summaries (radtrack.store.sink.summarize), one trace per listener.
             for frame in _listener_frames(times, columns).values():
                 logged.extend(Metric(k, v, end_ms, 0) for k, v in summarize(frame).items())
-            logged.append(Metric("summary/duration_s", points / hz, end_ms, 0))
+            logged.append(Metric(schema.DURATION_KEY, points / hz, end_ms, 0))
         rng = _rng("epochs", base, letter)
         for epoch in range(epochs):
             at = int((run_start + (epoch + 1) * points / hz / max(epochs, 1)) * 1000)

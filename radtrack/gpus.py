@@ -11,6 +11,8 @@ import subprocess
 from dataclasses import dataclass
 from functools import cache
 
+from radtrack.store import schema
+
 SMI = "nvidia-smi"
 QUERY_FIELDS = (
     "index", "uuid", "name", "mig.mode.current", "driver_version",
@@ -169,14 +171,14 @@ def host_tags() -> dict[str, str]:
     if not gpus:
         return {}
     tags = {
-        "radtrack.gpu.names": ",".join(g.name for g in gpus),
-        "radtrack.gpu.uuids": ",".join(g.uuid for g in gpus),
-        "radtrack.gpu.driver": gpus[0].driver,
+        schema.GPU_NAMES: ",".join(g.name for g in gpus),
+        schema.GPU_UUIDS: ",".join(g.uuid for g in gpus),
+        schema.GPU_DRIVER: gpus[0].driver,
     }
     banner = run_smi([])
     cuda = parse_cuda_version(banner.stdout) if banner and banner.returncode == 0 else None
     if cuda:
-        tags["radtrack.gpu.cuda"] = cuda
+        tags[schema.GPU_CUDA] = cuda
     return tags
 
 

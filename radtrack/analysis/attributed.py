@@ -18,9 +18,11 @@ import numpy as np
 import pandas as pd
 
 from radtrack.postrun.footprint import from_tags
+from radtrack.store import schema
 
-ATTRIBUTED_RE = re.compile(r"metric\.summary/attribution/(?P<scope>gpu\d+)/energy_j")
-METHOD_TAG = "tag.radtrack.attribution."
+ATTRIBUTED_RE = re.compile(re.escape(f"metric.{schema.SUMMARY_ATTRIBUTION_PREFIX}")
+                           + r"(?P<scope>gpu\d+)/energy_j")
+METHOD_TAG = f"tag.{schema.ATTRIBUTION_TAG_PREFIX}"
 UNATTRIBUTED = "unattributed"
 
 
@@ -31,7 +33,7 @@ def _method(row: pd.Series, scopes: list[str]) -> str:
 
 
 def _colocated(row: pd.Series) -> bool:
-    others = row.get("tag.radtrack.colocated_with")
+    others = row.get(f"tag.{schema.COLOCATED_WITH}")
     return isinstance(others, str) and bool(others.strip())
 
 

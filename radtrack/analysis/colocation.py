@@ -19,10 +19,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from radtrack.store import schema
+
 COLUMNS = ["experiment", "workload", "rows", "collocation", "devices", "duration_s", "energy_j",
            "co2e_g", "idle_energy_j", "other_energy_j", "work", "work_unit", "energy_per_unit_j", "stp",
            "antt", "serial_energy_j", "energy_vs_serial_pct", "note"]
-_WORKLOAD_PREFIX = "metric.summary/workload/"
+_WORKLOAD_PREFIX = f"metric.{schema.SUMMARY_WORKLOAD_PREFIX}"
 
 
 def _value(parent: pd.Series | None, key: str) -> float:
@@ -55,14 +57,14 @@ def workload_table(runs: pd.DataFrame, inter: pd.DataFrame) -> pd.DataFrame:
     included), from ``inter`` (the :func:`interference` table of the same runs)."""
     if runs.empty or inter.empty:
         return pd.DataFrame(columns=COLUMNS)
-    role = runs.get("tag.radtrack.role", pd.Series("", index=runs.index))
-    parents = runs[role == "workload"]
+    role = runs.get(f"tag.{schema.ROLE}", pd.Series("", index=runs.index))
+    parents = runs[role == schema.ROLE_WORKLOAD]
     out = []
     for (experiment, workload), group in inter.groupby(["experiment", "workload"], sort=True):
         match = parents[(parents["experiment"] == experiment)
                         & (parents["workload"].astype(str) == str(workload))]
         parent = match.iloc[0] if len(match) else None
-        children = runs[(role != "workload") & (runs["experiment"] == experiment)
+        children = runs[(role != schema.ROLE_WORKLOAD) & (runs["experiment"] == experiment)
                         & (runs["workload"].astype(str) == str(workload))]
         row: dict[str, object] = {
             "experiment": experiment, "workload": workload, "rows": len(group),

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from radtrack.store import schema
+
 # ``command`` repeats script + args and may embed paths that differ between launches;
 # ``manual`` only moves when the listeners start, not what the script computes.
 BOOKKEEPING_PARAMS = frozenset({"script", "command", "devices", "collocation", "listeners",
@@ -28,6 +30,12 @@ def params_text(row: pd.Series) -> str:
     return " ".join(sorted(pairs))
 
 
+def without_parents(runs: pd.DataFrame) -> pd.DataFrame:
+    """The rows of a :func:`load_runs` frame that are not workload (parent) runs."""
+    role = f"tag.{schema.ROLE}"
+    return runs[runs[role] != schema.ROLE_WORKLOAD] if role in runs else runs
+
+
 def with_config(runs: pd.DataFrame) -> pd.DataFrame:
     """``runs`` plus ``params`` (config text), ``rows_in_workload`` and ``gpu`` (model names)."""
     out = runs.copy()
@@ -36,8 +44,8 @@ def with_config(runs: pd.DataFrame) -> pd.DataFrame:
     out["rows_in_workload"] = out.groupby(keys, dropna=False)["run_id"].transform("count")
     # A run without a workload tag (plain mlflow run) is a workload of its own.
     out.loc[out["workload"].isna(), "rows_in_workload"] = 1
-    gpu = out["tag.radtrack.gpu.names"] if "tag.radtrack.gpu.names" in out else pd.Series(
-        index=out.index, dtype=object)
+    names = f"tag.{schema.GPU_NAMES}"
+    gpu = out[names] if names in out else pd.Series(index=out.index, dtype=object)
     out["gpu"] = gpu.fillna("no GPU")
     out["file"] = out["file"].fillna("-")
     return out

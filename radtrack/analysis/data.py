@@ -23,15 +23,15 @@ from mlflow.entities import Experiment, Run, ViewType
 from mlflow.exceptions import MlflowException
 
 from radtrack.analysis.run_records import records, records_frame, run_row
-from radtrack.analysis.trace_listing import FINAL_STATUSES, TELEMETRY_DIR, telemetry_listeners
+from radtrack.analysis.trace_listing import FINAL_STATUSES, telemetry_listeners
 from radtrack.errors import RadtrackError
-from radtrack.store.schema import canonical_key, stored_keys
+from radtrack.store import schema
+from radtrack.store.schema import SUMMARY_PREFIX, canonical_key, stored_keys
 from radtrack.store.tracking import lookup_experiment, resolve_uri
 
-SUMMARY_PREFIX = "summary/"
 CACHE_ENV = "RADTRACK_CACHE_DIR"
 
-ROLE_TAG = "radtrack.role"
+ROLE_TAG = schema.ROLE
 
 SERIES_COLUMNS = ["run_id", "metric", "seconds", "time", "step", "value"]
 
@@ -114,10 +114,10 @@ def load_run_records(experiment: str | Experiment | None = None,
             exp_ids = [e.experiment_id for e in client.search_experiments()]
         runs = _search_all(client, exp_ids) if exp_ids else []
         if not include_parents:
-            runs = [r for r in runs if r.data.tags.get(ROLE_TAG) != "workload"]
+            runs = [r for r in runs if r.data.tags.get(ROLE_TAG) != schema.ROLE_WORKLOAD]
     if workload is not None:
         wanted = str(workload).strip()
-        runs = [r for r in runs if r.data.tags.get("radtrack.workload") == wanted]
+        runs = [r for r in runs if r.data.tags.get(schema.WORKLOAD) == wanted]
     rows = []
     for run in runs:
         exp_id = run.info.experiment_id
@@ -145,7 +145,7 @@ def telemetry_path(run_id: str, listener: str, tracking_uri: str | None = None,
     ``status`` (the run's, when the caller already has it) saves a round trip.
     """
     client = client or client_for(tracking_uri)
-    artifact = f"{TELEMETRY_DIR}/{listener}.parquet"
+    artifact = schema.trace_artifact(listener)
     if status is None:
         status = get_runs(client, [run_id])[0].info.status
     cached = cache_dir() / run_id / artifact

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.attribution import GPU_SLICES, GpuUse
+from radtrack.store.schema import gpu_tag
 
 SMI_READINGS = ("power_w", "energy_j", "proc_sm_util_pct", "all_procs_sm_util_pct",
                 "mps_sm_util_pct", "proc_mem_used_mib")
@@ -58,8 +59,7 @@ def scopes(smi: pd.DataFrame | None) -> list[str]:
 
 def physical_gpu(tags: Mapping[str, str], scope: str) -> str | None:
     """The physical GPU's UUID behind a run's scope (a MIG instance's parent GPU)."""
-    prefix = f"radtrack.listener.smi.{scope}"
-    return tags.get(f"{prefix}.parent_uuid") or tags.get(f"{prefix}.uuid")
+    return tags.get(gpu_tag(scope, "parent_uuid")) or tags.get(gpu_tag(scope, "uuid"))
 
 
 def run_uses(run: str, frames: Mapping[str, pd.DataFrame], tags: Mapping[str, str],
@@ -80,7 +80,7 @@ def run_uses(run: str, frames: Mapping[str, pd.DataFrame], tags: Mapping[str, st
         if samples is not None and len(samples[0]) >= 2:
             readings["power_w"] = samples
         readings |= {q: p for q in DCGM_READINGS if (p := _pairs(dcgm, f"dcgm/{scope}/{q}"))}
-        name = tags.get(f"radtrack.listener.smi.{scope}.name", "")
+        name = tags.get(gpu_tag(scope, "name"), "")
         out[scope] = GpuUse(run=run, gpu=gpu, mode=mode, start=start, end=end, readings=readings,
                             thread_pct=thread_pct, slices=slices, gpu_slices=gpu_slices(name))
     return out

@@ -12,7 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-_SMI_UUID = re.compile(r"^radtrack\.listener\.smi\.gpu(\d+)\.uuid$")
+from radtrack.store import schema
+
+_SMI_UUID = re.compile(rf"^{re.escape(schema.listener_tag(schema.SMI))}\.gpu(\d+)\.uuid$")
 
 
 def short_uuid(uuid: str) -> str:
@@ -38,12 +40,12 @@ def physical_gpus(tags: Mapping[str, object]) -> str:
     if found:
         out = []
         for i in sorted(found):
-            uuid = _text(tags[f"radtrack.listener.smi.gpu{i}.uuid"])
-            index = _text(tags.get(f"radtrack.listener.smi.gpu{i}.nvml_index"))
+            uuid = _text(tags[schema.gpu_tag(f"gpu{i}", "uuid")])
+            index = _text(tags.get(schema.gpu_tag(f"gpu{i}", "nvml_index")))
             out.append(f"GPU{index} {short_uuid(uuid)}" if index else short_uuid(uuid))
         return ", ".join(out)
-    host = [u for u in _text(tags.get("radtrack.gpu.uuids")).split(",") if u]
-    devices = [d for d in _text(tags.get("radtrack.devices")).split("+") if d and d != "-"]
+    host = [u for u in _text(tags.get(schema.GPU_UUIDS)).split(",") if u]
+    devices = [d for d in _text(tags.get(schema.DEVICES)).split("+") if d and d != "-"]
     out = []
     for device in devices:
         if device.isdigit():
@@ -56,7 +58,7 @@ def physical_gpus(tags: Mapping[str, object]) -> str:
         if not uuid:
             continue
         label = f"GPU{index} {short_uuid(uuid)}" if index >= 0 else short_uuid(uuid)
-        mig = _text(tags.get("radtrack.mig_uuid"))
+        mig = _text(tags.get(schema.MIG_UUID))
         out.append(f"{label} {short_uuid(mig)}" if mig else label)
     return ", ".join(out)
 

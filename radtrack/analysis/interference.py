@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from radtrack.analysis.configs import with_config
+from radtrack.analysis.configs import with_config, without_parents
 from radtrack.analysis.summary import work_unit
 
 PREFERRED_THROUGHPUT = "throughput_samples_per_s_mean"
@@ -46,8 +46,7 @@ def interference(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     runs are there), ``summary`` the :func:`summarize_runs` frame of the same runs. A run
     without a solo baseline gets NaN figures and a ``note`` saying what is missing.
     """
-    if "tag.radtrack.role" in runs:
-        runs = runs[runs["tag.radtrack.role"] != "workload"]
+    runs = without_parents(runs)
     if runs.empty:
         return pd.DataFrame(columns=COLUMNS)
     stats = summary.set_index("run_id")

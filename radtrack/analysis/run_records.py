@@ -14,6 +14,7 @@ from __future__ import annotations
 import pandas as pd
 from mlflow.entities import Run
 
+from radtrack.store import schema
 from radtrack.store.schema import canonical_key
 
 PARENT_TAG = "mlflow.parentRunId"
@@ -29,7 +30,7 @@ def run_row(run: Run, experiment_name: str) -> dict[str, object]:
     """The raw row of one run: identity, timing (ms), placement, ``param.*``, ``tag.*``,
     ``metric.*`` (each metric's latest value)."""
     info, tags, params = run.info, run.data.tags, run.data.params
-    workload = tags.get("radtrack.workload", "")
+    workload = tags.get(schema.WORKLOAD, "")
     duration = ((info.end_time - info.start_time) / 1000.0
                 if info.end_time and info.start_time else float("nan"))
     row: dict[str, object] = {
@@ -38,13 +39,13 @@ def run_row(run: Run, experiment_name: str) -> dict[str, object]:
         "experiment_id": info.experiment_id,
         "experiment": experiment_name,
         "workload": int(workload) if workload.lstrip("-").isdigit() else None,
-        "letter": tags.get("radtrack.letter"),
+        "letter": tags.get(schema.LETTER),
         "status": info.status,
         "start_time": info.start_time,
         "end_time": info.end_time,
         "duration_s": duration,
-        "devices": tags.get("radtrack.devices", params.get("devices")),
-        "collocation": tags.get("radtrack.collocation", params.get("collocation")),
+        "devices": tags.get(schema.DEVICES, params.get("devices")),
+        "collocation": tags.get(schema.COLLOCATION, params.get("collocation")),
         "file": params.get("script", tags.get("mlflow.source.name")),
         "parent_run_id": tags.get(PARENT_TAG),
         "artifact_uri": info.artifact_uri,

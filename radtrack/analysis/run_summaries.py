@@ -17,13 +17,7 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.attributed import apply_attribution
-from radtrack.analysis.data import (
-    SUMMARY_PREFIX,
-    list_metrics,
-    load_runs,
-    load_series,
-    resolve_tracking_uri,
-)
+from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.summary import (
     _ENERGY_RE,
     _ENERGY_SOURCES,
@@ -36,6 +30,13 @@ from radtrack.analysis.summary import (
     summarize_series,
     summary_metric_keys,
 )
+from radtrack.store.schema import (
+    ATTRIBUTION_PREFIX,
+    DURATION_KEY,
+    SUMMARY_ATTRIBUTION_PREFIX,
+    SUMMARY_PREFIX,
+    SUMMARY_WORKLOAD_PREFIX,
+)
 
 IDENTITY_COLUMNS = ["run_id", "run_name", "workload", "letter", "status", "file", "devices",
                     "collocation"]
@@ -44,7 +45,7 @@ IDENTITY_COLUMNS = ["run_id", "run_name", "workload", "letter", "status", "file"
 SeriesLoader = Callable[[list[str], list[str]], pd.DataFrame]
 _STORED_STATS = ("mean", "min", "max")
 _METRIC_COLUMN = "metric."
-_DERIVED = ("summary/attribution/", "summary/workload/", "attribution/")
+_DERIVED = (SUMMARY_ATTRIBUTION_PREFIX, SUMMARY_WORKLOAD_PREFIX, ATTRIBUTION_PREFIX)
 
 
 @dataclass
@@ -203,8 +204,8 @@ def _summaries(frame: pd.DataFrame, uri: str, quantiles: bool, load: SeriesLoade
     for row in frame.to_dict("records"):
         run_id = str(row["run_id"])
         keys, stored = _stored_metrics(row)
-        if "summary/duration_s" in stored:
-            stored_durations[run_id] = stored["summary/duration_s"]
+        if DURATION_KEY in stored:
+            stored_durations[run_id] = stored[DURATION_KEY]
         if row.get("status") == "FINISHED" and _has_stored_summaries(stored):
             plans[run_id] = _plan_from_stored(keys, stored, quantiles)
             needed[run_id] = plans[run_id].keys()

@@ -19,9 +19,9 @@ from urllib.request import url2pathname
 from mlflow import MlflowClient
 from mlflow.exceptions import MlflowException
 
+from radtrack.store.schema import TELEMETRY_DIR, TRACE_SUFFIX
 from radtrack.store.tracking import resolve_uri
 
-TELEMETRY_DIR = "telemetry"
 # Only a FINISHED run's artifacts are final: a RUNNING run has no trace yet, and a run a
 # killed launcher left behind may still get its trace from ``radtrack sync``.
 FINAL_STATUSES = frozenset({"FINISHED"})
@@ -54,7 +54,7 @@ def telemetry_listeners(run_id: str, tracking_uri: str | None = None,
     except (MlflowException, OSError):
         # A store whose artifact root is unreachable from here still has the metric history.
         return []
-    found = sorted(name.removesuffix(".parquet") for name in names if name.endswith(".parquet"))
+    found = sorted(name.removesuffix(TRACE_SUFFIX) for name in names if name.endswith(TRACE_SUFFIX))
     if status in FINAL_STATUSES:
         with _LISTENERS_LOCK:
             _LISTENERS[key] = tuple(found)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from radtrack.analysis.configs import with_config
+from radtrack.analysis.configs import with_config, without_parents
 from radtrack.analysis.summary import coefficient_of_variation
 
 GROUP_COLUMNS = ["file", "params", "collocation", "rows_in_workload", "gpu"]
@@ -46,8 +46,7 @@ def variability(runs: pd.DataFrame, summary: pd.DataFrame,
     Only FINISHED runs count: a failed or killed run's duration says nothing about the
     configuration. Groups with fewer than ``min_runs`` runs are left out.
     """
-    if "tag.radtrack.role" in runs:
-        runs = runs[runs["tag.radtrack.role"] != "workload"]
+    runs = without_parents(runs)
     configured = with_config(runs)
     configured = configured[configured["status"] == "FINISHED"]
     measures = summary.set_index("run_id")

@@ -26,13 +26,14 @@ from radtrack.errors import RadtrackError
 from radtrack.executors.slurm_queue import JobState, states
 from radtrack.sheet import status_cell
 from radtrack.sheet.writeback import write_statuses
+from radtrack.store import schema
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-JOB_TAG = "radtrack.slurm.job_id"
-STATE_TAG = "radtrack.slurm.state"
-REASON_TAG = "radtrack.slurm.reason"
+JOB_TAG = schema.SLURM_JOB_ID
+STATE_TAG = schema.SLURM_STATE
+REASON_TAG = schema.SLURM_REASON
 # Job states in which SLURM (not the workload) ended the job.
 ENDED_BY_SLURM = frozenset({"TIMEOUT", "PREEMPTED", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY",
                             "BOOT_FAIL", "DEADLINE", "REVOKED"})
@@ -107,8 +108,8 @@ def settle(client: MlflowClient, job: Job, state: JobState) -> tuple[dict[int, t
     (row -> (Status cell, run id)), (row -> Job cell)."""
     job.state, job.reason = state.state, state.reason
     runs = _runs_of(client, job)
-    by_row = {r.data.tags.get("radtrack.row"): r for r in runs
-              if r.data.tags.get("radtrack.role") == "row"}
+    by_row = {r.data.tags.get(schema.ROW): r for r in runs
+              if r.data.tags.get(schema.ROLE) == schema.ROLE_ROW}
     killed: set[str] = set()
     if state.ended:
         for r in runs:
@@ -116,11 +117,12 @@ def settle(client: MlflowClient, job: Job, state: JobState) -> tuple[dict[int, t
                 continue
             tags = {}
             if state.state in ENDED_BY_SLURM:
-                tags = {STATE_TAG: state.state, "radtrack.stopped_by": f"slurm:{state.state}"}
+                tags = {STATE_TAG: state.state,
+                        schema.STOPPED_BY: schema.stopped_by_slurm(state.state)}
                 if state.reason:
                     tags[REASON_TAG] = state.reason
             if r.info.status == "RUNNING":  # the job died before closing it
-                tags.setdefault("radtrack.stopped_by", f"slurm:{state.state}")
+                tags.setdefault(schema.STOPPED_BY, schema.stopped_by_slurm(state.state))
                 client.set_terminated(r.info.run_id, "KILLED")
                 killed.add(r.info.run_id)
             for k, v in tags.items():

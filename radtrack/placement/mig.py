@@ -14,6 +14,7 @@ from radtrack import gpus as gpus_mod
 from radtrack.errors import PlacementError
 from radtrack.placement.base import Log, Part, check, output, run
 from radtrack.spec import RunSpec
+from radtrack.store import schema
 
 SMI = gpus_mod.SMI
 _CREATED_RE = re.compile(r"created GPU instance ID\s+(\d+) on GPU\s+(\d+)", re.IGNORECASE)
@@ -122,8 +123,8 @@ class MigInstances(Part):
         if spec.collocation_kind != "mig":
             return {}
         inst = self._find(spec)
-        tags = {"radtrack.mig_profile": inst.profile}
+        tags = {schema.MIG_PROFILE: inst.profile}
         if inst.uuid:
-            tags["radtrack.mig_uuid"] = inst.uuid
-            tags["radtrack.mig_gpu_instance"] = str(inst.gi)
+            tags[schema.MIG_UUID] = inst.uuid
+            tags[schema.MIG_GPU_INSTANCE] = str(inst.gi)
         return tags

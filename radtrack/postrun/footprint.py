@@ -18,12 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from radtrack.errors import RadtrackError
+from radtrack.store import schema
 
 INTENSITY_ENV = "RADTRACK_CARBON_INTENSITY"
 PUE_ENV = "RADTRACK_PUE"
-INTENSITY_TAG = "radtrack.carbon.intensity_g_per_kwh"
-SOURCE_TAG = "radtrack.carbon.source"
-PUE_TAG = "radtrack.carbon.pue"
+INTENSITY_TAG = schema.CARBON_INTENSITY
+SOURCE_TAG = schema.CARBON_SOURCE
+PUE_TAG = schema.CARBON_PUE
 J_PER_KWH = 3.6e6
 
 

@@ -27,6 +27,7 @@ import pandas as pd
 from radtrack.analysis.attribution import GpuAccount, GpuUse, cumulative_energy
 from radtrack.analysis.summary import mean_between
 from radtrack.script.codewindows import read_windows
+from radtrack.store.schema import WINDOWS_ARTIFACT, window_key
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from radtrack.run.launch import Row
 
 SENSOR_REFRESH_S = 0.1  # the H100's power reading refreshes every 100 ms (nvml-probe.txt)
-TABLE_ARTIFACT = "windows/windows.parquet"
+TABLE_ARTIFACT = WINDOWS_ARTIFACT
 
 
 def resolution_s(use: GpuUse) -> float:
@@ -118,7 +119,7 @@ def record_windows(client: MlflowClient, run: str, windows_file: Path, uses: Map
             value = w.get(key)
             if value is not None and np.isfinite(value):
                 values[key] = float(value)
-        metrics += [Metric(f"window/{w['name']}/{k}", float(v), ts, step) for k, v in values.items()]
+        metrics += [Metric(window_key(w["name"], k), float(v), ts, step) for k, v in values.items()]
     for i in range(0, len(metrics), 1000):
         client.log_batch(run, metrics=metrics[i:i + 1000])
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,7 +2,8 @@
 
 Writers (the launcher, the sink, the end-of-run steps) and readers (analysis, frontend,
 report) import their names from here; docs/architecture.md's tables are checked against
-this module (tests/test_schema_docs.py).
+this module (tests/test_schema_docs.py). Every string here is what is stored: renaming one
+changes what a store holds and what older stores no longer match.
 
 Metric keys as stored in MLflow and as radtrack's readers name them:
 
@@ -21,24 +22,107 @@ from collections.abc import Iterable
 SYSTEM_PREFIX = "system/"
 SUMMARY_PREFIX = "summary/"
 
-# -- tags -------------------------------------------------------------------------------
+# -- tags (child runs unless noted; docs/architecture.md#tags-child-runs-unless-noted) ---
 TAG_PREFIX = "radtrack."
 ROLE = "radtrack.role"  # "workload" (parent) | "row" (child)
 ROLE_WORKLOAD = "workload"
 ROLE_ROW = "row"
+EXPERIMENT = "radtrack.experiment"  # parent and child
+WORKLOAD = "radtrack.workload"  # workload number, parent and child
+LETTER = "radtrack.letter"
+ROW = "radtrack.row"  # 1-based sheet line
+SHEET = "radtrack.sheet"  # parent and child
+DEVICES = "radtrack.devices"
+COLLOCATION = "radtrack.collocation"
+COLOCATED_WITH = "radtrack.colocated_with"
+EXIT_CODE = "radtrack.exit_code"
+CLOCKS = "radtrack.clocks"
+POWER_LIMIT = "radtrack.power_limit"
+STOPPED_BY = "radtrack.stopped_by"  # max_epoch | max_time | signal | launcher_lost | slurm:<STATE>
+STOPPED_BY_LAUNCHER_LOST = "launcher_lost"
+SLURM_JOB_ID = "radtrack.slurm.job_id"  # parent and child
+SLURM_STATE = "radtrack.slurm.state"
+SLURM_REASON = "radtrack.slurm.reason"
+VERSION = "radtrack.version"
+HOSTNAME = "radtrack.hostname"
+GPU_NAMES = "radtrack.gpu.names"
+GPU_UUIDS = "radtrack.gpu.uuids"
+GPU_DRIVER = "radtrack.gpu.driver"
+GPU_CUDA = "radtrack.gpu.cuda"
+WORKLOAD_NOTE = "radtrack.workload.note"  # on the parent
+MIG_UUID = "radtrack.mig_uuid"
+MIG_PROFILE = "radtrack.mig_profile"
+MIG_GPU_INSTANCE = "radtrack.mig_gpu_instance"
+START_SKEW_MS = "radtrack.start_skew_ms"  # on the parent
+ERROR = "radtrack.error"  # parent and child
+CARBON_INTENSITY = "radtrack.carbon.intensity_g_per_kwh"
+CARBON_SOURCE = "radtrack.carbon.source"
+CARBON_PUE = "radtrack.carbon.pue"
+LISTENER_TAG_PREFIX = TAG_PREFIX + "listener."
+ATTRIBUTION_TAG_PREFIX = TAG_PREFIX + "attribution."
+SMI = "smi"  # the listener whose probe tags name each GPU (gpu_tag)
 
-# -- artifact paths (folders inside a run's artifact root) ------------------------------
-TELEMETRY_DIR = "telemetry"  # <listener>.parquet trace + <listener>.json probe
-LOGS_DIR = "logs"  # output.log
-ENVIRONMENT_DIR = "environment"
-PROFILES_DIR = "profiles"
-PLACEMENT_DIR = "placement"  # on the parent
-POWER_ARTIFACT = "attribution/power.parquet"  # on the parent
+
+def listener_tag(name: str, *detail: str) -> str:
+    """``radtrack.listener.<name>`` (its state), or ``radtrack.listener.<name>.<detail>...``."""
+    return ".".join((LISTENER_TAG_PREFIX + name, *detail))
+
+
+def gpu_tag(scope: str, fact: str) -> str:
+    """The smi listener's probe fact of one GPU: ``radtrack.listener.smi.<scope>.<fact>``."""
+    return listener_tag(SMI, scope, fact)
+
+
+def attribution_tag(scope: str, detail: str | None = None) -> str:
+    """``radtrack.attribution.<scope>`` (the method) or ``radtrack.attribution.<scope>.<x>``."""
+    tag = ATTRIBUTION_TAG_PREFIX + scope
+    return tag if detail is None else f"{tag}.{detail}"
+
+
+def stopped_by_slurm(state: str) -> str:
+    """The ``radtrack.stopped_by`` value of a run whose SLURM job ended as ``state``."""
+    return f"slurm:{state}"
+
+
+# the documented tag patterns (docs/architecture.md), built by the helpers above
+TAG_PATTERNS: tuple[str, ...] = (
+    listener_tag("<name>"), listener_tag("<name>", "sampler"),
+    listener_tag("<name>", "unsupported"), listener_tag("<name>", "<detail>"),
+    attribution_tag("gpu<i>"), attribution_tag("gpu<i>", "gpu"),
+    attribution_tag("gpu<i>", "note"), attribution_tag("gpu<i>", "uuid"))
+
+# -- metric keys (besides the listeners' own <listener>/<scope>/<quantity>_<unit>) ---------
+DURATION_KEY = SUMMARY_PREFIX + "duration_s"  # the run's wall time
+CO2E_KEY = SUMMARY_PREFIX + "co2e_g"  # the run's footprint (radtrack/postrun/footprint.py)
+ATTRIBUTION_PREFIX = "attribution/"  # co-location series (stored under system/)
+SUMMARY_ATTRIBUTION_PREFIX = SUMMARY_PREFIX + ATTRIBUTION_PREFIX
+SUMMARY_WORKLOAD_PREFIX = SUMMARY_PREFIX + "workload/"  # on the parent
+WINDOW_PREFIX = "window/"  # code windows (radtrack/postrun/window_energy.py)
 
 
 def summary_key(key: str, stat: str | None = None) -> str:
     """``summary/<key>`` (a total, e.g. an energy counter's delta) or ``summary/<key>/<stat>``."""
     return f"{SUMMARY_PREFIX}{key}" if stat is None else f"{SUMMARY_PREFIX}{key}/{stat}"
+
+
+def attribution_key(scope: str, quantity: str) -> str:
+    """A co-location series, bare (stored via :func:`stored_key`): ``attribution/<scope>/<q>``."""
+    return f"{ATTRIBUTION_PREFIX}{scope}/{quantity}"
+
+
+def attribution_summary_key(scope: str, quantity: str) -> str:
+    """A run's co-location total on one GPU: ``summary/attribution/<scope>/<quantity>``."""
+    return f"{SUMMARY_ATTRIBUTION_PREFIX}{scope}/{quantity}"
+
+
+def workload_key(*parts: str) -> str:
+    """A workload total on the parent: ``summary/workload/<part>/...`` (``gpu0/idle_energy_j``)."""
+    return SUMMARY_WORKLOAD_PREFIX + "/".join(parts)
+
+
+def window_key(name: str, quantity: str) -> str:
+    """A code window's figure: ``window/<name>/<quantity>`` (``window/warmup/energy_j``)."""
+    return f"{WINDOW_PREFIX}{name}/{quantity}"
 
 
 def stored_key(key: str) -> str:
@@ -66,3 +150,51 @@ def stored_keys(keys: Iterable[str]) -> dict[str, str]:
         if name not in out or key.startswith(SYSTEM_PREFIX):
             out[name] = key
     return out
+
+
+# -- artifact paths (inside a run's artifact root; child runs unless noted) -------------
+TELEMETRY_DIR = "telemetry"  # <listener>.parquet trace + <listener>.json probe
+TRACE_SUFFIX = ".parquet"
+PROBE_SUFFIX = ".json"
+LOGS_DIR = "logs"
+LOG_FILE = "output.log"
+LOG_ARTIFACT = f"{LOGS_DIR}/{LOG_FILE}"
+ENVIRONMENT_DIR = "environment"
+PIP_FREEZE_FILE = "pip-freeze.txt"
+PLATFORM_FILE = "platform.json"
+NVIDIA_SMI_FILE = "nvidia-smi-q.txt"
+CONDA_LIST_FILE = "conda-list.txt"
+PROFILES_DIR = "profiles"  # nsys / ncu reports
+PLACEMENT_DIR = "placement"  # on the parent: placement logs (MPS control logs)
+POWER_ARTIFACT = "attribution/power.parquet"  # on the parent
+WINDOWS_ARTIFACT = "windows/windows.parquet"  # code windows, out of telemetry/
+
+
+def trace_artifact(listener: str) -> str:
+    """A listener's full-resolution trace: ``telemetry/<listener>.parquet``."""
+    return f"{TELEMETRY_DIR}/{listener}{TRACE_SUFFIX}"
+
+
+def probe_artifact(listener: str) -> str:
+    """A listener's probe (metric specs, tags): ``telemetry/<listener>.json``."""
+    return f"{TELEMETRY_DIR}/{listener}{PROBE_SUFFIX}"
+
+
+def environment_artifact(file: str) -> str:
+    """One file of the environment capture: ``environment/<file>``."""
+    return f"{ENVIRONMENT_DIR}/{file}"
+
+
+# every documented artifact (docs/architecture.md; a folder ends in '/')
+ARTIFACTS: tuple[str, ...] = (
+    LOG_ARTIFACT, trace_artifact("<listener>"), probe_artifact("<listener>"),
+    *(environment_artifact(f)
+      for f in (PIP_FREEZE_FILE, PLATFORM_FILE, NVIDIA_SMI_FILE, CONDA_LIST_FILE)),
+    PROFILES_DIR + "/", PLACEMENT_DIR + "/", WINDOWS_ARTIFACT, POWER_ARTIFACT)
+
+
+def documented_tags() -> set[str]:
+    """Every tag name defined here: the ``radtrack.*`` constants and :data:`TAG_PATTERNS`."""
+    names = {v for k, v in globals().items() if k.isupper() and isinstance(v, str)
+             and v.startswith(TAG_PREFIX) and not v.endswith(".")}
+    return names | set(TAG_PATTERNS)

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 from radtrack.errors import RadtrackError
 from radtrack.script import env
 from radtrack.spec import RunSpec
+from radtrack.store import schema
+from radtrack.store.schema import ROLE
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
     from mlflow.entities import Experiment
-
-ROLE = "radtrack.role"
 
 
 def resolve_uri(cli_uri: str | None = None) -> str:
@@ -153,56 +153,56 @@ def experiment_id(c: MlflowClient, uri: str, name_or_id: str) -> str:
 
 def next_workload_number(c: MlflowClient, exp_id: str) -> int:
     """One more than the highest workload number used in the experiment (1 when none)."""
-    runs = c.search_runs([exp_id], filter_string=f"tags.`{ROLE}` = 'workload'",
+    runs = c.search_runs([exp_id], filter_string=f"tags.`{ROLE}` = '{schema.ROLE_WORKLOAD}'",
                          max_results=5000)
-    numbers = [int(r.data.tags.get("radtrack.workload", "0") or 0) for r in runs
-               if (r.data.tags.get("radtrack.workload") or "").isdigit()]
+    numbers = [int(r.data.tags.get(schema.WORKLOAD, "0") or 0) for r in runs
+               if (r.data.tags.get(schema.WORKLOAD) or "").isdigit()]
     return max(numbers, default=0) + 1
 
 
 def workload_tags(spec: RunSpec) -> dict[str, str]:
     from radtrack import __version__
 
-    tags = {ROLE: "workload", "radtrack.experiment": spec.experiment,
-            "radtrack.workload": str(spec.workload), "radtrack.version": __version__,
-            "radtrack.hostname": socket.gethostname()}
+    tags = {ROLE: schema.ROLE_WORKLOAD, schema.EXPERIMENT: spec.experiment,
+            schema.WORKLOAD: str(spec.workload), schema.VERSION: __version__,
+            schema.HOSTNAME: socket.gethostname()}
     if spec.sheet is not None:
-        tags["radtrack.sheet"] = str(spec.sheet)
+        tags[schema.SHEET] = str(spec.sheet)
     return {**tags, **slurm_tags()}
 
 
 def slurm_tags() -> dict[str, str]:
     """``radtrack.slurm.job_id`` when this launcher runs inside a SLURM job (any executor)."""
     job = os.environ.get("SLURM_JOB_ID", "")
-    return {"radtrack.slurm.job_id": job} if job else {}
+    return {schema.SLURM_JOB_ID: job} if job else {}
 
 
 def row_tags(spec: RunSpec, siblings: list[RunSpec], host: dict[str, str]) -> dict[str, str]:
     from radtrack import __version__
 
     tags = {
-        ROLE: "row",
-        "radtrack.experiment": spec.experiment,
-        "radtrack.workload": str(spec.workload),
-        "radtrack.letter": spec.letter,
-        "radtrack.devices": "+".join(spec.devices) or "-",
-        "radtrack.collocation": spec.collocation or "-",
-        "radtrack.version": __version__,
-        "radtrack.hostname": socket.gethostname(),
+        ROLE: schema.ROLE_ROW,
+        schema.EXPERIMENT: spec.experiment,
+        schema.WORKLOAD: str(spec.workload),
+        schema.LETTER: spec.letter,
+        schema.DEVICES: "+".join(spec.devices) or "-",
+        schema.COLLOCATION: spec.collocation or "-",
+        schema.VERSION: __version__,
+        schema.HOSTNAME: socket.gethostname(),
         **host,
     }
     others = [s.run_name or s.default_run_name() for s in siblings if s is not spec]
     if others:
-        tags["radtrack.colocated_with"] = ",".join(others)
+        tags[schema.COLOCATED_WITH] = ",".join(others)
     if spec.row is not None:
-        tags["radtrack.row"] = str(spec.row)
+        tags[schema.ROW] = str(spec.row)
     if spec.sheet is not None:
-        tags["radtrack.sheet"] = str(spec.sheet)
+        tags[schema.SHEET] = str(spec.sheet)
     # GPU settings the row ran under (studies group runs by them: radtrack.analysis.studies)
     if spec.clocks:
-        tags["radtrack.clocks"] = spec.clocks
+        tags[schema.CLOCKS] = spec.clocks
     if spec.power_limit is not None:
-        tags["radtrack.power_limit"] = f"{spec.power_limit:g}"
+        tags[schema.POWER_LIMIT] = f"{spec.power_limit:g}"
     return {**tags, **slurm_tags()}
 
 
@@ -256,6 +256,6 @@ def close_orphaned_parent(c: MlflowClient, row_run_id: str, status: str = "KILLE
                          max_results=5000)
     if any(r.info.status == "RUNNING" for r in rows):
         return None  # a row still runs (or waits for its own sync): close it with that row
-    c.set_tag(parent_id, "radtrack.stopped_by", "launcher_lost")
+    c.set_tag(parent_id, schema.STOPPED_BY, schema.STOPPED_BY_LAUNCHER_LOST)
     c.set_terminated(parent_id, status)
     return parent_id

@@ -28,6 +28,7 @@ from radtrack.analysis.studies.windows import (
     window_stats,
 )
 from radtrack.analysis.summary import work_unit
+from radtrack.store import schema
 
 SIGNALS = ("power_w", "sm_clock_mhz", "temp_c")
 WANTED = [r"(?:smi|dcgm)/gpu\d+/(?:power_w|sm_clock_mhz|temp_c)", r"throughput_.+"]
@@ -53,8 +54,8 @@ def configuration(collocation: str, copies: int, gpus: int, clocks: str) -> str:
 
 def _physical(row: pd.Series, scope: str) -> str:
     """The GPU behind a run's ``gpuN``: its UUID tag where smi recorded one."""
-    uuid = tag(row, f"radtrack.listener.smi.{scope}.uuid", "")
-    return uuid or f"{tag(row, 'radtrack.devices')}:{scope}"
+    uuid = tag(row, schema.gpu_tag(scope, "uuid"), "")
+    return uuid or f"{tag(row, schema.DEVICES)}:{scope}"
 
 
 def study(experiment: str, workload: int | None = None, tracking_uri: str | None = None,
@@ -99,7 +100,7 @@ def _row(workload: int, gpu: str, members: list[tuple[pd.Series, str]], gpus: in
     start, end = overlap(windows) if windows else (float("nan"), float("nan"))
     out: dict[str, object] = {
         "workload": workload, "collocation": str(first.get("collocation") or "-"),
-        "clocks": tag(first, "radtrack.clocks"), "copies": len(members), "gpu": gpu,
+        "clocks": tag(first, schema.CLOCKS), "copies": len(members), "gpu": gpu,
         "window_s": end - start, "runs": ",".join(str(r["run_name"]) for r, _ in members),
         "window_rule": ", ".join(sorted(rules)) or "-",
     }
