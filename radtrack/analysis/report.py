@@ -28,6 +28,7 @@ from radtrack.analysis.interference import interference
 from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.analysis.variability import time_to_target, variability
 from radtrack.errors import RadtrackError
+from radtrack.store import schema
 
 FORMATS = ("table", "csv", "json", "parquet")
 TABLES = ("runs", "interference", "workloads", "variability")
@@ -72,7 +73,7 @@ def analyze_experiment(experiment: str, workload: int | None = None,
     """
     uri = resolve_tracking_uri(tracking_uri)
     everything = load_runs(experiment, tracking_uri=uri, include_parents=True)
-    is_parent = everything.get("tag.radtrack.role", pd.Series(dtype=object)) == "workload"
+    is_parent = everything.get(f"tag.{schema.ROLE}", pd.Series(dtype=object)) == schema.ROLE_WORKLOAD
     runs = everything[~is_parent.reindex(everything.index, fill_value=False)].reset_index(drop=True)
     if workload is not None and not (runs["workload"] == workload).any():
         known = ", ".join(str(w) for w in sorted(runs["workload"].dropna().unique()))
@@ -117,7 +118,7 @@ def footprint_line(parents: pd.DataFrame) -> str:
     from radtrack.postrun.footprint import from_tags
 
     def column(key: str) -> pd.Series:
-        name = f"metric.summary/workload/{key}"
+        name = f"metric.{schema.workload_key(key)}"
         return pd.to_numeric(parents[name], errors="coerce") if name in parents else pd.Series(dtype=float)
 
     energy = column("energy_j").dropna()

@@ -41,7 +41,8 @@ from radtrack.analysis.attribution import (
 )
 from radtrack.analysis.gpu_uses import run_uses
 from radtrack.errors import RadtrackError
-from radtrack.store.schema import stored_key
+from radtrack.store import schema
+from radtrack.store.schema import POWER_ARTIFACT, stored_key
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -49,7 +50,6 @@ if TYPE_CHECKING:
     from radtrack.run.launch import Row
 
 MPS_RULE_ENV = "RADTRACK_MPS_ATTRIBUTION"
-POWER_ARTIFACT = "attribution/power.parquet"
 
 
 def mps_rule() -> str:
@@ -115,21 +115,21 @@ def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
     energy = acc.energy[run].to_numpy()
     share = acc.share[run].to_numpy()
     now = time.time()
-    points = [(f"summary/attribution/{scope}/energy_j", energy.sum(), now, 0)]
+    points = [(schema.attribution_summary_key(scope, "energy_j"), energy.sum(), now, 0)]
     if inside.sum() > 0:
-        points.append((f"summary/attribution/{scope}/sm_share_pct",
+        points.append((schema.attribution_summary_key(scope, "sm_share_pct"),
                        float((share * inside).sum() / inside.sum()), now, 0))
     step = 0
     for k in np.flatnonzero(inside > 0):
         mid = (acc.edges[k] + acc.edges[k + 1]) / 2
-        points += [(stored_key(f"attribution/{scope}/attributed_power_w"), energy[k] / widths[k], mid, step),
-                   (stored_key(f"attribution/{scope}/sm_share_pct"), share[k], mid, step)]
+        points += [(stored_key(schema.attribution_key(scope, "attributed_power_w")), energy[k] / widths[k], mid, step),
+                   (stored_key(schema.attribution_key(scope, "sm_share_pct")), share[k], mid, step)]
         step += 1
     _log(client, run, _metrics(points))
-    tags = {f"radtrack.attribution.{scope}": acc.method,
-            f"radtrack.attribution.{scope}.gpu": acc.gpu}
+    tags = {schema.attribution_tag(scope): acc.method,
+            schema.attribution_tag(scope, "gpu"): acc.gpu}
     if run in acc.notes:
-        tags[f"radtrack.attribution.{scope}.note"] = acc.notes[run]
+        tags[schema.attribution_tag(scope, "note")] = acc.notes[run]
     set_tags(client, run, tags)
     item.row.tags.update(tags)
 
@@ -139,7 +139,7 @@ def _labels(inputs: list[_Input]) -> dict[str, str]:
     smi probes recorded it; in order of appearance where the index is unknown."""
     labels: dict[str, str] = {}
     for item in inputs:
-        index = item.row.tags.get(f"radtrack.listener.smi.{item.scope}.nvml_index")
+        index = item.row.tags.get(schema.gpu_tag(item.scope, "nvml_index"))
         if item.use.gpu not in labels and index is not None:
             labels[item.use.gpu] = f"gpu{index}"
     for item in inputs:
@@ -172,21 +172,21 @@ def _record_parent(client: MlflowClient, parent_id: str, inputs: list[_Input],
 
     labels = _labels(inputs)
     now = time.time()
-    points = [("summary/workload/energy_j", sum(a.gpu_energy_j for a in accounts.values()), now, 0),
-              ("summary/workload/duration_s", end - start, now, 0)]
+    points = [(schema.workload_key("energy_j"), sum(a.gpu_energy_j for a in accounts.values()), now, 0),
+              (schema.workload_key("duration_s"), end - start, now, 0)]
     tags = {}
     for gpu, acc in accounts.items():
         label = labels[gpu]
-        points += [(f"summary/workload/{label}/energy_j", acc.gpu_energy_j, now, 0),
-                   (f"summary/workload/{label}/idle_energy_j", acc.energy_j(IDLE), now, 0),
-                   (f"summary/workload/{label}/other_energy_j", acc.energy_j(OTHER), now, 0)]
+        points += [(schema.workload_key(label, "energy_j"), acc.gpu_energy_j, now, 0),
+                   (schema.workload_key(label, "idle_energy_j"), acc.energy_j(IDLE), now, 0),
+                   (schema.workload_key(label, "other_energy_j"), acc.energy_j(OTHER), now, 0)]
         power = acc.power_w()
         for step, (mid, idle, other) in enumerate(zip(power.index, power[IDLE], power[OTHER],
                                                       strict=True)):
-            points += [(stored_key(f"attribution/{label}/idle_power_w"), idle, mid, step),
-                       (stored_key(f"attribution/{label}/other_power_w"), other, mid, step)]
-        tags[f"radtrack.attribution.{label}"] = acc.method
-        tags[f"radtrack.attribution.{label}.uuid"] = gpu
+            points += [(stored_key(schema.attribution_key(label, "idle_power_w")), idle, mid, step),
+                       (stored_key(schema.attribution_key(label, "other_power_w")), other, mid, step)]
+        tags[schema.attribution_tag(label)] = acc.method
+        tags[schema.attribution_tag(label, "uuid")] = gpu
     _log(client, parent_id, _metrics(points))
     set_tags(client, parent_id, tags)
     with tempfile.TemporaryDirectory() as tmp:
@@ -222,16 +222,16 @@ def record_workload_totals(client: MlflowClient, uri: str, parent_id: str, exper
         return None
     row = table.iloc[0].to_dict()
     now = time.time()
-    points = [(f"summary/workload/{key}", row[key], now, 0)
+    points = [(schema.workload_key(key), row[key], now, 0)
               for key in ("stp", "antt", "serial_energy_j", "energy_vs_serial_pct")
               if isinstance(row.get(key), float)]
     unit = row.get("work_unit")
     if isinstance(unit, str) and unit:
-        points += [(f"summary/workload/work_{unit}", row["work"], now, 0),
-                   (f"summary/workload/energy_per_{unit}_j", row["energy_per_unit_j"], now, 0)]
+        points += [(schema.workload_key(f"work_{unit}"), row["work"], now, 0),
+                   (schema.workload_key(f"energy_per_{unit}_j"), row["energy_per_unit_j"], now, 0)]
     _log(client, parent_id, _metrics(points))
     if row.get("note"):
-        set_tags(client, parent_id, {"radtrack.workload.note": str(row["note"])})
+        set_tags(client, parent_id, {schema.WORKLOAD_NOTE: str(row["note"])})
     return row
 
 
@@ -255,9 +255,9 @@ def record_footprint(client: MlflowClient, parent_id: str, rows: list[Row],
         set_tags(client, row.run_id, carbon.tags())
         if joules:
             out[row.run_id] = carbon.co2e_g(sum(joules))
-            _log(client, row.run_id, _metrics([("summary/co2e_g", out[row.run_id], now, 0)]))
+            _log(client, row.run_id, _metrics([(schema.CO2E_KEY, out[row.run_id], now, 0)]))
     if first is not None and accounts:
         out["workload"] = first.co2e_g(sum(a.gpu_energy_j for a in accounts.values()))
         set_tags(client, parent_id, first.tags())
-        _log(client, parent_id, _metrics([("summary/workload/co2e_g", out["workload"], now, 0)]))
+        _log(client, parent_id, _metrics([(schema.workload_key("co2e_g"), out["workload"], now, 0)]))
     return out
