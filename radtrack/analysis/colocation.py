@@ -16,9 +16,12 @@ multiprogram workloads", IEEE Micro 28(3), 2008.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import pandas as pd
 
+from radtrack.analysis.interference import interference
 from radtrack.store import schema
 
 COLUMNS = ["experiment", "workload", "rows", "collocation", "devices", "duration_s", "energy_j",
@@ -101,3 +104,17 @@ def workload_table(runs: pd.DataFrame, inter: pd.DataFrame) -> pd.DataFrame:
         row["note"] = "; ".join(dict.fromkeys(notes))
         out.append(row)
     return pd.DataFrame(out, columns=COLUMNS)
+
+
+class WorkloadRuns(NamedTuple):
+    """A co-located workload's stored runs, as :func:`workload_totals` wants them."""
+
+    runs: pd.DataFrame  # load_runs rows: its parent, its rows, the solo runs of its scripts
+    summaries: pd.DataFrame  # summarize_runs of the rows and solo runs
+
+
+def workload_totals(stored: WorkloadRuns, workload: int | str) -> dict[str, object] | None:
+    """The :func:`workload_table` row of ``workload`` (None when it has none)."""
+    table = workload_table(stored.runs, interference(stored.runs, stored.summaries))
+    table = table[table["workload"].astype(str) == str(workload)]
+    return None if table.empty else table.iloc[0].to_dict()

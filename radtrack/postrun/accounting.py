@@ -39,10 +39,13 @@ from radtrack.analysis.attribution import (
     GpuUse,
     account,
 )
+from radtrack.analysis.colocation import WorkloadRuns, workload_totals
 from radtrack.analysis.gpu_uses import run_uses
 from radtrack.errors import RadtrackError
+from radtrack.postrun.footprint import resolve
 from radtrack.store import schema
 from radtrack.store.schema import POWER_ARTIFACT, stored_key
+from radtrack.store.tracking import set_tags
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -105,8 +108,6 @@ def _log(client: MlflowClient, run_id: str, metrics: list) -> None:
 
 
 def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
-    from radtrack.store.tracking import set_tags
-
     run, scope = item.use.run, item.scope
     widths = np.diff(acc.edges)
     lo = np.maximum(acc.edges[:-1], item.use.start)
@@ -168,8 +169,6 @@ def power_table(inputs: list[_Input], accounts: dict[str, GpuAccount]) -> pd.Dat
 
 def _record_parent(client: MlflowClient, parent_id: str, inputs: list[_Input],
                    accounts: dict[str, GpuAccount], start: float, end: float) -> None:
-    from radtrack.store.tracking import set_tags
-
     labels = _labels(inputs)
     now = time.time()
     points = [(schema.workload_key("energy_j"), sum(a.gpu_energy_j for a in accounts.values()), now, 0),
@@ -195,32 +194,17 @@ def _record_parent(client: MlflowClient, parent_id: str, inputs: list[_Input],
         client.log_artifact(parent_id, str(path), str(Path(POWER_ARTIFACT).parent))
 
 
-def record_workload_totals(client: MlflowClient, uri: str, parent_id: str, experiment: str,
-                           workload: int) -> dict[str, object] | None:
+def record_workload_totals(client: MlflowClient, parent_id: str, workload: int | str,
+                           stored: WorkloadRuns | None) -> dict[str, object] | None:
     """STP, ANTT, work and energy vs serial of a co-located workload on its parent run,
-    against the solo runs of its scripts already in the experiment (analysis/colocation.py).
+    against the solo runs of its scripts already in the experiment (analysis/colocation.py),
+    from ``stored``: what radtrack/analysis/workload_runs.py ``read_workload_runs`` read.
     Returns the workload's row of that table (None for a single-row workload)."""
-    from radtrack.analysis.colocation import workload_table
-    from radtrack.analysis.configs import with_config
-    from radtrack.analysis.data import load_runs
-    from radtrack.analysis.interference import interference
-    from radtrack.analysis.run_summaries import summarize_runs
-    from radtrack.store.tracking import set_tags
-
-    everything = load_runs(experiment, tracking_uri=uri, include_parents=True)
-    parent = everything.get("tag.radtrack.role") == "workload"
-    rows = with_config(everything[~parent])
-    mine = rows["workload"].astype(str) == str(workload)
-    if int(mine.sum()) < 2:
+    if stored is None:
         return None
-    solo = (rows["rows_in_workload"] == 1) & rows["file"].isin(set(rows.loc[mine, "file"]))
-    chosen = everything[~parent][(mine | solo).to_numpy()]
-    inter = interference(chosen, summarize_runs(chosen, uri, quantiles=False))
-    table = workload_table(pd.concat([everything[parent], chosen]), inter)
-    table = table[table["workload"].astype(str) == str(workload)]
-    if table.empty:
+    row = workload_totals(stored, workload)
+    if row is None:
         return None
-    row = table.iloc[0].to_dict()
     now = time.time()
     points = [(schema.workload_key(key), row[key], now, 0)
               for key in ("stp", "antt", "serial_energy_j", "energy_vs_serial_pct")
@@ -240,9 +224,6 @@ def record_footprint(client: MlflowClient, parent_id: str, rows: list[Row],
     """CO2-equivalent of each run's attributed energy and of the workload's measured GPU
     energy (idle and other included) at the carbon intensity in force (radtrack/postrun/footprint.py),
     with the figures and their source as tags. run id (and ``workload``) -> grams."""
-    from radtrack.postrun.footprint import resolve
-    from radtrack.store.tracking import set_tags
-
     out: dict[str, float] = {}
     now = time.time()
     first = None

@@ -17,6 +17,7 @@ sampling interval, at least the sensor's 100-ms refresh) gets ``below_resolution
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,7 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.attribution import GpuAccount, GpuUse, cumulative_energy
+from radtrack.analysis.gpu_uses import run_uses
 from radtrack.analysis.summary import mean_between
 from radtrack.script.codewindows import read_windows
 from radtrack.store.schema import WINDOWS_ARTIFACT, window_key
@@ -131,10 +133,6 @@ def record_windows(client: MlflowClient, run: str, windows_file: Path, uses: Map
 
 def record_row_windows(client: MlflowClient, row: Row, accounts: Mapping[str, GpuAccount]) -> pd.DataFrame:
     """:func:`record_windows` for one row of a workload the launcher just ran."""
-    import time
-
-    from radtrack.analysis.gpu_uses import run_uses
-
     path = row.folder / "windows.jsonl"
     if not path.is_file():
         return pd.DataFrame()

@@ -149,6 +149,7 @@ def _account(client: MlflowClient, uri: str, parent_id: str, rows: list[Row]) ->
     """Co-location accounting, workload totals (radtrack/postrun/accounting.py) and code windows
     (radtrack/postrun/window_energy.py). A failure here is reported and leaves every recorded
     sample and status as they are."""
+    from radtrack.analysis.workload_runs import read_workload_runs
     from radtrack.postrun.accounting import (
         account_workload,
         record_footprint,
@@ -167,7 +168,8 @@ def _account(client: MlflowClient, uri: str, parent_id: str, rows: list[Row]) ->
             say(f"{name}: GPU {gpu[:12]} {acc.gpu_energy_j:.0f} J ({acc.method}): {parts}, "
                 f"other {acc.energy_j('other'):.0f} J, idle {acc.energy_j('idle'):.0f} J")
         if len(rows) > 1:
-            totals = record_workload_totals(client, uri, parent_id, first.experiment, first.workload)
+            stored = read_workload_runs(first.experiment, first.workload, uri)
+            totals = record_workload_totals(client, parent_id, first.workload, stored)
             if totals and isinstance(totals.get("stp"), float):
                 say(f"{name}: STP {totals['stp']:.2f}, ANTT {totals['antt']:.2f}, energy vs serial "
                     f"{totals['energy_vs_serial_pct']:+.1f} %")
