@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.errors import PlacementError
-from radtrack.run.launch import Interrupt, Row, command_for, run_workload, say
+from radtrack.run.launch import Interrupt, Row, command_for, run_workload, say, store_row_params
 from radtrack.script import env as renv
 from radtrack.spec import RunSpec
 from radtrack.store.tracking import (
@@ -17,7 +17,6 @@ from radtrack.store.tracking import (
 )
 from radtrack.store.tracking import (
     experiment_id,
-    log_params,
     row_params,
     row_tags,
     set_tags,
@@ -73,11 +72,10 @@ def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
             if sheet is not None:
                 from radtrack.sheet import write_status
 
-                for spec, (status, run_id) in zip(specs, statuses, strict=True):
+                for spec, (status, run_id, run_name) in zip(specs, statuses, strict=True):
                     if spec.row is not None:
-                        write_status(sheet, spec.row, status, run_id,
-                                     run_name=spec.run_name or spec.default_run_name())
-            if any(s != "FINISHED" for s, _ in statuses):
+                        write_status(sheet, spec.row, status, run_id, run_name=run_name)
+            if any(s != "FINISHED" for s, _, _ in statuses):
                 worst = 1
             if interrupt.event.is_set():
                 say("interrupted: remaining workloads not started")
@@ -89,7 +87,7 @@ def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
 
 
 def _run_one(client: MlflowClient, uri: str, specs: list[RunSpec], interrupt: Interrupt,
-             grace: float, host: dict[str, str]) -> list[tuple[str, str]]:
+             grace: float, host: dict[str, str]) -> list[tuple[str, str, str]]:
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
     from radtrack.placement import WorkloadPlacement
@@ -106,10 +104,13 @@ def _run_one(client: MlflowClient, uri: str, specs: list[RunSpec], interrupt: In
         run = client.create_run(exp_id, run_name=spec.run_name or spec.default_run_name(),
                                 tags={MLFLOW_PARENT_RUN_ID: pid, **row_tags(spec, specs, host), **ltags})
         rid = run.info.run_id
-        log_params(client, rid, row_params(spec, samplers + [w.name for w in wrappers], command_for(spec)))
         folder = renv.radtrack_home() / "runs" / rid
+        # params are stored when the row ends, after whatever the script logged itself: the
+        # script's own values win (launch.store_row_params)
+        params = row_params(spec, samplers + [w.name for w in wrappers], command_for(spec))
         rows.append(Row(spec=spec, run_id=rid, env={}, listeners=samplers, wrappers=wrappers,
-                        folder=folder))
+                        folder=folder, params=params, exp_id=exp_id,
+                        record_tags={**row_tags(spec, specs, host), **ltags}))
     run_dir = renv.radtrack_home() / "runs" / pid
     run_dir.mkdir(parents=True, exist_ok=True)
     try:
@@ -125,27 +126,56 @@ def _run_one(client: MlflowClient, uri: str, specs: list[RunSpec], interrupt: In
         what = "placement failed" if isinstance(exc, PlacementError) else "could not start"
         say(f"workload {name}: {what}: {exc}")
         for row in rows:
+            store_row_params(client, row.run_id, row.params, {})
             set_tags(client, row.run_id, {"radtrack.error": str(exc)[:5000]})
             client.set_terminated(row.run_id, "FAILED")
         set_tags(client, pid, {"radtrack.error": str(exc)[:5000]})
         client.set_terminated(pid, "FAILED")
-        return [("FAILED", row.run_id) for row in rows]
+        return [("FAILED", row.run_id, row.name) for row in rows]
     for path in artifacts:
         if Path(path).exists():
             client.log_artifact(pid, str(path), "placement")
     _log_skew(client, pid, rows)
-    _account(client, uri, pid, rows)
+    accounts = _account(client, uri, pid, rows)
+    _bind_script_runs(client, uri, rows, accounts)
     statuses = [row.status for row in rows]
     parent_status = ("KILLED" if "KILLED" in statuses else
                      "FAILED" if "FAILED" in statuses else "FINISHED")
     client.set_terminated(pid, parent_status)
     for row in rows:
-        say(f"{row.spec.run_name or row.spec.default_run_name()}: {row.status} "
-            f"(exit {row.exit_code}, run {row.run_id})")
-    return [(row.status, row.run_id) for row in rows]
+        row.name = _stored_name(client, row)
+        say(f"{row.name}: {row.status} (exit {row.exit_code}, run {row.run_id})")
+    return [(row.status, row.run_id, row.name) for row in rows]
 
 
-def _account(client: MlflowClient, uri: str, parent_id: str, rows: list[Row]) -> None:
+def _stored_name(client: MlflowClient, row: Row) -> str:
+    """The row run's name as the store has it now (a script may have renamed it through
+    RADTBenchmark): the closing line and the sheet say what MLflow and the page say."""
+    try:
+        return client.get_run(row.run_id).info.run_name or row.name
+    except Exception:  # noqa: BLE001 - store away: the name radtrack gave it
+        return row.name
+
+
+def _bind_script_runs(client: MlflowClient, uri: str, rows: list[Row], accounts: dict) -> None:
+    """The script's own MLflow runs get their spans' telemetry (radtrack/postrun/script_runs.py)."""
+    from radtrack.postrun.footprint import resolve
+    from radtrack.postrun.script_runs import bind_row
+
+    for row in rows:
+        try:
+            carbon = resolve(row.spec.carbon_intensity, row.spec.pue, row.spec.carbon_source)
+            bound = bind_row(row, client, uri, accounts, carbon, say)
+            ok = [b for b in bound if not b.error]
+            if ok:
+                names = ", ".join(b.span.name or b.span.run_id for b in ok)
+                say(f"{row.spec.letter}: telemetry bound to the script's run(s): {names}")
+        except Exception as exc:  # noqa: BLE001 - the row run keeps everything regardless
+            say(f"{row.spec.letter}: binding telemetry to the script's runs failed: "
+                f"{type(exc).__name__}: {exc}")
+
+
+def _account(client: MlflowClient, uri: str, parent_id: str, rows: list[Row]) -> dict:
     """Co-location accounting, workload totals (radtrack/postrun/accounting.py) and code windows
     (radtrack/postrun/window_energy.py). A failure here is reported and leaves every recorded
     sample and status as they are."""
@@ -190,6 +220,7 @@ def _account(client: MlflowClient, uri: str, parent_id: str, rows: list[Row]) ->
                 say(f"{row.spec.letter}: {len(table)} code window(s) stored")
         except Exception as exc:  # noqa: BLE001 - as above
             say(f"{row.spec.letter}: storing code windows failed: {type(exc).__name__}: {exc}")
+    return accounts
 
 
 def _process_env(row: Row, uri: str, placement_env: dict[str, str]) -> dict[str, str]:
@@ -198,10 +229,14 @@ def _process_env(row: Row, uri: str, placement_env: dict[str, str]) -> dict[str,
     e = {**os.environ, **spec.env, **placement_env}
     e.update({
         renv.RUN_ID: row.run_id,
-        renv.MLFLOW_RUN_ID: row.run_id,
         renv.TRACKING_URI: uri,
+        renv.RUN_EVENTS: str(row.folder / "mlflow-runs.jsonl"),
         "PYTHONUNBUFFERED": "1",
     })
+    # The script's own MLflow runs are its own (never the row run: docs/mlflow-code.md); by
+    # default they land in the row's experiment (radtrack/script/run_events.py).
+    e.pop(renv.MLFLOW_RUN_ID, None)
+    e[renv.ROW_EXPERIMENT_ID] = row.exp_id
     # NVML (listeners, placement) numbers GPUs in PCI bus order; make CUDA agree, so that
     # device 0 of a row is the GPU its listeners watch.
     e.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")

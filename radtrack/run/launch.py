@@ -56,6 +56,13 @@ class Row:
     tags: dict[str, str] = field(default_factory=dict)
     status: str = ""
     exit_code: int | None = None
+    params: dict[str, str] = field(default_factory=dict)  # stored at the end (store_row_params)
+    exp_id: str = ""
+    record_tags: dict[str, str] = field(default_factory=dict)  # the tags it was created with
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        self.name = self.name or self.spec.run_name or self.spec.default_run_name()
 
     @property
     def devices(self) -> list[str]:
@@ -291,6 +298,7 @@ def _finish_row(client: MlflowClient, row: Row, env_threads: list[threading.Thre
     if row.stopped_by:
         row.tags["radtrack.stopped_by"] = row.stopped_by
     try:
+        store_row_params(client, row.run_id, row.params, row.tags)
         set_tags(client, row.run_id, row.tags)
         client.log_batch(row.run_id, metrics=[Metric("summary/duration_s", end - start,
                                                      int(end * 1000), 0)])
@@ -305,3 +313,22 @@ def _finish_row(client: MlflowClient, row: Row, env_threads: list[threading.Thre
         client.set_terminated(row.run_id, row.status, end_time=int(end * 1000))
     except Exception as exc:
         say(f"{row.spec.letter}: could not store the end of run {row.run_id}: {exc}")
+
+
+PARAM_TAG = "radtrack.param."  # radtrack's value of a param the script set differently
+
+
+def store_row_params(client: MlflowClient, run_id: str, params: dict[str, str],
+                     tags: dict[str, str]) -> None:
+    """The params radtrack derives from the command line, stored after the script ran so
+    they never collide with what it logged: where the script set a param itself its value
+    wins and radtrack's goes to the tag ``radtrack.param.<name>``."""
+    from radtrack.store.tracking import log_params
+
+    if not params:
+        return
+    have = client.get_run(run_id).data.params
+    for key, value in params.items():
+        if key in have and have[key] != value:
+            tags[PARAM_TAG + key] = value
+    log_params(client, run_id, {k: v for k, v in params.items() if k not in have})

@@ -1,7 +1,8 @@
 """RADTBenchmark: the script-side handle on the launcher's MLflow run.
 
 Inside a script started by radtrack, ``with RADTBenchmark() as run:`` attaches to the
-run the launcher created (its id travels in ``RADTRACK_RUN_ID``) and exposes every
+run the launcher created (its id travels in ``RADTRACK_RUN_ID``), or, when the script
+has a run of its own active, logs to that one, and exposes every
 ``mlflow`` function as a method. Outside radtrack every call is a no-op returning
 None, and mlflow is not even imported, so the script runs unchanged.
 """
@@ -51,8 +52,10 @@ class RADTBenchmark:
         import mlflow
 
         self._mlflow = mlflow
-        if mlflow.active_run() is None or mlflow.active_run().info.run_id != self.run_id:
-            mlflow.start_run(run_id=self.run_id)
+        if mlflow.active_run() is None:
+            _attach(mlflow, self.run_id)
+        # else the script's own run is active: ML metrics go there, next to the telemetry
+        # radtrack binds to that run (docs/mlflow-code.md)
         if self.manual:
             self._t0 = time.time()
             self._signal("start")
@@ -124,6 +127,24 @@ class RADTBenchmark:
         if self.manual:
             self._signal("stop")
         raise SystemExit(0)
+
+
+def _attach(mlflow: Any, run_id: str) -> None:
+    """Make the launcher's row run the active run, whatever experiment the script chose
+    with ``set_experiment`` (MLflow refuses to resume a run of another experiment then)."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import fluent
+
+    try:
+        mlflow.start_run(run_id=run_id)
+    except MlflowException:
+        if getattr(fluent, "_active_experiment_id", None) is None:
+            raise
+        chosen, fluent._active_experiment_id = fluent._active_experiment_id, None
+        try:
+            mlflow.start_run(run_id=run_id)
+        finally:
+            fluent._active_experiment_id = chosen
 
 
 def _int_or_none(text: str | None) -> int | None:

@@ -49,6 +49,9 @@ def main() -> None:
     if release_file:
         with open(release_file, "w") as f:
             f.write(repr(released))
+    from radtrack.script import run_events
+
+    run_events.install()  # the script's own MLflow runs get their telemetry (docs/mlflow-code.md)
     sys.argv = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     runpy.run_path(script, run_name="__main__")

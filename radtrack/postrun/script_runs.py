@@ -1,0 +1,221 @@
+"""Bind a row's telemetry to the MLflow runs its script made (docs/mlflow-code.md).
+
+The row run stays the record (status, sheet, workload, co-location accounting). Each run
+the script created or resumed (radtrack/script/run_events.py) gets, for the time it was
+active, what the row run got for the whole row: the listener series under ``system/``,
+the Parquet trace slices and probes under ``telemetry/``, the summary metrics (means,
+energy, attributed energy on a shared GPU, CO2e), the listener and GPU tags; and the two
+point at each other (``radtrack.row_run`` / ``radtrack.script_runs``). A run the script
+left open, or that MLflow's exit handler closed although the script failed, ends with the
+row's status: the script's exit code decides.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from radtrack.listeners.protocol import as_dict
+from radtrack.script.run_events import Span, absolute_uri, read_spans
+from radtrack.store import schema
+from radtrack.store.sqlwriter import SqlMetricWriter
+from radtrack.store.traces import summarize
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+    from radtrack.analysis.attribution import GpuAccount
+    from radtrack.postrun.footprint import Carbon
+    from radtrack.run.launch import Row
+
+ROW_RUN = "radtrack.row_run"  # on a script's run: the row run that holds its row's record
+ROW_URI = "radtrack.row_tracking_uri"  # on a script's run in another store: where the row is
+SCRIPT_RUNS = "radtrack.script_runs"  # on the row run: the script's run ids, comma-separated
+SCRIPT_URI = "radtrack.script_tracking_uri"  # on the row run, when they are in another store
+ROLE_SCRIPT = "script"
+STATUS_NOTE = "radtrack.status_note"
+_COPIED_TAGS = ("radtrack.listener.", "radtrack.gpu.", "radtrack.attribution.")
+_COPIED_EXACT = ("radtrack.devices", "radtrack.collocation", "radtrack.hostname",
+                 "radtrack.version", "radtrack.experiment", "radtrack.workload", "radtrack.letter")
+
+
+@dataclass
+class Bound:
+    """What binding did for one script run."""
+
+    span: Span
+    points: int = 0
+    error: str = ""
+
+
+def bind_row(row: Row, client: MlflowClient, uri: str, accounts: dict[str, GpuAccount],
+             carbon: Carbon | None, say: Callable[[str], None]) -> list[Bound]:
+    """Bind ``row``'s telemetry to every run its script made; link them with the row run."""
+    spans = [s for s in read_spans(row.folder / "mlflow-runs.jsonl") if s.run_id != row.run_id]
+    if not spans:
+        return []
+    home = absolute_uri(uri)
+    clients: dict[str, Any] = {home: client}
+    out: list[Bound] = []
+    for span in spans:
+        b = Bound(span)
+        out.append(b)
+        span.tracking_uri = absolute_uri(span.tracking_uri) if span.tracking_uri else home
+        try:
+            c = clients.get(span.tracking_uri)
+            if c is None:
+                _check_exists(span.tracking_uri)
+                from radtrack.store.tracking import client as make_client
+
+                c = clients[span.tracking_uri] = make_client(span.tracking_uri)
+            b.points = _bind(row, c, span, span.tracking_uri != home, uri, accounts, carbon)
+        except Exception as exc:  # noqa: BLE001 - the row run keeps everything regardless
+            b.error = f"{type(exc).__name__}: {exc}"[:300]
+    failed = [b for b in out if b.error]
+    if failed:
+        first = failed[0]
+        say(f"{row.spec.letter}: the script's run {first.span.run_id} is in "
+            f"{schema_redact(first.span.tracking_uri)}, which radtrack could not write "
+            f"({first.error}); its telemetry is in run {row.run_id} in {schema_redact(uri)}. "
+            f"Track both in one store with --tracking-uri {schema_redact(first.span.tracking_uri)}")
+    here = [b.span.run_id for b in out if b.span.tracking_uri == home]
+    there = [b.span for b in out if b.span.tracking_uri != home]
+    tags = {SCRIPT_RUNS: ",".join([*here, *(s.run_id for s in there)])}
+    if there:
+        tags[SCRIPT_URI] = ",".join(dict.fromkeys(s.tracking_uri for s in there))
+    from radtrack.store.tracking import set_tags
+
+    set_tags(client, row.run_id, tags)
+    row.tags.update(tags)
+    return out
+
+
+def _check_exists(uri: str) -> None:
+    """Refuse a local store that is gone (opening it would create an empty one)."""
+    if uri.startswith("sqlite:///"):
+        path = Path(uri.removeprefix("sqlite:///"))
+    elif uri.startswith("file://"):
+        path = Path(uri.removeprefix("file://"))
+    else:
+        return
+    if not path.exists():
+        raise FileNotFoundError(f"{path} no longer exists")
+
+
+def schema_redact(uri: str) -> str:
+    from radtrack.store.tracking import redact
+
+    return redact(uri)
+
+
+def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
+          accounts: dict[str, GpuAccount], carbon: Carbon | None) -> int:
+    from mlflow.entities import Metric
+
+    from radtrack.store.tracking import set_tags
+
+    end_of_row = row.ended or time.time()
+    start, end = span.start, span.end if span.end is not None else end_of_row
+    frames = row.sink.frames if row.sink is not None else {}
+    sliced = {name: f[(f["time"] >= start) & (f["time"] <= end)] for name, f in frames.items()}
+    points: list[tuple[str, float, int, int]] = []
+    for frame in sliced.values():
+        points += _points(frame)
+    SqlMetricWriter(c).log_metrics(span.run_id, points)
+    now = int(time.time() * 1000)
+    summary = {schema.summary_key("duration_s"): end - start}
+    for frame in sliced.values():
+        if len(frame):
+            summary.update(summarize(frame.reset_index(drop=True)))
+    summary.update(_attributed(row, accounts, start, end, carbon))
+    c.log_batch(span.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in summary.items()])
+    _artifacts(row, c, span.run_id, sliced)
+    tags = {k: v for k, v in {**row.record_tags, **row.tags}.items()
+            if k.startswith(_COPIED_TAGS) or k in _COPIED_EXACT}
+    tags.update({schema.ROLE: ROLE_SCRIPT, ROW_RUN: row.run_id})
+    if elsewhere:
+        tags[ROW_URI] = schema_redact(row_uri)
+    if carbon is not None:
+        tags.update(carbon.tags())
+    status = _status(row, span)
+    if status is not None:
+        tags[STATUS_NOTE] = (f"ended {status} by radtrack: the script exited {row.exit_code} "
+                             f"(row {row.status}) with this run "
+                             f"{'closed by MLflow at exit' if span.at_exit else 'still open'}")
+    set_tags(c, span.run_id, tags)
+    if status is not None:
+        c.set_terminated(span.run_id, status, end_time=int(end * 1000))
+    return len(points)
+
+
+def _status(row: Row, span: Span) -> str | None:
+    """The status a script run must end with, or None to leave it as the script ended it."""
+    if span.end is None:
+        return row.status or "FAILED"
+    if row.status and row.status != "FINISHED" and span.at_exit and span.status == "FINISHED":
+        return row.status
+    return None
+
+
+def _points(frame: pd.DataFrame) -> list[tuple[str, float, int, int]]:
+    """(system/<key>, value, ms, step) for every reading in a trace slice, as the sink stored them."""
+    if frame.empty:
+        return []
+    ts = (frame["time"].to_numpy(dtype=float) * 1000).astype("int64")
+    steps = frame["step"].to_numpy(dtype="int64")
+    out: list[tuple[str, float, int, int]] = []
+    for key in frame.columns[2:]:
+        values = frame[key].to_numpy(dtype=float)
+        ok = ~np.isnan(values)
+        name = schema.stored_key(key)
+        out += [(name, float(v), int(t), int(s)) for v, t, s in zip(values[ok], ts[ok], steps[ok],
+                                                                      strict=True)]
+    return out
+
+
+def _attributed(row: Row, accounts: dict[str, GpuAccount], start: float, end: float,
+                carbon: Carbon | None) -> dict[str, float]:
+    """The span's share of the row's attributed energy per GPU scope, and its CO2e."""
+    out: dict[str, float] = {}
+    total = 0.0
+    for acc in accounts.values():
+        if row.run_id not in acc.energy:
+            continue
+        scope = next((k.removeprefix("radtrack.attribution.").removesuffix(".gpu")
+                      for k, v in row.tags.items()
+                      if k.startswith("radtrack.attribution.") and k.endswith(".gpu") and v == acc.gpu),
+                     None)
+        if scope is None:
+            continue
+        lo = np.maximum(acc.edges[:-1], start)
+        hi = np.minimum(acc.edges[1:], end)
+        frac = np.clip(hi - lo, 0.0, None) / np.diff(acc.edges)
+        joules = float((acc.energy[row.run_id].to_numpy() * frac).sum())
+        out[schema.summary_key(f"attribution/{scope}/energy_j")] = joules
+        total += joules
+    if carbon is not None and out:
+        out[schema.summary_key("co2e_g")] = carbon.co2e_g(total)
+    return out
+
+
+def _artifacts(row: Row, c: MlflowClient, run_id: str, sliced: dict[str, pd.DataFrame]) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, frame in sliced.items():
+            hello = row.sink.hello(name) if row.sink is not None else None
+            if hello is not None:
+                probe = Path(tmp) / f"{name}.json"
+                probe.write_text(json.dumps(as_dict(hello) if not isinstance(hello, dict) else hello, indent=1))
+                c.log_artifact(run_id, str(probe), schema.TELEMETRY_DIR)
+            if frame.empty:
+                continue
+            out = Path(tmp) / f"{name}.parquet"
+            frame.reset_index(drop=True).to_parquet(out, index=False)
+            c.log_artifact(run_id, str(out), schema.TELEMETRY_DIR)

@@ -1,0 +1,240 @@
+"""The MLflow runs a script makes, as the launcher learns of them: one owner of that contract.
+
+Inside the workload process (``radtrack.script.bootstrap``), :func:`install` puts a hook
+on MLflow's tracking client that appends one JSON line to ``$RADTRACK_RUN_EVENTS`` each
+time the script creates, resumes, renames or ends a run, by any route (fluent
+``start_run``, ``MlflowClient.create_run`` as Lightning does, HF's callback, autolog):
+every route goes through ``TrackingServiceClient``. The hook costs nothing until the script
+imports MLflow (it waits for that import; it never imports MLflow itself) and never raises
+into the script. After the script ended, the launcher reads the lines back with
+:func:`read_spans` and binds each run's share of the telemetry to it
+(radtrack/postrun/script_runs.py).
+"""
+
+from __future__ import annotations
+
+import atexit
+import importlib.abc
+import importlib.machinery
+import json
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from radtrack.script.env import ROW_EXPERIMENT_ID as EXPERIMENT_ENV
+from radtrack.script.env import RUN_EVENTS as EVENTS_ENV  # the file the hook appends to
+
+START, RESUME, RENAME, END = "start", "resume", "rename", "end"
+_CLIENT_MODULE = "mlflow.tracking._tracking_service.client"
+_FLUENT_MODULE = "mlflow.tracking.fluent"
+
+
+@dataclass
+class Span:
+    """One MLflow run of the script and the time it was active in this workload."""
+
+    run_id: str
+    tracking_uri: str
+    experiment_id: str
+    name: str = ""
+    parent_id: str = ""
+    start: float = 0.0  # unix seconds: created or resumed
+    end: float | None = None  # unix seconds: ended (None: never ended by the script)
+    status: str = ""  # the status the script ended it with
+    at_exit: bool = False  # ended by MLflow's own exit handler, not by the script
+
+
+def absolute_uri(uri: str) -> str:
+    """A tracking URI the launcher can open from any folder: relative SQLite and file paths
+    made absolute (the script may have changed its working folder)."""
+    if uri.startswith("sqlite:///") and not uri.startswith("sqlite:////"):
+        return "sqlite:///" + os.path.abspath(uri.removeprefix("sqlite:///"))
+    if uri.startswith("file:") and not uri.startswith("file:///"):
+        return Path(uri.removeprefix("file:")).absolute().as_uri()
+    if ":" not in uri and not uri.startswith(("databricks", "uc")):
+        return Path(uri).absolute().as_uri()  # a plain folder: MLflow's file store
+    return uri
+
+
+# -- the writing side (inside the script's process) ---------------------------------------
+class _Recorder:
+    def __init__(self, path: str, experiment_id: str | None, tracking_uri: str | None):
+        self.path = path
+        self.experiment_id = experiment_id  # the row's: the default for the script's runs
+        self.tracking_uri = absolute_uri(tracking_uri) if tracking_uri else None
+        self.created: set[str] = set()
+        self.exiting = False
+        self.lock = threading.Lock()
+
+    def emit(self, event: str, run_id: str, **fields: Any) -> None:
+        line = json.dumps({"event": event, "run_id": run_id, "t": time.time(), **fields})
+        try:
+            with self.lock:
+                fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+                try:
+                    os.write(fd, (line + "\n").encode())
+                finally:
+                    os.close(fd)
+        except OSError:
+            pass  # telemetry binding is best effort; the script must never notice
+
+    def patch_client(self, module: ModuleType) -> None:
+        cls = module.TrackingServiceClient
+        create, terminate, update = cls.create_run, cls.set_terminated, cls.update_run
+        rec = self
+
+        def create_run(client: Any, experiment_id: Any, start_time: Any = None, tags: Any = None,
+                       run_name: Any = None) -> Any:
+            run = create(client, experiment_id, start_time=start_time, tags=tags, run_name=run_name)
+            try:
+                tag_map = run.data.tags or {}
+                rec.created.add(run.info.run_id)
+                rec.emit(START, run.info.run_id, uri=absolute_uri(str(client.tracking_uri)),
+                         experiment_id=str(run.info.experiment_id),
+                         name=run.info.run_name or "", parent=tag_map.get("mlflow.parentRunId", ""))
+            except Exception:  # noqa: BLE001 - never into the script
+                pass
+            return run
+
+        def set_terminated(client: Any, run_id: str, status: Any = None, end_time: Any = None) -> Any:
+            out = terminate(client, run_id, status=status, end_time=end_time)
+            rec.emit(END, run_id, status=str(status or "FINISHED"), at_exit=rec.exiting)
+            return out
+
+        def update_run(client: Any, run_id: str, status: Any = None, name: Any = None) -> Any:
+            out = update(client, run_id, status=status, name=name)
+            if name:
+                rec.emit(RENAME, run_id, name=str(name))
+            return out
+
+        cls.create_run, cls.set_terminated, cls.update_run = create_run, set_terminated, update_run
+
+    def patch_fluent(self, module: ModuleType) -> None:
+        start = module.start_run
+        rec = self
+
+        def start_run(*args: Any, **kwargs: Any) -> Any:
+            active = start(*args, **kwargs)
+            try:
+                run_id = active.info.run_id
+                if run_id not in rec.created:  # an existing run taken up again
+                    from mlflow.tracking import get_tracking_uri
+
+                    rec.emit(RESUME, run_id, uri=absolute_uri(get_tracking_uri()),
+                             experiment_id=str(active.info.experiment_id),
+                             name=active.info.run_name or "",
+                             parent=(active.data.tags or {}).get("mlflow.parentRunId", ""))
+            except Exception:  # noqa: BLE001 - never into the script
+                pass
+            return active
+
+        start_run.__doc__, start_run.__wrapped__ = start.__doc__, start  # type: ignore[attr-defined]
+        module.start_run = start_run
+        default_experiment = module._get_experiment_id
+
+        def _get_experiment_id() -> Any:
+            # The row's experiment is the default only where MLflow itself would fall back
+            # to its default: no set_experiment, no experiment in the environment, and the
+            # store radtrack tracks into (a script with a store of its own keeps its Default).
+            if (rec.experiment_id and module._active_experiment_id is None
+                    and not os.environ.get("MLFLOW_EXPERIMENT_NAME")
+                    and not os.environ.get("MLFLOW_EXPERIMENT_ID")):
+                from mlflow.tracking import get_tracking_uri
+
+                if absolute_uri(get_tracking_uri()) == rec.tracking_uri:
+                    return rec.experiment_id
+            return default_experiment()
+
+        module._get_experiment_id = _get_experiment_id
+        # Exit handlers run last-registered first: this one runs just before MLflow's
+        # own (registered when fluent was imported), so runs that handler ends are known.
+        atexit.register(self._exiting)
+
+    def _exiting(self) -> None:
+        self.exiting = True
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    """Calls ``callback(module)`` once the named module has been imported, whoever imports it."""
+
+    def __init__(self, callbacks: dict[str, Callable[[ModuleType], None]]):
+        self.callbacks = callbacks
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname not in self.callbacks:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or spec.loader is None:
+            return None
+        spec.loader = _Loader(spec.loader, self.callbacks.pop(fullname))
+        if not self.callbacks and self in sys.meta_path:
+            sys.meta_path.remove(self)
+        return spec
+
+
+class _Loader(importlib.abc.Loader):
+    def __init__(self, inner: Any, callback: Callable[[ModuleType], None]):
+        self.inner, self.callback = inner, callback
+
+    def create_module(self, spec: Any) -> Any:
+        return self.inner.create_module(spec)
+
+    def exec_module(self, module: ModuleType) -> None:
+        self.inner.exec_module(module)
+        try:
+            self.callback(module)
+        except Exception:  # noqa: BLE001 - an MLflow whose internals moved: no binding
+            pass
+
+    def __getattr__(self, name: str) -> Any:  # get_source, get_code, ... as the real loader
+        return getattr(self.inner, name)
+
+
+def install(path: str | None = None) -> bool:
+    """Record the script's MLflow runs into ``path`` (default ``$RADTRACK_RUN_EVENTS``).
+    False when there is nowhere to record or MLflow was already imported."""
+    path = path or os.environ.get(EVENTS_ENV)
+    if not path or _CLIENT_MODULE in sys.modules:
+        return False
+    rec = _Recorder(path, os.environ.get(EXPERIMENT_ENV), os.environ.get("MLFLOW_TRACKING_URI"))
+    sys.meta_path.insert(0, _AfterImport({_CLIENT_MODULE: rec.patch_client,
+                                          _FLUENT_MODULE: rec.patch_fluent}))
+    return True
+
+
+# -- the reading side (the launcher, after the script ended) -----------------------------
+def read_spans(path: Path) -> list[Span]:
+    """The runs recorded in ``path``, in the order they appeared; a run resumed again after it
+    ended keeps its first start and its last end. Torn or foreign lines are skipped."""
+    spans: dict[str, Span] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            ev = json.loads(line)
+            kind, run_id, t = ev["event"], str(ev["run_id"]), float(ev["t"])
+        except (ValueError, KeyError, TypeError):
+            continue
+        span = spans.get(run_id)
+        if kind in (START, RESUME):
+            if span is None:
+                spans[run_id] = Span(run_id, str(ev.get("uri", "")), str(ev.get("experiment_id", "")),
+                                     str(ev.get("name", "")), str(ev.get("parent", "")), start=t)
+            else:
+                span.end, span.status, span.at_exit = None, "", False
+        elif span is None:
+            continue
+        elif kind == RENAME:
+            span.name = str(ev.get("name", span.name))
+        elif kind == END:
+            span.end, span.status = t, str(ev.get("status", "FINISHED"))
+            span.at_exit = bool(ev.get("at_exit", False))
+    return list(spans.values())
