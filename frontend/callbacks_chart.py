@@ -3,15 +3,19 @@ the summary table and the correlation heatmap."""
 
 from __future__ import annotations
 
-import hashlib
-import json
-
 import numpy as np
 import pandas as pd
 from dash import ClientsideFunction, Dash, Input, Output, State, ctx
 from dash.exceptions import PreventUpdate
 
 from radtrack.analysis.correlation import correlate
+from radtrack.frontend.chart_query import (  # noqa: F401 (parse_range, revision: re-exports)
+    QUERY_KEY,
+    chart_inputs,
+    chart_query,
+    parse_range,
+    revision,
+)
 from radtrack.frontend.data import DataSource, long_frame
 from radtrack.frontend.figures import (
     ChartOptions,
@@ -25,7 +29,6 @@ from radtrack.frontend.summaries import (  # noqa: F401 (summary_frame: re-expor
     SummaryCache,
     summary_frame,
 )
-from radtrack.frontend.zoom_data import QUERY_KEY, chart_query
 
 # Listener groups in the order a reader scans them; anything else follows, the script's
 # own metrics (no listener prefix) come last.
@@ -74,46 +77,6 @@ def metric_options(keys: list[str], search: str | None, chosen: list[str]) -> li
             short = key[len(group) + 1:] if group != SCRIPT_GROUP else key
             options.append({"label": short, "value": key})
     return options
-
-
-def revision(selection: list[str], metrics: list[str], xmode: str, logy: bool) -> str:
-    """Plotly's uirevision: zoom survives refreshes until what is plotted changes."""
-    raw = json.dumps([sorted(selection), metrics, xmode, logy])
-    return hashlib.sha1(raw.encode()).hexdigest()[:12]
-
-
-def parse_range(raw: object, xmode: str) -> tuple[float, float] | None:
-    """A relayout x range in the units the chart works in (wall clock: unix seconds)."""
-    if not isinstance(raw, list | tuple) or len(raw) != 2 or None in raw:
-        return None
-    if xmode == "wall":
-        # Plotly reports date ranges as naive strings in the axis' time zone, which is UTC here.
-        values = [pd.Timestamp(v, unit="ms", tz="UTC") if isinstance(v, int | float)
-                  else pd.Timestamp(v).tz_localize("UTC") for v in raw]
-        lo, hi = (v.timestamp() for v in values)
-    else:
-        lo, hi = float(raw[0]), float(raw[1])
-    return (min(lo, hi), max(lo, hi))
-
-
-def chart_inputs(source: DataSource, selection, chosen, xmode, smooth, logy, view_range
-                 ) -> tuple[list[str], list[str], ChartOptions, str]:
-    """What to plot: runs, the chosen metrics some run has, options, and the uirevision."""
-    selection = list(selection or [])
-    chosen = list(chosen or [])
-    # No metric ticked (every picker step before the first): no run's keys are read.
-    keys = set(source.metric_keys(selection)) if selection and chosen else set()
-    metrics = [m for m in chosen if m in keys]
-    logy_on = "log" in (logy or [])
-    rev = revision(selection, metrics, xmode, logy_on)
-    x_range = None
-    if isinstance(view_range, dict) and view_range.get("rev") == rev:
-        x_range = parse_range(view_range.get("x"), xmode)
-    try:
-        smooth_n = max(1, min(int(smooth or 1), 10_000))
-    except (TypeError, ValueError):
-        smooth_n = 1
-    return selection, metrics, ChartOptions(xmode, smooth_n, logy_on, x_range), rev
 
 
 def chart_figure(source: DataSource, selection: list[str], metrics: list[str],

@@ -7,8 +7,9 @@ import time
 from dash import Dash, Input, Output, State, ctx, dcc, no_update
 
 from radtrack.frontend import exports
-from radtrack.frontend.callbacks_chart import chart_figure, chart_inputs
+from radtrack.frontend.callbacks_chart import chart_figure
 from radtrack.frontend.callbacks_select import current_view
+from radtrack.frontend.chart_query import chart_inputs
 from radtrack.frontend.data import DataSource
 
 EXPORTS = ("png", "svg", "pdf", "csv", "json", "view")

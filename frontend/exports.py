@@ -1,53 +1,22 @@
-"""Exports: charts as PNG/SVG/PDF (server-side, kaleido 1.x), series as CSV/JSON, views as JSON."""
+"""Exports: chart images (PNG/SVG/PDF: radtrack/analysis/plotting.py), series as CSV/JSON, views as JSON."""
 
 from __future__ import annotations
 
 import io
 import json
-import os
-import threading
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 
+from radtrack.analysis.plotting import (  # noqa: F401 (re-exports: the page's image export)
+    CHROMIUM,
+    IMAGE_FORMATS,
+    figure_image,
+)
 from radtrack.frontend.data import Series
 
-IMAGE_FORMATS = ("png", "svg", "pdf")
 SERIES_COLUMNS = ["run", "metric", "time", "value"]
-CHROMIUM = "/usr/bin/chromium"
-
-_kaleido_lock = threading.Lock()
-_kaleido_started = False
-
-
-def _start_kaleido() -> None:
-    """Start kaleido's browser once per process; later exports reuse it (about 3 s saved each)."""
-    global _kaleido_started
-    with _kaleido_lock:
-        if _kaleido_started:
-            return
-        if "BROWSER_PATH" not in os.environ and os.path.exists(CHROMIUM):
-            os.environ["BROWSER_PATH"] = CHROMIUM
-        import kaleido
-
-        # mathjax=False: its default is a CDN script, and the page must work offline.
-        kaleido.start_sync_server(mathjax=False, silence_warnings=True)
-        _kaleido_started = True
-
-
-def figure_image(fig: go.Figure | dict, fmt: str, width: int = 1200, scale: float = 1.0) -> bytes:
-    """The figure rendered by headless Chromium as ``png``, ``svg`` or ``pdf`` bytes."""
-    if fmt not in IMAGE_FORMATS:
-        raise ValueError(f"image format {fmt!r} is not one of {', '.join(IMAGE_FORMATS)}")
-    _start_kaleido()
-    import kaleido
-
-    spec = fig if isinstance(fig, dict) else fig.to_plotly_json()
-    height = int(spec.get("layout", {}).get("height") or 500)
-    return kaleido.calc_fig_sync(spec, opts={"format": fmt, "width": width, "height": height,
-                                             "scale": scale})
 
 
 def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str],

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import base64
 import copy
-import functools
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import plotly.io as pio
 
 from radtrack.analysis.gpulabel import physical_gpus_of_row
+from radtrack.analysis.plotting import (  # noqa: F401 (correlation_figure: re-export)
+    correlation_figure,
+    empty_figure,
+)
 from radtrack.frontend.data import Series, workload_number
 from radtrack.frontend.downsample import DEFAULT_BUDGET, downsample, rolling_mean, visible_window
 
@@ -245,38 +247,3 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
         # plotly.js answers with one more full redraw (docs/performance.md, "Frontend").
         layout["xaxis"]["range"] = extent  # type: ignore[index]
     return {"data": traces, "layout": layout}
-
-
-def empty_figure(message: str) -> dict:
-    """A blank chart that says ``message``, as a plain figure dict."""
-    return copy.deepcopy(_empty_figure(message))
-
-
-@functools.lru_cache(maxsize=32)
-def _empty_figure(message: str) -> dict:
-    # plotly.py's validating Figure costs ~60 ms per blank chart, and the page's layout has
-    # three of them: built once per message.
-    fig = go.Figure()
-    fig.add_annotation(text=message, showarrow=False, font={"size": 15, "color": "#666"},
-                       xref="paper", yref="paper", x=0.5, y=0.5)
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    fig.update_layout(height=260, template="plotly_white", margin={"l": 20, "r": 20, "t": 20, "b": 20})
-    return fig.to_plotly_json()
-
-
-def correlation_figure(matrix: pd.DataFrame, title: str) -> go.Figure | dict:
-    """A diverging heatmap of a square correlation matrix (-1 .. 1)."""
-    if matrix.empty:
-        return empty_figure("Pick at least two metrics with overlapping samples")
-    labels = [str(c) for c in matrix.columns]
-    fig = go.Figure(go.Heatmap(
-        z=matrix.to_numpy(dtype=float), x=labels, y=[str(i) for i in matrix.index],
-        zmin=-1, zmax=1, colorscale="RdBu", reversescale=True,
-        text=np.round(matrix.to_numpy(dtype=float), 2), texttemplate="%{text}",
-        hovertemplate="%{y} vs %{x}: %{z:.3f}<extra></extra>",
-    ))
-    side = max(320, 60 * len(labels) + 200)
-    fig.update_layout(title=title, height=side, template="plotly_white",
-                      margin={"l": 20, "r": 20, "t": 50, "b": 20}, yaxis={"autorange": "reversed"})
-    return fig

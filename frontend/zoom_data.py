@@ -26,21 +26,11 @@ from collections.abc import Mapping
 import numpy as np
 from flask import Flask, Response, request
 
+from radtrack.frontend.chart_query import chart_inputs
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.figures import chart_arrays
 
 ROUTE = "/_radtrack/zoom"
-#: the figure key under which draw_chart tells the browser what the chart shows
-QUERY_KEY = "radtrack"
-
-
-def chart_query(selection: list[str], metrics: list[str], xmode: str, smooth: object,
-                logy: object, rev: str) -> dict[str, object]:
-    """What the browser sends back with a zoom to get the same chart's arrays."""
-    return {"runs": list(selection), "metrics": list(metrics), "xmode": xmode,
-            "smooth": smooth, "logy": logy, "rev": rev}
-
-
 def encode(arrays: list[tuple[str, str, np.ndarray, np.ndarray]], rev: str) -> bytes:
     """The binary payload for ``chart_arrays`` output (see the module docstring)."""
     header = json.dumps({"rev": rev, "traces": [[[r, m], int(len(x))] for m, r, x, _ in arrays]},
@@ -71,8 +61,6 @@ def decode(payload: bytes) -> tuple[dict, list[tuple[np.ndarray, np.ndarray]]]:
 def zoom_payload(source: DataSource, query: Mapping[str, object]) -> bytes | None:
     """The re-sampled arrays of the chart ``query`` describes, or None when the query's
     uirevision is no longer that chart's (the browser then keeps what it shows)."""
-    from radtrack.frontend.callbacks_chart import chart_inputs  # (imports this module)
-
     view_range = {"rev": query.get("rev"), "x": query.get("x")}
     runs, metrics, options, rev = chart_inputs(
         source, query.get("runs"), query.get("metrics"), query.get("xmode") or "seconds",

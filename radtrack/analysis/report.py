@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import sys
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.gpulabel import physical_gpus_of_row
 from radtrack.analysis.interference import interference
 from radtrack.analysis.run_summaries import summarize_runs
+from radtrack.analysis.text_table import render
 from radtrack.analysis.variability import time_to_target, variability
 from radtrack.errors import RadtrackError
 from radtrack.store import schema
@@ -134,26 +134,6 @@ def footprint_line(parents: pd.DataFrame) -> str:
 
 
 # Rendering ------------------------------------------------------------------------------
-
-def _fmt(x: object) -> str:
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "-"
-        if abs(x) >= 1000:
-            return f"{x:.0f}"
-        if abs(x) >= 1 or x == 0:
-            return f"{x:.2f}"
-        return f"{x:.3g}"
-    return str(x)
-
-
-def render(frame: pd.DataFrame, columns: list[str] | None = None) -> str:
-    """A frame as aligned text, NaN as '-', without the index."""
-    if frame.empty:
-        return "(none)"
-    view = frame[[c for c in columns if c in frame.columns]] if columns else frame
-    return view.to_string(index=False, na_rep="-", formatters={c: _fmt for c in view.columns})
-
 
 def render_report(report: ExperimentReport) -> str:
     runs = report.runs

@@ -7,7 +7,7 @@
 - ``correlations``: Pearson correlation between each GPU metric and each CPU metric on
   1-s bins (:func:`radtrack.analysis.correlate`), per workload and pooled over all;
 - ``baseline``: how well the other metrics predict GPU temperature. The runs go through the
-  wide 1-s table of :func:`radtrack.export.resample`; the features are every other listener
+  wide 1-s table of :func:`radtrack.analysis.resample.resample`; the features are every other listener
   metric (GPU temperatures and cumulative counters left out); models: the training mean (the
   reference), a ridge-regularised linear model (numpy) and, when scikit-learn is installed
   (the ``studies`` extra), histogram gradient boosting. Cross-validated RMSE (degrees C):
@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.correlation import correlate
+from radtrack.analysis.resample import is_counter, resample
 from radtrack.analysis.studies import StudyResult
 from radtrack.analysis.studies.windows import (
     gpu_key,
@@ -32,7 +33,6 @@ from radtrack.analysis.studies.windows import (
     study_series,
     window_mean,
 )
-from radtrack.export import is_counter, resample
 
 WANTED = [r"(?:smi|dcgm|top)/.+", r"throughput_.+"]
 GPU_LEVELS = ("gpu_util_pct", "sm_active_pct", "power_w", "temp_c", "mem_temp_c")

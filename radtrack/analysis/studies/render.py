@@ -1,7 +1,7 @@
 """``radtrack report EXPERIMENT --study NAME``: a study's tables as text, files and one chart.
 
-The chart goes through the frontend's own image export (radtrack.frontend.exports:
-Plotly figure -> headless Chromium via kaleido), so it looks like the Dash page's; its
+The chart goes through the image export the Dash page uses too (radtrack/analysis/plotting.py:
+Plotly figure -> headless Chromium via kaleido), so it looks like the page's; its
 format follows the ``--chart`` suffix: .png, .svg or .pdf.
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from radtrack.analysis.studies import StudyResult, run_study
+from radtrack.analysis.text_table import render
 from radtrack.errors import RadtrackError
 
 PRINTED_ROWS = 30
@@ -21,8 +22,6 @@ Emit = Callable[[dict[str, pd.DataFrame], str, str, argparse.Namespace], None]
 
 
 def render_study(result: StudyResult) -> str:
-    from radtrack.analysis.report import render
-
     parts = [f"experiment {result.experiment}: study {result.study}"]
     for note in result.notes:
         parts.append(f"note: {note}")
@@ -52,9 +51,9 @@ def write_chart(result: StudyResult, path: Path) -> None:
     if fmt not in ("png", "svg", "pdf"):
         raise RadtrackError(f"--chart {path}: the suffix must be .png, .svg or .pdf")
     try:
-        from radtrack.frontend.exports import figure_image
+        from radtrack.analysis.plotting import figure_image
     except ImportError as exc:
-        raise RadtrackError(f"--chart needs the frontend's image export ({exc}); "
+        raise RadtrackError(f"--chart needs the image export ({exc}); "
                             "pip install 'radtrack[export]'") from None
     fig = study_figure(result)
     try:
@@ -98,7 +97,7 @@ def study_figure(result: StudyResult):  # -> plotly.graph_objects.Figure
         fig.update_layout(xaxis_title="seconds since run start",
                           yaxis_title="GPU utilisation % (1-s mean)", height=500)
     else:
-        from radtrack.frontend.figures import correlation_figure
+        from radtrack.analysis.plotting import correlation_figure
 
         corr = result.tables["correlations"]
         pooled = corr[corr["script"] == "pooled"] if (corr["script"] == "pooled").any() else corr
