@@ -36,15 +36,9 @@ if TYPE_CHECKING:
     from radtrack.postrun.footprint import Carbon
     from radtrack.run.launch import Row
 
-ROW_RUN = "radtrack.row_run"  # on a script's run: the row run that holds its row's record
-ROW_URI = "radtrack.row_tracking_uri"  # on a script's run in another store: where the row is
-SCRIPT_RUNS = "radtrack.script_runs"  # on the row run: the script's run ids, comma-separated
-SCRIPT_URI = "radtrack.script_tracking_uri"  # on the row run, when they are in another store
-ROLE_SCRIPT = "script"
-STATUS_NOTE = "radtrack.status_note"
-_COPIED_TAGS = ("radtrack.listener.", "radtrack.gpu.", "radtrack.attribution.")
-_COPIED_EXACT = ("radtrack.devices", "radtrack.collocation", "radtrack.hostname",
-                 "radtrack.version", "radtrack.experiment", "radtrack.workload", "radtrack.letter")
+_COPIED_TAGS = (schema.LISTENER_TAG_PREFIX, schema.TAG_PREFIX + "gpu.", schema.ATTRIBUTION_TAG_PREFIX)
+_COPIED_EXACT = (schema.DEVICES, schema.COLLOCATION, schema.HOSTNAME, schema.VERSION,
+                 schema.EXPERIMENT, schema.WORKLOAD, schema.LETTER)
 
 
 @dataclass
@@ -88,9 +82,9 @@ def bind_row(row: Row, client: MlflowClient, uri: str, accounts: dict[str, GpuAc
             f"Track both in one store with --tracking-uri {schema_redact(first.span.tracking_uri)}")
     here = [b.span.run_id for b in out if b.span.tracking_uri == home]
     there = [b.span for b in out if b.span.tracking_uri != home]
-    tags = {SCRIPT_RUNS: ",".join([*here, *(s.run_id for s in there)])}
+    tags = {schema.SCRIPT_RUNS: ",".join([*here, *(s.run_id for s in there)])}
     if there:
-        tags[SCRIPT_URI] = ",".join(dict.fromkeys(s.tracking_uri for s in there))
+        tags[schema.SCRIPT_TRACKING_URI] = ",".join(dict.fromkeys(s.tracking_uri for s in there))
     from radtrack.store.tracking import set_tags
 
     set_tags(client, row.run_id, tags)
@@ -131,7 +125,7 @@ def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
         points += _points(frame)
     SqlMetricWriter(c).log_metrics(span.run_id, points)
     now = int(time.time() * 1000)
-    summary = {schema.summary_key("duration_s"): end - start}
+    summary = {schema.DURATION_KEY: end - start}
     for frame in sliced.values():
         if len(frame):
             summary.update(summarize(frame.reset_index(drop=True)))
@@ -140,14 +134,14 @@ def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
     _artifacts(row, c, span.run_id, sliced)
     tags = {k: v for k, v in {**row.record_tags, **row.tags}.items()
             if k.startswith(_COPIED_TAGS) or k in _COPIED_EXACT}
-    tags.update({schema.ROLE: ROLE_SCRIPT, ROW_RUN: row.run_id})
+    tags.update({schema.ROLE: schema.ROLE_SCRIPT, schema.ROW_RUN: row.run_id})
     if elsewhere:
-        tags[ROW_URI] = schema_redact(row_uri)
+        tags[schema.ROW_TRACKING_URI] = schema_redact(row_uri)
     if carbon is not None:
         tags.update(carbon.tags())
     status = _status(row, span)
     if status is not None:
-        tags[STATUS_NOTE] = (f"ended {status} by radtrack: the script exited {row.exit_code} "
+        tags[schema.STATUS_NOTE] = (f"ended {status} by radtrack: the script exited {row.exit_code} "
                              f"(row {row.status}) with this run "
                              f"{'closed by MLflow at exit' if span.at_exit else 'still open'}")
     set_tags(c, span.run_id, tags)
@@ -189,20 +183,20 @@ def _attributed(row: Row, accounts: dict[str, GpuAccount], start: float, end: fl
     for acc in accounts.values():
         if row.run_id not in acc.energy:
             continue
-        scope = next((k.removeprefix("radtrack.attribution.").removesuffix(".gpu")
+        scope = next((k.removeprefix(schema.ATTRIBUTION_TAG_PREFIX).removesuffix(".gpu")
                       for k, v in row.tags.items()
-                      if k.startswith("radtrack.attribution.") and k.endswith(".gpu") and v == acc.gpu),
-                     None)
+                      if k.startswith(schema.ATTRIBUTION_TAG_PREFIX) and k.endswith(".gpu")
+                      and v == acc.gpu), None)
         if scope is None:
             continue
         lo = np.maximum(acc.edges[:-1], start)
         hi = np.minimum(acc.edges[1:], end)
         frac = np.clip(hi - lo, 0.0, None) / np.diff(acc.edges)
         joules = float((acc.energy[row.run_id].to_numpy() * frac).sum())
-        out[schema.summary_key(f"attribution/{scope}/energy_j")] = joules
+        out[schema.attribution_summary_key(scope, "energy_j")] = joules
         total += joules
     if carbon is not None and out:
-        out[schema.summary_key("co2e_g")] = carbon.co2e_g(total)
+        out[schema.CO2E_KEY] = carbon.co2e_g(total)
     return out
 
 

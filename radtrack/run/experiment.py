@@ -200,11 +200,14 @@ def _account(client: MlflowClient, uri: str, parent_id: str, rows: list[Row]) ->
         if len(rows) > 1:
             stored = read_workload_runs(first.experiment, first.workload, uri)
             totals = record_workload_totals(client, parent_id, first.workload, stored)
-            if totals and isinstance(totals.get("stp"), float):
+            stp = totals.get("stp") if totals else None
+            if isinstance(stp, float) and stp == stp:  # nan: no solo baseline
                 say(f"{name}: STP {totals['stp']:.2f}, ANTT {totals['antt']:.2f}, energy vs serial "
                     f"{totals['energy_vs_serial_pct']:+.1f} %")
             elif totals and totals.get("note"):
                 say(f"{name}: {totals['note']}")
+            else:
+                say(f"{name}: no STP/ANTT: no solo baseline of these scripts in {first.experiment!r}")
     except Exception as exc:  # noqa: BLE001 - accounting never costs the recorded runs
         say(f"{name}: co-location accounting failed: {type(exc).__name__}: {exc}")
     try:

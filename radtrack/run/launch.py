@@ -22,6 +22,7 @@ from radtrack.run.procs import GroupStopper, prefix_for, pump, reap_group, set_p
 from radtrack.script import env as renv
 from radtrack.script.bootstrap import BARRIER_FD, BARRIER_ID, RELEASE_FILE, pipe_id
 from radtrack.spec import RunSpec
+from radtrack.store import schema
 from radtrack.store.sink import Sink
 
 if TYPE_CHECKING:
@@ -315,9 +316,6 @@ def _finish_row(client: MlflowClient, row: Row, env_threads: list[threading.Thre
         say(f"{row.spec.letter}: could not store the end of run {row.run_id}: {exc}")
 
 
-PARAM_TAG = "radtrack.param."  # radtrack's value of a param the script set differently
-
-
 def store_row_params(client: MlflowClient, run_id: str, params: dict[str, str],
                      tags: dict[str, str]) -> None:
     """The params radtrack derives from the command line, stored after the script ran so
@@ -330,5 +328,5 @@ def store_row_params(client: MlflowClient, run_id: str, params: dict[str, str],
     have = client.get_run(run_id).data.params
     for key, value in params.items():
         if key in have and have[key] != value:
-            tags[PARAM_TAG + key] = value
+            tags[schema.PARAM_TAG_PREFIX + key] = value
     log_params(client, run_id, {k: v for k, v in params.items() if k not in have})

@@ -58,6 +58,13 @@ ERROR = "radtrack.error"  # parent and child
 CARBON_INTENSITY = "radtrack.carbon.intensity_g_per_kwh"
 CARBON_SOURCE = "radtrack.carbon.source"
 CARBON_PUE = "radtrack.carbon.pue"
+ROLE_SCRIPT = "script"  # a run the script made itself (docs/mlflow-code.md)
+ROW_RUN = "radtrack.row_run"  # on a script's run: the row run that holds its row's record
+ROW_TRACKING_URI = "radtrack.row_tracking_uri"  # on a script's run in another store
+SCRIPT_RUNS = "radtrack.script_runs"  # on the row run: its script's run ids, comma-separated
+SCRIPT_TRACKING_URI = "radtrack.script_tracking_uri"  # on the row run: their other store(s)
+STATUS_NOTE = "radtrack.status_note"  # on a script's run whose status radtrack set
+PARAM_TAG_PREFIX = TAG_PREFIX + "param."  # radtrack's value of a param the script set differently
 LISTENER_TAG_PREFIX = TAG_PREFIX + "listener."
 ATTRIBUTION_TAG_PREFIX = TAG_PREFIX + "attribution."
 SMI = "smi"  # the listener whose probe tags name each GPU (gpu_tag)
@@ -89,7 +96,8 @@ TAG_PATTERNS: tuple[str, ...] = (
     listener_tag("<name>"), listener_tag("<name>", "sampler"),
     listener_tag("<name>", "unsupported"), listener_tag("<name>", "<detail>"),
     attribution_tag("gpu<i>"), attribution_tag("gpu<i>", "gpu"),
-    attribution_tag("gpu<i>", "note"), attribution_tag("gpu<i>", "uuid"))
+    attribution_tag("gpu<i>", "note"), attribution_tag("gpu<i>", "uuid"),
+    PARAM_TAG_PREFIX + "<name>")
 
 # -- metric keys (besides the listeners' own <listener>/<scope>/<quantity>_<unit>) ---------
 DURATION_KEY = SUMMARY_PREFIX + "duration_s"  # the run's wall time
