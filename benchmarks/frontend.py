@@ -44,7 +44,9 @@ from pathlib import Path
 
 import psutil
 
-from radtrack.frontend.synthetic import DEFAULT_METRICS, new_store, seed_workload
+# the store seeder the frontend's tests use (tests/synthetic.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from synthetic import DEFAULT_METRICS, new_store, seed_workload  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 # The frontend/ folder next to this benchmark: what it measures unless told otherwise (an

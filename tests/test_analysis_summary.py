@@ -178,8 +178,8 @@ def _all_series(ids: list[str]) -> pd.DataFrame:
 
 
 def test_stored_summaries_agree_with_the_series_on_the_synthetic_store(tmp_path, monkeypatch):
-    from radtrack.frontend.synthetic import new_store
-    from radtrack.frontend.synthetic import seed_workload as seed_synthetic
+    from synthetic import new_store
+    from synthetic import seed_workload as seed_synthetic
 
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
     uri = new_store(tmp_path / "store")

@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 import pytest
+from synthetic import new_store, seed_workload
 
 from radtrack.frontend.app import build_parser, check_store, create_app, main
-from radtrack.frontend.synthetic import new_store, seed_workload
 
 
 def test_missing_sqlite_store_is_refused_instead_of_created(tmp_path: Path, capsys) -> None:

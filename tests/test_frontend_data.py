@@ -7,15 +7,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-
-from radtrack.analysis import data as analysis
-from radtrack.frontend.data import DataSource, Series, long_frame
-from radtrack.frontend.synthetic import (
+from synthetic import (
     append_samples,
     new_store,
     seed_workload,
     synthetic_values,
 )
+
+from radtrack.analysis import data as analysis
+from radtrack.frontend.data import DataSource, Series, long_frame
 
 METRICS = ["smi/gpu0/power_w", "dcgm/gpu0/sm_active_pct", "top/cpu_pct"]
 

@@ -69,7 +69,7 @@ def test_a_bundle_for_another_plotly_falls_back_to_the_full_one(tmp_path, monkey
 
 
 def test_the_page_carries_its_links_layout_and_the_callbacks(tmp_path) -> None:
-    from radtrack.frontend.synthetic import new_store, seed_workload
+    from synthetic import new_store, seed_workload
 
     uri = new_store(tmp_path)
     runs = seed_workload(uri, "shell", 1, ["A", "B"], metrics=("smi/gpu0/power_w",), points=50,

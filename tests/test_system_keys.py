@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 from support import radtrack_cli
+from synthetic import new_store, seed_workload
 
 from radtrack.analysis import data as analysis
 from radtrack.frontend.data import DataSource
-from radtrack.frontend.synthetic import new_store, seed_workload
 from radtrack.store.schema import canonical_key, stored_key, stored_keys
 
 BUSY = Path(__file__).parent / "scripts" / "busy.py"

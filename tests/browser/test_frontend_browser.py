@@ -9,8 +9,7 @@ from urllib.parse import urlparse
 
 import pytest
 from mlflow import MlflowClient
-
-from radtrack.frontend.synthetic import append_samples, new_store, seed_workload
+from synthetic import append_samples, new_store, seed_workload
 
 pytestmark = pytest.mark.browser
 

@@ -9,8 +9,7 @@ from urllib.parse import quote
 
 import pytest
 from plotly.offline import get_plotlyjs_version
-
-from radtrack.frontend.synthetic import new_store, seed_workload
+from synthetic import new_store, seed_workload
 
 pytestmark = pytest.mark.browser
 

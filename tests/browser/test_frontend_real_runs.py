@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from radtrack.frontend.synthetic import new_store
+from synthetic import new_store
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -9,8 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
-
-from radtrack.frontend.synthetic import new_store, seed_workload
+from synthetic import new_store, seed_workload
 
 pytestmark = pytest.mark.browser
 SHARES = "document.querySelector('#shares .js-plotly-plot')"
