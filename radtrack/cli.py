@@ -16,9 +16,11 @@ import argparse
 import os
 import sys
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import NoReturn, TypeVar
 
+from radtrack import inputs
 from radtrack.errors import RadtrackError, SheetError
 from radtrack.spec import DEFAULT_INTERVAL, RunSpec
 
@@ -43,8 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", help="a Python script or an experiment sheet (.csv)")
     p.add_argument("script_args", nargs=argparse.REMAINDER,
                    help="arguments passed to the script verbatim")
-    p.add_argument("-e", "--experiment", default="Default", help="MLflow experiment name or id")
-    p.add_argument("-w", "--workload", type=int, default=None,
+    p.add_argument("-e", "--experiment", default="Default",
+                   type=inputs.argument(inputs.text_argument), help="MLflow experiment name or id")
+    p.add_argument("-w", "--workload", type=inputs.argument(inputs.count), default=None,
                    help="workload number (default: the next free one in the experiment)")
     p.add_argument("-d", "--devices", default="", help="GPUs: 0, 0+1, or a GPU UUID")
     p.add_argument("-c", "--collocation", default="-",
@@ -52,18 +55,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-l", "--listeners", default=None,
                    help="listeners joined by '+', e.g. smi+top+dcgm; 'none' for none "
                         "(default: every installed listener available on this host)")
-    p.add_argument("--interval", type=float, default=None,
+    p.add_argument("--interval", type=inputs.argument(inputs.finite), default=None,
                    help=f"seconds between listener samples (default {DEFAULT_INTERVAL:g})")
-    p.add_argument("--max-epoch", "-i", "--epoch", type=int, default=None, metavar="N",
+    p.add_argument("--max-epoch", "-i", "--epoch", type=inputs.argument(inputs.integer),
+                   default=None, metavar="N",
                    help="stop the script once it logs a metric with epoch >= N")
-    p.add_argument("--max-time", "-t", "--time", type=float, default=None, metavar="MINUTES",
+    p.add_argument("--max-time", "-t", "--time", type=inputs.argument(inputs.finite),
+                   default=None, metavar="MINUTES",
                    help="stop the script after N minutes")
     p.add_argument("--manual", action="store_true",
                    help="start listeners and timing when the script enters RADTBenchmark()")
     p.add_argument("--tracking-uri", default=None,
                    help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")
-    p.add_argument("--run-name", default=None, help="MLflow run name (single runs)")
-    p.add_argument("--grace", type=float, default=10.0,
+    p.add_argument("--run-name", default=None, type=inputs.argument(inputs.text_argument),
+                   help="MLflow run name (single runs)")
+    p.add_argument("--grace", type=inputs.argument(inputs.seconds), default=10.0,
                    help="seconds between SIGINT, SIGTERM and SIGKILL when stopping a script")
     p.add_argument("--rerun", "-r", action="store_true",
                    help="sheets: rerun FAILED and KILLED workloads")
@@ -73,10 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conda", action="store_true",
                    help="radT's per-run conda environments: not supported (refused)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
-    p.add_argument("--carbon-intensity", type=float, default=None, metavar="G_PER_KWH",
+    p.add_argument("--carbon-intensity", type=inputs.argument(inputs.finite), default=None,
+                   metavar="G_PER_KWH",
                    help="grid carbon intensity for the footprint (g CO2e/kWh; also "
                         "$RADTRACK_CARBON_INTENSITY or a CarbonIntensity column)")
-    p.add_argument("--pue", type=float, default=None,
+    p.add_argument("--pue", type=inputs.argument(inputs.finite), default=None,
                    help="data-centre power usage effectiveness for the footprint (default 1)")
     s = p.add_argument_group("executor (sheets)")
     s.add_argument("--executor", default=None,
@@ -116,10 +123,21 @@ def main(argv: list[str] | None = None) -> int:
         if again.target == args.target and not again.script_args:
             args = again
     try:
-        return _launch(args)
+        with _sheet_lock(args):
+            return _launch(args)
     except RadtrackError as exc:
         print(f"radtrack: error: {exc}", file=sys.stderr)
         return exc.exit_code
+
+
+def _sheet_lock(args: argparse.Namespace) -> AbstractContextManager[None]:
+    """A sheet is run by one launcher at a time, local or SLURM submitter (sheet/lock.py)."""
+    target = Path(args.target)
+    if args.dry_run or not target.name.lower().endswith(".csv") or not target.is_file():
+        return nullcontext()
+    from radtrack.sheet.lock import sheet_lock
+
+    return sheet_lock(target.absolute())
 
 
 def _defaults(args: argparse.Namespace) -> dict[str, object]:
@@ -191,7 +209,12 @@ def _check_options(args: argparse.Namespace) -> None:
     resolve(None, None, "")  # a malformed $RADTRACK_CARBON_INTENSITY / $RADTRACK_PUE: say so now
     if args.listeners is not None:
         from radtrack.listeners import registry
+        from radtrack.sheet.cells import check_listener_intervals
 
+        try:
+            check_listener_intervals(args.listeners)
+        except ValueError as exc:
+            raise RadtrackError(f"--listeners: {exc}") from None
         names = registry.parse_names(args.listeners) or []
         bad = registry.unknown(names)
         if bad:

@@ -5,14 +5,18 @@ from __future__ import annotations
 import re
 import shlex
 
-_MIG_PROFILE_RE = re.compile(r"^\d+g\.\d+gb(\+[a-z0-9]+)*$")
-_INDEX_RE = re.compile(r"^\d+$")
+from radtrack import inputs
+
+# re.ASCII throughout: \d would otherwise match any Unicode digit ('²', '٣').
+_MIG_PROFILE_RE = re.compile(r"^\d+g\.\d+gb(\+[a-z0-9]+)*$", re.ASCII)
+_INDEX_RE = re.compile(r"^\d+$", re.ASCII)
 _UUID_RE = re.compile(r"^GPU-[0-9a-f]{4,}[0-9a-f-]*$", re.IGNORECASE)
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SLURM_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _CONSTRAINT_RE = re.compile(r"^[A-Za-z0-9_.\-&|\[\]*(),:!]+$")
 # SLURM's time formats: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S
-_TIME_RE = re.compile(r"^(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)$")
+_TIME_RE = re.compile(r"^(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::(\d+))?)?)$",
+                      re.ASCII)
 _TRUE = {"1", "true", "yes", "y", "on"}
 _FALSE = {"0", "false", "no", "n", "off"}
 
@@ -46,10 +50,12 @@ def parse_collocation(text: str) -> str:
     if c == "mps":
         return "mps"
     if c.startswith("mps:"):
-        pct = c[4:].strip()
-        if not pct.isdigit() or not 1 <= int(pct) <= 100:
-            raise ValueError(f"{text!r}: MPS:<percent> needs a whole percentage from 1 to 100")
-        return f"mps:{int(pct)}"
+        try:
+            pct = inputs.whole(c[4:], "percent", minimum=1, maximum=100)
+        except ValueError:
+            raise ValueError(f"{text!r}: MPS:<percent> needs a whole percentage from 1 to "
+                             "100") from None
+        return f"mps:{pct}"
     if _MIG_PROFILE_RE.match(c):
         return c
     raise ValueError(f"{text!r} is not '-', 'MPS', 'MPS:<1-100>' or a MIG profile such as "
@@ -59,9 +65,13 @@ def parse_collocation(text: str) -> str:
 def parse_clocks(text: str) -> str:
     """'1410' -> '1410' (locked), '1200-1980' -> '1200,1980' (range), MHz."""
     parts = [p.strip() for p in text.split("-")]
-    if len(parts) not in (1, 2) or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise ValueError(f"{text!r}: give an SM clock in MHz ('1410') or a range ('1200-1980')")
-    values = [int(p) for p in parts]
+    try:
+        if len(parts) not in (1, 2) or any(p[:1] in "+-" for p in parts):
+            raise ValueError
+        values = [inputs.whole(p, "MHz", positive=True) for p in parts]
+    except ValueError:
+        raise ValueError(f"{text!r}: give an SM clock in MHz ('1410') or a range "
+                         "('1200-1980')") from None
     if len(values) == 2 and values[0] > values[1]:
         raise ValueError(f"{text!r}: the range's minimum is above its maximum")
     return ",".join(str(v) for v in values)
@@ -79,14 +89,10 @@ def parse_env(text: str) -> dict[str, str]:
 
 
 def parse_positive(text: str, kind: type, unit: str) -> float | int:
-    try:
-        value = kind(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a {'whole ' if kind is int else ''}number"
-                         f"{f' ({unit})' if unit else ''}") from None
-    if value <= 0:
-        raise ValueError(f"{text!r} must be greater than 0")
-    return value
+    """A number > 0 through the checked parser (radtrack/inputs.py): finite, ASCII digits."""
+    if kind is int:
+        return inputs.whole(text, unit, positive=True)
+    return inputs.number(text, unit, positive=True)
 
 
 def parse_bool(text: str) -> bool:
@@ -122,3 +128,16 @@ def parse_time_limit(text: str) -> str:
         raise ValueError(f"{text!r} is not a SLURM time limit: minutes ('30'), 'H:MM:SS' "
                          "('1:30:00'), 'D-HH' or 'D-HH:MM:SS' ('2-12:00:00'), or 'UNLIMITED'")
     return text
+
+
+def check_listener_intervals(text: str) -> None:
+    """Each ``name@seconds`` of a Listeners value through the checked number parser (finite,
+    ASCII digits, > 0); the registry checks the names."""
+    for entry in text.split("+"):
+        name, at, every = entry.partition("@")
+        if at:
+            try:
+                inputs.number(every, "seconds", positive=True)
+            except ValueError as exc:
+                raise ValueError(f"listener {entry.strip()!r}: the interval after '@' must be a "
+                                 f"number of seconds > 0, e.g. {name.strip()}@0.5 ({exc})") from None

@@ -8,6 +8,7 @@ from pathlib import Path
 from radtrack import gpus as gpus_mod
 from radtrack.errors import SheetError
 from radtrack.sheet.columns import STATUSES, status_word
+from radtrack.sheet.limits import experiment_name_problem, param_problems, run_name_problem
 from radtrack.sheet.records import Problems
 from radtrack.spec import RunSpec
 
@@ -26,6 +27,29 @@ def check_row(spec: RunSpec, problems: Problems) -> None:
     if status_word(spec.status) not in ("", *STATUSES):
         problems.add(f"{spec.status!r}: the status must be one of {', '.join(STATUSES)} "
                      "(or empty to run the row)", spec.row, "Status")
+    if spec.devices and "CUDA_VISIBLE_DEVICES" in spec.env:
+        problems.add(f"CUDA_VISIBLE_DEVICES={spec.env['CUDA_VISIBLE_DEVICES']} conflicts with "
+                     f"Devices {'+'.join(spec.devices)}, from which radtrack sets it; remove it "
+                     "from Env, or leave Devices empty to choose the GPUs through Env yourself",
+                     spec.row, "Env")
+    check_mlflow_limits(spec, problems)
+
+
+def check_mlflow_limits(spec: RunSpec, problems: Problems) -> None:
+    """What MLflow would refuse after the runs exist: names too long, param names."""
+    problem = experiment_name_problem(spec.experiment)
+    if problem:
+        problems.add(problem, spec.row, "Experiment")
+    elif spec.run_name:
+        problem = run_name_problem(spec.run_name, default=False)
+        if problem:
+            problems.add(problem, spec.row, "RunName")
+    else:
+        problem = run_name_problem(spec.default_run_name(), default=True)
+        if problem:
+            problems.add(problem, spec.row, "Experiment")
+    for problem in param_problems(spec.args):
+        problems.add(problem, spec.row, "Params")
 
 
 def by_workload(specs: list[RunSpec]) -> dict[tuple[str, int], list[RunSpec]]:
@@ -90,7 +114,8 @@ def check_workloads(specs: list[RunSpec], problems: Problems,
                              "instances", later.row, "Collocation")
 
 
-_CLI_OPTION = {"Devices": "-d/--devices", "Collocation": "-c/--collocation",
+_CLI_OPTION = {"Experiment": "-e/--experiment", "RunName": "--run-name",
+               "Params": "the script's arguments", "Devices": "-d/--devices", "Collocation": "-c/--collocation",
                "Listeners": "-l/--listeners", "File": "the script", "Clocks": "Clocks",
                "PowerLimit": "PowerLimit"}
 

@@ -13,6 +13,7 @@ from pathlib import Path
 class Record:
     line: int  # 1-based line where the record starts
     cells: list[str]  # raw cells as the csv module returns them (not stripped)
+    first: str = ""  # the record's first physical line, as in the file
 
 
 class _LineFeed:
@@ -57,8 +58,36 @@ def read_records(text: str) -> list[Record]:
             cells = next(reader)
         except StopIteration:
             break
-        records.append(Record(feed.start_line, cells))
+        records.append(Record(feed.start_line, cells, feed.lines[feed.start_line - 1]))
     return records
+
+
+def open_quote(line: str) -> tuple[int, int] | None:
+    """(0-based character, 0-based cell) of a quote that opens a quoted cell on ``line``
+    and is not closed before the line ends, read as the csv module reads a record; None
+    when every quoted cell on the line closes."""
+    text = line.rstrip("\r\n")
+    cell, i, n = 0, 0, len(text)
+    while i <= n:
+        while i < n and text[i] == " ":  # skipinitialspace
+            i += 1
+        if i < n and text[i] == '"':
+            start, i = i, i + 1
+            while True:
+                if i >= n:
+                    return start, cell
+                if text[i] == '"':
+                    if i + 1 < n and text[i + 1] == '"':
+                        i += 2
+                        continue
+                    i += 1
+                    break
+                i += 1
+        # the rest of the cell, up to the next comma, is taken as it is
+        while i < n and text[i] != ",":
+            i += 1
+        cell, i = cell + 1, i + 1
+    return None
 
 
 def read_text(path: Path) -> tuple[str, bool]:

@@ -14,10 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from radtrack import gpus as gpus_mod
+from radtrack import inputs
 from radtrack.errors import RadtrackError, SheetError
 from radtrack.listeners import registry
 from radtrack.postrun.footprint import check_intensity, check_pue
 from radtrack.sheet.cells import (
+    check_listener_intervals,
     parse_bool,
     parse_clocks,
     parse_collocation,
@@ -31,7 +33,7 @@ from radtrack.sheet.cells import (
 from radtrack.sheet.checks import check_row, check_workloads
 from radtrack.sheet.columns import COLUMNS, OPTIONAL, REQUIRED, SLURM_COLUMNS, column_key
 from radtrack.sheet.host import check_against_host
-from radtrack.sheet.records import Problems, Record, line_of, read_records, read_text
+from radtrack.sheet.records import Problems, Record, line_of, open_quote, read_records, read_text
 from radtrack.spec import RunSpec
 
 _SPEC_FIELDS = {f.name for f in fields(RunSpec)}
@@ -66,12 +68,20 @@ def read_sheet(path: Path, defaults: dict[str, Any] | None = None, *,
 
     header, rows = records[0], records[1:]
     _refuse_other_delimiter(path, header)
+    if _unbalanced_quote(header, [c.strip() or f"cell {i + 1}" for i, c in
+                                  enumerate(header.cells)], problems):
+        raise SheetError(problems.items)
     columns = _parse_header(header, problems)
     if not rows:
         problems.add("the sheet has a header but no runs", header.line)
+    names = {i: name for name, i in columns.items()}
     specs, parsed = [], []
     for rec in rows:
-        spec, ok = _parse_row(rec, columns, len(header.cells), defaults, path, problems)
+        labels = [names.get(i, f"cell {i + 1}") for i in range(len(rec.cells))]
+        if _unbalanced_quote(rec, labels, problems):
+            continue  # the record swallowed the lines after it: nothing in it can be trusted
+        bad = _odd_cells(rec, labels, problems)
+        spec, ok = _parse_row(rec, columns, len(header.cells), defaults, path, problems, bad)
         parsed.append(spec)
         if ok:
             specs.append(spec)
@@ -97,6 +107,43 @@ def _refuse_other_delimiter(path: Path, header: Record) -> None:
                               f"header is separated by {name}); save it as CSV with commas"])
 
 
+def _unbalanced_quote(rec: Record, labels: list[str], problems: Problems) -> bool:
+    """A cell holding a line break: a '"' opened a quoted cell that did not close on its
+    line, and the csv reader ran on into the lines after it (or to the end of the file)."""
+    if not any("\n" in c or "\r" in c for c in rec.cells):
+        return False
+    found = open_quote(rec.first)
+    if found is None:  # a CR alone inside a cell
+        where, label = "", next(lb for c, lb in zip(rec.cells, labels, strict=False)
+                                if "\n" in c or "\r" in c)
+    else:
+        where = f" at character {found[0] + 1}"
+        label = labels[found[1]] if found[1] < len(labels) else f"cell {found[1] + 1}"
+    span = sum(c.count("\n") for c in rec.cells)
+    if any(c.endswith("\n") for c in rec.cells):  # the csv reader met the end of the file
+        runs_on = "is never closed before the end of the file"
+    else:
+        runs_on = (f"does not close on this line, so the {span} line(s) after it, up to the "
+                   f"next '\"' (line {rec.line + span}), would be read as part of the cell")
+    problems.add(f"unbalanced quote: the '\"'{where} opens a quoted cell that {runs_on}; close "
+                 "it on the same line, write a quote inside a quoted cell as '\"\"', or use "
+                 "single quotes inside Params ('a b')", rec.line, label)
+    return True
+
+
+def _odd_cells(rec: Record, labels: list[str], problems: Problems) -> set[str]:
+    """The text rule for every cell (radtrack/inputs.py): no NUL, tab or other control
+    character. Returns the columns refused, whose cells are not parsed further."""
+    bad = set()
+    for cell, label in zip(rec.cells, labels, strict=False):
+        try:
+            inputs.check_text(cell.strip())
+        except ValueError as exc:
+            problems.add(f"the cell {exc}", rec.line, label)
+            bad.add(label)
+    return bad
+
+
 def _parse_header(header: Record, problems: Problems) -> dict[str, int]:
     columns: dict[str, int] = {}
     for i, raw in enumerate(header.cells):
@@ -120,7 +167,7 @@ def _parse_header(header: Record, problems: Problems) -> dict[str, int]:
 
 
 def _parse_row(rec: Record, columns: dict[str, int], width: int, defaults: dict[str, Any],
-               sheet: Path, problems: Problems) -> tuple[RunSpec, bool]:
+               sheet: Path, problems: Problems, bad: set[str]) -> tuple[RunSpec, bool]:
     extra = [c for c in rec.cells[width:] if c.strip()]
     if extra:
         problems.add(f"{len(rec.cells)} cells but the header has {width} columns "
@@ -128,9 +175,11 @@ def _parse_row(rec: Record, columns: dict[str, int], width: int, defaults: dict[
 
     def cell(name: str) -> str:
         i = columns.get(name)
-        return rec.cells[i].strip() if i is not None and i < len(rec.cells) else ""
+        if name in bad or i is None or i >= len(rec.cells):
+            return ""  # a cell the text rule refused is not parsed again
+        return rec.cells[i].strip()
 
-    before = len(problems.items)
+    before = len(problems.items) - len(bad)
     kw: dict[str, Any] = dict(defaults)
     kw["env"] = dict(defaults.get("env") or {})
 
@@ -144,47 +193,35 @@ def _parse_row(rec: Record, columns: dict[str, int], width: int, defaults: dict[
             problems.add(str(exc), rec.line, column)
 
     experiment = cell("Experiment")
-    if not experiment and "Experiment" in columns:
+    if not experiment and "Experiment" in columns and "Experiment" not in bad:
         problems.add("empty: name the MLflow experiment (a name or a number)", rec.line,
                      "Experiment")
     kw["experiment"] = experiment
 
     workload = cell("Workload")
-    if "Workload" in columns:
-        if workload.isdigit():
-            kw["workload"] = int(workload)
-        else:
-            problems.add(f"{workload!r} is not a whole number; rows with the same Experiment "
-                         "and Workload run together", rec.line, "Workload")
+    if "Workload" in columns and "Workload" not in bad:
+        try:
+            kw["workload"] = inputs.whole(workload, minimum=0)
+        except ValueError as exc:
+            problems.add(f"{exc}; rows with the same Experiment and Workload run together",
+                         rec.line, "Workload")
     kw.setdefault("workload", 0)
 
     file_text = cell("File")
-    if "File" in columns:
+    if "File" in columns and "File" not in bad:
         if not file_text:
             problems.add("empty: give the Python script to run", rec.line, "File")
         else:
-            script = Path(file_text).expanduser()
-            if not script.is_absolute():
-                script = sheet.parent / script
-            script = script.resolve()
-            if script.is_dir():
-                problems.add(f"{file_text!r} is a directory ({script}); give the Python "
-                             "script to run", rec.line, "File")
-            elif not script.is_file():
-                problems.add(f"script {file_text!r} not found (looked for {script})", rec.line,
-                             "File")
-            elif script.suffix != ".py":
-                problems.add(f"{file_text!r} is not a Python script (.py); radtrack runs File "
-                             "with Python", rec.line, "File")
-            kw["file"] = script
+            kw["file"], problem = _script(file_text, sheet)
+            if problem:
+                problems.add(problem, rec.line, "File")
     kw.setdefault("file", Path(file_text or "."))
 
     if "Params" in columns:
         try:
             kw["args"] = shlex.split(cell("Params"))
         except ValueError as exc:
-            problems.add(f"cannot split {cell('Params')!r} into arguments: {exc}", rec.line,
-                         "Params")
+            problems.add(_params_problem(cell("Params"), exc), rec.line, "Params")
 
     field("Devices", "devices", parse_devices)
     field("Collocation", "collocation", parse_collocation)
@@ -192,8 +229,9 @@ def _parse_row(rec: Record, columns: dict[str, int], width: int, defaults: dict[
     if listeners:
         bad_entry = ""
         try:
+            check_listener_intervals(listeners)
             names = registry.parse_names(listeners) or []
-        except RadtrackError as exc:
+        except (RadtrackError, ValueError) as exc:
             names, bad_entry = [], str(exc)
         unknown = [n for n in registry.unknown(names) if n != "none"]
         if bad_entry:
@@ -246,8 +284,55 @@ def _parse_row(rec: Record, columns: dict[str, int], width: int, defaults: dict[
     return spec, len(problems.items) == before
 
 
-def _number(text: str, what: str) -> float:
+def _script(text: str, sheet: Path) -> tuple[Path, str | None]:
+    """The File cell's script, relative to the sheet's folder, and what is wrong with it."""
+    script = Path(text).expanduser()
+    if not script.is_absolute():
+        script = sheet.parent / script
     try:
-        return float(text)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a number ({what})") from None
+        script = script.resolve()
+        if script.is_dir():
+            return script, f"{text!r} is a directory ({script}); give the Python script to run"
+        if not script.is_file():
+            return script, f"script {text!r} not found (looked for {script})"
+    except (OSError, RuntimeError) as exc:  # a symlink loop: RuntimeError on Python 3.11
+        return script, (f"{text!r} cannot be resolved to a file ({exc}); give the path of a "
+                        "Python script (a symbolic link loop never reaches one)")
+    if script.suffix != ".py":
+        return script, (f"{text!r} is not a Python script (.py); radtrack runs File with "
+                        "Python")
+    return script, None
+
+
+def _number(text: str, what: str) -> float:
+    return inputs.number(text, what)
+
+
+def _params_problem(text: str, exc: ValueError) -> str:
+    """shlex's complaint, with where the unclosed quote opened when that is it."""
+    quote = _unclosed_shell_quote(text)
+    if quote is None:
+        return f"cannot split {text!r} into arguments: {exc}"
+    return (f"unbalanced quote: the {text[quote]!r} at character {quote + 1} of {text!r} is "
+            "never closed; close it, or escape a literal quote with a backslash")
+
+
+def _unclosed_shell_quote(text: str) -> int | None:
+    """0-based position of the quote shlex (POSIX mode) leaves open in ``text``, if any."""
+    i, n, opened, kind = 0, len(text), -1, ""
+    while i < n:
+        ch = text[i]
+        if kind == "'":
+            if ch == "'":
+                kind = ""
+        elif kind == '"':
+            if ch == "\\":
+                i += 1
+            elif ch == '"':
+                kind = ""
+        elif ch == "\\":
+            i += 1
+        elif ch in "'\"":
+            kind, opened = ch, i
+        i += 1
+    return opened if kind else None
