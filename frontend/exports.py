@@ -14,6 +14,7 @@ from radtrack.analysis.plotting import (  # noqa: F401 (re-exports: the page's i
     IMAGE_FORMATS,
     figure_image,
 )
+from radtrack.csvsafe import safe_frame
 from radtrack.frontend.data import Series
 
 SERIES_COLUMNS = ["run", "metric", "time", "value"]
@@ -47,8 +48,8 @@ def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str
 
 
 def series_csv(frame: pd.DataFrame) -> str:
-    buffer = io.StringIO()
-    frame.to_csv(buffer, index=False, float_format="%.6f")
+    buffer = io.StringIO()  # formula-like text cells neutralised (radtrack/csvsafe.py)
+    safe_frame(frame).to_csv(buffer, index=False, float_format="%.6f")
     return buffer.getvalue()
 
 

@@ -29,6 +29,7 @@ import pandas as pd
 
 from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.resample import is_counter, resample  # noqa: F401 (is_counter: re-export)
+from radtrack.csvsafe import safe_frame
 from radtrack.errors import RadtrackError
 
 FORMATS = ("parquet", "csv")
@@ -76,10 +77,10 @@ def export_table(experiment: str, workload: int | None = None, every: float = 1.
     return out.reset_index(drop=True)
 
 
-def write(frame: pd.DataFrame, out: Path, fmt: str) -> None:
+def write(frame: pd.DataFrame, out: Path, fmt: str, raw: bool = False) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "csv":
-        frame.to_csv(out, index=False)
+    if fmt == "csv":  # formula-like text cells neutralised unless --raw (radtrack/csvsafe.py)
+        (frame if raw else safe_frame(frame)).to_csv(out, index=False)
     else:
         frame.to_parquet(out, index=False)
 
@@ -97,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=FORMATS, default=None, dest="fmt",
                    help="parquet or csv (default: from the --out suffix, else parquet)")
     p.add_argument("--out", type=Path, required=True, help="the file to write")
+    p.add_argument("--raw", action="store_true", help="csv: write text cells as they are, "
+                   "without neutralising those a spreadsheet would run as formulas")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, "
                                           "else sqlite:///mlflow.db)")
     return p
@@ -113,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     try:
         frame = export_table(args.experiment, args.workload, every, metrics, args.tracking_uri)
-        write(frame, args.out, fmt)
+        write(frame, args.out, fmt, args.raw)
     except RadtrackError as exc:
         print(f"radtrack export: {exc}", file=sys.stderr)
         return exc.exit_code

@@ -27,6 +27,7 @@ from radtrack.analysis.interference import interference
 from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.analysis.text_table import render
 from radtrack.analysis.variability import time_to_target, variability
+from radtrack.csvsafe import safe_frame
 from radtrack.errors import RadtrackError
 from radtrack.store import schema
 
@@ -238,12 +239,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=METHODS, default="pearson", help="correlation method")
     p.add_argument("--format", choices=FORMATS, default="table", dest="fmt")
     p.add_argument("--out", type=Path, help="write the result here in --format")
+    p.add_argument("--raw", action="store_true", help="csv: write text cells as they are, "
+                   "without neutralising those a spreadsheet would run as formulas")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, "
                                           "else sqlite:///mlflow.db)")
     return p
 
 
 def _emit(tables: dict[str, pd.DataFrame], main: str, text: str, args: argparse.Namespace) -> None:
+    if args.fmt == "csv" and not args.raw:  # formula-like cells neutralised (radtrack/csvsafe.py)
+        tables = {name: safe_frame(frame) for name, frame in tables.items()}
     if args.out is not None:
         print(text)
         for path in write_tables(tables, args.fmt, args.out, text, main):
