@@ -20,6 +20,7 @@ from radtrack.frontend import (
     zoom_data,
 )
 from radtrack.frontend.data import DataSource
+from radtrack.frontend.exposure import host_problem
 from radtrack.frontend.layout import build_layout
 from radtrack.frontend.page_shell import ShellDash, create_shell_app
 from radtrack.frontend.restore import page_query, restore
@@ -90,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=int, default=8050, help="port (default 8050)")
     parser.add_argument("--views-dir", type=Path, default=None,
                         help="folder for saved views (default: $RADTRACK_HOME/views, else ./.radtrack/views)")
-    parser.add_argument("--debug", action="store_true", help="Dash debug mode (reloader, dev tools)")
+    parser.add_argument("--debug", action="store_true", help="Dash debug mode (reloader, dev tools); "
+                        "only with a loopback --host")
     return parser
 
 
@@ -98,6 +100,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not 0 < args.port < 65536:
         print(f"radtrack ui: --port {args.port} is not a TCP port (1-65535)", file=sys.stderr)
+        return 2
+    warning, refusal = host_problem(args.host, args.debug)  # no access control of its own
+    if refusal:
+        print(f"radtrack ui: {refusal}", file=sys.stderr)
         return 2
     uri = resolve_tracking_uri(args.tracking_uri)
     problem = check_store(uri)
@@ -107,5 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     app = create_app(uri, args.views_dir)
     settle_heap()
     print(f"radtrack ui: {uri} on http://{args.host}:{args.port}/", file=sys.stderr)
+    if warning:
+        print(f"radtrack ui: {warning}", file=sys.stderr)
     app.run(host=args.host, port=args.port, debug=args.debug)
     return 0

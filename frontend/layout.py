@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from dash import dcc, html
 
 from radtrack.frontend.chart import Chart
+from radtrack.frontend.exposure import NO_CLOUD
 from radtrack.frontend.figures import empty_figure
 from radtrack.frontend.picker import empty_basket, runs_hint
 from radtrack.frontend.summaries import EMPTY_SUMMARY
@@ -18,6 +19,7 @@ LIVE_REFRESH_MS = 3000
 
 GRAPH_CONFIG = {
     "displaylogo": False,
+    **NO_CLOUD,  # no "Share chart..." to Plotly's cloud (frontend/exposure.py)
     # The server renders PNG/SVG/PDF exports; the browser's own snapshot button stays as a shortcut.
     "toImageButtonOptions": {"format": "png", "filename": "radtrack-chart"},
 }
@@ -110,10 +112,10 @@ def main_column(state: Restored | None = None) -> html.Main:
             dcc.RadioItems(id="corr-scope", value="all", inline=True, options=[
                 {"label": "whole selection", "value": "all"}]),
             Chart(id="corr", figure=empty_figure("Pick at least two metrics"),
-                  config={"displaylogo": False}),
+                  config={"displaylogo": False, **NO_CLOUD}),
         ], id="corr-panel", style={"display": "none"}),
         html.Div(Chart(id="shares", figure=empty_figure("Pick a workload"),
-                       config={"displaylogo": False}),
+                       config={"displaylogo": False, **NO_CLOUD}),
                  id="shares-panel", style={"display": "none"}),
     ], className="main")
 

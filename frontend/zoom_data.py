@@ -26,8 +26,10 @@ from collections.abc import Mapping
 import numpy as np
 from flask import Flask, Response, request
 
+from radtrack.errors import RadtrackError
 from radtrack.frontend.chart_query import chart_inputs
 from radtrack.frontend.data import DataSource
+from radtrack.frontend.exposure import zoom_problem
 from radtrack.frontend.figures import chart_arrays
 
 ROUTE = "/_radtrack/zoom"
@@ -77,9 +79,12 @@ def register(server: Flask, source: DataSource) -> None:
         query = request.get_json(silent=True)
         if not isinstance(query, dict):
             return Response("expected a JSON object", status=400, mimetype="text/plain")
+        problem = zoom_problem(query)  # each malformed body a 400 with its reason, never a 500
+        if problem:
+            return Response(f"bad zoom query: {problem}", status=400, mimetype="text/plain")
         try:
             payload = zoom_payload(source, query)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, OverflowError, RadtrackError) as exc:  # unknown run: 400
             return Response(f"bad zoom query: {exc}", status=400, mimetype="text/plain")
         if payload is None:
             return Response(status=204)
