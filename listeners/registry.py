@@ -12,9 +12,12 @@ from importlib.metadata import entry_points
 
 from radtrack.errors import RadtrackError
 from radtrack.listeners.base import Availability, Listener
+from radtrack.listeners.protocol import ALIASES, ListenerChoice, canonical, parse_choices
+
+__all__ = ["ALIASES", "GROUP", "availability", "canonical", "default_names", "get", "installed",
+           "parse_names", "split", "unknown"]
 
 GROUP = "radtrack.listeners"
-ALIASES = {"dcgmi": "dcgm", "nvidia-smi": "smi"}
 
 
 @cache
@@ -31,11 +34,6 @@ def installed() -> dict[str, type[Listener] | Exception]:
             warnings.warn(f"listener {ep.name!r} ({ep.value}) failed to load: {exc}", stacklevel=2)
             found[ep.name] = exc
     return found
-
-
-def canonical(name: str) -> str:
-    name = name.strip().lower()
-    return ALIASES.get(name, name)
 
 
 def get(name: str) -> type[Listener]:
@@ -58,41 +56,23 @@ def availability(name: str) -> Availability:
         return Availability(False, f"availability check failed: {exc}")
 
 
-def split(entry: str) -> tuple[str, float | None]:
-    """'dcgm@0.5' -> ('dcgm', 0.5): a listener with its own interval; 'smi' -> ('smi', None)."""
-    name, at, every = entry.partition("@")
-    if not at:
-        return canonical(name), None
-    try:
-        seconds = float(every)
-    except ValueError:
-        seconds = float("nan")
-    if not seconds > 0 or seconds == float("inf"):
-        raise RadtrackError(f"listener {entry.strip()!r}: the interval after '@' must be a number "
-                            f"of seconds > 0, e.g. {canonical(name)}@0.5")
-    return canonical(name), seconds
+def split(entry: str) -> ListenerChoice:
+    """'dcgm@0.5' -> ('dcgm', 0.5): a listener with its own interval; 'smi' -> ('smi', None)
+    (:meth:`ListenerChoice.parse`)."""
+    return ListenerChoice.parse(entry)
 
 
 def parse_names(text: str | None) -> list[str] | None:
     """'smi+top' -> ['smi', 'top']; 'smi+dcgm@1' -> ['smi', 'dcgm@1'] (dcgm every second
     whatever the run's interval); 'none' -> []; None/'' -> None (= every available one).
-    RadtrackError names a malformed entry, an empty name ('smi++top') included."""
-    if text is None or not text.strip():
-        return None
-    parts = []
-    for p in text.split("+"):
-        if not p.strip():
-            raise RadtrackError(f"{text.strip()!r} has an empty listener name (a '+' with no "
-                                "name on one side); join names with single '+', e.g. smi+top")
-        name, every = split(p)
-        parts.append(name if every is None else f"{name}@{every:g}")
-    if parts == ["none"]:
-        return []
-    return parts
+    RadtrackError names a malformed entry, an empty name ('smi++top') included
+    (:func:`radtrack.listeners.protocol.parse_choices`)."""
+    choices = parse_choices(text)
+    return None if choices is None else [c.format() for c in choices]
 
 
 def unknown(names: list[str]) -> list[str]:
-    return [n for n in names if split(n)[0] not in installed()]
+    return [n for n in names if ListenerChoice.parse(n).name not in installed()]
 
 
 def default_names() -> list[str]:

@@ -1,35 +1,34 @@
-"""Run listeners in this process and write JSON-lines to a stream.
+"""Run listeners in this process and write their messages, one line each, to a stream.
 
-Protocol (one JSON object a line):
-  {"type": "hello", "listener": NAME, "metrics": [{key, unit, description, source}], "tags": {...}}
-  {"type": "sample", "t": UNIX_SECONDS, "v": {KEY: VALUE, ...}}
-  {"type": "error", "message": TEXT}            (then exit code 1)
-Sampling follows monotonic deadlines (start + k * interval), so the rate never drifts;
-a deadline missed by more than one interval is skipped and counted, not bunched.
+Messages are ``Hello`` (what a listener emits, with units), ``Sample`` and ``Error`` (then
+exit code 1), written through listeners/protocol.py's one encoder. Sampling follows
+monotonic deadlines (start + k * interval), so the rate never drifts; a deadline missed
+by more than one interval is skipped and counted, not bunched.
 
 A shared sampler (:func:`run_shared`, ``python -m radtrack.listeners smi+dcgm@1``) runs
 several listeners in one process: one import of their libraries, one NVML session, one
 wake-up schedule (each listener keeps its own deadlines; the process sleeps to the
-earliest). Every line then names its listener (``"listener": NAME``), each listener
-sends its own hello, and one that fails is reported by an error line naming it and
-dropped while the others go on; the process exits 1 only when none is left.
+earliest). Every line then names its listener, each listener sends its own hello, and
+one that fails is reported by an error line naming it and dropped while the others go
+on; the process exits 1 only when none is left.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import signal
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from math import isfinite
 from typing import TextIO
 
 from radtrack.listeners.base import Listener, ListenerConfig
-from radtrack.listeners.registry import canonical, get
+from radtrack.listeners.protocol import Error, Hello, Sample, canonical, encode
+from radtrack.listeners.registry import get
+from radtrack.store.schema import listener_tag
 
-SAMPLER_TAG = "radtrack.listener.{name}.sampler"
 # deadlines of listeners sharing a sampler that fall this close together are one wake-up
 # (0.1 * 30 and 1.0 * 3 differ in the last bit)
 _SAME_WAKEUP_S = 1e-3
@@ -38,13 +37,8 @@ _SAME_WAKEUP_S = 1e-3
 def _line(t: float, values: dict[str, float], keys: set[str],
           resume: dict[str, int] | None = None, listener: str | None = None) -> str:
     clean = {key: float(v) for key, v in values.items()
-             if key in keys and v is not None and math.isfinite(v)}
-    msg: dict[str, object] = {"type": "sample", "t": t, "v": clean}
-    if resume:
-        msg["resume"] = resume
-    if listener is not None:
-        msg["listener"] = listener
-    return json.dumps(msg) + "\n"
+             if key in keys and v is not None and isfinite(v)}
+    return encode(Sample(t, clean, resume, listener)) + "\n"
 
 
 class _Stop:
@@ -71,11 +65,8 @@ class _Member:
 
 
 def _error(out: TextIO, exc: BaseException, listener: str | None = None) -> None:
-    msg: dict[str, object] = {"type": "error", "message": f"{type(exc).__name__}: {exc}"}
-    if listener is not None:
-        msg["listener"] = listener
     try:
-        out.write(json.dumps(msg) + "\n")
+        out.write(encode(Error(f"{type(exc).__name__}: {exc}", listener)) + "\n")
         out.flush()
     except BrokenPipeError:
         pass
@@ -197,14 +188,12 @@ def _probe(m: _Member, out: TextIO, shared: bool, sampler: str) -> None:
     specs = m.listener.probe()
     m.keys = {s.key for s in specs}
     tags = m.listener.tags()
-    hello: dict[str, object] = {"type": "hello", "listener": m.name,
-                                "metrics": [asdict(s) for s in specs], "tags": tags,
-                                "interval": m.config.interval}
     if shared:
         # how a user tells the listeners shared one process: the same tag value on each
-        tags[SAMPLER_TAG.format(name=canonical(m.name))] = sampler
-        hello["pid"] = os.getpid()
-    out.write(json.dumps(hello) + "\n")
+        tags[listener_tag(canonical(m.name), "sampler")] = sampler
+    hello = Hello(m.name, [asdict(s) for s in specs], tags, m.config.interval,
+                  os.getpid() if shared else None)
+    out.write(encode(hello) + "\n")
     out.flush()
 
 

@@ -1,0 +1,294 @@
+"""The listener contract: typed messages, their one encoder and decoder, launch argv, choices.
+
+Messages travel one JSON object a line, on a listener's stdout and in the sink's spool:
+
+  {"type": "hello", "listener": NAME, "metrics": [{key, unit, description, source}],
+   "tags": {...}, "interval": SECONDS[, "pid": PID]}
+  {"type": "sample", "t": UNIX_SECONDS, "v": {KEY: VALUE, ...}[, "resume": {KEY: POS}]
+   [, "listener": NAME]}
+  {"type": "error", "message": TEXT[, "listener": NAME]}
+
+``listener`` names the listener on lines of a shared sampler (several listeners in one
+process). :func:`encode` and :func:`decode` are the only places that know this layout:
+writers (listeners/runner.py) and readers (the sink, its crash recovery, the launcher's
+listener handles) exchange :class:`Hello` / :class:`Sample` / :class:`Error` objects, so a
+cheaper wire format can later go in here without touching them.
+
+:class:`ListenerLaunch` is the command line that starts a listener process
+(``python -m radtrack.listeners ...``), built and parsed here; :class:`ListenerChoice` is a
+listener as a user names it (``dcgm@1``: dcgm every second, whatever the run's interval).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from radtrack.errors import RadtrackError
+
+ALIASES = {"dcgmi": "dcgm", "nvidia-smi": "smi"}
+
+
+class ProtocolError(ValueError):
+    """A line that is not a message of this protocol (not JSON, unknown type, a field missing)."""
+
+
+@dataclass(slots=True)
+class Hello:
+    """A listener's first line: what it will emit, with units, and tags describing its probe."""
+
+    listener: str
+    metrics: list[dict[str, Any]]  # MetricSpec fields: key, unit, description, source
+    tags: dict[str, Any]
+    interval: float | None = None  # seconds between its samples
+    pid: int | None = None  # the shared sampler process it runs in
+    extra: dict[str, Any] = field(default_factory=dict)  # fields this reader does not know
+
+
+@dataclass(slots=True)
+class Sample:
+    """One reading: metric key -> value at ``t`` (unix seconds)."""
+
+    t: float
+    values: dict[str, float]
+    resume: dict[str, int] | None = None  # positions a restart picks up from, once written
+    listener: str | None = None  # on a shared sampler's lines
+
+
+@dataclass(slots=True)
+class Error:
+    """Why a listener (``listener`` on a shared sampler's line) stopped."""
+
+    message: str
+    listener: str | None = None
+
+
+Message = Hello | Sample | Error
+
+
+def encode(msg: Message) -> str:
+    """``msg`` as one line of the wire format (no newline)."""
+    if type(msg) is Sample and msg.listener is None and not msg.resume:  # the hot path
+        return json.dumps({"type": "sample", "t": msg.t, "v": msg.values})
+    return json.dumps(as_dict(msg))
+
+
+def as_dict(msg: Message) -> dict[str, Any]:
+    """``msg`` as the JSON object it travels as (the probe JSON artifact is a hello's)."""
+    if type(msg) is Sample:  # the hot path first
+        d: dict[str, Any] = {"type": "sample", "t": msg.t, "v": msg.values}
+        if msg.resume:
+            d["resume"] = msg.resume
+    elif type(msg) is Hello:
+        d = {"type": "hello", "listener": msg.listener, "metrics": msg.metrics, "tags": msg.tags}
+        if msg.interval is not None:
+            d["interval"] = msg.interval
+        if msg.pid is not None:
+            d["pid"] = msg.pid
+        d.update(msg.extra)
+        return d
+    elif type(msg) is Error:
+        d = {"type": "error", "message": msg.message}
+    else:
+        raise TypeError(f"not a listener message: {msg!r}")
+    if msg.listener is not None:
+        d["listener"] = msg.listener
+    return d
+
+
+def decode(line: str | bytes) -> Message:
+    """The message one line carries; ProtocolError when it carries none."""
+    try:
+        d = json.loads(line)
+    except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError
+        raise ProtocolError(f"not JSON: {exc}") from exc
+    if not isinstance(d, dict):
+        raise ProtocolError(f"not a JSON object: {type(d).__name__}")
+    kind = d.get("type")
+    try:
+        if kind == "sample":
+            values = d.get("v")
+            if type(values) is not dict:
+                if values is not None:
+                    raise TypeError(f"'v' is a {type(values).__name__}, not an object")
+                values = {}
+            if len(d) == 3:  # type, t, v: a listener of its own, no restart position
+                return Sample(float(d["t"]), values)
+            resume = d.get("resume")
+            return Sample(float(d["t"]), values, resume if type(resume) is dict else None,
+                          d.get("listener"))
+        if kind == "hello":
+            known = ("type", "listener", "metrics", "tags", "interval", "pid")
+            interval, pid = d.get("interval"), d.get("pid")
+            return Hello(str(d.get("listener", "")), list(d.get("metrics") or []),
+                         dict(d.get("tags") or {}),
+                         None if interval is None else float(interval),
+                         None if pid is None else int(pid),
+                         {k: v for k, v in d.items() if k not in known})
+        if kind == "error":
+            return Error(str(d.get("message")), d.get("listener"))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ProtocolError(f"malformed {kind} line: {type(exc).__name__}: {exc}") from exc
+    raise ProtocolError(f"unknown message type {kind!r}")
+
+
+def decode_line(line: str) -> tuple[str, Message]:
+    """A reader's view of one stripped line: the line as it keeps it (spools it) and its
+    message; a line that is no message becomes an :class:`Error` line saying so."""
+    try:
+        return line, decode(line)
+    except ProtocolError:
+        msg = Error(f"unparsable output: {line[:200]}")
+        return encode(msg), msg
+
+
+# -- listener choices ------------------------------------------------------------------
+def canonical(name: str) -> str:
+    """A listener name as registered: lower case, aliases resolved ('nvidia-smi' -> 'smi')."""
+    name = name.strip().lower()
+    return ALIASES.get(name, name)
+
+
+def seconds(value: float) -> str:
+    """An interval as a command line or a sheet cell writes it: ``1``, ``0.5``, exact."""
+    short = f"{value:g}"
+    return short if float(short) == value else repr(value)
+
+
+class ListenerChoice(NamedTuple):
+    """A listener as a user picks it: ``dcgm@1`` -> ``ListenerChoice('dcgm', 1.0)``, its own
+    interval; ``smi`` -> ``ListenerChoice('smi', None)``, the run's interval."""
+
+    name: str
+    interval: float | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> ListenerChoice:
+        """``'dcgm@0.5'``, ``'nvidia-smi'``, ...; RadtrackError names a bad interval."""
+        name, at, every = text.partition("@")
+        if not at:
+            return cls(canonical(name))
+        try:
+            value = float(every)
+        except ValueError:
+            value = float("nan")
+        if not value > 0 or value == float("inf"):
+            raise RadtrackError(f"listener {text.strip()!r}: the interval after '@' must be a "
+                                f"number of seconds > 0, e.g. {canonical(name)}@0.5")
+        return cls(canonical(name), value)
+
+    def format(self) -> str:
+        """The inverse of :meth:`parse`: ``'dcgm@1'``, ``'smi'``."""
+        return self.name if self.interval is None else f"{self.name}@{seconds(self.interval)}"
+
+    def at(self, default: float) -> ListenerChoice:
+        """This choice with an interval: its own, else ``default`` (the run's)."""
+        return self if self.interval is not None else self._replace(interval=default)
+
+    def __str__(self) -> str:
+        return self.format()
+
+
+def parse_choices(text: str | None) -> list[ListenerChoice] | None:
+    """'smi+dcgm@1' -> [smi, dcgm every second]; 'none' -> []; None/'' -> None (= every
+    available one). RadtrackError names a malformed entry, an empty name ('smi++top') included."""
+    if text is None or not text.strip():
+        return None
+    choices = []
+    for part in text.split("+"):
+        if not part.strip():
+            raise RadtrackError(f"{text.strip()!r} has an empty listener name (a '+' with no "
+                                "name on one side); join names with single '+', e.g. smi+top")
+        choices.append(ListenerChoice.parse(part))
+    return [] if choices == [("none", None)] else choices
+
+
+# -- the launch command line -----------------------------------------------------------
+RUNNER = (sys.executable, "-m", "radtrack.listeners")
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerLaunch:
+    """How the launcher starts a listener process: one listener (``smi``), or several sharing
+    one sampler process, each at its own interval (``smi@0.1+dcgm@1``)."""
+
+    listeners: tuple[ListenerChoice, ...]
+    interval: float  # the process's interval (a shared sampler's: its members' shortest)
+    devices: tuple[str, ...] = ()  # GPUs as the run sees them ('0', UUIDs); () = all
+    pid: int | None = None  # root of the process tree to follow
+    outdir: Path | None = None  # folder for listener artifacts
+    count: int | None = None  # stop after this many samples (tests, benchmarks)
+    runner: tuple[str, ...] = RUNNER  # the command that runs listeners
+
+    @classmethod
+    def one(cls, name: str, interval: float, devices: Sequence[str] = (), pid: int | None = None,
+            outdir: Path | None = None) -> ListenerLaunch:
+        """A process of its own for listener ``name``."""
+        return cls((ListenerChoice(name),), interval, tuple(devices), pid, outdir)
+
+    @classmethod
+    def shared(cls, launches: Sequence[ListenerLaunch]) -> ListenerLaunch:
+        """One sampler process for several listeners of one run (devices, pid, outdir from
+        the first); each keeps its own interval."""
+        first = launches[0]
+        members = tuple(c.at(la.interval) for la in launches for c in la.listeners)
+        return cls(members, min(la.interval for la in launches), first.devices, first.pid,
+                   first.outdir, first.count, first.runner)
+
+    @property
+    def spec(self) -> str:
+        return "+".join(c.format() for c in self.listeners)
+
+    def argv(self, resume: Mapping[str, int] | None = None) -> list[str]:
+        """The command line; ``resume``: positions a restarted listener picks up from."""
+        argv = [*self.runner, self.spec, "--interval", seconds(self.interval),
+                "--devices", "+".join(self.devices)]
+        if self.pid is not None:
+            argv += ["--pid", str(self.pid)]
+        if self.outdir is not None:
+            argv += ["--outdir", str(self.outdir)]
+        if self.count is not None:
+            argv += ["--count", str(self.count)]
+        if resume:
+            argv += ["--resume", json.dumps(dict(resume))]
+        return argv
+
+    @classmethod
+    def parse(cls, argv: Sequence[str] | None = None) -> tuple[ListenerLaunch, dict[str, int]]:
+        """The inverse of :meth:`argv` (without the runner): the launch and its resume
+        positions. Exits with a usage message (argparse) on a bad command line."""
+        p = _parser()
+        a = p.parse_args(argv)
+        if a.interval <= 0:
+            p.error("--interval must be > 0")
+        devices = tuple(d for d in a.devices.replace(",", "+").split("+") if d.strip())
+        if "+" not in a.name:  # one listener, named as given
+            listeners: tuple[ListenerChoice, ...] = (ListenerChoice(a.name),)
+        else:
+            try:
+                listeners = tuple(parse_choices(a.name) or [])
+            except RadtrackError as exc:
+                p.error(str(exc))
+        resume = {str(k): int(v) for k, v in json.loads(a.resume).items()}
+        return cls(listeners, a.interval, devices, a.pid, Path(a.outdir) if a.outdir else None,
+                   a.count), resume
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m radtrack.listeners",
+                                description="Run one radtrack listener and print JSON-lines samples.")
+    p.add_argument("name", help="listener name, e.g. smi, top, iostat, dcgm; several joined "
+                                "with '+' (smi+dcgm@1) share one sampler process")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds between samples")
+    p.add_argument("--devices", default="", help="GPUs as the run sees them: '0', '0+1', UUIDs")
+    p.add_argument("--pid", type=int, default=None, help="root PID of the process tree to follow")
+    p.add_argument("--count", type=int, default=None, help="stop after this many samples")
+    p.add_argument("--outdir", default=None, help="folder for listener artifacts")
+    p.add_argument("--resume", default="{}",
+                   help="JSON {metric key: source timestamp} to pick up from after a restart")
+    return p
