@@ -12,19 +12,18 @@ export/report --format csv --raw`` writes cells unchanged.
 
 from __future__ import annotations
 
-import re
-
 import pandas as pd
 
+from radtrack.inputs import DECIMAL_RE
+
 TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
-_NUMBER_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def neutralise(value: object) -> object:
     """``value`` with a leading ``'`` when it is text a spreadsheet would evaluate."""
     if not isinstance(value, str) or not value.startswith(TRIGGERS):
         return value
-    if value == "-" or _NUMBER_RE.fullmatch(value):  # '-': radtrack's "none", never a formula
+    if value == "-" or DECIMAL_RE.fullmatch(value):  # '-': radtrack's "none", never a formula
         return value
     return "'" + value
 

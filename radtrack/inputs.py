@@ -18,7 +18,7 @@ from typing import TypeVar
 
 T = TypeVar("T")
 
-_DECIMAL_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+DECIMAL_RE = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _WHOLE_RE = re.compile(r"[+-]?[0-9]+")
 _NAMED = {0: "a NUL byte", 9: "a tab", 10: "a line break", 13: "a carriage return",
           27: "an escape character", 127: "a DEL character"}
@@ -69,7 +69,7 @@ def number(text: str, unit: str = "", *, whole: bool = False, positive: bool = F
     if odd is not None:
         raise ValueError(f"{text!r} holds {odd!r} (U+{ord(odd):04X}), which is not one of the "
                          f"ASCII digits 0-9: write the {what} with 0-9, e.g. {example}")
-    pattern = _WHOLE_RE if whole else _DECIMAL_RE
+    pattern = _WHOLE_RE if whole else DECIMAL_RE
     if not pattern.fullmatch(raw):
         if raw.lower().lstrip("+-") in ("nan", "inf", "infinity"):
             raise ValueError(f"{text!r} is not a finite {what}: nan and inf are refused; "
