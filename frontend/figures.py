@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import zlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -17,7 +18,7 @@ from radtrack.analysis.plotting import (  # noqa: F401 (correlation_figure: re-e
     correlation_figure,
     empty_figure,
 )
-from radtrack.frontend.data import Series, workload_number
+from radtrack.frontend.data import Series
 from radtrack.frontend.downsample import DEFAULT_BUDGET, downsample, rolling_mean, visible_window
 
 # Plotly's D3 palette, then a darker set: distinguishable for the first ten runs.
@@ -55,21 +56,34 @@ class ChartOptions:
 
 
 def run_colours(run_ids: Sequence[str]) -> dict[str, str]:
-    """A colour per run by its position in the selection, shared by every subplot and chart."""
-    return {run_id: PALETTE[i % len(PALETTE)] for i, run_id in enumerate(run_ids)}
+    """A colour per run, shared by every subplot and chart: picked from the run id, so a run
+    keeps its colour whatever else is selected and in whatever order it was ticked; a run
+    whose colour an earlier run of the selection holds takes the next free one."""
+    taken: set[str] = set()
+    out: dict[str, str] = {}
+    for run_id in run_ids:
+        first = zlib.crc32(run_id.encode()) % len(PALETTE)
+        for step in range(len(PALETTE)):
+            colour = PALETTE[(first + step) % len(PALETTE)]
+            if colour not in taken or len(taken) >= len(PALETTE):
+                break
+        out[run_id] = colour
+        taken.add(colour)
+    return out
+
+
+def display_name(row: Mapping) -> str:
+    """The run's MLflow run name, else the start of its id."""
+    name = row.get("run_name")
+    return name if isinstance(name, str) and name else str(row["run_id"])[:8]
 
 
 def run_labels(runs: pd.DataFrame | Sequence[Mapping]) -> dict[str, str]:
-    """Legend names: experiment, workload and letter for radtrack runs, else the run name,
-    then the physical GPU(s) the run used where its tags tell (``· GPU1 5cef8446``)."""
-    labels: dict[str, str] = {}
+    """Legend names: the run's MLflow run name (what MLflow, ``radtrack report``, the
+    launcher's closing line and the sheet call it; a run the script renamed shows its new
+    name), then the physical GPU(s) the run used where its tags tell (``· GPU1 5cef8446``)."""
     rows = runs.to_dict("records") if isinstance(runs, pd.DataFrame) else runs
-    for row in rows:
-        workload, letter = workload_number(row.get("workload")), row.get("letter")
-        if workload is not None and not _missing(letter):
-            labels[row["run_id"]] = f"{row.get('experiment')} w{workload} {letter}"
-        else:
-            labels[row["run_id"]] = str(row.get("run_name") or row["run_id"][:8])
+    labels = {row["run_id"]: display_name(row) for row in rows}
     counts = Counter(labels.values())
     # Two launches of the same sheet give equal names; the run id prefix tells them apart.
     labels = {run_id: (f"{label} ({run_id[:6]})" if counts[label] > 1 else label)
@@ -80,10 +94,6 @@ def run_labels(runs: pd.DataFrame | Sequence[Mapping]) -> dict[str, str]:
         if gpu:
             labels[row["run_id"]] += f" · {gpu}"
     return labels
-
-
-def _missing(value: object) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
 
 
 def trace_budget(n_traces: int, max_per_trace: int = DEFAULT_BUDGET,

@@ -162,16 +162,29 @@ def test_empty_selection_gives_a_hint() -> None:
     assert not fig.data and "Pick runs" in fig.layout.annotations[0].text
 
 
-def test_run_labels_name_workload_and_letter_and_disambiguate() -> None:
+def test_run_labels_are_the_mlflow_run_names_disambiguated() -> None:
     runs = pd.DataFrame([
         {"run_id": "aaaaaa1", "run_name": "exp-1 A", "experiment": "exp", "workload": 1, "letter": "A"},
         {"run_id": "bbbbbb2", "run_name": "exp-1 A", "experiment": "exp", "workload": 1, "letter": "A"},
         {"run_id": "cccccc3", "run_name": "plain", "experiment": "exp", "workload": None,
          "letter": None},
+        # a row run the script renamed (HF's Trainer): its new name, as MLflow shows it
+        {"run_id": "dddddd4", "run_name": "hf-tiny", "experiment": "exp", "workload": 2, "letter": "A"},
+        {"run_id": "eeeeee5", "run_name": None, "experiment": "exp", "workload": None, "letter": None},
     ])
     labels = run_labels(runs)
-    assert labels == {"aaaaaa1": "exp w1 A (aaaaaa)", "bbbbbb2": "exp w1 A (bbbbbb)",
-                      "cccccc3": "plain"}
+    assert labels == {"aaaaaa1": "exp-1 A (aaaaaa)", "bbbbbb2": "exp-1 A (bbbbbb)",
+                      "cccccc3": "plain", "dddddd4": "hf-tiny", "eeeeee5": "eeeeee5"}
+
+
+def test_a_runs_colour_does_not_depend_on_tick_order_or_the_other_runs() -> None:
+    ids = [f"{i:032x}" for i in range(1, 9)]
+    alone = {r: run_colours([r])[r] for r in ids}
+    forward, backward = run_colours(ids), run_colours(list(reversed(ids)))
+    assert len(set(forward.values())) == len(ids) == len(set(backward.values()))
+    # a run keeps its own colour unless an earlier run of the selection holds it
+    kept = [r for r in ids if forward[r] == alone[r] == backward[r]]
+    assert len(kept) >= len(ids) // 2, (alone, forward, backward)
 
 
 def test_correlation_heatmap_is_symmetric_and_bounded() -> None:

@@ -84,7 +84,7 @@ def test_the_page_carries_its_links_layout_and_the_callbacks(tmp_path) -> None:
     figure = props["chart"]["figure"]
     assert [t["meta"][0] for t in figure["data"]] == [r.run_id for r in runs]
     summary = props["summary-data"]["data"]
-    assert [row["run"] for row in summary["rows"]] == ["shell w1 A", "shell w1 B"]
+    assert [row["run"] for row in summary["rows"]] == ["shell-1 A", "shell-1 B"]
     callbacks = embedded(html, "_radtrack-dependencies")
     assert any("summary-data.data" in c["output"] for c in callbacks)
     # The same as the server's own answers to the renderer's requests.

@@ -57,7 +57,7 @@ def test_two_runs_on_two_gpus_are_told_apart(store: str, tmp_path: Path,
     runs = source.experiment_runs("pair")
     rows = runs[runs["letter"].notna()]
     labels = run_labels(rows)
-    assert sorted(labels.values()) == ["pair w1 A · GPU0 558ac94e", "pair w1 B · GPU1 5cef8446"]
+    assert sorted(labels.values()) == ["pair-1 A · GPU0 558ac94e", "pair-1 B · GPU1 5cef8446"]
 
 
 @pytest.mark.gpu

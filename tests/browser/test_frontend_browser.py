@@ -76,7 +76,7 @@ def test_pick_two_runs_plot_zoom_and_export(web, app, store, snap) -> None:
     choose_metric(web, "smi/gpu0/power_w")
     wait_traces(web, 2)
     before = traces(web)
-    assert [t["name"] for t in before] == ["exp w1 A", "exp w1 B"]
+    assert [t["name"] for t in before] == ["exp-1 A", "exp-1 B"]
     assert all(t["n"] <= 1500 for t in before)  # downsampled to the point budget
     assert all(t["x0"] == pytest.approx(0, abs=1e-3) and t["x1"] == pytest.approx(599.9) for t in before), before
 
@@ -201,7 +201,7 @@ def test_save_and_reload_a_named_view(web, app) -> None:
     wait_traces(web, 2)
     # The chart no longer waits for the basket (both follow from the restored selection).
     web.wait_for_function("document.querySelectorAll('#basket li').length === 2")
-    assert [t["name"] for t in traces(web)] == ["exp w1 A", "exp w1 B"]
+    assert [t["name"] for t in traces(web)] == ["exp-1 A", "exp-1 B"]
 
 
 def test_bad_view_name_gets_one_clear_message(web, app) -> None:
