@@ -59,11 +59,24 @@ def listing(source: DataSource, experiment: str) -> tuple[dict[str, dict], list[
         memo = _listings.get(experiment)
         if memo is not None and memo[0] is records:
             return memo[1], memo[2]
-    rows = {r["run_id"]: r for r in records}
-    found = picker.workloads(records)
+    linked = linked_rows(source, records)
+    rows = {r["run_id"]: r for r in [*linked, *records]}
+    found = picker.workloads(records, linked)
     with _listings_lock:
         _listings[experiment] = (records, rows, found)
     return rows, found
+
+
+def linked_rows(source: DataSource, records: list[dict]) -> list[dict]:
+    """The runs an experiment's listing links to in other experiments of the store (its rows'
+    script runs, its script runs' rows, and those rows' other script runs), read by id."""
+    linked: list[dict] = []
+    for _ in range(2):  # a script run's row, then that row's script runs elsewhere
+        wanted = picker.linked_ids([*records, *linked])
+        if not wanted:
+            break
+        linked += source.known_rows(wanted)
+    return linked
 
 
 def run_rows(source: DataSource, experiment: str | None, workload: str | None,
@@ -76,8 +89,17 @@ def run_rows(source: DataSource, experiment: str | None, workload: str | None,
     if chosen is None:
         return [], []
     now = time.time()
-    visible = [r for r in chosen.run_ids if picker.matches(rows[r], text or "")]
-    return [picker.run_row(rows[r], r in selection, now) for r in visible], visible
+    text = text or ""
+    # a script run is shown with its row: when either matches the filter
+    shown = {r for r in chosen.run_ids if picker.matches(rows[r], text)}
+    shown |= {s for row, made in chosen.scripts.items() for s in made
+              if row in shown or picker.matches(rows[s], text)}
+    shown |= {row for row, made in chosen.scripts.items() if shown & set(made)}
+    listed = [(r, script) for r, script in chosen.listed() if r in shown]
+    row_of = {s: row for row, made in chosen.scripts.items() for s in made}
+    return ([picker.run_row(rows[r], r in selection, now,
+                            str(rows[row_of[r]].get("experiment") or "") if script else None)
+             for r, script in listed], [r for r, _ in listed])
 
 
 def runs_children(source: DataSource, experiment: str | None, workload: str | None,
@@ -91,7 +113,7 @@ def workload_options(source: DataSource, experiment: str | None, text: str | Non
         return []
     rows, found = listing(source, experiment)
     return [{"label": w.label, "value": w.key} for w in found
-            if any(picker.matches(rows[r], text or "") for r in w.run_ids)]
+            if any(picker.matches(rows[r], text or "") for r, _ in w.listed())]
 
 
 def basket_children(source: DataSource, selection: list[str] | None) -> list | html.P:
@@ -100,11 +122,15 @@ def basket_children(source: DataSource, selection: list[str] | None) -> list | h
         return picker.empty_basket()
     rows = source.run_rows(selection)
     colours, labels = run_colours(selection), run_labels(rows)
+    # a script's own run goes with its row's workload (its row read by id, cached)
+    owners = {r["run_id"]: r for r in source.known_rows(
+        picker.linked_ids([r for r in rows if picker.is_script(r)]))}
     groups: dict[str, list] = {}
     for row in rows:
-        workload = workload_number(row.get("workload"))
-        key = f"{row.get('experiment')} · " + (f"Workload {workload}" if workload is not None
-                                                else "single runs")
+        owner = owners.get(str(row.get(picker.ROW_RUN_TAG)), row)
+        workload = workload_number(owner.get("workload"))
+        key = f"{owner.get('experiment')} · " + (f"Workload {workload}" if workload is not None
+                                                  else "single runs")
         # Two components per run (the name is the item's text, its colour a CSS variable):
         # the basket is redrawn on every tick.
         groups.setdefault(key, []).append(html.Li([

@@ -28,6 +28,7 @@ from mlflow.entities import Experiment, ViewType
 
 from radtrack.analysis import data as analysis
 from radtrack.analysis.run_records import records_frame
+from radtrack.errors import RadtrackError
 
 #: statuses whose data can still grow; anything else is cached for the life of the server
 LIVE_STATUSES = frozenset({"RUNNING", "SCHEDULED"})
@@ -102,6 +103,7 @@ class DataSource:
         self._keys: dict[str, _Entry] = {}
         self._listings: dict[str, _Entry] = {}
         self._experiments: dict[str, Experiment] = {}
+        self._absent: dict[str, float] = {}  # run ids not in the store, when last asked
 
     # Freshness ---------------------------------------------------------------------------
     def _fresh(self, entry: _Entry | None, ttl: float | None = None) -> bool:
@@ -166,6 +168,25 @@ class DataSource:
                                                        row["status"] in LIVE_STATUSES)
         with self._lock:
             return [self._runs[r].value for r in run_ids]  # type: ignore[misc]
+
+    def known_rows(self, run_ids: Iterable[str]) -> list[dict]:
+        """:meth:`run_rows` of those of ``run_ids`` the store holds; an id it lacks (a run
+        deleted, or in another store) is skipped and not asked again for a listing's TTL."""
+        now = self._clock()
+        with self._lock:
+            wanted = [r for r in dict.fromkeys(run_ids)
+                      if now - self._absent.get(r, -np.inf) >= self.listing_ttl_s]
+        try:
+            return self.run_rows(wanted)
+        except RadtrackError:  # some id is not in the store: ask one by one
+            found = []
+            for run_id in wanted:
+                try:
+                    found += self.run_rows([run_id])
+                except RadtrackError:
+                    with self._lock:
+                        self._absent[run_id] = now
+            return found
 
     def any_live(self, run_ids: Iterable[str]) -> bool:
         return any(row["status"] in LIVE_STATUSES for row in self.run_rows(run_ids))

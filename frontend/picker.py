@@ -3,6 +3,13 @@
 radtrack stores a workload as a parent run (tag ``radtrack.role=workload``) with one child
 run per co-located row; a run that radtrack did not launch (no role tag, no parent) is
 shown as a one-run workload so that every run of the store can be picked.
+
+The runs a row's script made itself (``radtrack.role=script``, docs/mlflow-code.md) are
+listed under their row run, never as rows of their own: those in the listing's experiment
+by their ``radtrack.row_run`` tag, those in other experiments of the store through the
+row's ``radtrack.script_runs`` (read by id, :func:`linked_ids`). A script run whose row is
+in another experiment brings its row along: the row, with its script runs, is listed as
+a workload of its own (``row:<id>``).
 """
 
 from __future__ import annotations
@@ -19,6 +26,9 @@ from radtrack.store import schema
 
 ROLE = f"tag.{schema.ROLE}"
 WORKLOAD_TAG = f"tag.{schema.WORKLOAD}"
+ROW_RUN_TAG = f"tag.{schema.ROW_RUN}"
+SCRIPT_RUNS_TAG = f"tag.{schema.SCRIPT_RUNS}"
+SCRIPT_MARK = "↳ "  # a script run's name in the run list, under its row
 _HIDDEN_TAG_PREFIXES = ("mlflow.",)
 
 
@@ -28,20 +38,75 @@ class Workload:
     label: str
     run_ids: list[str] = field(default_factory=list)
     start: float = 0.0
+    #: row run id -> the runs its script made (listed, indented, under the row)
+    scripts: dict[str, list[str]] = field(default_factory=dict)
+
+    def listed(self) -> list[tuple[str, bool]]:
+        """(run id, is a script run) in list order: each row run, then its script runs."""
+        return [(run_id, script) for row in self.run_ids
+                for run_id, script in [(row, False), *((s, True) for s in self.scripts.get(row, []))]]
 
 
 def _start_s(value: object) -> float:
     return pd.Timestamp(value).timestamp() if value is not None and not pd.isna(value) else 0.0
 
 
-def workloads(frame: pd.DataFrame | list[dict]) -> list[Workload]:
+def is_script(row: dict) -> bool:
+    """A run the script made itself (``radtrack.role=script``)."""
+    return row.get(ROLE) == schema.ROLE_SCRIPT
+
+
+def _script_ids(row: dict) -> list[str]:
+    value = row.get(SCRIPT_RUNS_TAG)
+    return [i for i in value.split(",") if i] if isinstance(value, str) else []
+
+
+def _row_of(row: dict) -> str | None:
+    value = row.get(ROW_RUN_TAG)
+    return value if isinstance(value, str) and value else None
+
+
+def linked_ids(records: list[dict]) -> list[str]:
+    """Runs a listing links to but lacks: its rows' script runs in other experiments, and
+    the row runs (in other experiments) of its script runs."""
+    here = {r["run_id"] for r in records}
+    wanted = []
+    for row in records:
+        wanted += [_row_of(row)] if is_script(row) else _script_ids(row)
+    return [i for i in dict.fromkeys(wanted) if i and i not in here]
+
+
+def _scripts_by_row(records: list[dict], by_id: dict[str, dict]) -> dict[str, list[str]]:
+    """Row run id -> its script runs known here (by either link), in start order."""
+    out: dict[str, list[str]] = {}
+    for row in by_id.values():
+        if is_script(row):
+            if _row_of(row):
+                out.setdefault(_row_of(row), []).append(row["run_id"])  # type: ignore[arg-type]
+        else:
+            for script in _script_ids(row):
+                if script in by_id:
+                    out.setdefault(row["run_id"], []).append(script)
+    return {row: sorted(dict.fromkeys(ids), key=lambda i: _start_s(by_id[i].get("start_time")))
+            for row, ids in out.items()}
+
+
+def workloads(frame: pd.DataFrame | list[dict], linked: list[dict] | None = None) -> list[Workload]:
     """The workloads of one experiment's runs (parents included), newest first; ``frame``
-    may be the listing's rows already as dicts (``DataSource.experiment_rows``)."""
+    may be the listing's rows already as dicts (``DataSource.experiment_rows``); ``linked``:
+    the runs of :func:`linked_ids`, read by id."""
     records = frame.to_dict("records") if isinstance(frame, pd.DataFrame) else frame
     if not records:
         return []
+    by_id = {r["run_id"]: r for r in [*(linked or []), *records]}
+    scripts = _scripts_by_row(records, by_id)
     parents = [r for r in records if r.get(ROLE) == schema.ROLE_WORKLOAD]
-    rows = [r for r in records if r.get(ROLE) != schema.ROLE_WORKLOAD]
+    here = {r["run_id"] for r in records}
+    rows = [r for r in records if r.get(ROLE) != schema.ROLE_WORKLOAD
+            and not (is_script(r) and _row_of(r) in by_id)]
+    # a script run here whose row is elsewhere: the row is listed here with its scripts
+    rows += [by_id[i] for i in dict.fromkeys(_row_of(r) for r in records if is_script(r))
+             if i in by_id and i not in here and not is_script(by_id[i])]
     parent_ids = {p["run_id"] for p in parents}
     found: dict[str, Workload] = {}
     for parent in parents:
@@ -50,7 +115,12 @@ def workloads(frame: pd.DataFrame | list[dict]) -> list[Workload]:
                                            start=_start_s(parent.get("start_time")))
     for row in rows:
         parent_id = row.get("parent_run_id")
-        if isinstance(parent_id, str) and parent_id in parent_ids:
+        if row["run_id"] not in here:  # the row of a script run here, in another experiment
+            key = f"row:{row['run_id']}"
+            found[key] = Workload(key, f"{row.get('run_name') or row['run_id'][:8]} "
+                                  f"(row run in {row.get('experiment')})", [row["run_id"]],
+                                  start=_start_s(row.get("start_time")))
+        elif isinstance(parent_id, str) and parent_id in parent_ids:
             found[parent_id].run_ids.append(row["run_id"])
         elif isinstance(parent_id, str) and workload_number(row.get("workload")) is not None:
             # The parent was deleted: keep its rows together under their workload number.
@@ -66,11 +136,14 @@ def workloads(frame: pd.DataFrame | list[dict]) -> list[Workload]:
                for r in rows}
     for w in found.values():
         w.run_ids.sort(key=lambda run_id: letters[run_id])
+        w.scripts = {r: scripts[r] for r in w.run_ids if r in scripts}
     result = [w for w in found.values() if w.run_ids]
     result.sort(key=lambda w: w.start, reverse=True)
     labels = pd.Series([w.label for w in result]).value_counts()
     for w in result:
         count = f"{len(w.run_ids)} run{'s' if len(w.run_ids) != 1 else ''}"
+        made = sum(len(ids) for ids in w.scripts.values())
+        count += f" + {made} script run{'s' if made != 1 else ''}" if made else ""
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(w.start)) if w.start else ""
         # A sheet run twice gives two "Workload 1"; the start time tells them apart.
         w.label = f"{w.label} · {count}" + (f" · {when}" if labels[w.label] > 1 or not when else "")
@@ -142,8 +215,11 @@ def empty_basket() -> html.P:
                   "experiments.", className="hint")
 
 
-def run_row(row: dict, checked: bool, now: float | None = None) -> html.Div:
-    """A run: checkbox with its name, status, age, duration, and an info popover.
+def run_row(row: dict, checked: bool, now: float | None = None,
+            row_experiment: str | None = None) -> html.Div:
+    """A run: checkbox with its name, status, age, duration, and an info popover. A run a
+    row's script made (``row_experiment``: its row's experiment) is marked and indented
+    under its row, with its own experiment where the script chose another.
 
     Each run has its own one-option checklist (a pattern-matching id): a single checklist
     whose option labels are components breaks in Dash 4's renderer when its options
@@ -155,6 +231,10 @@ def run_row(row: dict, checked: bool, now: float | None = None) -> html.Div:
     if status == "RUNNING":
         duration = (now if now is not None else time.time()) - start
     name = str(row.get("run_name") or row["run_id"][:8])
+    script = row_experiment is not None
+    if script:
+        own = row.get("experiment")
+        name = SCRIPT_MARK + name + (f" · {own}" if own and own != row_experiment else "")
     return html.Div([
         dcc.Checklist(id={"type": "run-check", "run": row["run_id"]},
                       options=[{"label": name, "value": row["run_id"]}],
@@ -168,4 +248,5 @@ def run_row(row: dict, checked: bool, now: float | None = None) -> html.Div:
         # cost in the picker (docs/performance.md, "Frontend").
         html.Span("i", className="info", tabIndex="0",
                   **{"data-info": json.dumps(info_pairs(row)), "aria-label": "run details"}),
-    ], className="run-row")
+    ], className="run-row script-run" if script else "run-row",
+        title="a run the row's script made itself (docs/mlflow-code.md)" if script else None)

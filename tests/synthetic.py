@@ -214,3 +214,44 @@ def append_samples(tracking_uri: str, run: SeededRun, first: int, count: int, hz
         logged.extend(Metric(name, float(values[i]), int((run.start + i / hz) * 1000), i)
                       for i in range(first, total))
     _log_batches(client, run.run_id, logged)
+
+
+def seed_script_run(tracking_uri: str, row: SeededRun, name: str, *, experiment: str | None = None,
+                    offset_s: float = 10.0, points: int = 200, hz: float = 1.0,
+                    metrics: list[str] | None = None, epochs: int = 5,
+                    parent_run_id: str | None = None) -> SeededRun:
+    """A run the row's script made itself, as radtrack binds it after the row
+    (docs/mlflow-code.md): in the row's experiment or ``experiment``, with the script's own
+    ``loss`` history, the listener series and trace slice of its span (``offset_s`` after
+    the row's start), ``radtrack.role=script`` and ``radtrack.row_run``; the row run's
+    ``radtrack.script_runs`` gets its id."""
+    client = MlflowClient(tracking_uri=tracking_uri)
+    target = experiment or row.experiment
+    found = client.get_experiment_by_name(target)
+    exp_id = found.experiment_id if found is not None else client.create_experiment(target)
+    start = row.start + offset_s
+    tags = {schema.ROLE: schema.ROLE_SCRIPT, schema.ROW_RUN: row.run_id, schema.DEVICES: "0",
+            schema.HOSTNAME: "synthetic"}
+    if parent_run_id:
+        tags["mlflow.parentRunId"] = parent_run_id
+    run = client.create_run(exp_id, start_time=int(start * 1000), run_name=name, tags=tags)
+    run_id = run.info.run_id
+    keys = list(metrics if metrics is not None else row.metrics)
+    times = start + np.arange(points, dtype=np.float64) / hz
+    columns = {key: synthetic_values(key, points, f"{row.run_name}{name}") for key in keys}
+    logged = [Metric(stored_key(k), float(v[i]), int(times[i] * 1000), i)
+              for k, v in columns.items() for i in range(points)]
+    rng = _rng("script", row.run_id, name)
+    for epoch in range(epochs):
+        at = int((start + (epoch + 1) * points / hz / max(epochs, 1)) * 1000)
+        logged.append(Metric("loss", float(1.5 * 0.6 ** epoch + 0.05 * rng.random()), at, epoch))
+    end_ms = int((start + points / hz) * 1000)
+    for frame in _listener_frames(times, columns).values():
+        logged.extend(Metric(k, v, end_ms, 0) for k, v in summarize(frame).items())
+    _log_batches(client, run_id, logged)
+    if columns:
+        _write_telemetry(client, run_id, times, columns)
+    client.set_terminated(run_id, "FINISHED", end_time=end_ms)
+    listed = client.get_run(row.run_id).data.tags.get(schema.SCRIPT_RUNS, "")
+    client.set_tag(row.run_id, schema.SCRIPT_RUNS, ",".join([*filter(None, listed.split(",")), run_id]))
+    return SeededRun(run_id, name, target, row.workload, row.letter, "FINISHED", start, keys)

@@ -82,3 +82,52 @@ def test_run_row_carries_checkbox_status_and_an_info_popover() -> None:
     assert "finished" in text and "3 days ago" in text and "1m 15s" in text
     assert "param.batch-size" in text and "256" in text
     assert picker.run_row(row, checked=False).children[0].value == []
+
+
+def _script(run_id: str, row: str | None, minutes: int = 0, **extra: str) -> dict:
+    tags = {"tag.radtrack.row_run": row} if row else {}
+    return _row(run_id, "script", minutes=minutes, **tags, **extra)
+
+
+def test_script_runs_are_listed_under_their_row_never_as_rows_of_their_own() -> None:
+    frame = pd.concat([_frame(), pd.DataFrame([
+        _script("trial1", "c1a", minutes=2, name="trial-1"),
+        _script("trial0", "c1a", minutes=1, name="trial-0"),
+        # nested inside trial-0 (its MLflow parent is the script's run, not a workload)
+        _script("eval0", "c1a", minutes=1, name="eval", parent_run_id="trial0"),
+    ])], ignore_index=True)
+    frame.loc[frame["run_id"] == "c1a", "tag.radtrack.script_runs"] = "trial0,eval0,trial1,gone"
+    found = picker.workloads(frame)
+    assert [w.key for w in found] == ["run:plain", "p2", "p1"]  # no workload of script runs
+    one = found[2]
+    assert one.run_ids == ["c1a", "c1b"] and one.scripts == {"c1a": ["trial0", "eval0", "trial1"]}
+    assert [r for r, _ in one.listed()] == ["c1a", "trial0", "eval0", "trial1", "c1b"]
+    assert one.label.startswith("Workload 1 · 2 runs + 3 script runs")
+    assert picker.linked_ids(frame.to_dict("records")) == ["gone"]  # read by id, elsewhere
+
+
+def test_a_script_run_in_another_experiment_is_found_through_its_rows_tag() -> None:
+    frame = _frame()
+    frame.loc[frame["run_id"] == "c2a", "tag.radtrack.script_runs"] = "far"
+    records = frame.to_dict("records")
+    assert picker.linked_ids(records) == ["far"]
+    far = _script("far", "c2a", minutes=11, name="pl-run", experiment="pl-exp")
+    w2 = next(w for w in picker.workloads(records, [far]) if w.key == "p2")
+    assert w2.scripts == {"c2a": ["far"]}
+    shown = picker.run_row(far, checked=False, row_experiment="exp")
+    assert shown.className == "run-row script-run"
+    assert shown.children[0].options[0]["label"] == "↳ pl-run · pl-exp"
+
+
+def test_in_the_scripts_own_experiment_its_row_is_listed_with_it() -> None:
+    row = _row("c1a", "row", "p1", 1, "A", name="exp-1 A", experiment="exp",
+               **{"tag.radtrack.script_runs": "mine,sib"})
+    mine = [_script("mine", "c1a", minutes=1, name="trial-0", experiment="pl-exp")]
+    assert picker.linked_ids(mine) == ["c1a"]
+    sib = _script("sib", "c1a", minutes=2, name="trial-1", experiment="third")
+    found = picker.workloads(mine, [row, sib])
+    assert [(w.key, w.run_ids, w.scripts) for w in found] == [
+        ("row:c1a", ["c1a"], {"c1a": ["mine", "sib"]})]
+    assert found[0].label.startswith("exp-1 A (row run in exp) · 1 run + 2 script runs")
+    # a script run whose row is nowhere to be found is still listed, on its own
+    assert [w.key for w in picker.workloads(mine)] == ["run:mine"]
