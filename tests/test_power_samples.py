@@ -4,6 +4,7 @@ that moves on between reads and a listener restart; polling where the buffer is 
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import sys
@@ -16,6 +17,7 @@ import radtrack.listeners.smi as smi_module
 from radtrack.listeners import nvml, runner
 from radtrack.listeners.base import ListenerConfig
 from radtrack.listeners.driver_samples import DriverSamples
+from radtrack.listeners.protocol import Hello, Message, decode
 from radtrack.listeners.smi import SmiListener
 from radtrack.run.listen import ListenerProc
 
@@ -146,17 +148,17 @@ def test_listener_proc_passes_the_last_position_to_a_restart(tmp_path):
 
     class Sink:
         def __init__(self) -> None:
-            self.hellos: list[dict] = []
+            self.hellos: list[Hello] = []
 
-        def feed(self, name: str, line: str) -> dict | None:
-            msg = json.loads(line) if line.strip() else None
-            if msg and msg["type"] == "hello":
+        def feed(self, name: str, line: str) -> Message | None:
+            msg = decode(line) if line.strip() else None
+            if isinstance(msg, Hello):
                 self.hellos.append(msg)
             return msg
 
     sink = Sink()
     lp = ListenerProc("x", sink, 0.1, [], 1, tmp_path, {})  # type: ignore[arg-type]
-    lp.argv = [sys.executable, "-c", script]
+    lp.launch = dataclasses.replace(lp.launch, runner=(sys.executable, "-c", script))
     lp.start()
     assert lp.proc is not None and lp.proc.wait(20) == 0
     lp.reader.join(10)  # type: ignore[union-attr]
@@ -164,8 +166,9 @@ def test_listener_proc_passes_the_last_position_to_a_restart(tmp_path):
     lp.start()
     lp.proc.wait(20)
     lp.reader.join(10)  # type: ignore[union-attr]
-    assert json.loads(sink.hellos[0]["tags"]["argv"]) == []
-    assert json.loads(sink.hellos[1]["tags"]["argv"]) == ["--resume", json.dumps({"k/a": 7, "k/b": 3})]
+    plain = ["x", "--interval", "0.1", "--devices", "", "--pid", "1", "--outdir", str(tmp_path)]
+    assert json.loads(sink.hellos[0].tags["argv"]) == plain
+    assert json.loads(sink.hellos[1].tags["argv"]) == [*plain, "--resume", json.dumps({"k/a": 7, "k/b": 3})]
 
 
 def test_main_reads_the_resume_position(monkeypatch):

@@ -92,6 +92,29 @@ def test_a_reader_keeps_a_message_line_as_is_and_turns_anything_else_into_an_err
     assert line == json.dumps({"type": "error", "message": msg.message})
 
 
+def test_old_spools_read_as_before(tmp_path: Path) -> None:
+    """A spool written before the protocol module: same trace, same pending samples."""
+    from radtrack.store.recovery import read_spool, reopen_streams
+    from radtrack.store.spool import SHIPPED_SUFFIX
+
+    run = tmp_path / "run"
+    run.mkdir()
+    lines = [OLD_LINES[0], OLD_LINES[3], OLD_LINES[4], OLD_LINES[7], OLD_LINES[5]]
+    (run / "smi.jsonl").write_text("\n".join(lines) + '\n{"type": "sample", "t": 17')  # torn
+    (run / f"smi{SHIPPED_SUFFIX}").write_text("2")
+    frame = read_spool(run / "smi.jsonl")
+    assert list(frame.columns) == ["time", "step", "smi/gpu0/power_w", "smi/gpu0/util_pct",
+                                   "smi/gpu0/power_instant_w"]
+    assert frame["step"].tolist() == [0, 1, 2] and frame["time"].iloc[2] == 1700000000.3
+    (s,) = reopen_streams(run).values()
+    try:
+        assert (s.name, s.lines, s.samples, s.shipped) == ("smi", 6, 3, 2)
+        assert [(p.line, p.step, p.t) for p in s.pending] == [(2, 1, 1700000000.2), (4, 2, 1700000000.3)]
+        assert s.pending_points == 1 and s.hello == decode(OLD_LINES[0])
+    finally:
+        s.file.close()
+
+
 # -- listener choices --------------------------------------------------------------------
 @pytest.mark.parametrize(("text", "choice", "formatted"), [
     ("smi", ListenerChoice("smi"), "smi"), ("dcgm@1", ListenerChoice("dcgm", 1.0), "dcgm@1"),

@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID  # noqa: E402
 
+from radtrack.listeners.protocol import Message, decode_line  # noqa: E402
 from radtrack.run.listen import SHARED_SAMPLER_ENV, ListenerProc, SharedSampler, start_listeners  # noqa: E402
 
 POWER_KEY = "smi/gpu0/power_sample_w"
@@ -75,16 +76,18 @@ def test_one_listener_alone_prints_what_it_always_did(tmp_path):
 
 
 class _Sink:
-    """The launcher's sink as far as listener handles see it: lines kept per listener."""
+    """The launcher's sink as far as listener handles see it: lines kept per listener (as
+    the JSON objects they are on the wire)."""
 
     def __init__(self) -> None:
         self.lines: dict[str, list[dict[str, Any]]] = {}
 
-    def feed(self, name: str, line: str, msg: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    def feed(self, name: str, line: str, msg: Message | None = None) -> Message | None:
         if not line.strip():
             return None
-        msg = msg if msg is not None else json.loads(line)
-        self.lines.setdefault(name, []).append(msg)
+        if msg is None:
+            line, msg = decode_line(line.strip())
+        self.lines.setdefault(name, []).append(json.loads(line))
         return msg
 
     def of(self, name: str, kind: str) -> list[dict[str, Any]]:
@@ -198,9 +201,10 @@ def test_a_sampler_left_with_one_listener_restarts_as_a_plain_listener_process(t
                  for n, every in (("smi", 0.1), ("dcgm", 1.0)))
     sampler = SharedSampler([smi, dcgm])
     argv = sampler.argv()
-    assert argv[3:6] == ["smi@0.1+dcgm@1", "--interval", "0.1"] and argv[6:] == smi.argv[6:]
+    assert argv[3:6] == ["smi@0.1+dcgm@1", "--interval", "0.1"] and argv[6:] == smi.argv()[6:]
     dcgm.resume = {"dcgm/x": 1}
     smi.resume = {POWER_KEY: 2}
     assert json.loads(sampler.argv()[-1]) == {"dcgm/x": 1, POWER_KEY: 2}
     sampler.leave(dcgm)
-    assert dcgm.sampler is None and sampler.argv() == [*smi.argv, "--resume", json.dumps({POWER_KEY: 2})]
+    assert dcgm.sampler is None and sampler.argv() == [*smi.launch.argv(), "--resume",
+                                                       json.dumps({POWER_KEY: 2})]

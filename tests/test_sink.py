@@ -85,15 +85,15 @@ def test_a_backlog_ships_in_bounded_rounds(store: str, tmp_path: Path, monkeypat
                                            sql_bulk: bool) -> None:
     """After an outage the backlog goes in rounds of ROUND_CALLS calls a stream (memory
     bounded), all of it in one ship(), each sample once."""
-    from radtrack.store import sink as sink_mod
+    from radtrack.store import shipping
 
-    monkeypatch.setattr(sink_mod, "ROUND_CALLS", 2)
+    monkeypatch.setattr(shipping, "ROUND_CALLS", 2)
     run_id = _new_run(store)
     spy = _Spy(_client(store))
     sink = Sink(spy, run_id, tmp_path / "spool", store, sql_bulk=sql_bulk)
     rounds = []
-    real = sink._next_round
-    monkeypatch.setattr(sink, "_next_round", lambda: rounds.append(1) or real())
+    real = sink.shipper._next_round
+    monkeypatch.setattr(sink.shipper, "_next_round", lambda: rounds.append(1) or real())
     for i in range(150):  # 150 x 40 = 6000 points a stream: 6 calls, 3 rounds
         sink.feed("a", _sample(i, 40))
         sink.feed("b", json.dumps({"type": "sample", "t": 1_700_000_000 + i * 0.1, "v": {}}))

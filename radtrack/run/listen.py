@@ -11,17 +11,17 @@ run together in one such process, a :class:`SharedSampler`
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from radtrack.listeners.protocol import Error, Hello, ListenerLaunch, Message, Sample, decode_line
 from radtrack.run.procs import set_parent_death_signal
+from radtrack.store.schema import listener_tag
 from radtrack.store.sink import Sink
 
 MAX_RESTARTS = 3
@@ -46,8 +46,7 @@ class ListenerProc:
         self.name = name
         self.sink = sink
         self.interval = interval
-        self.argv = [sys.executable, "-m", "radtrack.listeners", name, "--interval", str(interval),
-                     "--devices", "+".join(devices), "--pid", str(pid), "--outdir", str(outdir)]
+        self.launch = ListenerLaunch.one(name, interval, devices, pid, outdir)
         self.env = env
         self.proc: subprocess.Popen[str] | None = None
         self.reader: threading.Thread | None = None
@@ -67,27 +66,29 @@ class ListenerProc:
             self.sampler.start()
             return
         self.ready.clear()
-        argv = [*self.argv, "--resume", json.dumps(self.resume)] if self.resume else self.argv
-        self.proc = _spawn(argv, self.env)
+        self.proc = _spawn(self.argv(), self.env)
         self.reader = threading.Thread(target=self._read, args=(self.proc,), daemon=True,
                                        name=f"listener-{self.name}")
         self.reader.start()
+
+    def argv(self) -> list[str]:
+        """Its process's command line, picking up from its last positions."""
+        return self.launch.argv(self.resume)
 
     def _read(self, proc: subprocess.Popen[str]) -> None:
         assert proc.stdout is not None
         for line in proc.stdout:
             self.take(self.sink.feed(self.name, line))
 
-    def take(self, msg: dict[str, Any] | None) -> None:
+    def take(self, msg: Message | None) -> None:
         """Note what one of its lines says (readiness, restart positions, failure)."""
-        if msg is None:
-            return
-        if msg.get("type") == "hello":
+        if type(msg) is Sample:
+            if msg.resume is not None:
+                self.resume.update(msg.resume)
+        elif type(msg) is Hello:
             self.ready.set()
-        elif msg.get("type") == "sample" and isinstance(msg.get("resume"), dict):
-            self.resume.update(msg["resume"])
-        elif msg.get("type") == "error":
-            self.failure = str(msg.get("message"))
+        elif type(msg) is Error:
+            self.failure = msg.message
 
     def wait_ready(self, deadline: float) -> bool:
         return self.ready.wait(max(0.0, deadline - time.monotonic()))
@@ -175,15 +176,11 @@ class SharedSampler:
         return "+".join(m.name for m in self.members)
 
     def argv(self) -> list[str]:
-        first = self.members[0]
+        """The command line of the process, picking up from every member's last positions."""
         if len(self.members) == 1:  # the others left it: a restart is a plain listener process
-            argv = first.argv
-        else:
-            spec = "+".join(f"{m.name}@{m.interval:g}" for m in self.members)
-            interval = min(m.interval for m in self.members)
-            argv = [*first.argv[:3], spec, "--interval", f"{interval:g}", *first.argv[6:]]
-        resume = {k: v for m in self.members for k, v in m.resume.items()}
-        return [*argv, "--resume", json.dumps(resume)] if resume else argv
+            return self.members[0].argv()
+        launch = ListenerLaunch.shared([m.launch for m in self.members])
+        return launch.argv({k: v for m in self.members for k, v in m.resume.items()})
 
     def start(self) -> None:
         """Start (or restart, with every member's resume positions) once for all members."""
@@ -210,16 +207,12 @@ class SharedSampler:
             line = line.strip()
             if not line:
                 continue
-            try:
-                msg = json.loads(line)
-            except json.JSONDecodeError:
-                msg = {"type": "error", "message": f"unparsable output: {line[:200]}"}
-                line = json.dumps(msg)
-            member = by_name.get(msg.get("listener", ""))
+            line, msg = decode_line(line)
+            member = by_name.get(msg.listener or "")
             # a line for no one listener (the process failed as a whole) concerns them all
             for m in [member] if member is not None else members:
                 m.take(sink.feed(m.name, line, msg))
-                if msg.get("type") == "error" and member is not None and proc.poll() is None:
+                if type(msg) is Error and member is not None and proc.poll() is None:
                     m.failed_inside = True
 
     def leave(self, member: ListenerProc) -> None:
@@ -247,9 +240,10 @@ class SharedSampler:
         _stop(self.proc, self.reader, timeout)
 
 
-def start_listeners(entries: list[tuple[str, float]], sink: Sink, devices: list[str], pid: int,
+def start_listeners(entries: Sequence[tuple[str, float]], sink: Sink, devices: list[str], pid: int,
                     outdir: Path, env: dict[str, str]) -> list[ListenerProc]:
-    """Start a run's listeners, ``(name, interval)`` each: one process per listener, except
+    """Start a run's listeners, ``(name, interval)`` each (a ``ListenerChoice`` with its
+    interval: ``choice.at(run_interval)``): one process per listener, except
     that listeners naming the same ``shared_sampler`` session run in one process (unless
     ``RADTRACK_SHARED_SAMPLER=0``). One :class:`ListenerProc` per listener either way."""
     from radtrack.listeners.registry import get
@@ -281,12 +275,12 @@ def _session(get: Any, name: str, env: Mapping[str, str]) -> str | None:
         return None
 
 
-def hello_tags(name: str, hello: dict | None) -> dict[str, str]:
-    """Tags a listener reported in its hello line, plus its metric count."""
-    if not hello:
+def hello_tags(name: str, hello: Hello | None) -> dict[str, str]:
+    """Tags a listener reported in its hello line, plus its metric count and interval."""
+    if hello is None:
         return {}
-    tags = {str(k): str(v) for k, v in (hello.get("tags") or {}).items()}
-    tags[f"radtrack.listener.{name}.metrics"] = str(len(hello.get("metrics", [])))
-    if hello.get("interval") is not None:
-        tags[f"radtrack.listener.{name}.interval_s"] = f"{float(hello['interval']):g}"
+    tags = {str(k): str(v) for k, v in hello.tags.items()}
+    tags[listener_tag(name, "metrics")] = str(len(hello.metrics))
+    if hello.interval is not None:
+        tags[listener_tag(name, "interval_s")] = f"{hello.interval:g}"
     return tags

@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from radtrack.script import env as renv
+from radtrack.store.schema import STOPPED_BY, STOPPED_BY_LAUNCHER_LOST
+from radtrack.store.spool import META_FILE, SPOOL_DIR
 
 
 def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, int]:
     """Ship every spooled run under ``root``; return (runs stored, runs left)."""
+    from radtrack.store.recovery import read_meta
     from radtrack.store.sink import Sink
     from radtrack.store.tracking import client as make_client
     from radtrack.store.tracking import close_orphaned_parent
 
     stored = left = 0
-    for run_dir in sorted(p for p in root.glob("*") if (p / "meta.json").exists()):
-        meta = json.loads((run_dir / "meta.json").read_text())
+    for run_dir in sorted(p for p in root.glob("*") if (p / META_FILE).exists()):
+        meta = read_meta(run_dir)
         uri = tracking_uri or meta["tracking_uri"]
         client = make_client(uri)
         sink = Sink.recover(client, run_dir)
@@ -31,7 +33,7 @@ def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, i
             try:
                 run = client.get_run(run_id)
                 if run.info.status == "RUNNING":  # its launcher died before ending it
-                    client.set_tag(run_id, "radtrack.stopped_by", "launcher_lost")
+                    client.set_tag(run_id, STOPPED_BY, STOPPED_BY_LAUNCHER_LOST)
                     client.set_terminated(run_id, "KILLED")
                     log(f"{run_id}: was still RUNNING; marked KILLED")
                 parent = close_orphaned_parent(client, run_id)
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tracking-uri", default=None,
                    help="store to ship to (default: the one recorded with each run)")
     a = p.parse_args(argv)
-    root = Path(a.spool) if a.spool else renv.radtrack_home() / "spool"
+    root = Path(a.spool) if a.spool else renv.radtrack_home() / SPOOL_DIR
     if not root.is_dir():
         print(f"radtrack sync: nothing to do ({root} does not exist)")
         return 0

@@ -1,0 +1,134 @@
+"""The sink's intake: each listener line spooled first (write-ahead), its samples queued.
+
+A run's spool folder holds ``meta.json`` (run id, tracking URI), per listener
+``<listener>.jsonl`` (every line it wrote, as written) and ``<listener>.shipped`` (how many
+of those lines are stored: radtrack/store/shipping.py). Lines are read as typed messages
+(listeners/protocol.py); a sample waits in its stream's ``pending`` list until shipped.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from radtrack.listeners.protocol import Hello, Message, ProtocolError, Sample, decode, decode_line
+
+MAX_METRICS_PER_CALL = 1000  # metric points one store call carries at most
+SPOOL_DIR = "spool"  # under $RADTRACK_HOME: one folder per run
+META_FILE = "meta.json"
+SPOOL_SUFFIX = ".jsonl"
+SHIPPED_SUFFIX = ".shipped"
+
+
+@dataclass(slots=True)
+class Pending:
+    """A spooled sample not yet stored."""
+
+    line: int  # its line in the spool file (what ``.shipped`` counts up to)
+    step: int  # its index among the stream's samples (the MLflow step)
+    t: float  # unix seconds
+    values: dict[str, float]
+
+
+@dataclass
+class Stream:
+    """One listener's spool file and the samples of it still to ship."""
+
+    name: str
+    path: Path
+    file: IO[str]
+    lines: int = 0  # lines in the spool file
+    samples: int = 0  # sample lines seen (the step of the next one)
+    shipped: int = 0  # spool lines stored in MLflow
+    pending: list[Pending] = field(default_factory=list)
+    pending_points: int = 0  # metric points in ``pending`` (wakes the shipper at 1000)
+    hello: Hello | None = None
+
+    def take(self, msg: Message | None, queue: bool = True) -> None:
+        """Count the line ``msg`` came on (None: a line that is no message); a sample is
+        queued (``queue``: not yet stored), a hello kept."""
+        index = self.lines
+        self.lines += 1
+        if type(msg) is Sample:
+            if queue:
+                self.pending.append(Pending(index, self.samples, msg.t, msg.values))
+                self.pending_points += len(msg.values)
+            self.samples += 1
+        elif type(msg) is Hello:
+            self.hello = msg
+
+
+class Spool:
+    """A run's spool folder: its streams, and the lock intake and shipping share."""
+
+    def __init__(self, folder: Path, on_full: Callable[[], None] = lambda: None):
+        self.dir = folder
+        self.streams: dict[str, Stream] = {}
+        self.lock = threading.Lock()
+        self.on_full = on_full  # called while a store call's worth of points waits
+
+    @classmethod
+    def create(cls, root: Path, run_id: str, tracking_uri: str) -> Spool:
+        """A run's spool folder with its ``meta.json``."""
+        folder = root / run_id
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / META_FILE).write_text(json.dumps({"run_id": run_id, "tracking_uri": tracking_uri}))
+        return cls(folder)
+
+    def path(self, listener: str, suffix: str = SPOOL_SUFFIX) -> Path:
+        return self.dir / f"{listener}{suffix}"
+
+    def _open(self, name: str) -> Stream:
+        path = self.path(name)
+        s = self.streams[name] = Stream(name, path, path.open("a", encoding="utf-8"))
+        return s
+
+    def append(self, listener: str, line: str, msg: Message | None = None) -> Message | None:
+        """Spool one line of ``listener`` and queue what it says; return its message (None
+        for a blank line). ``msg``: the line already decoded (a shared sampler's reader
+        decodes it to route it)."""
+        line = line.strip()
+        if not line:
+            return None
+        if msg is None:
+            try:  # decode_line's work, inline: this runs for every line of every listener
+                msg = decode(line)
+            except ProtocolError:
+                line, msg = decode_line(line)
+        with self.lock:
+            s = self.streams.get(listener) or self._open(listener)
+            s.file.write(line + "\n")
+            s.file.flush()
+            s.take(msg)
+            if s.pending_points >= MAX_METRICS_PER_CALL:
+                self.on_full()
+        return msg
+
+    def close_files(self) -> None:
+        with self.lock:
+            for s in self.streams.values():
+                s.file.close()
+
+    def lag_s(self) -> float:
+        """Seconds since the oldest sample not yet stored was taken (0 when none waits)."""
+        with self.lock:
+            oldest = min((s.pending[0].t for s in self.streams.values() if s.pending), default=None)
+        return 0.0 if oldest is None else max(0.0, time.time() - oldest)
+
+    def pending_count(self) -> int:
+        with self.lock:
+            return sum(len(s.pending) for s in self.streams.values())
+
+    def emitted(self, listener: str) -> int:
+        s = self.streams.get(listener)
+        return s.samples if s else 0
+
+    def hello(self, listener: str) -> Hello | None:
+        s = self.streams.get(listener)
+        return s.hello if s else None
+

@@ -1,0 +1,67 @@
+"""A run's telemetry at its end: per listener a Parquet trace, its probe JSON, summary metrics."""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from radtrack.listeners.protocol import as_dict
+from radtrack.stats import counter_delta, time_weighted_mean
+from radtrack.store.recovery import read_spool
+from radtrack.store.schema import TELEMETRY_DIR, summary_key
+from radtrack.store.spool import MAX_METRICS_PER_CALL, Stream
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from mlflow import MlflowClient
+
+
+def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
+                 frames: dict[str, pd.DataFrame]) -> None:
+    """Log each stream's trace (``telemetry/<listener>.parquet``), probe
+    (``telemetry/<listener>.json``, its hello) and summary metrics; ``frames`` gets each
+    trace as it is stored."""
+    from mlflow.entities import Metric
+
+    summary: list[Metric] = []
+    now = int(time.time() * 1000)
+    with tempfile.TemporaryDirectory() as tmp:
+        for s in streams:
+            frame = read_spool(s.path)
+            if s.hello is not None:
+                probe = Path(tmp) / f"{s.name}.json"
+                probe.write_text(json.dumps(as_dict(s.hello), indent=1))
+                client.log_artifact(run_id, str(probe), TELEMETRY_DIR)
+            if frame.empty:
+                continue
+            frames[s.name] = frame
+            out = Path(tmp) / f"{s.name}.parquet"
+            frame.to_parquet(out, index=False)
+            client.log_artifact(run_id, str(out), TELEMETRY_DIR)
+            summary += [Metric(k, v, now, 0) for k, v in summarize(frame).items()]
+    for i in range(0, len(summary), MAX_METRICS_PER_CALL):
+        client.log_batch(run_id, metrics=summary[i:i + MAX_METRICS_PER_CALL])
+
+
+def summarize(frame: pd.DataFrame) -> dict[str, float]:
+    """summary/<key>/mean|min|max for every metric; summary/<key> for energy counters."""
+    out: dict[str, float] = {}
+    t = frame["time"].to_numpy()
+    for key in frame.columns[2:]:
+        v = frame[key].to_numpy(dtype=float)
+        if key.endswith("energy_j"):
+            delta = counter_delta(v)
+            if delta == delta:  # fewer than two readings: no energy rather than a fake 0
+                out[summary_key(key)] = delta
+            continue
+        mean = time_weighted_mean(t, v)
+        if mean != mean:  # all NaN
+            continue
+        out[summary_key(key, "mean")] = mean
+        out[summary_key(key, "min")] = float(frame[key].min())
+        out[summary_key(key, "max")] = float(frame[key].max())
+    return out
