@@ -30,13 +30,14 @@ if TYPE_CHECKING:
 def resolve_listeners(spec: RunSpec) -> tuple[list[str], list[type], dict[str, str]]:
     """Sampling listener names, command-wrapping listener classes, and tags for the rest."""
     from radtrack.listeners import registry
+    from radtrack.listeners.protocol import ListenerChoice
 
     names = registry.default_names() if spec.listeners is None else spec.listeners
     samplers: list[str] = []
     wrappers: list[type] = []
     tags: dict[str, str] = {}
     for entry in names:
-        name, _every = registry.split(entry)  # "dcgm@1": its own interval, kept in the entry
+        name = ListenerChoice.parse(entry).name  # "dcgm@1": its own interval, kept in the entry
         ok = registry.availability(name)
         if not ok:
             tags[f"radtrack.listener.{name}"] = f"unavailable: {ok.reason}"
