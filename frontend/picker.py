@@ -26,6 +26,7 @@ from radtrack.store import schema
 
 ROLE = f"tag.{schema.ROLE}"
 WORKLOAD_TAG = f"tag.{schema.WORKLOAD}"
+USER_TAG = f"tag.{schema.MLFLOW_USER}"  # who launched (MLflow's own tag)
 ROW_RUN_TAG = f"tag.{schema.ROW_RUN}"
 SCRIPT_RUNS_TAG = f"tag.{schema.SCRIPT_RUNS}"
 SCRIPT_MARK = "↳ "  # a script run's name in the run list, under its row
@@ -38,6 +39,7 @@ class Workload:
     label: str
     run_ids: list[str] = field(default_factory=list)
     start: float = 0.0
+    user: str = ""
     #: row run id -> the runs its script made (listed, indented, under the row)
     scripts: dict[str, list[str]] = field(default_factory=dict)
 
@@ -112,7 +114,8 @@ def workloads(frame: pd.DataFrame | list[dict], linked: list[dict] | None = None
     for parent in parents:
         number = parent.get(WORKLOAD_TAG) or parent.get("workload")
         found[parent["run_id"]] = Workload(parent["run_id"], f"Workload {number}",
-                                           start=_start_s(parent.get("start_time")))
+                                           start=_start_s(parent.get("start_time")),
+                                           user=str(parent.get(USER_TAG) or ""))
     for row in rows:
         parent_id = row.get("parent_run_id")
         if row["run_id"] not in here:  # the row of a script run here, in another experiment
@@ -145,19 +148,22 @@ def workloads(frame: pd.DataFrame | list[dict], linked: list[dict] | None = None
         made = sum(len(ids) for ids in w.scripts.values())
         count += f" + {made} script run{'s' if made != 1 else ''}" if made else ""
         when = time.strftime("%Y-%m-%d %H:%M", time.localtime(w.start)) if w.start else ""
-        # A sheet run twice gives two "Workload 1"; the start time tells them apart.
-        w.label = f"{w.label} · {count}" + (f" · {when}" if labels[w.label] > 1 or not when else "")
+        # A sheet run twice gives two "Workload 1"; who launched and when tell them apart.
+        who = f" · {w.user}" if w.user and labels[w.label] > 1 else ""
+        w.label = f"{w.label} · {count}{who}" + (f" · {when}" if labels[w.label] > 1 or not when else "")
     return result
 
 
 def matches(row: dict, text: str) -> bool:
     """Whether a run matches the filter: a substring of its name or of any param/tag value,
-    or ``key=value`` against one param or tag (case-insensitive)."""
+    or ``key=value`` against one param or tag (case-insensitive); ``user=NAME`` is who
+    launched it (MLflow's ``mlflow.user`` tag)."""
     text = (text or "").strip().lower()
     if not text:
         return True
     if "=" in text:
         key, _, wanted = (part.strip() for part in text.partition("="))
+        key = schema.MLFLOW_USER if key == "user" else key
         for column in (f"param.{key}", f"tag.{key}"):
             for name, value in row.items():
                 if name.lower() == column and value is not None and wanted in str(value).lower():
@@ -194,7 +200,7 @@ def duration_text(seconds: float | None) -> str:
 
 def info_pairs(row: dict) -> list[list[str]]:
     """The run's id, devices, collocation, params and radtrack tags, as [name, value]."""
-    shown = [("run id", row["run_id"]), ("devices", row.get("devices")),
+    shown = [("run id", row["run_id"]), ("user", row.get(USER_TAG)), ("devices", row.get("devices")),
              ("collocation", row.get("collocation"))]
     shown += sorted((k, v) for k, v in row.items() if k.startswith("param.") and v is not None)
     shown += sorted((k, v) for k, v in row.items()

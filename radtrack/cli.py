@@ -276,7 +276,7 @@ def _launch(args: argparse.Namespace) -> int:
         return 0
     tracking.check_reachable(uri)
     client = tracking.client(uri)
-    tracking.check_database_experiments(client, uri, [w[0].experiment for w in workloads])
+    tracking.check_experiments(client, uri, [w[0].experiment for w in workloads])
     if sheet_path is not None:
         from radtrack.resume import pending_workloads
 

@@ -1,7 +1,7 @@
 """``radtrack report``: per-run summary, interference and variability tables of an experiment,
 or the correlation matrix of one run's metrics.
 
-    radtrack report EXPERIMENT [--workload N] [--target METRIC=VALUE] [--format F] [--out FILE]
+    radtrack report EXPERIMENT [--workload N] [--user NAME] [--target METRIC=VALUE] [--format F] [--out FILE]
     radtrack report --correlate RUN_ID [--metrics a,b,c] [--bin S] [--method M]
 
 Also runs as ``python -m radtrack.analysis.report ...``. Exit code 2 with one line on
@@ -35,7 +35,7 @@ FORMATS = ("table", "csv", "json", "parquet")
 TABLES = ("runs", "interference", "workloads", "variability")
 
 # The columns worth a glance in the printed table; files carry every column.
-_RUN_VIEW = ["run_name", "gpu_used", "workload", "letter", "status", "collocation", "duration_s",
+_RUN_VIEW = ["run_name", "user", "gpu_used", "workload", "letter", "status", "collocation", "duration_s",
              "energy_j", "attribution", "gpu_energy_j", "co2e_g",
              "power_w_mean", "power_w_p95", "power_w_max", "gpu_util_pct_mean",
              "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max", "sm_clock_mhz_mean",
@@ -65,12 +65,13 @@ class ExperimentReport:
 
 def analyze_experiment(experiment: str, workload: int | None = None,
                        tracking_uri: str | None = None, target: tuple[str, float] | None = None,
-                       target_mode: str = "max") -> ExperimentReport:
+                       target_mode: str = "max", user: str | None = None) -> ExperimentReport:
     """Summaries of every run of ``experiment`` (or one workload of it), its co-location
     interference and its run-to-run variability.
 
     Solo baselines and repeats come from the whole experiment even when ``workload`` is
-    given; only the rows shown are restricted to that workload.
+    given; only the rows shown are restricted to that workload (and to ``user``'s launches:
+    MLflow's ``mlflow.user`` tag).
     """
     uri = resolve_tracking_uri(tracking_uri)
     everything = load_runs(experiment, tracking_uri=uri, include_parents=True)
@@ -94,6 +95,9 @@ def analyze_experiment(experiment: str, workload: int | None = None,
     gpu_used = {row["run_id"]: physical_gpus_of_row(row) for row in runs.to_dict("records")}
     table.insert(table.columns.get_loc("run_name") + 1 if "run_name" in table.columns else 1,
                  "gpu_used", table["run_id"].map(gpu_used).fillna("").replace("", "-"))
+    users = everything.get(f"tag.{schema.MLFLOW_USER}", pd.Series("", index=everything.index))
+    table.insert(table.columns.get_loc("gpu_used"), "user",
+                 table["run_id"].map(dict(zip(everything["run_id"], users.fillna(""), strict=True))).fillna(""))
     inter = interference(runs, summary)
     workloads = workload_table(everything, inter)
     var = variability(runs, summary, targets)
@@ -104,11 +108,25 @@ def analyze_experiment(experiment: str, workload: int | None = None,
         in_workload = set(table["run_id"])
         var = var[var["run_ids"].map(lambda ids: bool(in_workload & set(ids.split(","))))
                   .astype(bool)]
+    if user is not None:
+        theirs = set(everything.loc[users == user, "run_id"])
+        if not theirs:
+            known = ", ".join(sorted({u for u in users.dropna() if u})) or "none recorded"
+            raise RadtrackError(f"experiment {experiment!r} has no runs launched by {user!r} "
+                                f"(users: {known})")
+        table = table[table["run_id"].isin(theirs)]
+        inter = inter[inter["run_id"].isin(theirs)] if "run_id" in inter else inter
+        in_user = set(table["workload"])
+        workloads = workloads[workloads["workload"].isin(in_user)] if len(workloads) else workloads
+        var = var[var["run_ids"].map(lambda ids: bool(theirs & set(ids.split(",")))).astype(bool)] \
+            if len(var) else var
     table = table.sort_values(["workload", "letter", "start_time"], kind="stable")
     inter = inter.sort_values(["workload", "letter"], kind="stable")
     shown = everything[is_parent.reindex(everything.index, fill_value=False)]
     if workload is not None:
         shown = shown[shown["workload"] == workload]
+    if user is not None:
+        shown = shown[shown["run_id"].isin(theirs)]
     return ExperimentReport(str(experiment), table.reset_index(drop=True),
                             inter.reset_index(drop=True), var.reset_index(drop=True),
                             workloads.reset_index(drop=True), footprint_line(shown))
@@ -222,6 +240,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "or the correlation matrix of a run's metrics.")
     p.add_argument("experiment", nargs="?", help="experiment name or id")
     p.add_argument("--workload", type=int, help="only this workload's rows")
+    p.add_argument("--user", metavar="NAME", help="only the runs NAME launched (MLflow's "
+                                                  "mlflow.user tag)")
     p.add_argument("--target", type=_target, metavar="METRIC=VALUE",
                    help="time-to-target: first time METRIC reaches VALUE, e.g. val_acc=0.92")
     p.add_argument("--target-mode", choices=("max", "min"), default="max",
@@ -296,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
             emit_study(args, uri, _emit)
             return 0
         report = analyze_experiment(args.experiment, args.workload, uri, args.target,
-                                    args.target_mode)
+                                    args.target_mode, user=args.user)
         _emit(report.tables(), "runs", render_report(report), args)
         return 0
     except RadtrackError as exc:

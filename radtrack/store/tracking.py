@@ -1,9 +1,14 @@
-"""MLflow side of a launch: store resolution, experiments, parent/child runs, statuses."""
+"""MLflow side of a launch: store resolution, up-front checks (reachable, credentials, write
+permission), experiments, launch identity (user, launch id, run names), parent/child runs."""
 
 from __future__ import annotations
 
+import getpass
 import os
+import re
+import secrets
 import socket
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,7 +22,9 @@ from radtrack.store.schema import ROLE
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
-    from mlflow.entities import Experiment
+    from mlflow.entities import Experiment, Run
+
+TRACKING_USERNAME = "MLFLOW_TRACKING_USERNAME"  # MLflow's basic-auth user
 
 
 def resolve_uri(cli_uri: str | None = None) -> str:
@@ -54,7 +61,7 @@ def check_credentials(uri: str) -> None:
         code = str(getattr(exc, "error_code", ""))
         text = str(exc)
         if "UNAUTHENTICATED" in code or "401" in text:
-            user = os.environ.get("MLFLOW_TRACKING_USERNAME")
+            user = os.environ.get(TRACKING_USERNAME)
             who = f"user {user!r} was refused" if user else "no credentials were given"
             raise RadtrackError(
                 f"tracking server {uri} requires authentication and {who}: set "
@@ -73,7 +80,14 @@ def client(uri: str) -> MlflowClient:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
     from mlflow import MlflowClient
 
-    return MlflowClient(tracking_uri=uri)
+    c = MlflowClient(tracking_uri=uri)
+    # MLflow prints "View run ... / View experiment ..." on every set_terminated against a
+    # server: a launch of many rows would print them per run. Not in this process (the
+    # scripts' own runs keep MLflow's behaviour: no environment variable is set for them).
+    inner = getattr(c, "_tracking_client", None)
+    if inner is not None and hasattr(inner, "_log_url"):
+        inner._log_url = lambda run_id: None
+    return c
 
 
 def default_artifact_location(uri: str) -> str | None:
@@ -93,6 +107,29 @@ def redact(uri: str) -> str:
     parts = urlsplit(uri)
     if parts.password:
         return uri.replace(f":{parts.password}@", ":***@", 1)
+    return uri
+
+
+def without_password(uri: str) -> str:
+    """``uri`` with its password left out (``postgresql://u@h/db``): what radtrack writes into
+    files (SLURM job scripts, the job ledger); :func:`with_password` puts it back."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(uri)
+    if parts.password is None:
+        return uri
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username or ''}@{host}"))
+
+
+def with_password(uri: str) -> str:
+    """A password-less ``uri`` (from a job script or ledger) with the password the environment
+    holds: ``MLFLOW_TRACKING_URI`` when it names the same store (SLURM propagates the
+    submitter's environment to its jobs). Otherwise ``uri`` as is: PostgreSQL then takes the
+    password from ``PGPASSWORD`` or the 0600 file ``~/.pgpass`` / ``PGPASSFILE``."""
+    full = os.environ.get(env.TRACKING_URI, "")
+    if full and full != uri and without_password(full) == uri:
+        return full
     return uri
 
 
@@ -116,6 +153,16 @@ def check_database_experiments(c: MlflowClient, uri: str, experiments: list[str]
                 f"experiment {name!r} keeps its artifacts behind the tracking server "
                 f"({exp.artifact_location}), which a database tracking URI cannot reach: track "
                 "through the server (http://...) or use an experiment on a shared path")
+
+
+def check_experiments(c: MlflowClient, uri: str, experiments: list[str]) -> None:
+    """Before anything starts: a database store's experiments (check_database_experiments)
+    and, on a server with basic auth, the user's permission to write to each experiment
+    (radtrack/store/permissions.py)."""
+    from radtrack.store.permissions import check_write_access
+
+    check_database_experiments(c, uri, experiments)
+    check_write_access(c, uri, experiments)
 
 
 def lookup_experiment(c: MlflowClient, name_or_id: str) -> Experiment | None:
@@ -160,6 +207,104 @@ def next_workload_number(c: MlflowClient, exp_id: str) -> int:
     return max(numbers, default=0) + 1
 
 
+def launch_user() -> str:
+    """Who launches: the tracking server's user (``MLFLOW_TRACKING_USERNAME``, the account
+    basic auth knows) when set, else the OS user."""
+    user = os.environ.get(TRACKING_USERNAME, "").strip()
+    if user:
+        return user
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no passwd entry and no LOGNAME/USER (a bare container)
+        return str(os.getuid())
+
+
+LAUNCH_ID_ENV = "RADTRACK_LAUNCH_ID"  # set for SLURM jobs: one submission is one launch
+_LAUNCH_ID_RE = re.compile(r"^[0-9a-f]{8}$")
+_launch_id: list[str] = []
+
+
+def launch_id() -> str:
+    """This launch's id (8 hex digits): ``RADTRACK_LAUNCH_ID`` when a submitter set it for its
+    jobs, else made once per process."""
+    given = os.environ.get(LAUNCH_ID_ENV, "").strip().lower()
+    if _LAUNCH_ID_RE.match(given):
+        return given
+    if not _launch_id:
+        _launch_id.append(secrets.token_hex(4))
+    return _launch_id[0]
+
+
+def identity_tags() -> dict[str, str]:
+    """Who launched and which launch (parent and child): MLflow sets the run's user from
+    ``mlflow.user`` (``TrackingServiceClient.create_run``: ``user_id = tags["mlflow.user"]``)."""
+    return {schema.MLFLOW_USER: launch_user(), schema.LAUNCH_ID: launch_id()}
+
+
+def _say(text: str) -> None:
+    print(f"[radtrack] {text}", file=sys.stderr, flush=True)
+
+
+def _suffixed(name: str) -> str:
+    return f"{name} #{launch_id()[:4]}"
+
+
+def _other_launches(c: MlflowClient, exp_id: str, workload: int, name: str | None = None) -> list:
+    """Workload (parent) runs of workload number ``workload`` (named ``name``, when given)
+    made by other launches."""
+    query = f"tags.`{ROLE}` = '{schema.ROLE_WORKLOAD}' and tags.`{schema.WORKLOAD}` = '{workload}'"
+    runs = c.search_runs([exp_id], filter_string=query, max_results=1000)
+    return [r for r in runs if r.data.tags.get(schema.LAUNCH_ID) != launch_id()
+            and (name is None or r.info.run_name == name)]
+
+
+def _taken_line(spec: RunSpec, runs: list, name: str) -> str:
+    by = sorted({f"{r.data.tags.get(schema.MLFLOW_USER) or r.info.user_id or '?'}, launch "
+                 f"{r.data.tags.get(schema.LAUNCH_ID) or 'before launch ids'}" for r in runs})
+    return (f"workload {spec.experiment}-{spec.workload} already exists in experiment "
+            f"{spec.experiment!r} from another launch ({'; '.join(by[:3])}): this launch's "
+            f"runs are named {name!r} (tag {schema.LAUNCH_ID}={launch_id()})")
+
+
+def workload_run_name(c: MlflowClient, exp_id: str, spec: RunSpec) -> str:
+    """The parent run's name: ``<experiment>-<workload>``, with `` #<launch id[:4]>`` when
+    another launch (another person, or the same person again) already has that workload
+    number in the experiment; says so when it adds the suffix."""
+    name = f"{spec.experiment}-{spec.workload}"
+    others = _other_launches(c, exp_id, spec.workload)
+    if not others:
+        return name
+    _say(_taken_line(spec, others, _suffixed(name)))
+    return _suffixed(name)
+
+
+def create_workload_run(c: MlflowClient, exp_id: str, spec: RunSpec, name: str,
+                        tags: dict[str, str]) -> Run:
+    """Create the parent run named ``name`` with ``tags`` (workload_tags); when another launch
+    created a parent of the same name at the same moment (both looked before either
+    created), the later one (by start time, then launch id) takes the suffix, so exactly one
+    of them keeps the plain name."""
+    run = c.create_run(exp_id, run_name=name, tags=tags)
+    if name.endswith(f" #{launch_id()[:4]}"):
+        return run
+    mine = (run.info.start_time, launch_id())
+    earlier = [r for r in _other_launches(c, exp_id, spec.workload, name)
+               if (r.info.start_time, r.data.tags.get(schema.LAUNCH_ID) or "") < mine]
+    if not earlier:
+        return run
+    _say(_taken_line(spec, earlier, _suffixed(name)))
+    c.update_run(run.info.run_id, name=_suffixed(name))
+    return c.get_run(run.info.run_id)
+
+
+def row_run_name(spec: RunSpec, parent_name: str) -> str:
+    """A row run's name: its RunName or ``<experiment>-<workload> <letter>``, with the
+    parent's launch suffix when the parent has one."""
+    name = spec.run_name or spec.default_run_name()
+    base = f"{spec.experiment}-{spec.workload}"
+    return f"{name}{parent_name[len(base):]}" if parent_name.startswith(base + " #") else name
+
+
 def workload_tags(spec: RunSpec) -> dict[str, str]:
     from radtrack import __version__
 
@@ -168,7 +313,7 @@ def workload_tags(spec: RunSpec) -> dict[str, str]:
             schema.HOSTNAME: socket.gethostname()}
     if spec.sheet is not None:
         tags[schema.SHEET] = str(spec.sheet)
-    return {**tags, **slurm_tags()}
+    return {**tags, **identity_tags(), **slurm_tags()}
 
 
 def slurm_tags() -> dict[str, str]:
@@ -203,7 +348,7 @@ def row_tags(spec: RunSpec, siblings: list[RunSpec], host: dict[str, str]) -> di
         tags[schema.CLOCKS] = spec.clocks
     if spec.power_limit is not None:
         tags[schema.POWER_LIMIT] = f"{spec.power_limit:g}"
-    return {**tags, **slurm_tags()}
+    return {**tags, **identity_tags(), **slurm_tags()}
 
 
 def row_params(spec: RunSpec, listeners: list[str], command: list[str]) -> dict[str, str]:
@@ -259,3 +404,11 @@ def close_orphaned_parent(c: MlflowClient, row_run_id: str, status: str = "KILLE
     c.set_tag(parent_id, schema.STOPPED_BY, schema.STOPPED_BY_LAUNCHER_LOST)
     c.set_terminated(parent_id, status)
     return parent_id
+
+
+def needs_store_checks(uri: str) -> bool:
+    """Whether :func:`check_experiments` has anything to check before the launch: a
+    tracking server (permissions) or a database store (experiments' artifact locations);
+    a SQLite or file store has nothing to check, so MLflow need not be imported first."""
+    return uri.startswith(("http://", "https://")) or (
+        uri.split(":", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES)

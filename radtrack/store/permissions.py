@@ -1,0 +1,83 @@
+"""Up front, on a tracking server with MLflow's basic-auth app: may this user write to the
+experiments of the launch? A user with the server's default READ permission would otherwise
+crash with a raw 403 from ``runs/create`` once the workload starts.
+
+MLflow 3.x (``mlflow server --app-name basic-auth``) answers, for the calling user,
+``GET /api/3.0/mlflow/users/current/permissions`` (``is_admin``) and
+``GET /api/3.0/mlflow/users/permissions/get`` (the user's effective permission on one
+experiment: READ, USE, EDIT, MANAGE, NO_PERMISSIONS, DENY). A server without the app
+answers 404: nothing to check. An experiment that does not exist yet is created by the
+launch, and its creator manages it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from radtrack.errors import RadtrackError
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+CURRENT = "/api/3.0/mlflow/users/current/permissions"
+PERMISSION = "/api/3.0/mlflow/users/permissions/get"
+WRITABLE = frozenset({"EDIT", "MANAGE"})  # the permissions whose can_update is true
+
+
+def grant_command(uri: str, user: str, experiment_id: str) -> str:
+    """The admin's one-liner that grants ``user`` EDIT on the experiment (MLflow 3.x)."""
+    return ("MLFLOW_TRACKING_USERNAME=ADMIN MLFLOW_TRACKING_PASSWORD=ADMIN_PASSWORD "
+            "python -c \"from mlflow.server import get_app_client; "
+            f"get_app_client('basic-auth', tracking_uri='{uri}').grant_user_permission("
+            f"'{user}', 'experiment', '{experiment_id}', 'EDIT')\"")
+
+
+def _get(uri: str, endpoint: str, params: dict[str, str] | None = None) -> tuple[int, dict]:
+    """(status, JSON body) of one GET with MLflow's own credentials handling."""
+    from mlflow.utils.credentials import get_default_host_creds
+    from mlflow.utils.rest_utils import http_request
+
+    resp = http_request(get_default_host_creds(uri), endpoint, "GET", max_retries=1,
+                        timeout=20, raise_on_status=False, params=params or {})
+    try:
+        body = resp.json() if resp.content else {}
+    except ValueError:  # an HTML 404 page from a server without the auth app
+        body = {}
+    return resp.status_code, body if isinstance(body, dict) else {}
+
+
+def experiment_permission(uri: str, user: str, experiment_id: str) -> str:
+    """``user``'s effective permission on the experiment, as the server resolves it."""
+    status, body = _get(uri, PERMISSION, {"username": user, "resource_type": "experiment",
+                                          "resource_id": experiment_id})
+    if status != 200:
+        raise RadtrackError(f"tracking server {uri} did not say what user {user!r} may do in "
+                            f"experiment {experiment_id} ({status}: {str(body)[:200]})")
+    return str(body.get("permission", "")).upper()
+
+
+def check_write_access(c: MlflowClient, uri: str, experiments: list[str]) -> None:
+    """Refuse, with one line naming the experiment, the user and the admin's grant command,
+    an existing experiment the user may not write to."""
+    if not uri.startswith(("http://", "https://")):
+        return
+    user = os.environ.get("MLFLOW_TRACKING_USERNAME", "").strip()
+    if not user:
+        return  # no basic-auth user (no auth, or a token): the server decides per request
+    status, body = _get(uri, CURRENT)
+    if status != 200 or body.get("is_admin"):
+        return  # no basic-auth app on this server (404), or an admin: may write anywhere
+    from radtrack.store.tracking import lookup_experiment, redact
+
+    for name in dict.fromkeys(experiments):
+        exp = lookup_experiment(c, name)
+        if exp is None:
+            continue  # created by this launch: its creator manages it
+        permission = experiment_permission(uri, user, exp.experiment_id)
+        if permission not in WRITABLE:
+            raise RadtrackError(
+                f"user {user!r} may not write to experiment {name!r} (id {exp.experiment_id}, "
+                f"permission {permission or 'none'}) on {redact(uri)}: ask an admin to grant "
+                f"EDIT: {grant_command(redact(uri), user, exp.experiment_id)} "
+                "(docs/deployment.md, section 5)")
