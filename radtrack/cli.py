@@ -98,6 +98,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--qos", default=None, help="slurm: sbatch --qos (column QoS)")
     s.add_argument("--constraint", default=None,
                    help="slurm: sbatch --constraint (column Constraint)")
+    s.add_argument("--cpus-per-task", default=None, metavar="N",
+                   help="slurm: CPUs of each workload's job (column Cpus; default 2 per row + 1 "
+                        "for the launcher and listeners)")
+    s.add_argument("--mem", default=None,
+                   help="slurm: memory of each workload's job as sbatch --mem takes it (16G)")
     s.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
                    help="slurm: one more sbatch argument, passed as is; repeatable "
                         "(--sbatch-arg=--mem=16G --sbatch-arg=--exclusive)")
@@ -166,13 +171,16 @@ def _defaults(args: argparse.Namespace) -> dict[str, object]:
 def _slurm_flags(args: argparse.Namespace) -> dict[str, str]:
     """--partition/--account/--time/--qos/--constraint, checked like their sheet columns."""
     from radtrack.sheet.cells import parse_constraint, parse_slurm_name, parse_time_limit
+    from radtrack.sheet.slurm_checks import parse_cpus, parse_mem
 
     out = {}
     for flag, key, parse in (("partition", "partition", parse_slurm_name),
                              ("account", "account", parse_slurm_name),
                              ("time_limit", "time_limit", parse_time_limit),
                              ("qos", "qos", parse_slurm_name),
-                             ("constraint", "constraint", parse_constraint)):
+                             ("constraint", "constraint", parse_constraint),
+                             ("cpus_per_task", "cpus_per_task", parse_cpus),
+                             ("mem", "mem", parse_mem)):
         value = getattr(args, flag)
         if value is not None:
             try:

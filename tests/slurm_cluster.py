@@ -29,6 +29,11 @@ import pytest
 
 NODE = "radnode"
 FAKE_GPUS = 2
+# The node declares at least this many CPUs whatever the host has (SlurmdParameters=
+# config_overrides): radtrack's default CPU request of a co-located workload (2 a row + 1)
+# must fit on a 2-core test host. Nothing binds CPUs here (TaskPlugin=task/none).
+NODE_CPUS = max(os.cpu_count() or 2, 16)
+NODE_MEMORY_MB = 16000
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "scontrol")
 
 
@@ -148,7 +153,8 @@ AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 SlurmctldTimeout=30
 SlurmdTimeout=30
-NodeName={NODE} NodeAddr=127.0.0.1 NodeHostname={socket.gethostname()} CPUs={max(os.cpu_count() or 2, 2)} Gres=gpu:{FAKE_GPUS} State=UNKNOWN
+SlurmdParameters=config_overrides
+NodeName={NODE} NodeAddr=127.0.0.1 NodeHostname={socket.gethostname()} CPUs={NODE_CPUS} RealMemory={NODE_MEMORY_MB} Gres=gpu:{FAKE_GPUS} State=UNKNOWN
 PartitionName=debug Nodes={NODE} Default=YES MaxTime=INFINITE State=UP
 PartitionName=other Nodes={NODE} Default=NO MaxTime=INFINITE State=UP
 """)

@@ -3,6 +3,12 @@ workload on its node (radtrack/executors/slurm_job.py), then wait, or ``--detach
 
 Nothing from the sheet reaches a shell: sbatch gets an argument list, and the batch script
 is a Python file whose only sheet content is one JSON string literal (``repr``).
+
+Each job asks for the CPUs its rows and their listeners need (``--cpus-per-task``: the
+``Cpus`` column or option, else 2 a row plus 1 for the launcher and listeners) and, with
+``--mem``, its memory. No secret is written: the job script and the ledger hold the tracking
+URI without its password; sbatch hands the full URI to the job in the environment SLURM
+propagates (``MLFLOW_TRACKING_URI``), or PostgreSQL's 0600 ``~/.pgpass`` supplies it.
 """
 
 from __future__ import annotations
@@ -21,11 +27,11 @@ from radtrack.errors import RadtrackError
 from radtrack.executors import slurm_queue as queue
 from radtrack.executors.slurm_job import JOB_HOME, spec_to_json
 from radtrack.executors.slurm_status import Job, Ledger, refresh
-from radtrack.sheet.slurm_checks import gpu_count
+from radtrack.sheet.slurm_checks import cpus_per_task, gpu_count
 from radtrack.spec import RunSpec
 
 SBATCH_OPTION = {"partition": "--partition", "account": "--account", "time_limit": "--time",
-                 "qos": "--qos", "constraint": "--constraint"}
+                 "qos": "--qos", "constraint": "--constraint", "mem": "--mem"}
 POLL_S = 1.0
 CANCEL_WAIT_S = 120.0
 
@@ -61,13 +67,16 @@ def _job_name(rows: list[RunSpec]) -> str:
 
 
 def batch_script(rows: list[RunSpec], uri: str, grace: float, home: str | None) -> str:
-    """The job's batch script: Python, with the workload as one JSON string literal."""
+    """The job's batch script: Python, with the workload as one JSON string literal; the
+    tracking URI without its password (the job takes it from its environment)."""
+    from radtrack.store.tracking import launch_id, without_password
+
     python = sys.executable
     if any(c.isspace() for c in python) or len(python) > 200:
         raise RadtrackError(f"the interpreter path {python!r} cannot be a batch script's "
                             "#! line (spaces or too long); install radtrack in a plain path")
-    payload = json.dumps({"rows": [spec_to_json(s) for s in rows], "uri": uri,
-                          "grace": grace, "home": home})
+    payload = json.dumps({"rows": [spec_to_json(s) for s in rows], "uri": without_password(uri),
+                          "grace": grace, "home": home, "launch_id": launch_id()})
     return (f"#!{python}\n"
             "# radtrack: one workload of an experiment sheet (radtrack --executor slurm)\n"
             "import sys\n\n"
@@ -82,6 +91,7 @@ def sbatch_args(rows: list[RunSpec], script: Path, out_dir: Path,
     n = gpu_count(rows)
     if n:
         args.append(f"--gres=gpu:{n}")
+    args.append(f"--cpus-per-task={cpus_per_task(rows)[0]}")
     for key, option in SBATCH_OPTION.items():
         value = rows[0].slurm.get(key)
         if value:
@@ -99,7 +109,19 @@ def describe(workloads: list[list[RunSpec]], sheet: Path, opts: SlurmOptions) ->
         script = folder / f"{_job_name(rows)}.py"
         args = sbatch_args(rows, script, folder, opts.sbatch_args)
         lines.append(f"  {_name(rows)}: {shlex.join(['sbatch', '--parsable', *args])}")
+        lines.append(f"    {resources(rows)}")
     return "\n".join(lines) + "\n"
+
+
+def resources(rows: list[RunSpec]) -> str:
+    """What the job asks for, in words (the dry run's second line per workload)."""
+    cpus, default = cpus_per_task(rows)
+    why = (f"default: 2 per row x {len(rows)} + 1 for the launcher and listeners; "
+           "Cpus column or --cpus-per-task to change" if default else "Cpus / --cpus-per-task")
+    mem = rows[0].slurm.get("mem")
+    memory = f"memory {mem} (--mem)" if mem else "memory: the partition's default (--mem to set)"
+    gpus = gpu_count(rows)
+    return f"{cpus} CPU(s) ({why}), {memory}, {gpus} GPU(s)"
 
 
 def _say(text: str) -> None:
@@ -111,9 +133,14 @@ def run(workloads: list[list[RunSpec]], uri: str, sheet: Path, opts: SlurmOption
     from radtrack.store.tracking import client as make_client
 
     queue.require("sbatch", "squeue", "scancel")
+    from radtrack.store.tracking import LAUNCH_ID_ENV, launch_id, without_password
+
     client = make_client(uri)
     ledger = Ledger.load(sheet)
-    ledger.uri = uri
+    ledger.uri = without_password(uri)  # the ledger is a file: no password in it
+    # the job's environment (SLURM propagates sbatch's, kept by slurmctld, never in a file
+    # radtrack writes): the full URI and this submission's launch id
+    job_env = {**os.environ, "MLFLOW_TRACKING_URI": uri, LAUNCH_ID_ENV: launch_id()}
     folder = Ledger.folder(sheet)
     folder.mkdir(parents=True, exist_ok=True)
     home = os.environ.get(JOB_HOME)
@@ -125,7 +152,7 @@ def run(workloads: list[list[RunSpec]], uri: str, sheet: Path, opts: SlurmOption
             script.write_text(batch_script(rows, uri, opts.grace, home))
             script.chmod(0o700)
             try:
-                job_id = queue.submit(sbatch_args(rows, script, folder, opts.sbatch_args))
+                job_id = queue.submit(sbatch_args(rows, script, folder, opts.sbatch_args), job_env)
             except RadtrackError as exc:
                 _say(f"workload {_name(rows)}: {exc}")
                 failed = True
@@ -231,7 +258,7 @@ def launch_sheet(sheet: Path, defaults: dict, uri: str, opts: SlurmOptions, *,
     from radtrack.resume import pending_workloads
     from radtrack.sheet import read_sheet
     from radtrack.sheet.slurm_checks import check_for_slurm
-    from radtrack.store.tracking import check_database_experiments, check_reachable
+    from radtrack.store.tracking import check_experiments, check_reachable
     from radtrack.store.tracking import client as make_client
 
     # The nodes, not this host, have the GPUs: host checks run in each job on its node.
@@ -248,7 +275,7 @@ def launch_sheet(sheet: Path, defaults: dict, uri: str, opts: SlurmOptions, *,
     client = make_client(uri)
     # as on the local path: a database store the nodes could not use is refused here, before
     # anything is submitted, not inside the jobs
-    check_database_experiments(client, uri, [w[0].experiment for w in workloads])
+    check_experiments(client, uri, [w[0].experiment for w in workloads])
     ledger = Ledger.load(sheet)
     if ledger.jobs:
         refresh(ledger, client)  # what earlier jobs did, into the sheet, before deciding

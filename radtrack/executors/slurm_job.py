@@ -72,6 +72,11 @@ def main(payload: str) -> int:
     """Run the workload described by ``payload``; exit code as the local executor's."""
     data = json.loads(payload)
     os.environ[renv.HOME] = data.get("home") or default_job_home()
+    from radtrack.store.tracking import LAUNCH_ID_ENV, with_password
+
+    if data.get("launch_id"):
+        os.environ[LAUNCH_ID_ENV] = data["launch_id"]  # every job of one submission: one launch
+    uri = with_password(data["uri"])  # the password from the environment SLURM propagated
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     from radtrack.run.launch import say
 
@@ -91,7 +96,7 @@ def main(payload: str) -> int:
         f"{renv.radtrack_home()} radtrack sync' on this node)")
     from radtrack.run.experiment import run_workloads
 
-    return run_workloads([specs], data["uri"], grace=float(data.get("grace", 10.0)), sheet=None)
+    return run_workloads([specs], uri, grace=float(data.get("grace", 10.0)), sheet=None)
 
 
 def _check_host(specs: list[RunSpec]) -> None:

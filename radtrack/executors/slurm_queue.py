@@ -38,8 +38,10 @@ class QueueError(RadtrackError):
     an unknown job id)."""
 
 
-def _run(args: list[str], timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False)
+def _run(args: list[str], timeout: float = TIMEOUT_S,
+         env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, capture_output=True, text=True, timeout=timeout, check=False,
+                          env=env)
 
 
 def require(*commands: str) -> None:
@@ -50,9 +52,10 @@ def require(*commands: str) -> None:
                             "(run radtrack on a machine that can submit jobs)")
 
 
-def submit(args: list[str]) -> str:
-    """Run ``sbatch --parsable ARGS``; return the job id, or raise with sbatch's message."""
-    p = _run(["sbatch", "--parsable", *args])
+def submit(args: list[str], env: dict[str, str] | None = None) -> str:
+    """Run ``sbatch --parsable ARGS`` (in ``env``: what SLURM propagates to the job); return
+    the job id, or raise with sbatch's message."""
+    p = _run(["sbatch", "--parsable", *args], env=env)
     job = p.stdout.strip().split(";")[0]
     if p.returncode != 0 or not job.isdigit():
         message = (p.stderr.strip() or p.stdout.strip() or f"exit {p.returncode}")

@@ -133,6 +133,7 @@ def settle(client: MlflowClient, job: Job, state: JobState) -> tuple[dict[int, t
         run = by_row.get(line)
         if run is not None:
             run_id = run.info.run_id
+            name = run.info.run_name or name  # as stored: with a launch suffix, if any
             status = "KILLED" if run_id in killed else run.info.status
             if status == "SCHEDULED":
                 status = "RUNNING"
@@ -181,9 +182,9 @@ def main(argv: list[str]) -> int:
         if not ledger.jobs:
             raise RadtrackError(f"{sheet}: no SLURM jobs recorded for this sheet (none in "
                                 f"{ledger.path}); submit it with --executor slurm")
-        from radtrack.store.tracking import check_reachable, client
+        from radtrack.store.tracking import check_reachable, client, with_password
 
-        uri = a.tracking_uri or ledger.uri
+        uri = a.tracking_uri or with_password(ledger.uri)  # the ledger holds no password
         check_reachable(uri)
         found = refresh(ledger, client(uri))
     except RadtrackError as exc:

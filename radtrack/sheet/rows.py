@@ -34,6 +34,7 @@ from radtrack.sheet.checks import check_row, check_workloads
 from radtrack.sheet.columns import COLUMNS, OPTIONAL, REQUIRED, SLURM_COLUMNS, column_key
 from radtrack.sheet.host import check_against_host
 from radtrack.sheet.records import Problems, Record, line_of, open_quote, read_records, read_text
+from radtrack.sheet.slurm_checks import parse_cpus
 from radtrack.spec import RunSpec
 
 _SPEC_FIELDS = {f.name for f in fields(RunSpec)}
@@ -266,7 +267,7 @@ def _parse_row(rec: Record, columns: dict[str, int], width: int, defaults: dict[
     kw["slurm"] = dict(defaults.get("slurm") or {})
     slurm_parsers = {"Partition": parse_slurm_name, "Account": parse_slurm_name,
                      "QoS": parse_slurm_name, "TimeLimit": parse_time_limit,
-                     "Constraint": parse_constraint}
+                     "Constraint": parse_constraint, "Cpus": parse_cpus}
     for column, key in SLURM_COLUMNS.items():
         text = cell(column)
         if text:

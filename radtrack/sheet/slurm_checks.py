@@ -1,18 +1,46 @@
 """Checks of a sheet that runs under the SLURM executor, before anything is submitted.
 
 Under SLURM a workload is one batch job: its Devices are indices within the job's GPU
-allocation (0..N-1, N = ``--gres=gpu:N``), its rows agree on the job's options, and no row
-asks radtrack to create a MIG instance (MIG layouts belong to the cluster's admins).
+allocation (0..N-1, N = ``--gres=gpu:N``), its rows agree on the job's options (``Cpus``
+among them: the job's CPUs), and no row asks radtrack to create a MIG instance (MIG layouts
+belong to the cluster's admins).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+from radtrack import inputs
 from radtrack.errors import SheetError
 from radtrack.sheet.columns import SLURM_COLUMNS
 from radtrack.sheet.records import Problems, line_of
 from radtrack.spec import RunSpec
+
+DEFAULT_CPUS_PER_ROW = 2  # a job's default CPUs: 2 a row + 1 for the launcher and listeners
+_MEM_RE = re.compile(r"^[1-9][0-9]*[KMGT]?$")
+
+
+def parse_cpus(text: str) -> str:
+    """A ``Cpus`` cell or ``--cpus-per-task``: the workload job's CPUs, a whole number >= 1."""
+    return str(inputs.whole(text, "CPUs", minimum=1))
+
+
+def parse_mem(text: str) -> str:
+    """``--mem`` as sbatch takes it: a whole number of MB, or with a unit K, M, G or T."""
+    if not _MEM_RE.match(text.strip().upper()):
+        raise ValueError(f"{text!r} is not a SLURM memory size: a whole number of MB, or with "
+                         "a unit K, M, G or T (16G, 64000)")
+    return text.strip().upper()
+
+
+def cpus_per_task(rows: list[RunSpec]) -> tuple[int, bool]:
+    """The workload job's CPUs and whether that is the default: the rows' ``Cpus`` (or
+    ``--cpus-per-task``), else 2 per row plus 1 for the launcher and its listeners."""
+    given = next((s.slurm["cpus_per_task"] for s in rows if s.slurm.get("cpus_per_task")), "")
+    if given:
+        return int(given), False
+    return DEFAULT_CPUS_PER_ROW * len(rows) + 1, True
 
 
 def gpu_count(rows: list[RunSpec]) -> int:
