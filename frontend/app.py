@@ -1,4 +1,4 @@
-"""The Dash app: ``python -m radtrack.frontend`` / ``radtrack ui``.
+"""The Dash app: ``radtrack ui`` (also ``python -m radtrack.frontend``).
 
 It only reads the tracking store; saved views go to a local folder. Every script and
 stylesheet is served by this process, so the page works without internet access.
@@ -11,11 +11,12 @@ import gc
 import sys
 from pathlib import Path
 
-from radtrack.analysis.data import resolve_tracking_uri
+from radtrack.analysis.data import missing_store, resolve_tracking_uri
 from radtrack.frontend import (
     callbacks_chart,
     callbacks_export,
     callbacks_select,
+    health,
     shares,
     zoom_data,
 )
@@ -23,6 +24,7 @@ from radtrack.frontend.data import DataSource
 from radtrack.frontend.exposure import host_problem
 from radtrack.frontend.layout import build_layout
 from radtrack.frontend.page_shell import ShellDash, create_shell_app
+from radtrack.frontend.port import port_problem
 from radtrack.frontend.restore import page_query, restore
 from radtrack.frontend.summaries import SummaryCache
 from radtrack.frontend.views import ViewStore, default_views_dir
@@ -40,7 +42,8 @@ def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
     # the page, 2.2 s to DOMContentLoaded against 0.6-0.8 s (docs/performance.md).
     # The page's scripts: plotly.js with two traces, no polyfill, the layout and callbacks
     # sent in the page after its scripts (page_shell.py).
-    app = create_shell_app(__name__, ASSETS, title="radtrack", update_title=None)
+    app = create_shell_app(__name__, ASSETS, title="radtrack", update_title=None,
+                           on_error=health.on_error(uri))  # every failure in the banner
 
     summaries = SummaryCache(source)
 
@@ -48,9 +51,13 @@ def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
         # A function, so each page load lists the experiments that exist now; a shared
         # link's page comes with its state, chart and summary already in it (restore.py).
         query = page_query()
+        try:
+            experiments = source.experiments()
+        except Exception as exc:  # noqa: BLE001 (the store down: the page says so, at once)
+            return build_layout([], uri, views.names(), None, None, health.describe(uri, exc))
         state = restore(source, query, summaries)
         restored = query if state or not query else None
-        return build_layout(source.experiments(), uri, views.names(), state, restored)
+        return build_layout(experiments, uri, views.names(), state, restored)
 
     app.layout = page
     callbacks_select.register(app, source, views)
@@ -58,6 +65,7 @@ def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
     callbacks_export.register(app, source)
     shares.register(app, source.tracking_uri)
     zoom_data.register(app.server, source)
+    health.register(app.server, uri)
     return app
 
 
@@ -72,17 +80,12 @@ def settle_heap() -> None:
 
 def check_store(uri: str) -> str | None:
     """Why ``uri`` cannot be shown, or None. A missing SQLite file would otherwise be created."""
-    if uri.startswith("sqlite:///"):
-        path = Path(uri.removeprefix("sqlite:///"))
-        if not path.is_file():
-            return (f"tracking store {uri}: {path.absolute()} does not exist "
-                    "(pass --tracking-uri or set MLFLOW_TRACKING_URI)")
-    return None
+    return missing_store(uri)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m radtrack.frontend",
+        prog="radtrack ui",
         description="Browse radtrack runs: experiment -> workload -> co-located runs, "
                     "overlaid hardware and ML metrics.")
     parser.add_argument("--tracking-uri", default=None,
@@ -110,6 +113,14 @@ def main(argv: list[str] | None = None) -> int:
     if problem:
         print(f"radtrack ui: {problem}", file=sys.stderr)
         return 2
+    busy = port_problem(args.host, args.port)  # before any "running on" line
+    if busy:
+        print(f"radtrack ui: {busy}", file=sys.stderr)
+        return 2
+    health.bound_requests()
+    down = health.store_problem(uri)
+    if down:  # the page starts all the same, and says so until the store answers
+        print(f"radtrack ui: {down}", file=sys.stderr)
     app = create_app(uri, args.views_dir)
     settle_heap()
     print(f"radtrack ui: {uri} on http://{args.host}:{args.port}/", file=sys.stderr)

@@ -12,7 +12,8 @@ from radtrack.frontend import picker
 from radtrack.frontend.callbacks_chart import chart_answer, metric_options
 from radtrack.frontend.data import DataSource, workload_number
 from radtrack.frontend.figures import run_colours, run_labels
-from radtrack.frontend.views import View, ViewError, ViewStore, from_query, to_query
+from radtrack.frontend.links import link_message, usable
+from radtrack.frontend.views import View, ViewError, ViewStore, read_link, to_query
 
 
 def current_view(selection, metrics, xmode, smooth, logy, experiment, workload) -> View:
@@ -209,6 +210,7 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                   Output("view-msg", "children"),
                   Output("chart", "figure", allow_duplicate=True),
                   Output("chart-key", "data", allow_duplicate=True),
+                  Output("link-msg", "children"),
                   Input("url-in", "data"), Input("load-view", "n_clicks"),
                   State("views", "value"), State("selection", "data"), State("metrics", "value"),
                   State("xmode", "value"), State("smooth", "value"), State("logy", "value"),
@@ -217,14 +219,15 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
     def apply_view(search, _load, name, selection, metrics, xmode, smooth, logy, experiment,
                    workload, metric_search):
         current = current_view(selection, metrics, xmode, smooth, logy, experiment, workload)
+        problems: list[str] = []
         try:
             if ctx.triggered_id == "load-view":
                 if not name:
-                    return (*[no_update] * 9, "Pick a saved view to load.", no_update, no_update)
+                    return (*[no_update] * 9, "Pick a saved view to load.", no_update, no_update, "")
                 view = views.load(name)
                 message = f"Loaded view {name!r}."
             else:
-                view = from_query(search)
+                view, problems = read_link(search)  # restored as far as it can be
                 message = ""
                 if view.name and not view.runs and not view.metrics:
                     view = views.load(view.name)
@@ -232,7 +235,8 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                 elif to_query(View(**{**view.to_dict(), "name": None})) == to_query(current):
                     raise PreventUpdate
         except ViewError as exc:
-            return (*[no_update] * 9, str(exc), no_update, no_update)
+            return (*[no_update] * 9, str(exc), no_update, no_update, "")
+        view = usable(source, view, problems)
         runs = list(dict.fromkeys(view.runs))
         keys = source.metric_keys(runs) if runs else []
         logy_value = ["log"] if view.logy else []
@@ -241,7 +245,7 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
         return (runs, basket_children(source, runs), list(view.metrics),
                 metric_options(keys, metric_search, view.metrics),
                 view.experiment, view.workload, view.xmode, view.smooth, logy_value, message,
-                figure, key)
+                figure, key, link_message(problems))
 
     @app.callback(Output("url-out", "search"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),

@@ -9,6 +9,7 @@ from dash import dcc, html
 from radtrack.frontend.chart import Chart
 from radtrack.frontend.exposure import NO_CLOUD
 from radtrack.frontend.figures import empty_figure
+from radtrack.frontend.health import banner
 from radtrack.frontend.picker import empty_basket, runs_hint
 from radtrack.frontend.summaries import EMPTY_SUMMARY
 
@@ -89,6 +90,9 @@ def chart_controls(state: Restored | None = None) -> html.Div:
 
 def main_column(state: Restored | None = None) -> html.Main:
     return html.Main([
+        # what of a link could not be restored (restore.py, callbacks_select.apply_view)
+        html.Div(state.message if state else "", id="link-msg", className="link-msg",
+                 role="status"),
         _section("Metrics",
                  dcc.Input(id="metric-search", type="search", className="filter",
                            placeholder="search metrics, e.g. power or smi/"),
@@ -121,10 +125,12 @@ def main_column(state: Restored | None = None) -> html.Main:
 
 
 def build_layout(experiments: list[str], tracking_uri: str, saved_views: list[str],
-                 state: Restored | None = None, restored: str | None = "") -> html.Div:
+                 state: Restored | None = None, restored: str | None = "",
+                 problem: str | None = None) -> html.Div:
     """The page; ``state`` (a shared link's, restore.py) fills it in, chart and summary
     included. ``restored``: the URL query the page shows already ('' for none), or None
-    when the page's query still has to be applied (callbacks_select.apply_view)."""
+    when the page's query still has to be applied (callbacks_select.apply_view).
+    ``problem``: the store could not be read (health.py), said in the banner."""
     return html.Div([
         dcc.Location(id="url", refresh=False),
         dcc.Store(id="restored", data=restored),
@@ -141,6 +147,7 @@ def build_layout(experiments: list[str], tracking_uri: str, saved_views: list[st
         dcc.Interval(id="live", interval=LIVE_REFRESH_MS, disabled=not (state and state.live)),
         html.Header([html.H1("radtrack"),
                      html.Span(tracking_uri, className="uri", title="tracking store (read-only)")]),
+        banner(problem),
         html.Div([picker_column(experiments, state), main_column(state),
                   basket_column(saved_views, state)],
                  className="grid"),

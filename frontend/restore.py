@@ -28,8 +28,9 @@ from radtrack.errors import RadtrackError
 from radtrack.frontend.callbacks_chart import chart_answer, metric_options, summary_answer
 from radtrack.frontend.callbacks_select import basket_children, runs_children, workload_options
 from radtrack.frontend.data import DataSource
+from radtrack.frontend.links import link_message, usable
 from radtrack.frontend.summaries import SummaryCache
-from radtrack.frontend.views import ViewError, from_query
+from radtrack.frontend.views import ViewError, read_link
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +54,7 @@ class Restored:
     chart_key: str
     summary: dict  # the Summary table's answer (callbacks_chart.summary_answer)
     live: bool  # some run of the link is still going: the page refreshes it
+    message: str = ""  # what of the link could not be restored (link_message)
 
 
 def page_query() -> str:
@@ -74,9 +76,12 @@ def restore(source: DataSource, search: str, summaries: SummaryCache) -> Restore
     if not search:
         return None
     try:
-        view = from_query(search)
+        view, problems = read_link(search)
         if not view.runs:
             return None  # nothing to draw, or a saved view by name: apply_view loads it
+        view = usable(source, view, problems)
+        if not view.runs:
+            return None  # apply_view says what was dropped
         runs = list(dict.fromkeys(view.runs))
         logy = ["log"] if view.logy else []
         figure, key = chart_answer(source, runs, view.metrics, view.xmode, view.smooth, logy, None)
@@ -89,7 +94,8 @@ def restore(source: DataSource, search: str, summaries: SummaryCache) -> Restore
             runs=runs_children(source, view.experiment, view.workload, None, runs),
             basket=basket_children(source, runs), xmode=view.xmode, smooth=view.smooth,
             logy=logy, figure=figure, chart_key=key,
-            summary=summary_answer(source, summaries, runs), live=source.any_live(runs))
+            summary=summary_answer(source, summaries, runs), live=source.any_live(runs),
+            message=link_message(problems))
     except (ViewError, RadtrackError, MlflowException, ValueError, KeyError) as exc:
         # The callbacks restore it again and say what is wrong where the user sees it.
         log.info("link not restored in the layout: %s", exc)

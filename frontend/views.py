@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlencode
 
 from radtrack.frontend.data import X_MODES
+from radtrack.store.schema import canonical_key
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9 _.\-]{0,79}$")
 MAX_SMOOTH = 10_000
@@ -101,6 +102,31 @@ def from_query(search: str | None) -> View:
                     experiment=one("experiment"), workload=one("workload"), name=one("view"))
     except ViewError as exc:
         raise ViewError(f"URL: {exc}") from exc
+
+
+def read_link(search: str | None) -> tuple[View, list[str]]:
+    """The view a link describes, restored as far as it can be: a bad ``smooth`` or ``x``
+    falls back to its default, named in the problems; metric keys in MLflow's stored form
+    (``system/smi/gpu0/power_w``) read as the page names them."""
+    query = parse_qs((search or "").lstrip("?"), keep_blank_values=False)
+    problems: list[str] = []
+    fields: dict[str, str] = {"smooth": "1", "x": "seconds"}
+    for key in list(fields):
+        values = query.get(key)
+        if values:
+            fields[key] = values[-1]
+    if not fields["smooth"].isdigit() or not 1 <= int(fields["smooth"]) <= MAX_SMOOTH:
+        problems.append(f"smooth={fields['smooth']!r} is not a whole number in 1..{MAX_SMOOTH}: "
+                        "smoothing left at 1")
+        fields["smooth"] = "1"
+    if fields["x"] not in X_MODES:
+        problems.append(f"x={fields['x']!r} is not one of {', '.join(X_MODES)}: "
+                        "x axis left at seconds")
+        fields["x"] = "seconds"
+    rest = [(k, v) for k, values in query.items() if k not in fields for v in values]
+    view = from_query(urlencode([*rest, ("smooth", fields["smooth"]), ("x", fields["x"])]))
+    view.metrics = list(dict.fromkeys(canonical_key(m) for m in view.metrics))
+    return view, problems
 
 
 def default_views_dir() -> Path:

@@ -103,14 +103,18 @@ def test_launched_run_long_and_wide_agree_value_for_value(store, tmp_path):
 
 def test_bad_input_is_one_clear_line(store, tmp_path):
     p = radtrack_cli("export", "nope", "--out", str(tmp_path / "x.csv"))
-    assert p.returncode == 2
-    assert p.stderr.strip().splitlines()[-1].startswith(
-        "radtrack export: experiment 'nope' not found in sqlite:///")
+    assert p.returncode == 2  # a read-only command: the missing store is refused, not created
+    assert p.stderr.strip().splitlines()[-1].startswith("radtrack export: tracking store sqlite:///")
+    assert "mlflow.db does not exist" in p.stderr and not Path(store.removeprefix("sqlite:///")).exists()
     p = radtrack_cli("export", "nope", "--every", "fast", "--out", str(tmp_path / "x.csv"))
     assert p.returncode == 2
     assert p.stderr.strip() == ("radtrack export: --every wants a positive duration such as 1s, "
                                 "500ms or 2m, got 'fast'")
     _known_run(store, tmp_path)
+    p = radtrack_cli("export", "nope", "--out", str(tmp_path / "x.csv"))
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines()[-1].startswith(
+        "radtrack export: experiment 'nope' not found in sqlite:///")
     p = radtrack_cli("export", "known", "--workload", "7", "--out", str(tmp_path / "x.csv"))
     assert p.returncode == 2
     assert p.stderr.strip() == "radtrack export: experiment 'known' has no workload 7 (workloads: 1)"

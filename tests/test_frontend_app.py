@@ -44,3 +44,37 @@ def test_page_and_layout_are_served_without_external_resources(tmp_path: Path) -
     assert '"value": "exp"' in layout  # the experiment is listed
     css = client.get("/assets/style.css")
     assert css.status_code == 200 and b"--accent" in css.get_data()
+
+
+def test_a_port_in_use_is_refused_before_any_address_is_printed(tmp_path: Path, capsys) -> None:
+    import os
+    import socket
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        assert main(["--tracking-uri", new_store(tmp_path), "--port", str(port)]) == 2
+    err = capsys.readouterr().err
+    assert f"port {port} on 127.0.0.1 is already in use by pid {os.getpid()} (" in err, err
+    assert "another --port" in err and "http://" not in err
+
+
+def test_help_names_the_command_a_user_types(capsys) -> None:
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["--help"])
+    assert capsys.readouterr().out.startswith("usage: radtrack ui")
+
+
+def test_read_only_commands_never_create_a_store(tmp_path: Path, monkeypatch, capsys) -> None:
+    from radtrack.analysis.report import main as report
+    from radtrack.export import main as export
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    assert report(["typo"]) == 2
+    assert export(["typo", "--out", "x.csv"]) == 2
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert err.count(f"{tmp_path / 'mlflow.db'} does not exist") == 3, err
+    assert list(tmp_path.iterdir()) == []

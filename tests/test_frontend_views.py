@@ -69,3 +69,17 @@ def test_broken_view_files_say_which_file_and_what(tmp_path: Path) -> None:
         store.load("extra")
     with pytest.raises(ViewError, match="no saved view 'missing'"):
         store.load("missing")
+
+
+def test_a_link_is_restored_as_far_as_it_can_be() -> None:
+    from radtrack.frontend.views import read_link
+
+    view, problems = read_link("?runs=a,b&metric=system/top/proc/cpu_pct&metric=loss"
+                               "&metric=top/proc/cpu_pct&smooth=abc&x=sideways&logy=1")
+    assert view.runs == ["a", "b"] and view.logy
+    # MLflow's stored form and the page's name are one metric
+    assert view.metrics == ["top/proc/cpu_pct", "loss"]
+    assert (view.smooth, view.xmode) == (1, "seconds")
+    assert problems == ["smooth='abc' is not a whole number in 1..10000: smoothing left at 1",
+                        "x='sideways' is not one of seconds, wall, step: x axis left at seconds"]
+    assert read_link("?runs=a&smooth=5&x=wall") == (View(runs=["a"], smooth=5, xmode="wall"), [])

@@ -41,8 +41,29 @@ def resolve_tracking_uri(tracking_uri: str | None = None) -> str:
     return resolve_uri(tracking_uri)
 
 
+def missing_store(uri: str) -> str | None:
+    """Why a reader cannot open ``uri``: a SQLite file or a local file store that does not
+    exist (MLflow would create an empty one there); None otherwise."""
+    if uri.startswith("sqlite:///"):
+        path = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
+    elif uri.startswith("file:") or "://" not in uri:
+        path = Path(uri.removeprefix("file://").removeprefix("file:"))
+    else:
+        return None
+    if str(path) in ("", ":memory:") or path.exists():
+        return None
+    return (f"tracking store {uri}: {path.absolute()} does not exist "
+            "(pass --tracking-uri or set MLFLOW_TRACKING_URI)")
+
+
 def client_for(tracking_uri: str | None = None) -> MlflowClient:
-    return MlflowClient(tracking_uri=resolve_tracking_uri(tracking_uri))
+    """The readers' client; a store that does not exist is refused, never created
+    (RadtrackError: ``radtrack report``, ``export`` and ``ui`` only read)."""
+    uri = resolve_tracking_uri(tracking_uri)
+    problem = missing_store(uri)
+    if problem:
+        raise RadtrackError(problem)
+    return MlflowClient(tracking_uri=uri)
 
 
 def find_experiment(client: MlflowClient, experiment: str) -> Experiment:

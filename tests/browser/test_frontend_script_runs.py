@@ -14,6 +14,11 @@ METRICS = ("smi/gpu0/power_w", "top/cpu_pct")
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    return seed_store(tmp_path_factory)
+
+
+def seed_store(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Workload exp-1 A, B; A's script made trial-0 and trial-1, B's pl-run in pl-exp."""
     root = tmp_path_factory.mktemp("script-runs-store")
     uri = new_store(root)
     a, b = seed_workload(uri, "exp", 1, ["A", "B"], metrics=METRICS, points=600, epochs=0)
