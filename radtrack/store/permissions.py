@@ -13,12 +13,8 @@ launch, and its creator manages it.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from radtrack.errors import RadtrackError
-
-if TYPE_CHECKING:
-    from mlflow import MlflowClient
 
 CURRENT = "/api/3.0/mlflow/users/current/permissions"
 PERMISSION = "/api/3.0/mlflow/users/permissions/get"
@@ -57,27 +53,27 @@ def experiment_permission(uri: str, user: str, experiment_id: str) -> str:
     return str(body.get("permission", "")).upper()
 
 
-def check_write_access(c: MlflowClient, uri: str, experiments: list[str]) -> None:
+def applies(uri: str) -> bool:
+    """A server, and a basic-auth user to check (no user, or a token: the server decides)."""
+    return uri.startswith(("http://", "https://")) and bool(
+        os.environ.get("MLFLOW_TRACKING_USERNAME", "").strip())
+
+
+def check_write_access(uri: str, shown_uri: str, experiments: dict[str, str]) -> None:
     """Refuse, with one line naming the experiment, the user and the admin's grant command,
-    an existing experiment the user may not write to."""
-    if not uri.startswith(("http://", "https://")):
+    an existing experiment (name -> id; one the launch creates is its creator's) the user
+    may not write to. ``shown_uri``: the URI as messages show it (no password)."""
+    if not applies(uri):
         return
     user = os.environ.get("MLFLOW_TRACKING_USERNAME", "").strip()
-    if not user:
-        return  # no basic-auth user (no auth, or a token): the server decides per request
     status, body = _get(uri, CURRENT)
     if status != 200 or body.get("is_admin"):
         return  # no basic-auth app on this server (404), or an admin: may write anywhere
-    from radtrack.store.tracking import lookup_experiment, redact
-
-    for name in dict.fromkeys(experiments):
-        exp = lookup_experiment(c, name)
-        if exp is None:
-            continue  # created by this launch: its creator manages it
-        permission = experiment_permission(uri, user, exp.experiment_id)
+    for name, experiment_id in experiments.items():
+        permission = experiment_permission(uri, user, experiment_id)
         if permission not in WRITABLE:
             raise RadtrackError(
-                f"user {user!r} may not write to experiment {name!r} (id {exp.experiment_id}, "
-                f"permission {permission or 'none'}) on {redact(uri)}: ask an admin to grant "
-                f"EDIT: {grant_command(redact(uri), user, exp.experiment_id)} "
+                f"user {user!r} may not write to experiment {name!r} (id {experiment_id}, "
+                f"permission {permission or 'none'}) on {shown_uri}: ask an admin to grant "
+                f"EDIT: {grant_command(shown_uri, user, experiment_id)} "
                 "(docs/deployment.md, section 5)")

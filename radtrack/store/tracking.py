@@ -159,10 +159,13 @@ def check_experiments(c: MlflowClient, uri: str, experiments: list[str]) -> None
     """Before anything starts: a database store's experiments (check_database_experiments)
     and, on a server with basic auth, the user's permission to write to each experiment
     (radtrack/store/permissions.py)."""
-    from radtrack.store.permissions import check_write_access
+    from radtrack.store import permissions
 
     check_database_experiments(c, uri, experiments)
-    check_write_access(c, uri, experiments)
+    if permissions.applies(uri):
+        found = {name: lookup_experiment(c, name) for name in dict.fromkeys(experiments)}
+        permissions.check_write_access(uri, redact(uri), {
+            name: exp.experiment_id for name, exp in found.items() if exp is not None})
 
 
 def lookup_experiment(c: MlflowClient, name_or_id: str) -> Experiment | None:
