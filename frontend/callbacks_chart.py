@@ -57,9 +57,16 @@ def metric_group(key: str) -> str:
 
 
 def metric_options(keys: list[str], search: str | None, chosen: list[str]) -> list[dict]:
-    """Checklist options grouped by listener, each group under a disabled header row."""
-    text = (search or "").strip().lower()
-    shown = [k for k in keys if not text or text in k.lower() or k in chosen]
+    """Checklist options grouped by listener, each group under a disabled header row; the
+    search keeps the keys holding each of its words, in any order (``gpu5 power``), and
+    says so when none does."""
+    words = (search or "").lower().split()
+    shown = [k for k in keys if all(w in k.lower() for w in words) or k in chosen]
+    if words and not any(k not in chosen for k in shown):
+        shown_note = {"label": f"no metric matches '{' '.join(words)}'",
+                      "value": HEADER_PREFIX + "no match", "disabled": True}
+    else:
+        shown_note = None
     groups: dict[str, list[str]] = {}
     for key in shown:
         groups.setdefault(metric_group(key), []).append(key)
@@ -76,7 +83,7 @@ def metric_options(keys: list[str], search: str | None, chosen: list[str]) -> li
         for key in groups[group]:
             short = key[len(group) + 1:] if group != SCRIPT_GROUP else key
             options.append({"label": short, "value": key})
-    return options
+    return [shown_note, *options] if shown_note else options
 
 
 def chart_figure(source: DataSource, selection: list[str], metrics: list[str],

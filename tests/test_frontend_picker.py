@@ -131,3 +131,15 @@ def test_in_the_scripts_own_experiment_its_row_is_listed_with_it() -> None:
     assert found[0].label.startswith("exp-1 A (row run in exp) · 1 run + 2 script runs")
     # a script run whose row is nowhere to be found is still listed, on its own
     assert [w.key for w in picker.workloads(mine)] == ["run:mine"]
+
+
+def test_metric_search_takes_words_in_any_order_and_says_when_nothing_matches() -> None:
+    from radtrack.frontend.callbacks_chart import HEADER_PREFIX, metric_options
+
+    keys = ["smi/gpu0/power_w", "smi/gpu5/power_w", "smi/gpu5/temp_c", "loss"]
+    found = [o["value"] for o in metric_options(keys, "power GPU5", [])]
+    assert found == [HEADER_PREFIX + "smi", "smi/gpu5/power_w"]
+    none = metric_options(keys, "gpu9 power", ["loss"])
+    assert none[0] == {"label": "no metric matches 'gpu9 power'",
+                       "value": HEADER_PREFIX + "no match", "disabled": True}
+    assert [o["value"] for o in none[1:]] == [HEADER_PREFIX + "script", "loss"]  # ticked stays
