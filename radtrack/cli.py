@@ -18,11 +18,14 @@ import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import NoReturn, TypeVar
+from typing import TYPE_CHECKING, NoReturn, TypeVar
 
 from radtrack import inputs
 from radtrack.errors import RadtrackError, SheetError
 from radtrack.spec import DEFAULT_INTERVAL, RunSpec
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 SUBCOMMANDS = ("listeners", "sync", "status", "report", "export", "ui")
 T = TypeVar("T")
@@ -283,15 +286,23 @@ def _launch(args: argparse.Namespace) -> int:
         print(format_plan(workloads))
         return 0
     tracking.check_reachable(uri)
-    client = tracking.client(uri)
-    tracking.check_experiments(client, uri, [w[0].experiment for w in workloads])
+    # MLflow is imported and the store opened before the scripts start only where a check
+    # needs it (a server's permissions, a database's experiments, a sheet's earlier runs):
+    # otherwise the runs are created while the scripts already run (radtrack/run/record.py)
+    clients: list[MlflowClient] = []
+
+    def client() -> MlflowClient:
+        if not clients:
+            clients.append(tracking.client(uri))
+        return clients[0]
+
+    if tracking.needs_store_checks(uri):
+        tracking.check_experiments(client(), uri, [w[0].experiment for w in workloads])
     if sheet_path is not None:
         from radtrack.resume import pending_workloads
 
         workloads = pending_workloads(workloads, client, args.rerun, log=lambda m: print(f"[radtrack] {m}", file=sys.stderr))
-    elif specs[0].workload == 0:
-        exp_id = tracking.experiment_id(client, uri, specs[0].experiment)
-        specs[0].workload = tracking.next_workload_number(client, exp_id)
+    # a CLI launch's workload number (Workload 0: the next one) is taken when its run is made
     from radtrack.executors import local
 
     return local.run(workloads, uri, args.grace, sheet_path)

@@ -6,15 +6,17 @@ A workload runs as a whole (its rows are co-located), so it runs again whole or 
 from __future__ import annotations
 
 from collections.abc import Callable
-
-from mlflow import MlflowClient
-from mlflow.exceptions import MlflowException
+from typing import TYPE_CHECKING
 
 from radtrack.sheet import status_word
 from radtrack.spec import RunSpec
 from radtrack.store.tracking import close_orphaned_parent
 
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
 PARENT_TAG = "mlflow.parentRunId"
+ClientFactory = Callable[[], "MlflowClient"]  # opens the store only when a row needs it
 
 
 def _name(rows: list[RunSpec]) -> str:
@@ -22,13 +24,15 @@ def _name(rows: list[RunSpec]) -> str:
 
 
 def _running_in_mlflow(client: MlflowClient, run_id: str) -> bool:
+    from mlflow.exceptions import MlflowException
+
     try:
         return client.get_run(run_id).info.status == "RUNNING"
     except MlflowException:
         return False
 
 
-def _kill_stale(client: MlflowClient, rows: list[RunSpec], log: Callable[[str], None]) -> bool:
+def _kill_stale(clients: ClientFactory, rows: list[RunSpec], log: Callable[[str], None]) -> bool:
     """Mark runs a crashed launcher left RUNNING (and their parents) KILLED; True if a row
     was. A parent left RUNNING after ``radtrack sync`` closed its rows is closed too."""
     killed: list[str] = []
@@ -36,6 +40,9 @@ def _kill_stale(client: MlflowClient, rows: list[RunSpec], log: Callable[[str], 
     for s in rows:
         if not s.run_id or status_word(s.status) not in ("", "RUNNING", "KILLED"):
             continue
+        from mlflow.exceptions import MlflowException
+
+        client = clients()
         if _running_in_mlflow(client, s.run_id):
             client.set_terminated(s.run_id, status="KILLED")
             killed.append(s.run_id)
@@ -54,7 +61,8 @@ def _kill_stale(client: MlflowClient, rows: list[RunSpec], log: Callable[[str], 
     return bool(killed)
 
 
-def pending_workloads(workloads: list[list[RunSpec]], client: MlflowClient, rerun: bool,
+def pending_workloads(workloads: list[list[RunSpec]], client: MlflowClient | ClientFactory,
+                      rerun: bool,
                       log: Callable[[str], None] = print) -> list[list[RunSpec]]:
     """The workloads to run now, logging one line per decision.
 
@@ -65,6 +73,7 @@ def pending_workloads(workloads: list[list[RunSpec]], client: MlflowClient, reru
     - any row FAILED or KILLED: runs again only with ``rerun``;
     - otherwise (rows not run yet): runs.
     """
+    clients = client if callable(client) and not hasattr(client, "get_run") else (lambda: client)
     pending = []
     for rows in workloads:
         name = _name(rows)
@@ -72,7 +81,7 @@ def pending_workloads(workloads: list[list[RunSpec]], client: MlflowClient, reru
         if all(w == "FINISHED" for w in words):
             log(f"{name}: all {len(rows)} rows FINISHED, skipped")
             continue
-        if _kill_stale(client, rows, log):
+        if _kill_stale(clients, rows, log):
             pending.append(rows)
             continue
         if "RUNNING" in words:

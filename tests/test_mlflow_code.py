@@ -25,15 +25,15 @@ HEADER = "Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Para
 SLACK_MS = 1000  # a sample taken as end_run returns may carry a time just after end_time
 
 
-def _run_sheet(folder: Path, rows: list[tuple[str, str]]) -> tuple[str, subprocess.CompletedProcess[str], Path]:
+def _run_sheet(folder: Path, rows: list[tuple[str, str]], listeners: str = "top", devices: str = "",
+               env: dict[str, str] | None = None) -> tuple[str, subprocess.CompletedProcess[str], Path]:
     folder.mkdir(parents=True, exist_ok=True)
     uri = f"sqlite:///{folder / 'mlflow.db'}"
     sheet = folder / "sheet.csv"
-    sheet.write_text(HEADER + "".join(f"compat,{i},,,,-,{CODE / f},top,{params},0.1\n"
+    sheet.write_text(HEADER + "".join(f"compat,{i},,,{devices},-,{CODE / f},{listeners},{params},0.1\n"
                                       for i, (f, params) in enumerate(rows, 1)))
     env = {"MLFLOW_TRACKING_URI": uri, "RADTRACK_HOME": str(folder / ".radtrack"),
-           "MLFLOW_DISABLE_TELEMETRY": "true"}
-    env.pop("MLFLOW_EXPERIMENT_NAME", None)
+           "MLFLOW_DISABLE_TELEMETRY": "true", **(env or {})}
     proc = radtrack_cli(str(sheet), cwd=folder, env=env, timeout=600)
     return uri, proc, sheet
 

@@ -231,9 +231,13 @@ def test_sigkilled_launcher_then_sync(store: str, tmp_path: Path) -> None:
         stderr=subprocess.DEVNULL)
     spool = Path(os.environ["RADTRACK_HOME"]) / "spool"
     deadline = time.monotonic() + 90
-    while not any(spool.glob("*/top.jsonl")):
+    # the script starts before its run exists (radtrack/run/record.py): wait for the run
+    while not any(spool.glob("*/meta.json")):
         assert time.monotonic() < deadline
         time.sleep(0.2)
+    live = radtrack_cli("sync")  # a live launcher's spool is left alone
+    assert live.returncode == 0 and "0 run(s) stored" in live.stdout, live.stdout
+    assert "is still running it" in live.stdout
     time.sleep(3)
     launcher.kill()
     launcher.wait()
@@ -406,3 +410,14 @@ def test_a_counter_read_once_stores_no_energy_rather_than_zero() -> None:
     out = summarize(frame)
     assert "summary/smi/gpu0/energy_j" not in out
     assert out["summary/smi/gpu0/power_w/mean"] == 100.0
+
+
+def test_sync_names_a_spool_whose_run_was_never_created(store: str) -> None:
+    """A launcher stopped before it reached the store: its samples stay, and sync says why."""
+    folder = Path(os.environ["RADTRACK_HOME"]) / "spool" / "0123abcd"
+    folder.mkdir(parents=True)
+    (folder / "top.jsonl").write_text('{"type": "sample", "t": 1.0, "v": {"top/cpu_pct": 5.0}}\n')
+    p = radtrack_cli("sync")
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "0123abcd: its run was never created" in p.stdout and "0 run(s) stored, 1 left" in p.stdout
+    assert (folder / "top.jsonl").exists()

@@ -27,8 +27,9 @@ def test_sync_after_sigkill_closes_the_parent_run(store: str, tmp_path: Path) ->
                                 start_new_session=True)
     spool = Path(os.environ["RADTRACK_HOME"]) / "spool"
     deadline = time.monotonic() + 120
-    while len(list(spool.glob("*/top.jsonl"))) < 2:
-        assert time.monotonic() < deadline, "the rows' listeners never spooled"
+    # the scripts start before their runs exist (radtrack/run/record.py): wait for both runs
+    while len(list(spool.glob("*/meta.json"))) < 2 or len(list(spool.glob("*/top.jsonl"))) < 2:
+        assert time.monotonic() < deadline, "the rows' runs were never created or never spooled"
         time.sleep(0.2)
     time.sleep(2)
     os.killpg(launcher.pid, 9)  # the launcher and its workloads, as an OOM kill or a lost node

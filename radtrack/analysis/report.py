@@ -25,6 +25,7 @@ from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.gpulabel import physical_gpus_of_row
 from radtrack.analysis.interference import interference
 from radtrack.analysis.run_summaries import summarize_runs
+from radtrack.analysis.script_runs import is_script_run, load_script_runs, own_metric_columns
 from radtrack.analysis.text_table import render
 from radtrack.analysis.variability import time_to_target, variability
 from radtrack.csvsafe import safe_frame
@@ -32,7 +33,7 @@ from radtrack.errors import RadtrackError
 from radtrack.store import schema
 
 FORMATS = ("table", "csv", "json", "parquet")
-TABLES = ("runs", "interference", "workloads", "variability")
+TABLES = ("runs", "interference", "workloads", "variability", "scripts")
 
 # The columns worth a glance in the printed table; files carry every column.
 _RUN_VIEW = ["run_name", "user", "gpu_used", "workload", "letter", "status", "collocation", "duration_s",
@@ -46,6 +47,8 @@ _INTERFERENCE_VIEW = ["run_name", "collocation", "slowdown", "slowdown_basis", "
 _WORKLOAD_VIEW = ["workload", "rows", "collocation", "duration_s", "energy_j", "co2e_g", "idle_energy_j",
                   "other_energy_j", "work", "work_unit", "energy_per_unit_j", "stp", "antt",
                   "serial_energy_j", "energy_vs_serial_pct", "note"]
+_SCRIPT_VIEW = ["run_name", "row_run_name", "script_experiment", "status", "duration_s",
+                "energy_j", "power_w_mean", "gpu_util_pct_mean", "cpu_pct_mean"]
 _VARIABILITY_VIEW_FIXED = ["file", "params", "collocation", "rows_in_workload", "gpu", "n"]
 
 
@@ -57,10 +60,14 @@ class ExperimentReport:
     variability: pd.DataFrame
     workloads: pd.DataFrame  # co-located workloads: energy, STP, ANTT, energy vs serial
     footprint: str = ""  # the experiment's energy and CO2e, one line
+    scripts: pd.DataFrame | None = None  # the runs the scripts made (analysis/script_runs.py)
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        return {"runs": self.runs, "interference": self.interference,
-                "workloads": self.workloads, "variability": self.variability}
+        out = {"runs": self.runs, "interference": self.interference,
+               "workloads": self.workloads, "variability": self.variability}
+        if self.scripts is not None and not self.scripts.empty:  # runs the scripts made
+            out["scripts"] = self.scripts
+        return out
 
 
 def analyze_experiment(experiment: str, workload: int | None = None,
@@ -76,7 +83,8 @@ def analyze_experiment(experiment: str, workload: int | None = None,
     uri = resolve_tracking_uri(tracking_uri)
     everything = load_runs(experiment, tracking_uri=uri, include_parents=True)
     is_parent = everything.get(f"tag.{schema.ROLE}", pd.Series(dtype=object)) == schema.ROLE_WORKLOAD
-    runs = everything[~is_parent.reindex(everything.index, fill_value=False)].reset_index(drop=True)
+    is_parent = is_parent.reindex(everything.index, fill_value=False) | is_script_run(everything)
+    runs = everything[~is_parent].reset_index(drop=True)
     if workload is not None and not (runs["workload"] == workload).any():
         known = ", ".join(str(w) for w in sorted(runs["workload"].dropna().unique()))
         raise RadtrackError(f"experiment {experiment!r} has no workload {workload} "
@@ -122,14 +130,30 @@ def analyze_experiment(experiment: str, workload: int | None = None,
             if len(var) else var
     table = table.sort_values(["workload", "letter", "start_time"], kind="stable")
     inter = inter.sort_values(["workload", "letter"], kind="stable")
-    shown = everything[is_parent.reindex(everything.index, fill_value=False)]
+    shown = everything[is_parent & ~is_script_run(everything)]
     if workload is not None:
         shown = shown[shown["workload"] == workload]
     if user is not None:
         shown = shown[shown["run_id"].isin(theirs)]
     return ExperimentReport(str(experiment), table.reset_index(drop=True),
                             inter.reset_index(drop=True), var.reset_index(drop=True),
-                            workloads.reset_index(drop=True), footprint_line(shown))
+                            workloads.reset_index(drop=True), footprint_line(shown),
+                            scripts=script_table(runs[runs["run_id"].isin(table["run_id"])], uri))
+
+
+def script_table(rows: pd.DataFrame, uri: str) -> pd.DataFrame:
+    """The runs the rows' scripts made: the row, the script's own final metrics, and the
+    summaries of the run's span (energy, power, ...) as in the per-run table."""
+    found = load_script_runs(rows, tracking_uri=uri)
+    if found.empty:
+        return pd.DataFrame()
+    summary = summarize_runs(found, tracking_uri=uri, quantiles=False)
+    own = own_metric_columns(found)
+    table = found[["run_id", "row_run_name", "experiment", "status", *own]].rename(
+        columns={c: c.removeprefix("metric.") for c in own})
+    table = table.rename(columns={"experiment": "script_experiment"})
+    keep = [c for c in summary.columns if c not in table.columns or c == "run_id"]
+    return table.merge(summary[keep], on="run_id", how="left")
 
 
 def footprint_line(parents: pd.DataFrame) -> str:
@@ -174,6 +198,12 @@ def render_report(report: ExperimentReport) -> str:
              "", "Run-to-run variability (repeats of one configuration, per GPU model)",
              render(report.variability, var_cols)
              if not report.variability.empty else "(no configuration was run more than once)"]
+    scripts = report.scripts
+    if scripts is not None and not scripts.empty:
+        own = [c for c in scripts.columns if c not in _SCRIPT_VIEW and c not in report.runs.columns
+               and c != "run_id"]
+        parts += ["", "Runs the scripts made (their own metrics; hardware of each run's span)",
+                  render(scripts, _SCRIPT_VIEW[:4] + own + _SCRIPT_VIEW[4:])]
     return "\n".join(parts)
 
 

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from radtrack.run.launch import Row
 
 _COPIED_TAGS = (schema.LISTENER_TAG_PREFIX, schema.TAG_PREFIX + "gpu.", schema.ATTRIBUTION_TAG_PREFIX)
-_COPIED_EXACT = (schema.DEVICES, schema.COLLOCATION, schema.HOSTNAME, schema.VERSION,
-                 schema.EXPERIMENT, schema.WORKLOAD, schema.LETTER)
+# not the workload, letter or experiment tags: readers list a run carrying those as a row
+_COPIED_EXACT = (schema.DEVICES, schema.COLLOCATION, schema.HOSTNAME, schema.VERSION)
 
 
 @dataclass

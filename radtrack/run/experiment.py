@@ -5,23 +5,17 @@ from __future__ import annotations
 import os
 import signal
 import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.errors import PlacementError
 from radtrack.run.launch import Interrupt, Row, command_for, run_workload, say, store_row_params
+from radtrack.run.record import Recorder
 from radtrack.script import env as renv
 from radtrack.spec import RunSpec
-from radtrack.store.tracking import (
-    client as make_client,
-)
-from radtrack.store.tracking import (
-    experiment_id,
-    row_params,
-    row_tags,
-    set_tags,
-    workload_tags,
-)
+from radtrack.store import schema
+from radtrack.store.tracking import row_params, row_tags, set_tags
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -48,28 +42,24 @@ def resolve_listeners(spec: RunSpec) -> tuple[list[str], list[type], dict[str, s
     return samplers, wrappers, tags
 
 
-def _host_tags() -> dict[str, str]:
-    from radtrack.gpus import host_tags
-
-    try:
-        return host_tags()
-    except Exception as exc:  # a broken nvidia-smi must not stop the run
-        say(f"GPU information unavailable: {exc}")
-        return {}
+WAIT_LISTENERS_ENV = "RADTRACK_WAIT_LISTENERS"  # "1": scripts start once listeners read
 
 
 def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
-                  sheet: Path | None = None) -> int:
+                  sheet: Path | None = None, wait_listeners: bool | None = None) -> int:
     """Run every workload; return the launcher's exit code (0 all finished, 1 some failed,
-    130 interrupted)."""
-    client = make_client(uri)
+    130 interrupted). The scripts start at once, or, with ``wait_listeners``, once every
+    listener has taken its first reading; by default (None; ``$RADTRACK_WAIT_LISTENERS``
+    0 or 1 overrides) only a workload with a GPU power listener waits, so that the energy
+    counter covers its scripts from their first instant (radtrack/run/start.py)."""
+    if wait_listeners is None and os.environ.get(WAIT_LISTENERS_ENV, "") in ("0", "1"):
+        wait_listeners = os.environ[WAIT_LISTENERS_ENV] == "1"
     interrupt = Interrupt()
     old = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
-    host = _host_tags()
     worst = 0
     try:
         for specs in workloads:
-            statuses = _run_one(client, uri, specs, interrupt, grace, host)
+            statuses = _run_one(uri, specs, interrupt, grace, wait_listeners)
             if sheet is not None:
                 from radtrack.sheet import write_status
 
@@ -87,55 +77,56 @@ def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
     return worst
 
 
-def _run_one(client: MlflowClient, uri: str, specs: list[RunSpec], interrupt: Interrupt,
-             grace: float, host: dict[str, str]) -> list[tuple[str, str, str]]:
-    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
-
+def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
+             wait_listeners: bool = False) -> list[tuple[str, str, str]]:
     from radtrack.placement import WorkloadPlacement
 
     first = specs[0]
-    exp_id = experiment_id(client, uri, first.experiment)
-    name = f"{first.experiment}-{first.workload}"
-    say(f"workload {name}: {len(specs)} row(s)")
-    parent = client.create_run(exp_id, run_name=name, tags=workload_tags(first))
-    pid = parent.info.run_id
+    if first.workload:  # else a CLI launch, numbered when its run is made (run/record.py)
+        say(f"workload {first.experiment}-{first.workload}: {len(specs)} row(s)")
     rows: list[Row] = []
     for spec in specs:
         samplers, wrappers, ltags = resolve_listeners(spec)
-        run = client.create_run(exp_id, run_name=spec.run_name or spec.default_run_name(),
-                                tags={MLFLOW_PARENT_RUN_ID: pid, **row_tags(spec, specs, host), **ltags})
-        rid = run.info.run_id
-        folder = renv.radtrack_home() / "runs" / rid
+        key = uuid.uuid4().hex
         # params are stored when the row ends, after whatever the script logged itself: the
-        # script's own values win (launch.store_row_params)
-        params = row_params(spec, samplers + [w.name for w in wrappers], command_for(spec))
-        rows.append(Row(spec=spec, run_id=rid, env={}, listeners=samplers, wrappers=wrappers,
-                        folder=folder, params=params, exp_id=exp_id,
-                        record_tags={**row_tags(spec, specs, host), **ltags}))
-    run_dir = renv.radtrack_home() / "runs" / pid
+        # script's own values win (finish.store_row_params)
+        params = row_params(spec, samplers + [w.name for w in wrappers],
+                            command_for(spec.file, spec.args))
+        rows.append(Row(spec=spec, key=key, env={}, listeners=samplers, wrappers=wrappers,
+                        folder=renv.radtrack_home() / "runs" / key, params=params,
+                        record_tags={**row_tags(spec, specs, {}), **ltags}))
+    run_dir = renv.radtrack_home() / "runs" / uuid.uuid4().hex
     run_dir.mkdir(parents=True, exist_ok=True)
+    recorder = Recorder(uri, specs, rows, say, scratch=run_dir)
     try:
         with WorkloadPlacement(specs, run_dir, log=say) as placement:
             for row in rows:
                 row.env = _process_env(row, uri, placement.env_for(row.spec))
-                # stored now, not with the row's other tags at its end: a MIG UUID must be on
-                # the run even if the launcher dies mid-workload
-                set_tags(client, row.run_id, placement.tags_for(row.spec))
-            run_workload(client, uri, rows, interrupt, grace)
+                row.placement_tags = placement.tags_for(row.spec)
+            run_workload(rows, interrupt, recorder, grace, wait_listeners=wait_listeners)
             artifacts = placement.artifacts()
     except Exception as exc:  # placement refused, or a process could not be started
         what = "placement failed" if isinstance(exc, PlacementError) else "could not start"
-        say(f"workload {name}: {what}: {exc}")
+        say(f"workload {first.experiment}-{first.workload}: {what}: {exc}")
+        client = recorder.wait()
+        if client is None:
+            say(f"could not create the runs in the tracking store: {recorder.error}")
+            return [("FAILED", row.run_id, row.name) for row in rows]
         for row in rows:
             store_row_params(client, row.run_id, row.params, {})
-            set_tags(client, row.run_id, {"radtrack.error": str(exc)[:5000]})
+            set_tags(client, row.run_id, {schema.ERROR: str(exc)[:5000]})
             client.set_terminated(row.run_id, "FAILED")
-        set_tags(client, pid, {"radtrack.error": str(exc)[:5000]})
-        client.set_terminated(pid, "FAILED")
+        set_tags(client, recorder.parent_id, {schema.ERROR: str(exc)[:5000]})
+        client.set_terminated(recorder.parent_id, "FAILED")
         return [("FAILED", row.run_id, row.name) for row in rows]
+    client, pid = recorder.client, recorder.parent_id
+    if client is None or recorder.error is not None:
+        for row in rows:
+            say(f"{row.name}: {row.status} (exit {row.exit_code}); no run stored: {recorder.error}")
+        return [(row.status if row.status != "FINISHED" else "FAILED", "", row.name) for row in rows]
     for path in artifacts:
         if Path(path).exists():
-            client.log_artifact(pid, str(path), "placement")
+            client.log_artifact(pid, str(path), schema.PLACEMENT_DIR)
     _log_skew(client, pid, rows)
     accounts = _account(client, uri, pid, rows)
     _bind_script_runs(client, uri, rows, accounts)
@@ -231,8 +222,8 @@ def _process_env(row: Row, uri: str, placement_env: dict[str, str]) -> dict[str,
     spec = row.spec
     # the sheet's Env may not override what placement needs (CUDA_VISIBLE_DEVICES, MPS pipes)
     e = {**os.environ, **spec.env, **placement_env}
+    e.pop(renv.RUN_ID, None)  # RADTBenchmark learns the row run from the row folder
     e.update({
-        renv.RUN_ID: row.run_id,
         renv.TRACKING_URI: uri,
         renv.RUN_EVENTS: str(row.folder / "mlflow-runs.jsonl"),
         "PYTHONUNBUFFERED": "1",
@@ -240,7 +231,6 @@ def _process_env(row: Row, uri: str, placement_env: dict[str, str]) -> dict[str,
     # The script's own MLflow runs are its own (never the row run: docs/mlflow-code.md); by
     # default they land in the row's experiment (radtrack/script/run_events.py).
     e.pop(renv.MLFLOW_RUN_ID, None)
-    e[renv.ROW_EXPERIMENT_ID] = row.exp_id
     # NVML (listeners, placement) numbers GPUs in PCI bus order; make CUDA agree, so that
     # device 0 of a row is the GPU its listeners watch.
     e.setdefault("CUDA_DEVICE_ORDER", "PCI_BUS_ID")

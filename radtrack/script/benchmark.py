@@ -10,12 +10,13 @@ None, and mlflow is not even imported, so the script runs unchanged.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from radtrack.script import env
+from radtrack.script import env, handshake
 from radtrack.script.codewindows import WindowRecorder
 
 STOPPED_BY_TAG = "radtrack.stopped_by"
@@ -29,7 +30,10 @@ class RADTBenchmark:
     """Context manager attached to the launcher's run, or a no-op outside radtrack."""
 
     def __init__(self) -> None:
-        self.run_id = os.environ.get(env.RUN_ID) or None
+        self._run_id = os.environ.get(env.RUN_ID) or None
+        # under radtrack the row run may not exist yet when the script starts: its id comes
+        # through the row folder once the launcher has created it (script/handshake.py)
+        self._row_dir = os.environ.get(handshake.ROW_DIR) or None
         self.max_epoch = _int_or_none(os.environ.get(env.MAX_EPOCH))
         max_time = os.environ.get(env.MAX_TIME)
         self.max_time_s = float(max_time) * 60 if max_time else None
@@ -44,10 +48,21 @@ class RADTBenchmark:
 
     @property
     def active(self) -> bool:
-        return self.run_id is not None
+        return self._run_id is not None or self._row_dir is not None
+
+    @property
+    def run_id(self) -> str | None:
+        """The row run's id (waits, the first time, until the launcher has created it)."""
+        if self._run_id is None and self._row_dir is not None:
+            self._run_id = handshake.wait_for(handshake.RUN_ID, Path(self._row_dir))
+            if self._run_id is None:
+                print("[radtrack] RADTBenchmark: the launcher created no run (see its output); "
+                      "metrics of this script are not logged", file=sys.stderr, flush=True)
+                self._row_dir = None
+        return self._run_id
 
     def __enter__(self) -> RADTBenchmark:
-        if not self.active:
+        if not self.active or self.run_id is None:
             return self
         import mlflow
 

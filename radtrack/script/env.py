@@ -8,7 +8,6 @@ from pathlib import Path
 RUN_ID = "RADTRACK_RUN_ID"
 TRACKING_URI = "MLFLOW_TRACKING_URI"
 MLFLOW_RUN_ID = "MLFLOW_RUN_ID"  # never set for the script: its runs are its own
-ROW_EXPERIMENT_ID = "RADTRACK_EXPERIMENT_ID"  # the row's experiment: the script's runs' default
 RUN_EVENTS = "RADTRACK_RUN_EVENTS"  # the script's MLflow runs as they appear (script/run_events.py)
 MAX_EPOCH = "RADTRACK_MAX_EPOCH"
 MAX_TIME = "RADTRACK_MAX_TIME"  # minutes, float

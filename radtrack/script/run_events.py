@@ -27,7 +27,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from radtrack.script.env import ROW_EXPERIMENT_ID as EXPERIMENT_ENV
+from radtrack.script import handshake
 from radtrack.script.env import RUN_EVENTS as EVENTS_ENV  # the file the hook appends to
 
 START, RESUME, RENAME, END = "start", "resume", "rename", "end"
@@ -64,9 +64,8 @@ def absolute_uri(uri: str) -> str:
 
 # -- the writing side (inside the script's process) ---------------------------------------
 class _Recorder:
-    def __init__(self, path: str, experiment_id: str | None, tracking_uri: str | None):
+    def __init__(self, path: str, tracking_uri: str | None):
         self.path = path
-        self.experiment_id = experiment_id  # the row's: the default for the script's runs
         self.tracking_uri = absolute_uri(tracking_uri) if tracking_uri else None
         self.created: set[str] = set()
         self.exiting = False
@@ -142,13 +141,15 @@ class _Recorder:
             # The row's experiment is the default only where MLflow itself would fall back
             # to its default: no set_experiment, no experiment in the environment, and the
             # store radtrack tracks into (a script with a store of its own keeps its Default).
-            if (rec.experiment_id and module._active_experiment_id is None
+            if (module._active_experiment_id is None
                     and not os.environ.get("MLFLOW_EXPERIMENT_NAME")
                     and not os.environ.get("MLFLOW_EXPERIMENT_ID")):
                 from mlflow.tracking import get_tracking_uri
 
                 if absolute_uri(get_tracking_uri()) == rec.tracking_uri:
-                    return rec.experiment_id
+                    row_experiment = handshake.wait_for(handshake.EXPERIMENT_ID)
+                    if row_experiment:
+                        return row_experiment
             return default_experiment()
 
         module._get_experiment_id = _get_experiment_id
@@ -202,7 +203,7 @@ def install(path: str | None = None) -> bool:
     path = path or os.environ.get(EVENTS_ENV)
     if not path or _CLIENT_MODULE in sys.modules:
         return False
-    rec = _Recorder(path, os.environ.get(EXPERIMENT_ENV), os.environ.get("MLFLOW_TRACKING_URI"))
+    rec = _Recorder(path, os.environ.get("MLFLOW_TRACKING_URI"))
     sys.meta_path.insert(0, _AfterImport({_CLIENT_MODULE: rec.patch_client,
                                           _FLUENT_MODULE: rec.patch_fluent}))
     return True

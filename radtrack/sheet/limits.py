@@ -1,33 +1,45 @@
 """MLflow's own limits on names and params, checked before any run exists.
 
-The limits and name rules are read from the installed MLflow (mlflow.utils.validation and
-its database schema), so a row is refused up front exactly when MLflow would refuse it
-after the runs were created.
+The limits and name rules are MLflow's (``mlflow.utils.validation`` and its database
+schema), written out here so that checking a sheet does not import MLflow: that import
+alone takes 2-4 s, and the script must start well under a second after ``radtrack`` is
+invoked (docs/performance.md). tests/test_sheet_limits.py checks every value and rule
+here against the installed MLflow, so a row is refused up front exactly when MLflow would
+refuse it after the runs were created.
 """
 
 from __future__ import annotations
 
-from functools import cache
+import posixpath
+import re
 
 from radtrack.script.params import parse_script_args
 
+MAX_EXPERIMENT_NAME_LENGTH = 500  # mlflow.utils.validation.MAX_EXPERIMENT_NAME_LENGTH
+MAX_ENTITY_KEY_LENGTH = 250  # mlflow.utils.validation.MAX_ENTITY_KEY_LENGTH (param names)
+RUN_NAME_LENGTH = 250  # the length of MLflow's runs.name column (SqlRun.name)
+_NAME_CHARS = re.compile(r"^[/\w.\- :]*$")  # validate_param_and_metric_name (POSIX)
+BAD_CHARACTER_MESSAGE = ("Names may only contain alphanumerics, underscores (_), dashes (-), "
+                         "periods (.), spaces ( ), colon(:) and slashes (/).")
 
-@cache
+
 def run_name_limit() -> int:
     """The longest run name MLflow's store keeps (its ``runs.name`` column)."""
-    try:
-        from mlflow.store.tracking.dbmodels.models import SqlRun
+    return RUN_NAME_LENGTH
 
-        return int(SqlRun.name.type.length)
-    except Exception:  # another MLflow layout: its key limit, the same 250 today
-        from mlflow.utils.validation import MAX_ENTITY_KEY_LENGTH
 
-        return int(MAX_ENTITY_KEY_LENGTH)
+def valid_param_name(name: str) -> bool:
+    """MLflow's character rule for param and metric names."""
+    return _NAME_CHARS.match(name) is not None
+
+
+def path_not_unique(name: str) -> bool:
+    """MLflow's rule against names that would not be unique as file paths."""
+    norm = posixpath.normpath(name)
+    return norm != str(name) or norm == "." or norm.startswith("..") or norm.startswith("/")
 
 
 def experiment_name_problem(name: str) -> str | None:
-    from mlflow.utils.validation import MAX_EXPERIMENT_NAME_LENGTH
-
     if len(name) > MAX_EXPERIMENT_NAME_LENGTH:
         return (f"{len(name)} characters; MLflow accepts experiment names of at most "
                 f"{MAX_EXPERIMENT_NAME_LENGTH} characters")
@@ -48,18 +60,11 @@ def run_name_problem(name: str, default: bool) -> str | None:
 def param_problems(args: list[str]) -> list[str]:
     """Why MLflow would refuse a param radtrack makes from the script's arguments (each
     ``--name value`` becomes param ``name``; docs/cli.md), one message per param."""
-    from mlflow.utils.validation import (
-        MAX_ENTITY_KEY_LENGTH,
-        bad_character_message,
-        path_not_unique,
-        validate_param_and_metric_name,
-    )
-
     out = []
     for key in parse_script_args(args):
-        if not validate_param_and_metric_name(key):
+        if not valid_param_name(key):
             out.append(f"{key!r} would be an MLflow param name, which MLflow refuses: "
-                       f"{bad_character_message()} Rename the option, or pass it as "
+                       f"{BAD_CHARACTER_MESSAGE} Rename the option, or pass it as "
                        "--name=value with an accepted name")
         elif path_not_unique(key):
             out.append(f"{key!r} would be an MLflow param name, which MLflow refuses: it must "

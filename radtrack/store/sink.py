@@ -20,7 +20,7 @@ from radtrack.listeners.protocol import Hello, Message
 from radtrack.store.recovery import read_meta, read_spool, reopen_streams
 from radtrack.store.restwriter import RestMetricWriter
 from radtrack.store.shipping import FLUSH_EVERY_S, Shipper
-from radtrack.store.spool import MAX_METRICS_PER_CALL, Spool
+from radtrack.store.spool import MAX_METRICS_PER_CALL, Spool, hold, write_meta
 from radtrack.store.sqlwriter import SqlMetricWriter
 from radtrack.store.traces import store_traces, summarize
 
@@ -48,6 +48,41 @@ class Sink:
         self.rest: RestMetricWriter = self.shipper.rest  # everything else: log_batch calls
         self.frames: dict[str, pd.DataFrame] = {}  # the traces finalize() stored, by listener
 
+    @classmethod
+    def unbound(cls, spool_root: Path, key: str, flush_every: float = FLUSH_EVERY_S,
+                sql_bulk: bool = True) -> Sink:
+        """A sink that spools from the first line on, before its run exists (the script
+        starts before radtrack creates the run: radtrack/run/record.py); :meth:`bind` gives
+        it the run and starts shipping. Until then its folder has no ``meta.json``."""
+        sink = cls.__new__(cls)
+        sink.client, sink.run_id = None, ""  # type: ignore[assignment]
+        sink.spool = Spool(spool_root / key)
+        sink.spool.dir.mkdir(parents=True, exist_ok=True)
+        sink._owner = hold(sink.spool.dir)  # radtrack sync leaves a live launcher's spool alone
+        sink.dir = sink.spool.dir
+        sink.shipper = None  # type: ignore[assignment]
+        sink._bind_args = (flush_every, sql_bulk)
+        sink._unbound_error = "the run was never created"
+        sink.frames = {}
+        return sink
+
+    def bind(self, client: MlflowClient, run_id: str, tracking_uri: str) -> None:
+        """The run exists now: record it in ``meta.json`` (``radtrack sync`` can finish it
+        from here on) and start shipping what is spooled."""
+        flush_every, sql_bulk = self._bind_args
+        self.client, self.run_id = client, run_id
+        self.shipper = Shipper(client, run_id, self.spool, flush_every, sql_bulk)
+        self.writer = self.shipper.writer
+        self.rest = self.shipper.rest
+        write_meta(self.dir, run_id, tracking_uri)
+        self.spool.on_full = self.shipper.wake
+        self.shipper.start()
+        self.shipper.wake()
+
+    @property
+    def bound(self) -> bool:
+        return self.shipper is not None
+
     # -- intake ------------------------------------------------------------------------
     def feed(self, listener: str, line: str, msg: Message | None = None) -> Message | None:
         """Take one line from a listener: spool it, queue samples. Returns its message.
@@ -62,11 +97,12 @@ class Sink:
 
     # -- shipping ----------------------------------------------------------------------
     def start(self) -> None:
-        self.shipper.start()
+        if self.shipper is not None:
+            self.shipper.start()
 
     def ship(self) -> bool:
-        """Send everything pending; True when nothing is left unsent."""
-        return self.shipper.ship()
+        """Send everything pending; True when nothing is left unsent (never while unbound)."""
+        return self.shipper.ship() if self.shipper is not None else not self.pending_count
 
     def lag_s(self) -> float:
         """Seconds since the oldest sample not yet stored was taken (0 when none waits)."""
@@ -79,27 +115,33 @@ class Sink:
     @property
     def stored(self) -> int:
         """Metric points stored so far."""
-        return self.shipper.stored
+        return self.shipper.stored if self.shipper is not None else 0
 
     @property
     def failures(self) -> int:
         """Failed store calls (store unreachable, ...)."""
-        return self.shipper.failures
+        return self.shipper.failures if self.shipper is not None else 0
 
     @property
     def last_error(self) -> str:
         """Why storing failed last (shipping or the end-of-run artifacts); "" when never."""
-        return self.shipper.last_error
+        return self.shipper.last_error if self.shipper is not None else self._unbound_error
 
     @last_error.setter
     def last_error(self, text: str) -> None:
-        self.shipper.last_error = text
+        if self.shipper is not None:
+            self.shipper.last_error = text
+        else:
+            self._unbound_error = text
 
     # -- end of run --------------------------------------------------------------------
     def close(self, retry_for: float = 30.0) -> bool:
         """Stop the shipper, ship what is left (retrying while the store is away for up to
         ``retry_for`` seconds), store Parquet traces and summaries. True when the spool is
         fully stored (and then removed); else it stays for ``radtrack sync``."""
+        if self.shipper is None:  # its run was never created: everything stays spooled
+            self.spool.close_files()
+            return False
         self.shipper.stop()
         deadline = time.monotonic() + retry_for
         while not self.ship() and time.monotonic() < deadline:
@@ -126,6 +168,13 @@ class Sink:
     def recover(cls, client: MlflowClient, run_dir: Path) -> Sink:
         """Rebuild a sink from a spool a killed launcher left behind (``radtrack sync``)."""
         meta = read_meta(run_dir)
-        sink = cls(client, meta["run_id"], run_dir.parent, meta["tracking_uri"])
+        # the folder is named by the launch's own key (its run did not exist yet when the
+        # spool started: radtrack/run/record.py), or by the run id (older spools)
+        sink = cls.unbound(run_dir.parent, run_dir.name)
         sink.spool.streams.update(reopen_streams(run_dir))
+        flush_every, sql_bulk = sink._bind_args
+        sink.client, sink.run_id = client, meta["run_id"]
+        sink.shipper = Shipper(client, sink.run_id, sink.spool, flush_every, sql_bulk)
+        sink.writer, sink.rest = sink.shipper.writer, sink.shipper.rest
+        sink.spool.on_full = sink.shipper.wake
         return sink

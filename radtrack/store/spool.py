@@ -77,7 +77,7 @@ class Spool:
         """A run's spool folder with its ``meta.json``."""
         folder = root / run_id
         folder.mkdir(parents=True, exist_ok=True)
-        (folder / META_FILE).write_text(json.dumps({"run_id": run_id, "tracking_uri": tracking_uri}))
+        write_meta(folder, run_id, tracking_uri)
         return cls(folder)
 
     def path(self, listener: str, suffix: str = SPOOL_SUFFIX) -> Path:
@@ -132,3 +132,40 @@ class Spool:
         s = self.streams.get(listener)
         return s.hello if s else None
 
+
+def write_meta(folder: Path, run_id: str, tracking_uri: str) -> None:
+    """The spool's ``meta.json``: which run, in which store (atomically: sync reads it)."""
+    tmp = folder / (META_FILE + ".tmp")
+    tmp.write_text(json.dumps({"run_id": run_id, "tracking_uri": tracking_uri}))
+    tmp.replace(folder / META_FILE)
+
+
+OWNER_FILE = "owner.lock"  # held (flock) by the process that spools into the folder
+
+
+def hold(folder: Path) -> IO[str] | None:
+    """Take the folder's owner lock for this process's life (released when it exits, however
+    it exits); None when another live process holds it. The file names the holder."""
+    import fcntl
+    import os
+    import socket
+
+    f = (folder / OWNER_FILE).open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        return None
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+    f.flush()
+    return f
+
+
+def holder(folder: Path) -> str:
+    """Who holds the folder's owner lock, as the holder wrote it."""
+    try:
+        return (folder / OWNER_FILE).read_text(encoding="utf-8").strip() or "another process"
+    except OSError:
+        return "another process"

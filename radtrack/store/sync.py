@@ -8,7 +8,7 @@ from pathlib import Path
 
 from radtrack.script import env as renv
 from radtrack.store.schema import STOPPED_BY, STOPPED_BY_LAUNCHER_LOST
-from radtrack.store.spool import META_FILE, SPOOL_DIR
+from radtrack.store.spool import META_FILE, SPOOL_DIR, SPOOL_SUFFIX, hold, holder
 
 
 def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, int]:
@@ -19,7 +19,18 @@ def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, i
     from radtrack.store.tracking import close_orphaned_parent
 
     stored = left = 0
-    for run_dir in sorted(p for p in root.glob("*") if (p / META_FILE).exists()):
+    for run_dir in sorted(p for p in root.glob("*") if p.is_dir()):
+        owner = hold(run_dir)
+        if owner is None:  # its launcher is alive and ships it itself
+            log(f"{run_dir.name}: skipped, its launcher ({holder(run_dir)}) is still running it")
+            continue
+        if not (run_dir / META_FILE).exists():
+            if any(run_dir.glob(f"*{SPOOL_SUFFIX}")):
+                left += 1
+                log(f"{run_dir.name}: its run was never created (the launcher stopped before "
+                    f"it reached the tracking store); samples kept in {run_dir}")
+            owner.close()
+            continue
         meta = read_meta(run_dir)
         uri = tracking_uri or meta["tracking_uri"]
         client = make_client(uri)
@@ -44,6 +55,7 @@ def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, i
         else:
             left += 1
             log(f"{run_id}: store {uri} unreachable ({sink.last_error}); spool kept in {run_dir}")
+        owner.close()
     return stored, left
 
 

@@ -1,0 +1,96 @@
+"""What a run pays before its script starts and after it ends: radtrack vs plain python.
+
+  python benchmarks/fixed_cost.py [--repeats 4] [--sleep 2] [--modes plain,none,top,smi]
+                                  [--tree DIR] [--label NAME] [--json FILE]
+
+A script that writes its own start and end times (unix seconds) and sleeps ``--sleep``
+seconds is run by ``python script.py`` ("plain") and by ``radtrack -l MODE script.py`` for
+each mode, ``--repeats`` times, interleaved (mode order rotates each round, so a drift of
+the machine hits every mode alike). Per run: *before* = script start - command start,
+*after* = command end - script end, *total*. ``--tree`` runs radtrack from another checkout
+(``PYTHONPATH=DIR``), e.g. an older commit for a before/after table in one session; each
+mode writes a fresh SQLite store of its own under a temporary folder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SCRIPT = """\
+import sys, time
+print("start", repr(time.time()), flush=True)
+time.sleep(float(sys.argv[1]))
+print("end", repr(time.time()), flush=True)
+"""
+
+
+def one(mode: str, folder: Path, sleep: float, tree: str | None) -> dict[str, float]:
+    script = folder / "sleeper.py"
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true",
+           "RADTRACK_HOME": str(folder / f".radtrack-{mode}")}
+    if tree:
+        env["PYTHONPATH"] = tree
+    if mode == "plain":
+        argv = [sys.executable, str(script), str(sleep)]
+    else:
+        uri = f"sqlite:///{folder / (mode.replace('+', '_') + '.db')}"
+        argv = [sys.executable, "-m", "radtrack", "--tracking-uri", uri, "-e", "fixed",
+                "-l", mode, str(script), str(sleep)]
+    t0 = time.time()
+    out = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=folder, check=False)
+    t1 = time.time()
+    marks = dict(line.split() for line in out.stdout.splitlines()
+                 if line.startswith(("start ", "end ")))
+    if out.returncode != 0 or "start" not in marks or "end" not in marks:
+        raise SystemExit(f"{mode}: exit {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
+    start, end = float(marks["start"]), float(marks["end"])
+    return {"before_s": start - t0, "after_s": t1 - end, "total_s": t1 - t0}
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=4)
+    p.add_argument("--sleep", type=float, default=2.0)
+    p.add_argument("--modes", default="plain,none,top,smi,smi+dcgm+top")
+    p.add_argument("--tree", help="run radtrack from this checkout instead (PYTHONPATH)")
+    p.add_argument("--label", default="this tree")
+    p.add_argument("--json", type=Path)
+    args = p.parse_args()
+    modes = args.modes.split(",")
+    runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        (folder / "sleeper.py").write_text(SCRIPT)
+        for m in modes:  # warm-up: first store creation, bytecode compilation
+            if m != "plain":
+                one(m, folder, 0.1, args.tree)
+        for r in range(args.repeats):
+            for m in modes[r % len(modes):] + modes[:r % len(modes)]:
+                runs[m].append(one(m, folder, args.sleep, args.tree))
+    print(f"{args.label}: {args.repeats} repeats of a {args.sleep:g}-s script")
+    print(f"{'mode':<16}{'total (s)':>16}{'before (s)':>16}{'after (s)':>16}  (min-max, median)")
+    table = {}
+    for m, rs in runs.items():
+        row = {}
+        cells = []
+        for k in ("total_s", "before_s", "after_s"):
+            v = [r[k] for r in rs]
+            row[k] = {"min": min(v), "median": statistics.median(v), "max": max(v), "all": v}
+            cells.append(f"{min(v):.2f}-{max(v):.2f} ({statistics.median(v):.2f})")
+        table[m] = row
+        print(f"{m:<16}" + "".join(f"{c:>16}" for c in cells))
+    if args.json:
+        args.json.write_text(json.dumps({"label": args.label, "sleep_s": args.sleep,
+                                         "repeats": args.repeats, "modes": table}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

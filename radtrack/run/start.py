@@ -1,0 +1,156 @@
+"""Start a workload's rows: processes held at one barrier, their listeners, then the release.
+
+Each row's script runs in ``python -m radtrack.script.bootstrap``, held on a pipe until every
+row's process exists; listeners follow each row's process tree from its PID. Nothing here
+waits for MLflow: the runs are created alongside (radtrack/run/record.py) while the scripts
+already run, and the sinks spool until then.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from radtrack.run.listen import READY_TIMEOUT_S, start_listeners
+from radtrack.run.procs import GroupStopper, prefix_for, pump, set_parent_death_signal
+from radtrack.script import env as renv
+from radtrack.script import handshake
+from radtrack.script.bootstrap import BARRIER_FD, BARRIER_ID, RELEASE_FILE, pipe_id
+from radtrack.store import schema
+from radtrack.store.sink import Sink
+
+if TYPE_CHECKING:
+    from radtrack.run.rows import Row
+
+
+def say(text: str) -> None:
+    print(f"[radtrack] {text}", file=sys.stderr, flush=True)
+
+
+def command_for(script: Path, args: list[str]) -> list[str]:
+    """The workload process's command line (before any profiler wraps it)."""
+    return [sys.executable, "-m", "radtrack.script.bootstrap", str(script), *args]
+
+
+def spawn_rows(rows: list[Row], grace: float, spool_root: Path) -> list[int]:
+    """Every row's sink (spooling, not yet bound to a run) and process, held at the barrier;
+    returns the barrier's write ends (one per row)."""
+    prefixed = len(rows) > 1
+    barrier_w: list[int] = []
+    for i, row in enumerate(rows):
+        row.folder.mkdir(parents=True, exist_ok=True)
+        row.sink = Sink.unbound(spool_root, row.key)
+        r, w = os.pipe()
+        barrier_w.append(w)
+        row.env[BARRIER_FD] = str(r)
+        row.env[BARRIER_ID] = pipe_id(r)
+        row.env[RELEASE_FILE] = str(row.folder / "released")
+        row.env[renv.WINDOWS_FILE] = str(row.folder / "windows.jsonl")
+        row.env[handshake.ROW_DIR] = str(row.folder)
+        if row.spec.manual:
+            row.env[renv.CONTROL_DIR] = str(row.folder / "control")
+        argv = command_for(row.spec.file, row.spec.args)
+        for cls in row.wrappers:
+            from radtrack.listeners.base import ListenerConfig
+
+            prof = cls(ListenerConfig(interval=row.spec.interval, devices=row.devices,
+                                      outdir=row.folder / schema.PROFILES_DIR))
+            (row.folder / schema.PROFILES_DIR).mkdir(exist_ok=True)
+            argv = prof.wrap(argv)
+            row.tags.update(prof.tags())
+            row.tags[schema.listener_tag(prof.name)] = "ok"
+        log = (row.folder / schema.LOG_FILE).open("wb")
+        log_lock = threading.Lock()
+        try:
+            row.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                        stdin=subprocess.DEVNULL, env=row.env, pass_fds=(r,),
+                                        start_new_session=True,
+                                        preexec_fn=set_parent_death_signal)
+        finally:
+            os.close(r)
+            if row.proc is None:
+                log.close()
+        row.stopper = GroupStopper(row.proc, grace)
+        prefix = prefix_for(row.spec.letter, i) if prefixed else None
+        assert row.proc.stdout is not None and row.proc.stderr is not None
+        row.pumps = [pump(row.proc.stdout, sys.stdout.buffer, log, log_lock, prefix),
+                     pump(row.proc.stderr, sys.stderr.buffer, log, log_lock, prefix)]
+    return barrier_w
+
+
+def start_row_listeners(row: Row) -> None:
+    """The row's sampling listeners, following its process tree."""
+    assert row.proc is not None and row.sink is not None
+    lenv = {k: v for k, v in row.env.items() if k not in (BARRIER_FD, BARRIER_ID, RELEASE_FILE)}
+    from radtrack.listeners.registry import split
+
+    entries = [(name, every or row.spec.interval) for name, every in map(split, row.listeners)]
+    # smi and dcgm (NVML GPM) share one sampler process: Listener.shared_sampler
+    row.lprocs += start_listeners(entries, row.sink, row.devices, row.proc.pid,
+                                  row.folder / "listener-artifacts", lenv)
+    row.listening = True
+
+
+# Listeners whose readings the energy accounting integrates (the GPU's energy counter and
+# power): a workload with one of them starts once they have read, so that the counter
+# covers its scripts from their first instant (co-location accounting, code windows).
+ENERGY_LISTENERS = ("smi", "dcgm", "tegrastats")
+
+
+def measures_energy(rows: list[Row]) -> bool:
+    """Whether a row samples a GPU's power or energy (see ENERGY_LISTENERS)."""
+    from radtrack.listeners.registry import split
+
+    return any(split(entry)[0] in ENERGY_LISTENERS for row in rows for entry in row.listeners
+               if not row.spec.manual)
+
+
+def await_listeners(rows: list[Row]) -> None:
+    """Until every started listener said hello (``--wait-listeners``), or READY_TIMEOUT_S."""
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    for row in rows:
+        for lp in row.lprocs:
+            if not lp.wait_ready(deadline) and lp.proc is not None and lp.proc.poll() is None:
+                say(f"{row.spec.letter}: listener {lp.name} not ready after {READY_TIMEOUT_S:.0f} s")
+
+
+def release(barrier_w: list[int]) -> float:
+    """Open the barrier: every row's script starts now. Returns the release time."""
+    for w in barrier_w:
+        try:
+            os.write(w, b"g")
+        except OSError:
+            pass  # that process died during start-up; its exit code tells why
+        os.close(w)
+    return time.time()
+
+
+def stop_row_listeners(row: Row) -> None:
+    for lp in row.lprocs:
+        lp.stop()
+    row.listening = False
+
+
+def abort(rows: list[Row], barrier_w: list[int]) -> None:
+    """Start-up failed part way (a process could not be created, ...): release nothing,
+    end what was started, keep what was recorded."""
+    for w in barrier_w:
+        try:
+            os.close(w)  # held rows read EOF and exit without running their script
+        except OSError:
+            pass
+    for row in rows:
+        stop_row_listeners(row)
+        if row.proc is not None:
+            try:
+                row.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                row.proc.kill()
+                row.proc.wait()
+        if row.sink is not None:
+            row.sink.close(retry_for=5)

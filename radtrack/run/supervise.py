@@ -1,0 +1,82 @@
+"""Watch a released workload until every row's process has ended: signals, limits, listeners."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from radtrack.run.procs import reap_group
+from radtrack.run.start import say, start_row_listeners, stop_row_listeners
+from radtrack.store import schema
+
+if TYPE_CHECKING:
+    from radtrack.run.rows import Row
+
+PROGRESS_EVERY_S = 30.0
+TICK_S = 0.05
+
+
+def supervise(rows: list[Row], stop: threading.Event, released: float,
+              clock: Callable[[], float] = time.time, tick: float = TICK_S) -> None:
+    """Until every row's process has ended: forward a stop request (``stop`` set by the
+    launcher's signal handler), stop a row at its MaxTime, follow --manual control files,
+    note listener restarts, print progress every PROGRESS_EVERY_S."""
+    last_progress = time.monotonic()
+    running = set(range(len(rows)))
+    while running:
+        if stop.is_set():
+            for i in running:
+                rows[i].stopped_by = rows[i].stopped_by or "signal"
+                rows[i].stopper.request()
+        for i in list(running):
+            row = rows[i]
+            manual_control(row)
+            for lp in row.lprocs:
+                change = lp.check()
+                if change:
+                    row.tags[schema.listener_tag(lp.name)] = change
+                    say(f"{row.spec.letter}: listener {lp.name} {change}")
+            if row.spec.max_time is not None and not row.stopped_by:
+                if clock() - (row.started or released) >= row.spec.max_time * 60:
+                    row.stopped_by = "max_time"
+                    say(f"{row.spec.letter}: max time {row.spec.max_time} min reached, stopping")
+                    row.stopper.request()
+            row.stopper.tick()
+            if row.proc.poll() is not None:
+                row.ended = row.ended or clock()
+                running.discard(i)
+                reap_group(row.proc.pid)
+        if time.monotonic() - last_progress >= PROGRESS_EVERY_S and running:
+            last_progress = time.monotonic()
+            progress(rows, running, released, clock())
+        if running:
+            time.sleep(tick)
+
+
+def manual_control(row: Row) -> None:
+    """--manual: listeners and timing follow the script's RADTBenchmark context."""
+    if not row.spec.manual:
+        return
+    control = row.folder / "control"
+    if not row.listening and not row.started and (control / "start").exists():
+        row.started = float((control / "start").read_text() or time.time())
+        start_row_listeners(row)
+    if row.listening and (control / "stop").exists():
+        row.ended = float((control / "stop").read_text() or time.time())
+        stop_row_listeners(row)
+
+
+def progress(rows: list[Row], running: set[int], released: float, now: float) -> None:
+    elapsed = now - released
+    done = len(rows) - len(running)
+    limits = [r.spec.max_time * 60 for r in rows if r.spec.max_time is not None]
+    eta = f", ETA {hms(max(max(limits) - elapsed, 0))}" if limits else ""
+    name = rows[0].spec.default_run_name().rsplit(" ", 1)[0]
+    say(f"{name}: {len(running)} running, {done}/{len(rows)} finished, elapsed {hms(elapsed)}{eta}")
+
+
+def hms(seconds: float) -> str:
+    s = int(seconds)
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
