@@ -47,11 +47,11 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     barrier_w: list[int] = []
     try:
         barrier_w = spawn_rows(rows, grace, spool_root)
-        recorder.start()  # the runs are created while the scripts run
         for row in rows:
             if not row.spec.manual:
                 start_row_listeners(row)
         if wait_listeners or (wait_listeners is None and measures_energy(rows)):
+            recorder.start()  # the launcher only waits now: MLflow's import costs nothing
             await_listeners(rows)
         for row in rows:
             if not row.spec.manual:
@@ -60,6 +60,9 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
         abort(rows, barrier_w)
         raise
     released = release(barrier_w)
+    # the runs are created while the scripts run (started after the release: MLflow's import
+    # holds the interpreter for seconds and would slow everything before it)
+    recorder.start()
     env_threads = [capture_in_background(row.folder / schema.ENVIRONMENT_DIR) for row in rows]
     supervise(rows, interrupt.event, released)
     for row in rows:

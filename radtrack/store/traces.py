@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.listeners.protocol import as_dict
-from radtrack.stats import counter_delta, time_weighted_mean
 from radtrack.store.recovery import read_spool
 from radtrack.store.schema import TELEMETRY_DIR, summary_key
 from radtrack.store.spool import MAX_METRICS_PER_CALL, Stream
@@ -49,6 +48,8 @@ def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
 
 def summarize(frame: pd.DataFrame) -> dict[str, float]:
     """summary/<key>/mean|min|max for every metric; summary/<key> for energy counters."""
+    from radtrack.stats import counter_delta, time_weighted_mean  # numpy: not at launch
+
     out: dict[str, float] = {}
     t = frame["time"].to_numpy()
     for key in frame.columns[2:]:
