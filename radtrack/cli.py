@@ -298,6 +298,8 @@ def _launch(args: argparse.Namespace) -> int:
 
     if tracking.needs_store_checks(uri):
         tracking.check_experiments(client(), uri, [w[0].experiment for w in workloads])
+    elif tracking.store_is_new(uri):
+        client().search_experiments(max_results=1)  # creates its tables, once per new store
     if sheet_path is not None:
         from radtrack.resume import pending_workloads
 

@@ -29,6 +29,7 @@ import pandas as pd
 
 from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.resample import is_counter, resample  # noqa: F401 (is_counter: re-export)
+from radtrack.analysis.script_runs import load_script_runs
 from radtrack.csvsafe import safe_frame
 from radtrack.errors import RadtrackError
 
@@ -60,6 +61,13 @@ def export_table(experiment: str, workload: int | None = None, every: float = 1.
             raise RadtrackError(f"experiment {experiment!r} has no workload {workload} "
                                 f"(workloads: {known or 'none'})")
         runs = runs[runs["workload"] == workload]
+    # the runs the rows' scripts made (their own metrics next to their span's hardware
+    # series; docs/mlflow-code.md), in this experiment or another one of the same store
+    linked = load_script_runs(runs, tracking_uri=uri)
+    if not linked.empty:
+        linked = linked[~linked["run_id"].isin(runs["run_id"])]
+        runs = pd.concat([runs, linked.drop(columns=["row_run_id", "row_run_name"])],
+                         ignore_index=True)
     if runs.empty:
         raise RadtrackError(f"experiment {experiment!r} has no runs to export")
     series = load_series(list(runs["run_id"]), metrics=metrics, tracking_uri=uri)

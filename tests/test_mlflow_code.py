@@ -196,6 +196,16 @@ def test_report_and_export_show_script_metrics_next_to_hardware(fluent: tuple[St
     assert rep.returncode == 0, rep.stderr
     assert "fluent-run" in rep.stdout and "trial-1" in rep.stdout
     assert "loss" in rep.stdout
+    table = str(Path(s.uri.removeprefix("sqlite:///")).parent / "export.csv")
+    exp = subprocess.run([sys.executable, "-m", "radtrack", "export", "compat", "--workload", "4",
+                          "--out", table], env=env, capture_output=True, text=True, timeout=300)
+    assert exp.returncode == 0, exp.stderr
+    import pandas as pd
+
+    wide = pd.read_csv(table)
+    assert {"compat-4 A", "trial-0", "trial-1", "eval-0", "eval-1"} <= set(wide["run_name"])
+    trial = wide[wide["run_name"] == "trial-1"]
+    assert trial["loss"].notna().any() and trial["top/cpu_pct"].notna().any()
 
 
 @pytest.fixture(scope="module")

@@ -220,6 +220,9 @@ def test_launcher_killed_on_the_node_leaves_its_spool_for_sync(slurm_cluster,
                         env=env).returncode == 0
     job = _rows(sheet)[0]["Job"].split()[0]
     wait_for(pid_file.exists, 120, "the job's workload to start")
+    spool = tmp_path / "jobhome" / "spool"
+    # the workload starts before its run exists (radtrack/run/record.py): wait for the run
+    wait_for(lambda: any(spool.glob("*/meta.json")), 120, "the job's run to be created")
     time.sleep(2.5)  # a few top samples in the spool
     workload_pid = int(pid_file.read_text())
     launcher = int(Path(f"/proc/{workload_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
@@ -227,10 +230,9 @@ def test_launcher_killed_on_the_node_leaves_its_spool_for_sync(slurm_cluster,
     release.write_text("go")  # the workload (its own process group) outlives its launcher
     wait_for(lambda: slurm_cluster.state(job) not in ("RUNNING", "COMPLETING", ""), 60,
               "the job to end")
-    spool = tmp_path / "jobhome" / "spool"
     left = [d for d in spool.iterdir() if (d / "meta.json").exists()]
     assert len(left) == 1, list(spool.iterdir())
-    run_id = left[0].name
+    run_id = json.loads((left[0] / "meta.json").read_text())["run_id"]
     s = radtrack_cli("status", str(sheet), env=env)
     assert s.returncode == 1 and f"job {job} FAILED" in s.stdout, s.stdout + s.stderr
     assert _rows(sheet)[0]["Status"].startswith("KILLED nodespool-1 A")

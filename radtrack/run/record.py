@@ -105,14 +105,19 @@ class Recorder:
             self.say(f"workload {first.experiment}-{number}: {len(self.rows)} row(s)")
         host = host_tags(self.say)
         name = workload_run_name(client, exp_id, first)
-        parent = create_workload_run(client, exp_id, first, name, tags=workload_tags(first))
+        # the runs start when their scripts did (released before the runs were made), so
+        # readers' "seconds since the run's start" count from the script's start
+        starts = [int(row.started * 1000) for row in self.rows if row.started]
+        parent = create_workload_run(client, exp_id, first, name, tags=workload_tags(first),
+                                     start_time=min(starts) if starts else None)
         self.parent_id = parent.info.run_id
         if self.scratch is not None:
             _link(self.scratch, self.parent_id)
         for row in self.rows:
             row.name = row_run_name(row.spec, parent.info.run_name)
             tags = {MLFLOW_PARENT_RUN_ID: self.parent_id, **host, **row.record_tags}
-            run = client.create_run(exp_id, run_name=row.name, tags=tags)
+            run = client.create_run(exp_id, run_name=row.name, tags=tags,
+                                    start_time=int(row.started * 1000) if row.started else None)
             row.run_id = run.info.run_id
             handshake.publish(row.folder, **{handshake.RUN_ID: row.run_id})
             _link(row.folder, row.run_id)

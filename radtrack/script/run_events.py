@@ -71,8 +71,8 @@ class _Recorder:
         self.exiting = False
         self.lock = threading.Lock()
 
-    def emit(self, event: str, run_id: str, **fields: Any) -> None:
-        line = json.dumps({"event": event, "run_id": run_id, "t": time.time(), **fields})
+    def emit(self, event: str, run_id: str, t: float | None = None, **fields: Any) -> None:
+        line = json.dumps({"event": event, "run_id": run_id, "t": t or time.time(), **fields})
         try:
             with self.lock:
                 fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -102,8 +102,11 @@ class _Recorder:
             return run
 
         def set_terminated(client: Any, run_id: str, status: Any = None, end_time: Any = None) -> Any:
+            # the span ends when the script ends the run, not when the store (busy, or a
+            # server far away) has written it
+            asked = end_time / 1000 if isinstance(end_time, int | float) else time.time()
             out = terminate(client, run_id, status=status, end_time=end_time)
-            rec.emit(END, run_id, status=str(status or "FINISHED"), at_exit=rec.exiting)
+            rec.emit(END, run_id, t=asked, status=str(status or "FINISHED"), at_exit=rec.exiting)
             return out
 
         def update_run(client: Any, run_id: str, status: Any = None, name: Any = None) -> Any:

@@ -282,12 +282,12 @@ def workload_run_name(c: MlflowClient, exp_id: str, spec: RunSpec) -> str:
 
 
 def create_workload_run(c: MlflowClient, exp_id: str, spec: RunSpec, name: str,
-                        tags: dict[str, str]) -> Run:
+                        tags: dict[str, str], start_time: int | None = None) -> Run:
     """Create the parent run named ``name`` with ``tags`` (workload_tags); when another launch
     created a parent of the same name at the same moment (both looked before either
     created), the later one (by start time, then launch id) takes the suffix, so exactly one
     of them keeps the plain name."""
-    run = c.create_run(exp_id, run_name=name, tags=tags)
+    run = c.create_run(exp_id, run_name=name, tags=tags, start_time=start_time)
     if name.endswith(f" #{launch_id()[:4]}"):
         return run
     mine = (run.info.start_time, launch_id())
@@ -415,3 +415,12 @@ def needs_store_checks(uri: str) -> bool:
     a SQLite or file store has nothing to check, so MLflow need not be imported first."""
     return uri.startswith(("http://", "https://")) or (
         uri.split(":", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES)
+
+
+def store_is_new(uri: str) -> bool:
+    """A SQLite store whose file does not exist yet: its tables are made before any script
+    starts, since a script that logs to MLflow itself would otherwise create them at the
+    same moment as the launcher ("table ... already exists")."""
+    if not uri.startswith("sqlite:///"):
+        return False
+    return not Path(uri.removeprefix("sqlite:///")).exists()
