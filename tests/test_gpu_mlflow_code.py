@@ -4,22 +4,15 @@ run the framework made holding its own metrics and the GPU's power of its own sp
 from __future__ import annotations
 
 import pytest
-from test_mlflow_code import Store, _run_sheet
+from test_mlflow_code import Store, run_frameworks
 
 pytestmark = pytest.mark.gpu
 
 
 @pytest.fixture(scope="module")
 def gpu_frameworks(tmp_path_factory: pytest.TempPathFactory) -> Store:
-    pytest.importorskip("lightning")
-    pytest.importorskip("transformers")
-    folder = tmp_path_factory.mktemp("gpu-frameworks")
-    uri, proc, _ = _run_sheet(folder, [("lightning_logger.py", ""),
-                                       ("hf_trainer.py", str(folder / "hf-out"))],
-                              listeners="smi+top", devices="0",
-                              env={"EPOCHS": "20", "STEPS": "200"})
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return Store(uri)
+    return run_frameworks(tmp_path_factory.mktemp("gpu-frameworks"), listeners="smi+top",
+                          devices="0", env={"EPOCHS": "20", "STEPS": "200"})
 
 
 @pytest.mark.parametrize(("workload", "name", "metric"), [(1, "pl-tiny", "train_loss"),

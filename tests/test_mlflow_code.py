@@ -208,15 +208,19 @@ def test_report_and_export_show_script_metrics_next_to_hardware(fluent: tuple[St
     assert trial["loss"].notna().any() and trial["top/cpu_pct"].notna().any()
 
 
-@pytest.fixture(scope="module")
-def frameworks(tmp_path_factory: pytest.TempPathFactory) -> Store:
+def run_frameworks(folder: Path, **sheet: Any) -> Store:
+    """Lightning's MLFlowLogger and HF's Trainer as rows 1 and 2 of one sheet."""
     pytest.importorskip("lightning")
     pytest.importorskip("transformers")
-    folder = tmp_path_factory.mktemp("frameworks")
     uri, proc, _ = _run_sheet(folder, [("lightning_logger.py", ""),
-                                       ("hf_trainer.py", str(folder / "hf-out"))])
+                                       ("hf_trainer.py", str(folder / "hf-out"))], **sheet)
     assert proc.returncode == 0, proc.stderr[-4000:]
     return Store(uri)
+
+
+@pytest.fixture(scope="module")
+def frameworks(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    return run_frameworks(tmp_path_factory.mktemp("frameworks"))
 
 
 def test_lightning_mlflowlogger_run_gets_telemetry(frameworks: Store) -> None:
