@@ -61,10 +61,10 @@ def _kill_stale(clients: ClientFactory, rows: list[RunSpec], log: Callable[[str]
     return bool(killed)
 
 
-def pending_workloads(workloads: list[list[RunSpec]], client: MlflowClient | ClientFactory,
-                      rerun: bool,
+def pending_workloads(workloads: list[list[RunSpec]], clients: ClientFactory, rerun: bool,
                       log: Callable[[str], None] = print) -> list[list[RunSpec]]:
-    """The workloads to run now, logging one line per decision.
+    """The workloads to run now, logging one line per decision. ``clients`` opens the store,
+    called only when a row's earlier run must be looked up (a sheet never run opens none).
 
     - every row FINISHED: skipped;
     - runs the sheet marks RUNNING that MLflow still has RUNNING: a crashed launcher; those
@@ -73,7 +73,6 @@ def pending_workloads(workloads: list[list[RunSpec]], client: MlflowClient | Cli
     - any row FAILED or KILLED: runs again only with ``rerun``;
     - otherwise (rows not run yet): runs.
     """
-    clients = client if callable(client) and not hasattr(client, "get_run") else (lambda: client)
     pending = []
     for rows in workloads:
         name = _name(rows)

@@ -33,7 +33,7 @@ def make_runs(client: MlflowClient, n: int) -> tuple[str, list[str]]:
 
 def decide(workloads, client, rerun=False):
     lines: list[str] = []
-    out = pending_workloads(workloads, client, rerun, log=lines.append)
+    out = pending_workloads(workloads, lambda: client, rerun, log=lines.append)
     return [rows[0].workload for rows in out], lines
 
 

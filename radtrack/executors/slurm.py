@@ -289,7 +289,7 @@ def launch_sheet(sheet: Path, defaults: dict, uri: str, opts: SlurmOptions, *,
                  f"('radtrack status {sheet}' follows it)")
         else:
             waiting.append(rows)
-    pending = pending_workloads(waiting, client, rerun, log=_say)
+    pending = pending_workloads(waiting, lambda: client, rerun, log=_say)
     if not pending:
         return 0
     return run(pending, uri, sheet, opts)

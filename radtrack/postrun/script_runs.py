@@ -12,7 +12,6 @@ row's status: the script's exit code decides.
 
 from __future__ import annotations
 
-import json
 import tempfile
 import time
 from collections.abc import Callable
@@ -23,11 +22,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from radtrack.listeners.protocol import as_dict
 from radtrack.script.run_events import Span, absolute_uri, read_spans
 from radtrack.store import schema
 from radtrack.store.sqlwriter import SqlMetricWriter
-from radtrack.store.traces import summarize
+from radtrack.store.traces import log_trace, summarize
+from radtrack.store.tracking import redact
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -46,7 +45,6 @@ class Bound:
     """What binding did for one script run."""
 
     span: Span
-    points: int = 0
     error: str = ""
 
 
@@ -70,16 +68,16 @@ def bind_row(row: Row, client: MlflowClient, uri: str, accounts: dict[str, GpuAc
                 from radtrack.store.tracking import client as make_client
 
                 c = clients[span.tracking_uri] = make_client(span.tracking_uri)
-            b.points = _bind(row, c, span, span.tracking_uri != home, uri, accounts, carbon)
+            _bind(row, c, span, span.tracking_uri != home, uri, accounts, carbon)
         except Exception as exc:  # noqa: BLE001 - the row run keeps everything regardless
             b.error = f"{type(exc).__name__}: {exc}"[:300]
     failed = [b for b in out if b.error]
     if failed:
         first = failed[0]
         say(f"{row.spec.letter}: the script's run {first.span.run_id} is in "
-            f"{schema_redact(first.span.tracking_uri)}, which radtrack could not write "
-            f"({first.error}); its telemetry is in run {row.run_id} in {schema_redact(uri)}. "
-            f"Track both in one store with --tracking-uri {schema_redact(first.span.tracking_uri)}")
+            f"{redact(first.span.tracking_uri)}, which radtrack could not write "
+            f"({first.error}); its telemetry is in run {row.run_id} in {redact(uri)}. "
+            f"Track both in one store with --tracking-uri {redact(first.span.tracking_uri)}")
     here = [b.span.run_id for b in out if b.span.tracking_uri == home]
     there = [b.span for b in out if b.span.tracking_uri != home]
     tags = {schema.SCRIPT_RUNS: ",".join([*here, *(s.run_id for s in there)])}
@@ -104,14 +102,8 @@ def _check_exists(uri: str) -> None:
         raise FileNotFoundError(f"{path} no longer exists")
 
 
-def schema_redact(uri: str) -> str:
-    from radtrack.store.tracking import redact
-
-    return redact(uri)
-
-
 def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
-          accounts: dict[str, GpuAccount], carbon: Carbon | None) -> int:
+          accounts: dict[str, GpuAccount], carbon: Carbon | None) -> None:
     from mlflow.entities import Metric
 
     from radtrack.store.tracking import set_tags
@@ -136,7 +128,7 @@ def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
             if k.startswith(_COPIED_TAGS) or k in _COPIED_EXACT}
     tags.update({schema.ROLE: schema.ROLE_SCRIPT, schema.ROW_RUN: row.run_id})
     if elsewhere:
-        tags[schema.ROW_TRACKING_URI] = schema_redact(row_uri)
+        tags[schema.ROW_TRACKING_URI] = redact(row_uri)
     if carbon is not None:
         tags.update(carbon.tags())
     status = _status(row, span)
@@ -147,7 +139,6 @@ def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
     set_tags(c, span.run_id, tags)
     if status is not None:
         c.set_terminated(span.run_id, status, end_time=int(end * 1000))
-    return len(points)
 
 
 def _status(row: Row, span: Span) -> str | None:
@@ -204,12 +195,4 @@ def _artifacts(row: Row, c: MlflowClient, run_id: str, sliced: dict[str, pd.Data
     with tempfile.TemporaryDirectory() as tmp:
         for name, frame in sliced.items():
             hello = row.sink.hello(name) if row.sink is not None else None
-            if hello is not None:
-                probe = Path(tmp) / f"{name}.json"
-                probe.write_text(json.dumps(as_dict(hello) if not isinstance(hello, dict) else hello, indent=1))
-                c.log_artifact(run_id, str(probe), schema.TELEMETRY_DIR)
-            if frame.empty:
-                continue
-            out = Path(tmp) / f"{name}.parquet"
-            frame.reset_index(drop=True).to_parquet(out, index=False)
-            c.log_artifact(run_id, str(out), schema.TELEMETRY_DIR)
+            log_trace(c, run_id, name, frame.reset_index(drop=True), hello, Path(tmp))

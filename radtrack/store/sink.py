@@ -69,15 +69,18 @@ class Sink:
     def bind(self, client: MlflowClient, run_id: str, tracking_uri: str) -> None:
         """The run exists now: record it in ``meta.json`` (``radtrack sync`` can finish it
         from here on) and start shipping what is spooled."""
+        self._attach(client, run_id)
+        write_meta(self.dir, run_id, tracking_uri)
+        self.shipper.start()
+        self.shipper.wake()
+
+    def _attach(self, client: MlflowClient, run_id: str) -> None:
+        """Ship to ``run_id`` from now on (the shipper is started by its caller)."""
         flush_every, sql_bulk = self._bind_args
         self.client, self.run_id = client, run_id
         self.shipper = Shipper(client, run_id, self.spool, flush_every, sql_bulk)
-        self.writer = self.shipper.writer
-        self.rest = self.shipper.rest
-        write_meta(self.dir, run_id, tracking_uri)
+        self.writer, self.rest = self.shipper.writer, self.shipper.rest
         self.spool.on_full = self.shipper.wake
-        self.shipper.start()
-        self.shipper.wake()
 
     @property
     def bound(self) -> bool:
@@ -172,9 +175,5 @@ class Sink:
         # spool started: radtrack/run/record.py), or by the run id (older spools)
         sink = cls.unbound(run_dir.parent, run_dir.name)
         sink.spool.streams.update(reopen_streams(run_dir))
-        flush_every, sql_bulk = sink._bind_args
-        sink.client, sink.run_id = client, meta["run_id"]
-        sink.shipper = Shipper(client, sink.run_id, sink.spool, flush_every, sql_bulk)
-        sink.writer, sink.rest = sink.shipper.writer, sink.shipper.rest
-        sink.spool.on_full = sink.shipper.wake
+        sink._attach(client, meta["run_id"])
         return sink

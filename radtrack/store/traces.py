@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from radtrack.listeners.protocol import as_dict
+from radtrack.listeners.protocol import Hello, as_dict
 from radtrack.store.recovery import read_spool
 from radtrack.store.schema import TELEMETRY_DIR, summary_key
 from radtrack.store.spool import MAX_METRICS_PER_CALL, Stream
@@ -31,19 +31,27 @@ def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
     with tempfile.TemporaryDirectory() as tmp:
         for s in streams:
             frame = read_spool(s.path)
-            if s.hello is not None:
-                probe = Path(tmp) / f"{s.name}.json"
-                probe.write_text(json.dumps(as_dict(s.hello), indent=1))
-                client.log_artifact(run_id, str(probe), TELEMETRY_DIR)
+            log_trace(client, run_id, s.name, frame, s.hello, Path(tmp))
             if frame.empty:
                 continue
             frames[s.name] = frame
-            out = Path(tmp) / f"{s.name}.parquet"
-            frame.to_parquet(out, index=False)
-            client.log_artifact(run_id, str(out), TELEMETRY_DIR)
             summary += [Metric(k, v, now, 0) for k, v in summarize(frame).items()]
     for i in range(0, len(summary), MAX_METRICS_PER_CALL):
         client.log_batch(run_id, metrics=summary[i:i + MAX_METRICS_PER_CALL])
+
+
+def log_trace(client: MlflowClient, run_id: str, name: str, frame: pd.DataFrame,
+              hello: Hello | None, tmp: Path) -> None:
+    """One listener's probe (``telemetry/<name>.json``, its hello) and, when it has
+    readings, its trace (``telemetry/<name>.parquet``), written through ``tmp``."""
+    if hello is not None:
+        probe = tmp / f"{name}.json"
+        probe.write_text(json.dumps(as_dict(hello), indent=1))
+        client.log_artifact(run_id, str(probe), TELEMETRY_DIR)
+    if not frame.empty:
+        out = tmp / f"{name}.parquet"
+        frame.to_parquet(out, index=False)
+        client.log_artifact(run_id, str(out), TELEMETRY_DIR)
 
 
 def summarize(frame: pd.DataFrame) -> dict[str, float]:
