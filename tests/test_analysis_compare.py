@@ -146,3 +146,30 @@ def test_correlation_pooled_over_runs_aligns_unequal_sampling():
     pooled = correlate(pd.concat([one, two]), ["x", "y"])
     assert pooled.loc["x", "y"] == pytest.approx(-1.0)
     assert len(align(pd.concat([one, two]), ["x", "y"])) == 60
+
+
+def test_workload_stp_when_rows_count_different_units():
+    """A row that logged no throughput (slowdown by duration, unit "run") beside one that
+    did (samples): STP, ANTT and energy vs serial still come from each row's own slowdown
+    and work; only the workload's work total needs one unit."""
+    from radtrack.analysis.colocation import workload_table
+
+    runs = pd.DataFrame([
+        {"run_id": "p", "experiment": "e", "workload": "3", "tag.radtrack.role": "workload",
+         "metric.summary/workload/energy_j": 900.0, "metric.summary/workload/duration_s": 10.0},
+        {"run_id": "a", "experiment": "e", "workload": "3", "tag.radtrack.role": "row", "devices": "0"},
+        {"run_id": "b", "experiment": "e", "workload": "3", "tag.radtrack.role": "row", "devices": "0"},
+    ])
+    inter = pd.DataFrame([
+        {"experiment": "e", "workload": "3", "collocation": "-", "duration_s": 10.0, "note": "",
+         "work_unit": "samples", "slowdown": 2.0, "throughput": 50.0, "solo_energy_per_unit_j": 1.0},
+        {"experiment": "e", "workload": "3", "collocation": "-", "duration_s": 10.0, "note": "",
+         "work_unit": "run", "slowdown": 1.25, "throughput": np.nan, "solo_energy_per_unit_j": 400.0},
+    ])
+    row = workload_table(runs, inter).iloc[0]
+    assert row["stp"] == pytest.approx(1 / 2.0 + 1 / 1.25)
+    assert row["antt"] == pytest.approx((2.0 + 1.25) / 2)
+    # 1 J/sample x 500 samples + 400 J for the one run
+    assert row["serial_energy_j"] == pytest.approx(900.0)
+    assert row["energy_vs_serial_pct"] == pytest.approx(0.0)
+    assert pd.isna(row["work"]) and "no common work total" in row["note"]

@@ -66,7 +66,8 @@ def test_resnet_bert_accounting_on_the_gpu(store: str, tmp_path: Path) -> None:
                 assert "system/smi/gpu0/mps_sm_util_pct" in r.data.metrics
             else:
                 assert method == "process-sm-util" and share > 0
-        assert "summary/workload/stp" in m and "summary/workload/energy_vs_serial_pct" in m
+        assert "summary/workload/stp" in m and "summary/workload/energy_vs_serial_pct" in m, (
+            parents[workload].data.tags.get("radtrack.workload.note"), p.stderr[-3000:])
     rep = radtrack_cli("report", "gpuacct")
     assert rep.returncode == 0, rep.stderr[-2000:]
     assert "Co-located workloads" in rep.stdout and "stp" in rep.stdout

@@ -85,22 +85,25 @@ def workload_table(runs: pd.DataFrame, inter: pd.DataFrame) -> pd.DataFrame:
         if np.isnan(row["energy_j"]):
             notes.append("no measured workload energy (recorded without co-location accounting)")
         units = set(group["work_unit"].dropna())
-        if len(units) == 1 and group["slowdown"].notna().all():
-            unit = units.pop()
+        if group["slowdown"].notna().all():
+            # STP, ANTT and the serial energy need each row's own slowdown and work only
+            # (a row's solo energy per unit times its work is joules, whatever its unit);
+            # the workload's work total and energy per unit need one unit for every row.
             work = [_work(r) for _, r in group.iterrows()]
-            row.update(work=float(sum(work)), work_unit=unit)
-            row["energy_per_unit_j"] = row["energy_j"] / row["work"] if row["work"] else np.nan
             slowdown = group["slowdown"].astype(float)
             row["stp"] = float((1.0 / slowdown).sum())
             row["antt"] = float(slowdown.mean())
             solo_per_unit = group["solo_energy_per_unit_j"].astype(float).to_numpy()
             row["serial_energy_j"] = float((solo_per_unit * np.asarray(work)).sum())
             row["energy_vs_serial_pct"] = 100.0 * (row["energy_j"] / row["serial_energy_j"] - 1.0)
-        elif group["slowdown"].isna().any():
-            notes.append("STP, ANTT and energy vs serial need a solo baseline for every row")
+            if len(units) == 1:
+                row.update(work=float(sum(work)), work_unit=units.pop())
+                row["energy_per_unit_j"] = row["energy_j"] / row["work"] if row["work"] else np.nan
+            else:
+                notes.append(f"rows count different units of work ({', '.join(sorted(units))}): "
+                             "no common work total")
         else:
-            notes.append(f"rows count different units of work ({', '.join(sorted(units))}): "
-                         "no common work total")
+            notes.append("STP, ANTT and energy vs serial need a solo baseline for every row")
         row["note"] = "; ".join(dict.fromkeys(notes))
         out.append(row)
     return pd.DataFrame(out, columns=COLUMNS)

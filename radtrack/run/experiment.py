@@ -194,8 +194,10 @@ def _account(client: MlflowClient, uri: str, parent_id: str, rows: list[Row]) ->
             totals = record_workload_totals(client, parent_id, first.workload, stored)
             stp = totals.get("stp") if totals else None
             if isinstance(stp, float) and stp == stp:  # nan: no solo baseline
-                say(f"{name}: STP {totals['stp']:.2f}, ANTT {totals['antt']:.2f}, energy vs serial "
-                    f"{totals['energy_vs_serial_pct']:+.1f} %")
+                vs = totals.get("energy_vs_serial_pct")
+                serial = (f"{vs:+.1f} %" if isinstance(vs, float) and vs == vs
+                          else "n/a (a solo run has no energy)")
+                say(f"{name}: STP {totals['stp']:.2f}, ANTT {totals['antt']:.2f}, energy vs serial {serial}")
             elif totals and totals.get("note"):
                 say(f"{name}: {totals['note']}")
             else:
