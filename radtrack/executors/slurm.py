@@ -25,7 +25,7 @@ from types import FrameType
 
 from radtrack.errors import RadtrackError
 from radtrack.executors import slurm_queue as queue
-from radtrack.executors.slurm_job import JOB_HOME, spec_to_json
+from radtrack.executors.slurm_job import JOB_HOME, default_job_home, spec_to_json
 from radtrack.executors.slurm_status import Job, Ledger, refresh
 from radtrack.sheet.slurm_checks import cpus_per_task, gpu_count
 from radtrack.spec import RunSpec
@@ -158,7 +158,8 @@ def run(workloads: list[list[RunSpec]], uri: str, sheet: Path, opts: SlurmOption
                 failed = True
                 continue
             job = Job(job_id, rows[0].experiment, rows[0].workload,
-                      {str(s.row): s.run_name or s.default_run_name() for s in rows})
+                      {str(s.row): s.run_name or s.default_run_name() for s in rows},
+                      home=home or default_job_home())
             ledger.add(job)
             ledger.save()  # recorded at once: a later Ctrl-C or crash must not orphan it
             submitted.append(job)
@@ -175,7 +176,7 @@ def run(workloads: list[list[RunSpec]], uri: str, sheet: Path, opts: SlurmOption
         ledger.save()
         return 1 if failed else 0
     refresh(ledger, client, submitted,
-            known={j.job: queue.JobState("PENDING") for j in submitted})
+            known={j.job: queue.JobState("PENDING") for j in submitted}, log=_say)
     if opts.detach:
         _say(f"{len(submitted)} job(s) submitted; 'radtrack status {sheet}' writes their "
              "states into the sheet")
@@ -212,7 +213,7 @@ def _wait(ledger: Ledger, client, jobs: list[Job], opts: SlurmOptions) -> int:
             line = ", ".join(f"{_short(j)} job {j.job} {found[j.job].state}" for j in jobs)
             if line != last:
                 _say(line)
-                refresh(ledger, client, jobs, known=found)
+                refresh(ledger, client, jobs, known=found, log=_say)
                 last = line
             if all(s.ended for s in found.values()):
                 break
@@ -278,7 +279,7 @@ def launch_sheet(sheet: Path, defaults: dict, uri: str, opts: SlurmOptions, *,
     check_experiments(client, uri, [w[0].experiment for w in workloads])
     ledger = Ledger.load(sheet)
     if ledger.jobs:
-        refresh(ledger, client)  # what earlier jobs did, into the sheet, before deciding
+        refresh(ledger, client, log=_say)  # what earlier jobs did, into the sheet, first
         workloads = group_workloads(read_sheet(sheet, defaults, check_host=False))
     live = {(j.experiment, j.workload): j for j in ledger.live()}
     waiting = []

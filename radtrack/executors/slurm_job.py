@@ -6,6 +6,12 @@ Here the rows' Devices, indices within the job's allocation, become the GPUs SLU
 the job, the spool and run folders go node-local, and radtrack's local path
 (placement, MLflow runs, launch, listeners, sink) runs the workload. The sheet itself is
 not written from the node: the submitting process or ``radtrack status`` does that.
+
+When SLURM ends the job (scancel, time limit, preemption) it sends SIGTERM and, ``KillWait``
+seconds later, SIGKILL. The launcher traps the SIGTERM and stops the rows in stages (SIGINT,
+SIGTERM after ``--grace``, SIGKILL after twice that), then stores them: where that would
+not fit in the cluster's ``KillWait`` (``scontrol show config``), the job uses a shorter
+grace (:func:`fit_grace`) and says so in its log.
 """
 
 from __future__ import annotations
@@ -24,6 +30,8 @@ from radtrack.script import env as renv
 from radtrack.spec import RunSpec
 
 JOB_HOME = "RADTRACK_JOB_HOME"  # where jobs spool on their node (default /tmp/radtrack-<user>)
+STORE_RESERVE_MAX_S = 5.0  # of KillWait, kept for storing the stopped rows
+MIN_GRACE_S = 0.2
 
 
 def spec_to_json(spec: RunSpec) -> dict[str, Any]:
@@ -68,6 +76,23 @@ def map_devices(specs: list[RunSpec], allocation: list[str]) -> None:
         s.devices = mapped
 
 
+def fit_grace(grace: float, kill_wait: float | None) -> tuple[float, str]:
+    """The grace to stop rows with inside a job, and a line for the job log when it is not
+    ``grace``: SIGINT, SIGTERM after the grace, SIGKILL after twice it, then storing (half of
+    KillWait, at most STORE_RESERVE_MAX_S) must all fit in the cluster's KillWait."""
+    if kill_wait is None:
+        return grace, ""
+    reserve = min(kill_wait / 2, STORE_RESERVE_MAX_S)
+    if 2 * grace + reserve <= kill_wait:
+        return grace, ""
+    fitted = max(round((kill_wait - reserve) / 2, 2), MIN_GRACE_S)
+    return fitted, (f"--grace {grace:g} s does not fit this cluster's KillWait of {kill_wait:g} s "
+                    "(scontrol show config: SLURM's SIGKILL follows its SIGTERM by that much "
+                    "when it cancels or times out a job); the rows get a grace of "
+                    f"{fitted:g} s instead (SIGINT, SIGTERM after {fitted:g} s, SIGKILL after "
+                    f"{2 * fitted:g} s), leaving {kill_wait - 2 * fitted:g} s to store them")
+
+
 def main(payload: str) -> int:
     """Run the workload described by ``payload``; exit code as the local executor's."""
     data = json.loads(payload)
@@ -94,9 +119,17 @@ def main(payload: str) -> int:
         f"{len(specs)} row(s), GPUs {','.join(allocation) or 'none'}; spool in "
         f"{renv.radtrack_home() / 'spool'} (if this job dies, run 'RADTRACK_HOME="
         f"{renv.radtrack_home()} radtrack sync' on this node)")
+    from radtrack.executors.slurm_queue import kill_wait
     from radtrack.run.experiment import run_workloads
 
-    return run_workloads([specs], uri, grace=float(data.get("grace", 10.0)), sheet=None)
+    grace, note = fit_grace(float(data.get("grace", 10.0)), kill_wait())
+    if note:
+        say(f"job {job}: {note}")
+    code = run_workloads([specs], uri, grace=grace, sheet=None)
+    if code == 130:
+        say(f"job {job}: ended by a signal (SLURM's on scancel, a time limit or preemption): "
+            "the rows were stopped and stored; 'radtrack status' records SLURM's reason")
+    return code
 
 
 def _check_host(specs: list[RunSpec]) -> None:

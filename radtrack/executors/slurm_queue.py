@@ -8,6 +8,7 @@ from ``sacct`` after that, when the cluster keeps accounting; a job none knows i
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -141,3 +142,17 @@ def states(jobs: list[str]) -> dict[str, JobState]:
         found.update(_from_sacct(missing))
     return {j: found.get(j, JobState(UNKNOWN, "known neither to squeue nor to sacct"))
             for j in jobs}
+
+
+def kill_wait() -> float | None:
+    """The cluster's ``KillWait`` (seconds between SLURM's SIGTERM and its SIGKILL when it
+    ends a job: scancel, time limit, preemption) from ``scontrol show config``; None when
+    scontrol is missing or does not say."""
+    if shutil.which("scontrol") is None:
+        return None
+    try:
+        p = _run(["scontrol", "show", "config"], timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    m = re.search(r"^\s*KillWait\s*=\s*(\d+)", p.stdout, re.M)
+    return float(m.group(1)) if p.returncode == 0 and m else None

@@ -8,7 +8,10 @@ and the MLflow runs the jobs created (tagged ``radtrack.slurm.job_id``).
 
 A job SLURM ended (time limit, preemption, node failure, scancel) leaves its runs KILLED
 with ``radtrack.slurm.state`` / ``radtrack.stopped_by = slurm:<STATE>`` tags; runs a dead
-node left RUNNING are closed KILLED here.
+node or a killed launcher left RUNNING are closed KILLED here, and the spool their launcher
+left on the node is shipped from here when this host sees it, else named
+(radtrack/executors/slurm_spool.py). ``radtrack status`` writes the sheet under the sheet's
+lock (radtrack/sheet/lock.py); the waiting submitter already holds it.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -34,6 +38,7 @@ if TYPE_CHECKING:
 JOB_TAG = schema.SLURM_JOB_ID
 STATE_TAG = schema.SLURM_STATE
 REASON_TAG = schema.SLURM_REASON
+Log = Callable[[str], None]
 # Job states in which SLURM (not the workload) ended the job.
 ENDED_BY_SLURM = frozenset({"TIMEOUT", "PREEMPTED", "CANCELLED", "NODE_FAIL", "OUT_OF_MEMORY",
                             "BOOT_FAIL", "DEADLINE", "REVOKED"})
@@ -47,6 +52,10 @@ class Job:
     rows: dict[str, str]  # sheet line (as str, JSON keys) -> run name
     state: str = "PENDING"
     reason: str = ""
+    home: str = ""  # the job's RADTRACK_HOME on its node (spool, row folders)
+    node: str = ""  # where it ran, once its runs say
+    left: list[str] = field(default_factory=list)  # runs whose spool is still on the node
+    note: str = ""  # what the user must do about them ('' when nothing)
 
     @property
     def key(self) -> str:
@@ -102,8 +111,8 @@ def _runs_of(client: MlflowClient, job: Job) -> list:
                               max_results=1000)
 
 
-def settle(client: MlflowClient, job: Job, state: JobState) -> tuple[dict[int, tuple[str, str]],
-                                                                      dict[int, str]]:
+def settle(client: MlflowClient, job: Job, state: JobState,
+           log: Log = print) -> tuple[dict[int, tuple[str, str]], dict[int, str]]:
     """Bring the job's runs in line with its SLURM state; return the sheet cells to write:
     (row -> (Status cell, run id)), (row -> Job cell)."""
     job.state, job.reason = state.state, state.reason
@@ -125,8 +134,11 @@ def settle(client: MlflowClient, job: Job, state: JobState) -> tuple[dict[int, t
                 tags.setdefault(schema.STOPPED_BY, schema.stopped_by_slurm(state.state))
                 client.set_terminated(r.info.run_id, "KILLED")
                 killed.add(r.info.run_id)
+                job.node = job.node or r.data.tags.get(schema.HOSTNAME, "")
             for k, v in tags.items():
                 client.set_tag(r.info.run_id, k, v)
+        _leftovers(client, job, [r.info.run_id for r in runs if r.info.run_id in killed
+                                 and r.data.tags.get(schema.ROLE) == schema.ROLE_ROW], log)
     cells: dict[int, tuple[str, str]] = {}
     job_cells: dict[int, str] = {}
     for line, name in job.rows.items():
@@ -147,8 +159,28 @@ def settle(client: MlflowClient, job: Job, state: JobState) -> tuple[dict[int, t
     return cells, job_cells
 
 
+def _leftovers(client: MlflowClient, job: Job, killed_rows: list[str], log: Log) -> None:
+    """Ship what the job's killed launcher left in its spool, or name it (``job.note``);
+    runs named before are tried again on every refresh until stored."""
+    from radtrack.executors.slurm_job import default_job_home
+    from radtrack.executors.slurm_spool import ship_leftovers
+
+    runs = list(dict.fromkeys([*job.left, *killed_rows]))
+    if not runs:
+        return
+    home = job.home or default_job_home()
+    done = ship_leftovers(client, home, runs)
+    job.left = [r for r in runs if r not in done.shipped]
+    job.note = done.note(job.job, job.node, home, job.left) if job.left else ""
+    if done.shipped:
+        log(f"job {job.job}: stored what its killed launcher left in {home}/spool (samples, "
+            f"telemetry, output log) for run(s) {', '.join(done.shipped)}")
+    if job.note:
+        log(job.note)
+
+
 def refresh(ledger: Ledger, client: MlflowClient, jobs: list[Job] | None = None,
-            known: dict[str, JobState] | None = None) -> dict[str, JobState]:
+            known: dict[str, JobState] | None = None, log: Log = print) -> dict[str, JobState]:
     """Ask SLURM about ``jobs`` (default: all in the ledger), settle their runs, write the
     sheet's Status/Run/Job cells at once and save the ledger; return the states."""
     jobs = list(ledger.jobs.values()) if jobs is None else jobs
@@ -156,7 +188,7 @@ def refresh(ledger: Ledger, client: MlflowClient, jobs: list[Job] | None = None,
     cells: dict[int, tuple[str, str]] = {}
     job_cells: dict[int, str] = {}
     for job in jobs:
-        c, jc = settle(client, job, found[job.job])
+        c, jc = settle(client, job, found[job.job], log)
         cells.update(c)
         job_cells.update(jc)
     if cells:
@@ -186,11 +218,20 @@ def main(argv: list[str]) -> int:
 
         uri = a.tracking_uri or with_password(ledger.uri)  # the ledger holds no password
         check_reachable(uri)
-        found = refresh(ledger, client(uri))
+        from radtrack.sheet.lock import sheet_lock
+
+        notes: list[str] = []
+        # one writer of the sheet and its ledger at a time: a launcher or submitter running
+        # this sheet holds the lock (and writes these states itself), and status is refused
+        with sheet_lock(sheet):
+            ledger = Ledger.load(sheet)  # as it is now that nobody else writes it
+            found = refresh(ledger, client(uri), log=notes.append)
     except RadtrackError as exc:
         print(f"radtrack: error: {exc}", file=sys.stderr)
         return exc.exit_code
     for job in ledger.jobs.values():
         reason = f" ({job.reason})" if job.reason else ""
         print(f"{job.experiment}-{job.workload}: job {job.job} {job.state}{reason}")
+    for line in dict.fromkeys([*notes, *(j.note for j in ledger.jobs.values() if j.note)]):
+        print(line)
     return 0 if all(s.state == "COMPLETED" for s in found.values()) else 1
