@@ -45,9 +45,10 @@ THROUGHPUT = {
     "fft": "throughput_gflops",
     "spectrogram": "throughput_audio_s_per_s",
     "sepia": "throughput_images_per_s",
+    "ddp": "throughput_samples_per_s",
 }
 #: scripts whose step returns a training loss (or k-means inertia), logged as ``loss``
-WITH_LOSS = {"resnet", "bert", "distilbert_qa", "dlrm", "cifar_cnn", "kmeans"}
+WITH_LOSS = {"resnet", "bert", "distilbert_qa", "dlrm", "cifar_cnn", "kmeans", "ddp"}
 
 
 def plain_env() -> dict[str, str]:
@@ -522,3 +523,28 @@ def test_gemm_and_host_bound_loop_on_cuda(store: str) -> None:
     assert runs["sgemm"].data.metrics.get("summary/smi/gpu0/power_w/max", 0) > 0
     assert runs["matmul_loop"].data.metrics["throughput_iters_per_s"] > 0
     assert runs["matmul_loop"].data.metrics["throughput_tflops"] > 0
+
+
+@pytest.mark.slow
+def test_ddp_ranks_are_in_the_tracked_process_tree(tmp_path: Path) -> None:
+    """workloads/ddp.py starts its ranks through torch's elastic launcher (gloo here): under
+    radtrack the row's process tree holds the launcher agent and both ranks, and rank 0's
+    metrics reach the row run (issue 29's data-parallel run, on the CPU)."""
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    p = radtrack_cli("-l", "top", "--interval", "0.2", str(WORKLOADS / "ddp.py"), "--smoke",
+                     "--device", "cpu", "--ranks", "2", "--steps", "300", "--log-every", "100",
+                     cwd=tmp_path, env={"MLFLOW_TRACKING_URI": uri,
+                                        "RADTRACK_HOME": str(tmp_path / ".radtrack")}, timeout=300)
+    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
+    from mlflow import MlflowClient
+
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("Default")
+    run = next(r for r in client.search_runs([exp.experiment_id])
+               if r.data.tags.get("radtrack.role") == "row")
+    assert run.info.status == "FINISHED"
+    assert run.data.params["ranks"] == "2" and run.data.params["backend"] == "gloo"
+    assert run.data.metrics["throughput_samples_per_s"] > 0
+    procs = [m.value for m in client.get_metric_history(run.info.run_id, "system/top/proc/procs_count")]
+    # the bootstrap process (torch's agent runs in it) and two ranks
+    assert max(procs) >= 3, procs
