@@ -90,3 +90,33 @@ def test_unknown_study_is_one_clear_line(store):
     assert p.stderr.strip() == ("radtrack report: unknown study 'power-varation'; studies: "
                                 "power-variation, multi-level-utilisation, time-to-accuracy, "
                                 "host-gpu-eda")
+
+
+def test_space_sharing_sheet_on_two_gpus(store, tmp_path, monkeypatch):
+    """examples/studies/power-variation/spaceshare.csv (one copy per GPU at once) on two
+    doubled GPUs (issue 29, the CPU part): one table row per GPU, each copy measured on its
+    own GPU, against a solo copy of the same script."""
+    from fakehost import SECOND_UUID, gpu
+
+    FakeHost(tmp_path, monkeypatch, gpus=[gpu(0), gpu(1, SECOND_UUID)])
+    env = nvml_scenario.write(tmp_path / "two.json", [
+        {"uuid": H100_UUID, "watts": WATTS, "procs": [{"match": "sgemm.py", "sm": 40, "mem_mib": 600}]},
+        {"uuid": SECOND_UUID, "watts": 300.0, "procs": [{"match": "sgemm.py", "sm": 40, "mem_mib": 600}]}])
+    solo = cpu_sheet("power-variation", tmp_path / "pv.csv", workloads={1}, replace=FINITE)
+    p = radtrack_cli(str(solo), env=env, timeout=400)
+    assert p.returncode == 0, p.stderr[-3000:]
+    space = cpu_sheet("power-variation", tmp_path / "ss.csv", sheet="spaceshare.csv", replace=FINITE)
+    p = radtrack_cli(str(space), env=env, timeout=400)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = tmp_path / "table.csv"
+    p = radtrack_cli("report", "power-variation", "--study", "power-variation",
+                     "--format", "csv", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    table = pd.read_csv(out)
+    shared = table[table["workload"] == 6]
+    assert set(shared["gpu"]) == {H100_UUID, SECOND_UUID}  # copy by copy, one per GPU
+    assert set(shared["configuration"]) == {"space-shared x2 GPUs"}
+    by_gpu = shared.set_index("gpu")
+    assert by_gpu.loc[H100_UUID, "power_w_mean"] == pytest.approx(WATTS)
+    assert by_gpu.loc[SECOND_UUID, "power_w_mean"] == pytest.approx(300.0)
+    assert list(table.loc[table["workload"] == 1, "configuration"]) == ["solo"]
