@@ -16,6 +16,7 @@ from radtrack.frontend import (
     callbacks_chart,
     callbacks_export,
     callbacks_select,
+    compare,
     health,
     shares,
     zoom_data,
@@ -63,6 +64,7 @@ def create_app(tracking_uri: str | None = None, views_dir: Path | None = None,
     callbacks_select.register(app, source, views)
     callbacks_chart.register(app, source, summaries)
     callbacks_export.register(app, source)
+    compare.register(app, source, summaries)
     shares.register(app, source.tracking_uri)
     zoom_data.register(app.server, source)
     health.register(app.server, uri)

@@ -9,6 +9,7 @@ from dash import ClientsideFunction, Dash, Input, Output, State, ctx
 from dash.exceptions import PreventUpdate
 
 from radtrack.analysis.correlation import correlate
+from radtrack.frontend.attributed import DEFAULT_POWER, chart_series
 from radtrack.frontend.chart_query import (  # noqa: F401 (parse_range, revision: re-exports)
     QUERY_KEY,
     chart_inputs,
@@ -16,12 +17,14 @@ from radtrack.frontend.chart_query import (  # noqa: F401 (parse_range, revision
     parse_range,
     revision,
 )
+from radtrack.frontend.columns import column_help, column_title
 from radtrack.frontend.data import DataSource, long_frame
 from radtrack.frontend.figures import (
     ChartOptions,
     build_chart,
     correlation_figure,
     empty_figure,
+    legend_labels,
     run_labels,
 )
 from radtrack.frontend.summaries import (  # noqa: F401 (summary_frame: re-export)
@@ -47,7 +50,7 @@ TABS_JS = """
 function(tab) {
     const show = {display: 'block'}, hide = {display: 'none'};
     return [tab === 'summary' ? show : hide, tab === 'correlation' ? show : hide,
-            tab === 'shares' ? show : hide];
+            tab === 'shares' ? show : hide, tab === 'compare' ? show : hide];
 }
 """
 
@@ -90,19 +93,21 @@ def chart_figure(source: DataSource, selection: list[str], metrics: list[str],
                  options: ChartOptions, rev: str):
     if not selection or not metrics:
         return build_chart(metrics, selection, {}, {}, options, uirevision=rev)
-    labels = run_labels(source.run_rows(selection))
-    series = source.series(selection, metrics)
-    return build_chart(metrics, selection, labels, series, options, uirevision=rev)
+    labels = legend_labels(source.run_rows(selection))
+    series, attributed = chart_series(source, selection, metrics, options.power)
+    return build_chart(metrics, selection, labels, series, options, uirevision=rev,
+                       attributed=attributed)
 
 
-def chart_answer(source: DataSource, selection, chosen, xmode, smooth, logy, view_range
-                 ) -> tuple[dict, str]:
+def chart_answer(source: DataSource, selection, chosen, xmode, smooth, logy, view_range,
+                 power: object = DEFAULT_POWER, overlay: object = False) -> tuple[dict, str]:
     """The chart's figure (with the query zoom.js sends back) and its key."""
     runs, metrics, options, rev = chart_inputs(source, selection, chosen, xmode, smooth, logy,
-                                               view_range)
+                                               view_range, power, overlay)
     figure = chart_figure(source, runs, metrics, options, rev)
     if runs and metrics:
-        figure[QUERY_KEY] = chart_query(runs, metrics, options.xmode, smooth, logy, rev)
+        figure[QUERY_KEY] = chart_query(runs, metrics, options.xmode, smooth, logy, rev,
+                                        options.power, options.overlay)
     return figure, f"{rev}:{options.smooth}"
 
 
@@ -121,8 +126,10 @@ def summary_answer(source: DataSource, summaries: SummaryCache, selection: list[
     table.insert(0, "run", [labels.get(r, r) for r in table["run_id"]])
     # The run label already says experiment, workload and letter.
     table = table.drop(columns=["run_id"])
-    columns = [{"name": c, "id": c, "type": "numeric" if pd.api.types.is_numeric_dtype(table[c])
-                else "text"} for c in table.columns]
+    # headers say what each energy is and the unit (columns.py); the tooltip says more
+    columns = [{"name": column_title(c), "id": c, "help": column_help(c),
+                "type": "numeric" if pd.api.types.is_numeric_dtype(table[c]) else "text"}
+               for c in table.columns]
     records = [{k: _rounded(v) for k, v in row.items()} for row in table.to_dict("records")]
     return {"columns": columns, "rows": records}
 
@@ -146,18 +153,22 @@ def register(app: Dash, source: DataSource, summaries: SummaryCache) -> None:
 
     app.clientside_callback(TABS_JS, Output("summary-panel", "style"),
                             Output("corr-panel", "style"), Output("shares-panel", "style"),
+                            Output("compare-panel", "style"),
                             Input("tabs", "value"), prevent_initial_call=True)
 
     # The figure goes to the chart as the server wrote it; the chart decodes its arrays.
     @app.callback(Output("chart", "figure"), Output("chart-key", "data"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),
                   Input("smooth", "value"), Input("logy", "value"), Input("live", "n_intervals"),
+                  Input("power", "value"), Input("overlay", "value"),
                   State("view-range", "data"), State("chart-key", "data"), prevent_initial_call=True)
-    def draw_chart(selection, chosen, xmode, smooth, logy, _tick, view_range, shown):
+    def draw_chart(selection, chosen, xmode, smooth, logy, _tick, power, overlay, view_range,
+                   shown):
         live = ctx.triggered_id == "live"
         if live and not source.any_live(selection or []):
             raise PreventUpdate
-        figure, key = chart_answer(source, selection, chosen, xmode, smooth, logy, view_range)
+        figure, key = chart_answer(source, selection, chosen, xmode, smooth, logy, view_range,
+                                   power, overlay)
         if not live and key == shown:
             raise PreventUpdate  # already drawn (a restored link draws it in its own answer)
         return figure, key

@@ -10,21 +10,39 @@ from dash.exceptions import PreventUpdate
 
 from radtrack.frontend import picker
 from radtrack.frontend.callbacks_chart import chart_answer, metric_options
+from radtrack.frontend.chart_query import (
+    chart_inputs,
+    link_range,
+    overlay_on,
+    power_mode,
+    view_xrange,
+)
 from radtrack.frontend.data import DataSource, workload_number
-from radtrack.frontend.figures import run_colours, run_labels
+from radtrack.frontend.figures import legend_labels, run_colours
 from radtrack.frontend.links import link_message, usable
 from radtrack.frontend.views import View, ViewError, ViewStore, read_link, to_query
 
 
-def current_view(selection, metrics, xmode, smooth, logy, experiment, workload) -> View:
-    """The page state as a View; values a browser sends half-typed fall back to defaults."""
+def current_view(selection, metrics, xmode, smooth, logy, experiment, workload,
+                 power=None, overlay=None, xrange=None) -> View:
+    """The page state as a View; values a browser sends half-typed fall back to defaults.
+    ``xrange``: the zoom shown (chart_query.view_xrange)."""
     try:
         smooth_n = int(smooth) if smooth not in (None, "") else 1
     except (TypeError, ValueError):
         smooth_n = 1
     return View(runs=list(selection or []), metrics=list(metrics or []), xmode=xmode or "seconds",
                 smooth=max(1, min(smooth_n, 10_000)), logy="log" in (logy or []),
-                experiment=experiment or None, workload=workload or None)
+                experiment=experiment or None, workload=workload or None, xrange=xrange,
+                power=power_mode(power), overlay=overlay_on(overlay))
+
+
+def shown_view(source: DataSource, selection, metrics, xmode, smooth, logy, experiment,
+               workload, power, overlay, view_range) -> View:
+    """:func:`current_view` with the chart's zoom when it is the shown chart's."""
+    *_, rev = chart_inputs(source, selection, metrics, xmode, smooth, logy, None, power, overlay)
+    return current_view(selection, metrics, xmode, smooth, logy, experiment, workload, power,
+                        overlay, view_xrange(view_range, rev, xmode or "seconds"))
 
 
 RUN_CHECKS = {"type": "run-check", "run": ALL}
@@ -103,6 +121,18 @@ def run_rows(source: DataSource, experiment: str | None, workload: str | None,
              for r, script in listed], [r for r, _ in listed])
 
 
+def all_runs(source: DataSource, experiment: str | None, workload: str | None,
+             text: str | None) -> list[str]:
+    """The row runs (not the scripts' own runs) of ``workload``, or of every workload of
+    ``experiment`` when it is None, that pass the filter: what *Select workload* and
+    *Select experiment* tick."""
+    if not experiment:
+        return []
+    rows, found = listing(source, experiment)
+    chosen = [w for w in found if workload is None or w.key == workload]
+    return [r for w in chosen for r in w.run_ids if picker.matches(rows[r], text or "")]
+
+
 def runs_children(source: DataSource, experiment: str | None, workload: str | None,
                   text: str | None, selection: list[str]) -> list | html.P:
     rows, _ = run_rows(source, experiment, workload, text, selection)
@@ -113,8 +143,14 @@ def workload_options(source: DataSource, experiment: str | None, text: str | Non
     if not experiment:
         return []
     rows, found = listing(source, experiment)
-    return [{"label": w.label, "value": w.key} for w in found
-            if any(picker.matches(rows[r], text or "") for r, _ in w.listed())]
+    shown = [w for w in found if any(picker.matches(rows[r], text or "") for r, _ in w.listed())]
+    options: list[dict] = []
+    for launch, header, members in picker.by_launch(shown):
+        if header:  # several launches: each one's workloads under its own header
+            options.append({"label": header, "value": picker.LAUNCH_HEADER + launch,
+                            "disabled": True})
+        options += [{"label": w.label, "value": w.key} for w in members]
+    return options
 
 
 def basket_children(source: DataSource, selection: list[str] | None) -> list | html.P:
@@ -122,7 +158,7 @@ def basket_children(source: DataSource, selection: list[str] | None) -> list | h
     if not selection:
         return picker.empty_basket()
     rows = source.run_rows(selection)
-    colours, labels = run_colours(selection), run_labels(rows)
+    colours, labels = run_colours(selection), legend_labels(rows)
     # a script's own run goes with its row's workload (its row read by id, cached)
     owners = {r["run_id"]: r for r in source.known_rows(
         picker.linked_ids([r for r in rows if picker.is_script(r)]))}
@@ -171,12 +207,20 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
     @app.callback(Output("selection", "data"), Output("basket", "children"),
                   Input(RUN_CHECKS, "value"), Input("clear", "n_clicks"),
                   Input({"type": "remove", "run": ALL}, "n_clicks"),
-                  State("selection", "data"), prevent_initial_call=True)
-    def control_selection(_checks, _clear, _removes, selection):
+                  Input("select-workload", "n_clicks"), Input("select-experiment", "n_clicks"),
+                  State("selection", "data"), State("experiment", "value"),
+                  State("workload", "value"), State("run-filter", "value"),
+                  prevent_initial_call=True)
+    def control_selection(_checks, _clear, _removes, _all_workload, _all_experiment, selection,
+                          experiment, workload, text):
         selection = list(selection or [])
         trigger = ctx.triggered_id
         if trigger == "clear":
             updated = []
+        elif trigger in ("select-workload", "select-experiment"):
+            found = (all_runs(source, experiment, workload if trigger == "select-workload"
+                              else None, text))
+            updated = selection + [r for r in found if r not in selection]
         elif isinstance(trigger, dict) and trigger.get("type") == "remove":
             # New remove buttons announce themselves with n_clicks None.
             clicked = ctx.triggered[0]["value"]
@@ -211,19 +255,26 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                   Output("chart", "figure", allow_duplicate=True),
                   Output("chart-key", "data", allow_duplicate=True),
                   Output("link-msg", "children"),
+                  Output("power", "value"), Output("overlay", "value"),
+                  Output("view-range", "data", allow_duplicate=True),
                   Input("url-in", "data"), Input("load-view", "n_clicks"),
                   State("views", "value"), State("selection", "data"), State("metrics", "value"),
                   State("xmode", "value"), State("smooth", "value"), State("logy", "value"),
                   State("experiment", "value"), State("workload", "value"),
-                  State("metric-search", "value"), prevent_initial_call=True)
+                  State("metric-search", "value"), State("power", "value"),
+                  State("overlay", "value"), State("view-range", "data"),
+                  prevent_initial_call=True)
     def apply_view(search, _load, name, selection, metrics, xmode, smooth, logy, experiment,
-                   workload, metric_search):
-        current = current_view(selection, metrics, xmode, smooth, logy, experiment, workload)
+                   workload, metric_search, power, overlay, view_range):
+        current = shown_view(source, selection, metrics, xmode, smooth, logy, experiment,
+                             workload, power, overlay, view_range)
         problems: list[str] = []
+        keep = (no_update,) * 3
         try:
             if ctx.triggered_id == "load-view":
                 if not name:
-                    return (*[no_update] * 9, "Pick a saved view to load.", no_update, no_update, "")
+                    return (*[no_update] * 9, "Pick a saved view to load.", no_update, no_update,
+                            "", *keep)
                 view = views.load(name)
                 message = f"Loaded view {name!r}."
             else:
@@ -235,33 +286,41 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                 elif to_query(View(**{**view.to_dict(), "name": None})) == to_query(current):
                     raise PreventUpdate
         except ViewError as exc:
-            return (*[no_update] * 9, str(exc), no_update, no_update, "")
+            return (*[no_update] * 9, str(exc), no_update, no_update, "", *keep)
         view = usable(source, view, problems)
         runs = list(dict.fromkeys(view.runs))
         keys = source.metric_keys(runs) if runs else []
         logy_value = ["log"] if view.logy else []
+        zoom = link_range(source, view) if runs else None
         figure, key = chart_answer(source, runs, view.metrics, view.xmode, view.smooth,
-                                   logy_value, None)
+                                   logy_value, zoom, view.power, view.overlay)
         return (runs, basket_children(source, runs), list(view.metrics),
                 metric_options(keys, metric_search, view.metrics),
                 view.experiment, view.workload, view.xmode, view.smooth, logy_value, message,
-                figure, key, link_message(problems))
+                figure, key, link_message(problems), view.power,
+                ["gpus"] if view.overlay else [], zoom)
 
     @app.callback(Output("url-out", "search"),
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),
                   Input("smooth", "value"), Input("logy", "value"), Input("experiment", "value"),
-                  Input("workload", "value"), prevent_initial_call=True)
-    def record_url(selection, metrics, xmode, smooth, logy, experiment, workload):
-        return to_query(current_view(selection, metrics, xmode, smooth, logy, experiment, workload))
+                  Input("workload", "value"), Input("power", "value"), Input("overlay", "value"),
+                  Input("view-range", "data"), prevent_initial_call=True)
+    def record_url(selection, metrics, xmode, smooth, logy, experiment, workload, power,
+                   overlay, view_range):
+        return to_query(shown_view(source, selection, metrics, xmode, smooth, logy, experiment,
+                                   workload, power, overlay, view_range))
 
     @app.callback(Output("views", "options"), Output("view-msg", "children", allow_duplicate=True),
                   Input("save-view", "n_clicks"),
                   State("view-name", "value"), State("selection", "data"), State("metrics", "value"),
                   State("xmode", "value"), State("smooth", "value"), State("logy", "value"),
                   State("experiment", "value"), State("workload", "value"),
+                  State("power", "value"), State("overlay", "value"), State("view-range", "data"),
                   prevent_initial_call=True)
-    def save_view(_clicks, name, selection, metrics, xmode, smooth, logy, experiment, workload):
-        view = current_view(selection, metrics, xmode, smooth, logy, experiment, workload)
+    def save_view(_clicks, name, selection, metrics, xmode, smooth, logy, experiment, workload,
+                  power, overlay, view_range):
+        view = shown_view(source, selection, metrics, xmode, smooth, logy, experiment, workload,
+                          power, overlay, view_range)
         try:
             path = views.save(name or "", view)
         except ViewError as exc:

@@ -1,4 +1,4 @@
-"""Exports: chart images (PNG/SVG/PDF: radtrack/analysis/plotting.py), series as CSV/JSON, views as JSON."""
+"""Exports: chart images (PNG/JPG/SVG/PDF: image_export.py), series as CSV/JSON, views as JSON."""
 
 from __future__ import annotations
 
@@ -9,21 +9,21 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from radtrack.analysis.plotting import (  # noqa: F401 (re-exports: the page's image export)
-    CHROMIUM,
-    IMAGE_FORMATS,
-    figure_image,
-)
+from radtrack.analysis.plotting import CHROMIUM  # noqa: F401 (re-export)
 from radtrack.csvsafe import safe_frame
 from radtrack.frontend.data import Series
+from radtrack.frontend.image_export import IMAGE_FORMATS, ExportError, render  # noqa: F401
 
-SERIES_COLUMNS = ["run", "metric", "time", "value"]
+#: run: the run's display name (its MLflow run name, as in the legend); time: ISO 8601 UTC;
+#: seconds: since the run's start; unix_time: seconds since the epoch
+SERIES_COLUMNS = ["run", "run_id", "metric", "time", "seconds", "unix_time", "value"]
 
 
 def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str],
                  metrics: Sequence[str], xmode: str = "seconds",
-                 x_range: tuple[float, float] | None = None) -> pd.DataFrame:
-    """Full-resolution samples as columns run (run id), metric, time (unix s), value.
+                 x_range: tuple[float, float] | None = None,
+                 names: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Full-resolution samples as :data:`SERIES_COLUMNS` (``names``: run id -> display name).
 
     ``x_range``, in the units of ``xmode`` (as the chart's zoom), keeps only the samples
     of the zoomed window.
@@ -34,16 +34,18 @@ def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str
             one = series.get((run_id, metric))
             if one is None or not len(one):
                 continue
-            times, values = one.x("wall"), one.value
+            times, seconds, values = one.x("wall"), one.seconds, one.value
             if x_range is not None:
                 x = one.x(xmode)
                 inside = (x >= x_range[0]) & (x <= x_range[1])
-                times, values = times[inside], values[inside]
-            parts.append(pd.DataFrame({"run": run_id, "metric": metric, "time": times,
-                                       "value": values}))
+                times, seconds, values = times[inside], seconds[inside], values[inside]
+            iso = pd.to_datetime(times, unit="s", utc=True).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            parts.append(pd.DataFrame({
+                "run": (names or {}).get(run_id, run_id), "run_id": run_id, "metric": metric,
+                "time": iso, "seconds": seconds, "unix_time": times, "value": values}))
     if not parts:
-        return pd.DataFrame({c: pd.Series(dtype=float if c in ("time", "value") else str)
-                             for c in SERIES_COLUMNS})
+        return pd.DataFrame({c: pd.Series(dtype=float if c in ("seconds", "unix_time", "value")
+                                          else str) for c in SERIES_COLUMNS})
     return pd.concat(parts, ignore_index=True)[SERIES_COLUMNS]
 
 

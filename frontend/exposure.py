@@ -73,6 +73,11 @@ def zoom_problem(query: Mapping[str, object]) -> str | None:
     rev = query.get("rev")
     if rev is not None and not isinstance(rev, str):
         return "rev must be a string"
+    power = query.get("power")
+    if power is not None and power not in ("attributed", "gpu"):
+        return "power must be 'attributed' or 'gpu'"
+    if not isinstance(query.get("overlay", False), bool):
+        return "overlay must be true or false"
     x = query.get("x")
     if x is not None:
         if not isinstance(x, list) or len(x) != 2:

@@ -18,8 +18,10 @@ from radtrack.analysis.plotting import (  # noqa: F401 (correlation_figure: re-e
     correlation_figure,
     empty_figure,
 )
+from radtrack.frontend.colocation import description
 from radtrack.frontend.data import Series
 from radtrack.frontend.downsample import DEFAULT_BUDGET, downsample, rolling_mean, visible_window
+from radtrack.frontend.units import axis_title, gpu_family, unit_of
 
 # Plotly's D3 palette, then a darker set: distinguishable for the first ten runs.
 PALETTE: tuple[str, ...] = (
@@ -53,6 +55,8 @@ class ChartOptions:
     logy: bool = False
     x_range: tuple[float, float] | None = None
     max_trace_budget: int = DEFAULT_BUDGET
+    power: str = "attributed"  # a co-located run's GPU power: its share, or the GPU's (attributed.py)
+    overlay: bool = False  # the same quantity of several GPUs in one subplot
 
 
 def run_colours(run_ids: Sequence[str]) -> dict[str, str]:
@@ -94,6 +98,30 @@ def run_labels(runs: pd.DataFrame | Sequence[Mapping]) -> dict[str, str]:
         if gpu:
             labels[row["run_id"]] += f" · {gpu}"
     return labels
+
+
+def legend_labels(runs: pd.DataFrame | Sequence[Mapping]) -> dict[str, str]:
+    """:func:`run_labels` followed by how the run shared its GPU and its script
+    (``exp-1 A · MPS 50 % with 1 · train.py``, colocation.py): legends and the basket."""
+    rows = runs.to_dict("records") if isinstance(runs, pd.DataFrame) else runs
+    labels = run_labels(rows)
+    for row in rows:
+        more = description(row)
+        if more:
+            labels[row["run_id"]] += f" · {more}"
+    return labels
+
+
+def subplots(metrics: Sequence[str], overlay: bool) -> list[tuple[str, list[str]]]:
+    """(title key, metrics) of each subplot: one per metric, or with ``overlay`` one per
+    quantity whatever the GPU (``smi/gpu*/power_w`` holds gpu0..gpu7's power)."""
+    groups: dict[str, list[str]] = {}
+    for metric in metrics:
+        groups.setdefault(gpu_family(metric) if overlay else metric, []).append(metric)
+    return list(groups.items())
+
+
+_DASHES = ("solid", "dot", "dash", "dashdot", "longdash", "longdashdot")
 
 
 def trace_budget(n_traces: int, max_per_trace: int = DEFAULT_BUDGET,
@@ -190,8 +218,10 @@ def chart_arrays(metrics: Sequence[str], run_ids: Sequence[str],
 
 def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[str, str],
                 series: Mapping[tuple[str, str], Series], options: ChartOptions,
-                uirevision: str = "chart") -> dict:
-    """One subplot per metric (one shared x axis), one trace per run that has the metric.
+                uirevision: str = "chart", attributed: set[tuple[str, str]] | None = None) -> dict:
+    """One subplot per metric (per quantity with ``options.overlay``; one shared x axis), one
+    trace per run that has the metric; ``attributed``: the (run, metric) pairs showing the
+    run's attributed power instead of the GPU's (attributed.py).
 
     Returns the figure as a plain dict: plotly.py's validating objects cost 50-150 ms for
     40 traces, which every zoom would pay again.
@@ -199,15 +229,21 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     if not metrics or not run_ids:
         return empty_figure("Pick runs and at least one metric")
     colours = run_colours(run_ids)
-    rows = len(metrics)
+    groups = subplots(metrics, options.overlay)
+    rows = len(groups)
     gap = min(0.08, 0.3 / rows)
     height = (1.0 - gap * (rows - 1)) / rows
     white = _white()
+    margin = {"l": 70, "r": 20, "t": 40, "b": 64 if options.xmode == "wall" else 50}
+    total = SUBPLOT_HEIGHT * rows + 90
     layout: dict[str, object] = {
-        **copy.deepcopy(white["top"]), "height": SUBPLOT_HEIGHT * rows + 90,
-        "uirevision": uirevision,
-        "margin": {"l": 64, "r": 20, "t": 40, "b": 64 if options.xmode == "wall" else 50},
-        "hovermode": "closest", "legend": {"orientation": "h", "yanchor": "bottom", "y": 1.02, "x": 0},
+        **copy.deepcopy(white["top"]), "height": total, "uirevision": uirevision,
+        "margin": margin,
+        # one hover box for every run at the cursor's x (the runs of the subplot under it)
+        "hovermode": "x unified",
+        # above the first subplot's title (22 px high), not over it
+        "legend": {"orientation": "h", "yanchor": "bottom", "x": 0,
+                   "y": 1.0 + 24.0 / max(total - margin["t"] - margin["b"], 1)},
         "annotations": [],
     }
     x_range = None
@@ -225,32 +261,48 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     if x_range is not None:
         xaxis["range"] = x_range
     layout["xaxis"] = _merged(white["xaxis"], xaxis)
-    for row, metric in enumerate(metrics, start=1):
+    row_of: dict[str, int] = {}
+    for row, (title_key, members) in enumerate(groups, start=1):
         top = 1.0 - (row - 1) * (height + gap)
         suffix = "" if row == 1 else str(row)
+        # fixedrange: a box zoom zooms x only, and y refits the window's data (a spike
+        # zoomed to stays in view)
         yaxis: dict[str, object] = {"anchor": "x", "domain": [max(top - height, 0.0), top],
-                                    "type": "log" if options.logy else "linear"}
+                                    "type": "log" if options.logy else "linear",
+                                    "fixedrange": True, "title": {"text": axis_title(title_key)}}
+        if options.logy:
+            yaxis["tickformat"] = "~s"  # 100, 200, 500 rather than a digit per minor tick
         layout[f"yaxis{suffix}"] = _merged(white["yaxis"], yaxis)
         layout["annotations"].append(_merged(white["annotation"], {  # type: ignore[union-attr]
-            "text": metric, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5,
+            "text": title_key, "showarrow": False, "xref": "paper", "yref": "paper", "x": 0.5,
             "y": top, "xanchor": "center", "yanchor": "bottom", "font": {"size": 14}}))
+        row_of.update({metric: row for metric in members})
+    overlaid = {m for _, members in groups for m in members if len(members) > 1}
     traces = []
     in_legend: set[str] = set()
-    row_of = {metric: row for row, metric in enumerate(metrics, start=1)}
     extent = [np.inf, -np.inf]
     for metric, run_id, x, y in chart_arrays(metrics, run_ids, series, options):
         if len(x):
             extent = [min(extent[0], float(x[0])), max(extent[1], float(x[-1]))]
         suffix = "" if row_of[metric] == 1 else str(row_of[metric])
         label = labels.get(run_id, run_id[:8])
+        dash = "solid"
+        if metric in overlaid:
+            gpu = metric.split("/")[1]
+            label += f" · {gpu}"
+            dash = _DASHES[int(gpu[3:]) % len(_DASHES)] if gpu[3:].isdigit() else "solid"
+        if attributed and (run_id, metric) in attributed:
+            label += " (attributed)"
+        group = label if metric in overlaid else run_id
+        unit = unit_of(metric)
         traces.append({
             "type": "scatter", "mode": "lines", "x": typed_array(x), "y": typed_array(y, "f4"),
-            "xaxis": "x", "yaxis": f"y{suffix}", "name": label, "legendgroup": run_id,
-            "showlegend": run_id not in in_legend, "meta": [run_id, metric],
-            "line": {"color": colours[run_id], "width": 1.4},
-            "hovertemplate": f"{label}<br>%{{x}}<br>%{{y:.4g}}<extra></extra>",
+            "xaxis": "x", "yaxis": f"y{suffix}", "name": label, "legendgroup": group,
+            "showlegend": group not in in_legend, "meta": [run_id, metric],
+            "line": {"color": colours[run_id], "width": 1.4, "dash": dash},
+            "hovertemplate": f"%{{y:.4g}}{' ' + unit if unit else ''}",
         })
-        in_legend.add(run_id)
+        in_legend.add(group)
     if x_range is None and extent[0] < extent[1]:
         # The whole runs as an explicit range rather than autorange: the first zoom then
         # changes a range, as every later one does, instead of leaving autorange, which

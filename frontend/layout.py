@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from dash import dcc, html
 
 from radtrack.frontend.chart import Chart
+from radtrack.frontend.compare import compare_panel
 from radtrack.frontend.exposure import NO_CLOUD
 from radtrack.frontend.figures import empty_figure
 from radtrack.frontend.health import banner
@@ -43,7 +44,13 @@ def picker_column(experiments: list[str], state: Restored | None = None) -> html
         _section(
             "Runs",
             dcc.Input(id="run-filter", type="search", debounce=True, className="filter",
-                      placeholder="filter: name, param or tag value (key=value)"),
+                      placeholder="filter: name, param or tag value (key=value, user=NAME)"),
+            html.Div([html.Button("Select workload", id="select-workload", className="button small",
+                                  title="tick every run of the workload shown"),
+                      html.Button("Select experiment", id="select-experiment",
+                                  className="button small",
+                                  title="tick every run of every workload listed")],
+                     className="buttons"),
             html.Div(state.runs if state else runs_hint(None), id="runs", className="run-list"),
         ),
     ], className="picker", id="picker")
@@ -63,7 +70,8 @@ def basket_column(saved_views: list[str], state: Restored | None = None) -> html
                  html.Div(id="view-msg", className="message", role="status")),
         _section("Export",
                  html.Div([html.Button(label, id=f"export-{fmt}", className="button small")
-                           for fmt, label in (("png", "PNG"), ("svg", "SVG"), ("pdf", "PDF"),
+                           for fmt, label in (("png", "PNG"), ("jpg", "JPG"), ("svg", "SVG"),
+                                              ("pdf", "PDF"),
                                               ("csv", "CSV"), ("json", "JSON"),
                                               ("view", "View JSON"))], className="buttons"),
                  html.Div(id="export-msg", className="message", role="status"),
@@ -85,6 +93,16 @@ def chart_controls(state: Restored | None = None) -> html.Div:
         dcc.Checklist(id="logy", options=[{"label": "log y", "value": "log"}],
                       value=state.logy if state else [],
                       inline=True, className="control"),
+        html.Span(dcc.Checklist(id="overlay", options=[{"label": "overlay GPUs", "value": "gpus"}],
+                                value=["gpus"] if state and state.overlay else [], inline=True),
+                  className="control",
+                  title="one subplot per quantity: the same metric of every GPU together"),
+        html.Label(["co-located GPU power", dcc.RadioItems(
+            id="power", value=state.power if state else "attributed", inline=True,
+            options=[{"label": "attributed share", "value": "attributed"},
+                     {"label": "whole GPU", "value": "gpu"}])], className="control",
+            title="a run that shared its GPU: its attributed share of the GPU's power "
+                  "(co-location accounting), or the whole GPU's measured power"),
     ], className="controls")
 
 
@@ -107,6 +125,7 @@ def main_column(state: Restored | None = None) -> html.Main:
             dcc.Tab(label="Summary", value="summary"),
             dcc.Tab(label="Correlation", value="correlation"),
             dcc.Tab(label="Energy shares", value="shares"),
+            dcc.Tab(label="Compare", value="compare"),
         ]),
         # The summary's rows ({columns, rows}), drawn as a plain table by
         # assets/summary_table.js (click a header to sort).
@@ -118,9 +137,11 @@ def main_column(state: Restored | None = None) -> html.Main:
             Chart(id="corr", figure=empty_figure("Pick at least two metrics"),
                   config={"displaylogo": False, **NO_CLOUD}),
         ], id="corr-panel", style={"display": "none"}),
-        html.Div(Chart(id="shares", figure=empty_figure("Pick a workload"),
-                       config={"displaylogo": False, **NO_CLOUD}),
+        html.Div([Chart(id="shares", figure=empty_figure("Pick a workload"),
+                        config={"displaylogo": False, **NO_CLOUD}),
+                  html.Div(id="shares-totals", className="summary")],
                  id="shares-panel", style={"display": "none"}),
+        compare_panel(),
     ], className="main")
 
 
@@ -139,7 +160,7 @@ def build_layout(experiments: list[str], tracking_uri: str, saved_views: list[st
         # so restoring a pasted link and recording the current state never form a loop.
         dcc.Location(id="url-out", refresh=False),
         dcc.Store(id="selection", data=state.selection if state else []),
-        dcc.Store(id="view-range"),
+        dcc.Store(id="view-range", data=state.view_range if state else None),
         # What the chart shows (callbacks_chart.chart_answer): a restored link draws the
         # chart in its restoring answer, and draw_chart then has nothing to redo.
         dcc.Store(id="chart-key", data=state.chart_key if state else None),

@@ -21,12 +21,15 @@ from dataclasses import dataclass, field
 import pandas as pd
 from dash import dcc, html
 
+from radtrack.frontend.colocation import description
 from radtrack.frontend.data import workload_number
 from radtrack.store import schema
 
 ROLE = f"tag.{schema.ROLE}"
 WORKLOAD_TAG = f"tag.{schema.WORKLOAD}"
 USER_TAG = f"tag.{schema.MLFLOW_USER}"  # who launched (MLflow's own tag)
+LAUNCH_TAG = f"tag.{schema.LAUNCH_ID}"
+LAUNCH_HEADER = "launch:"  # a launch's header row in the workload list (never a workload)
 ROW_RUN_TAG = f"tag.{schema.ROW_RUN}"
 SCRIPT_RUNS_TAG = f"tag.{schema.SCRIPT_RUNS}"
 SCRIPT_MARK = "↳ "  # a script run's name in the run list, under its row
@@ -40,6 +43,7 @@ class Workload:
     run_ids: list[str] = field(default_factory=list)
     start: float = 0.0
     user: str = ""
+    launch: str = ""  # radtrack.launch_id: one radtrack command (issue 28)
     #: row run id -> the runs its script made (listed, indented, under the row)
     scripts: dict[str, list[str]] = field(default_factory=dict)
 
@@ -115,7 +119,8 @@ def workloads(frame: pd.DataFrame | list[dict], linked: list[dict] | None = None
         number = parent.get(WORKLOAD_TAG) or parent.get("workload")
         found[parent["run_id"]] = Workload(parent["run_id"], f"Workload {number}",
                                            start=_start_s(parent.get("start_time")),
-                                           user=str(parent.get(USER_TAG) or ""))
+                                           user=str(parent.get(USER_TAG) or ""),
+                                           launch=str(parent.get(LAUNCH_TAG) or ""))
     for row in rows:
         parent_id = row.get("parent_run_id")
         if row["run_id"] not in here:  # the row of a script run here, in another experiment
@@ -134,7 +139,9 @@ def workloads(frame: pd.DataFrame | list[dict], linked: list[dict] | None = None
         else:
             key = f"run:{row['run_id']}"
             found[key] = Workload(key, str(row.get("run_name") or row["run_id"][:8]), [row["run_id"]],
-                                  start=_start_s(row.get("start_time")))
+                                  start=_start_s(row.get("start_time")),
+                                  user=str(row.get(USER_TAG) or ""),
+                                  launch=str(row.get(LAUNCH_TAG) or ""))
     letters = {r["run_id"]: (str(r.get("letter") or ""), str(r.get("run_name") or ""))
                for r in rows}
     for w in found.values():
@@ -152,6 +159,26 @@ def workloads(frame: pd.DataFrame | list[dict], linked: list[dict] | None = None
         who = f" · {w.user}" if w.user and labels[w.label] > 1 else ""
         w.label = f"{w.label} · {count}{who}" + (f" · {when}" if labels[w.label] > 1 or not when else "")
     return result
+
+
+def by_launch(found: list[Workload]) -> list[tuple[str, str, list[Workload]]]:
+    """Workloads grouped by the launch that made them (newest launch first, its workloads
+    in order): (launch id, header text, workloads); one group without a header when the
+    list holds a single launch or none recorded its id."""
+    groups: dict[str, list[Workload]] = {}
+    for w in found:
+        groups.setdefault(w.launch, []).append(w)
+    if len(groups) < 2:
+        return [("", "", found)]
+    out = []
+    for launch, members in groups.items():
+        first = min((w.start for w in members if w.start), default=0.0)
+        users = ", ".join(dict.fromkeys(w.user for w in members if w.user))
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(first)) if first else ""
+        text = " · ".join(p for p in (f"launch {launch}" if launch else "no launch id",
+                                      users, when) if p)
+        out.append((launch, text, members))
+    return out
 
 
 def matches(row: dict, text: str) -> bool:
@@ -248,10 +275,14 @@ def run_row(row: dict, checked: bool, now: float | None = None,
         html.Span(status.lower() or "?", className=f"status status-{status.lower()}"),
         html.Span(ago(start, now), className="age", title=time.strftime(
             "%Y-%m-%d %H:%M:%S", time.localtime(start))),
-        html.Span(duration_text(duration), className="duration"),
+        # a running run's duration advances in the page (assets/live_duration.js)
+        html.Span(duration_text(duration), className="duration live" if status == "RUNNING"
+                  else "duration", **({"data-start": f"{start:.3f}"} if status == "RUNNING" else {})),
         # The popover's rows travel as one attribute, drawn on hover or focus by
         # assets/run_info.js: a table of Dash components was 3 per row, most of a run row's
         # cost in the picker (docs/performance.md, "Frontend").
+        # how it shared its GPU and which script it ran (colocation.py), as its legend says
+        *([html.Span(how, className="how")] if (how := description(row)) else []),
         html.Span("i", className="info", tabIndex="0",
                   **{"data-info": json.dumps(info_pairs(row)), "aria-label": "run details"}),
     ], className="run-row script-run" if script else "run-row",

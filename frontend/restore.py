@@ -27,6 +27,7 @@ from mlflow.exceptions import MlflowException
 from radtrack.errors import RadtrackError
 from radtrack.frontend.callbacks_chart import chart_answer, metric_options, summary_answer
 from radtrack.frontend.callbacks_select import basket_children, runs_children, workload_options
+from radtrack.frontend.chart_query import link_range
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.links import link_message, usable
 from radtrack.frontend.summaries import SummaryCache
@@ -55,6 +56,9 @@ class Restored:
     summary: dict  # the Summary table's answer (callbacks_chart.summary_answer)
     live: bool  # some run of the link is still going: the page refreshes it
     message: str = ""  # what of the link could not be restored (link_message)
+    power: str = "attributed"
+    overlay: bool = False
+    view_range: dict | None = None  # the link's zoom, as zoom.js records one
 
 
 def page_query() -> str:
@@ -84,7 +88,9 @@ def restore(source: DataSource, search: str, summaries: SummaryCache) -> Restore
             return None  # apply_view says what was dropped
         runs = list(dict.fromkeys(view.runs))
         logy = ["log"] if view.logy else []
-        figure, key = chart_answer(source, runs, view.metrics, view.xmode, view.smooth, logy, None)
+        zoom = link_range(source, view)
+        figure, key = chart_answer(source, runs, view.metrics, view.xmode, view.smooth, logy,
+                                   zoom, view.power, view.overlay)
         keys = source.metric_keys(runs)
         return Restored(
             selection=runs, metrics=list(view.metrics),
@@ -95,7 +101,8 @@ def restore(source: DataSource, search: str, summaries: SummaryCache) -> Restore
             basket=basket_children(source, runs), xmode=view.xmode, smooth=view.smooth,
             logy=logy, figure=figure, chart_key=key,
             summary=summary_answer(source, summaries, runs), live=source.any_live(runs),
-            message=link_message(problems))
+            message=link_message(problems), power=view.power, overlay=view.overlay,
+            view_range=zoom)
     except (ViewError, RadtrackError, MlflowException, ValueError, KeyError) as exc:
         # The callbacks restore it again and say what is wrong where the user sees it.
         log.info("link not restored in the layout: %s", exc)

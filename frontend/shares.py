@@ -1,6 +1,7 @@
 """The "Energy shares" tab: for the picked workload, each run's attributed power per GPU,
 stacked with ``other`` and ``idle``, from the parent run's ``attribution/power.parquet``
-(radtrack/postrun/accounting.py). The stack's top is the GPU's measured power."""
+(radtrack/postrun/accounting.py). The stack's top is the GPU's measured power. Below it,
+each party's energy per GPU with its percentage of the GPU's total."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import threading
 
 import pandas as pd
 import plotly.graph_objects as go
-from dash import Dash, Input, Output
+from dash import Dash, Input, Output, html
 from dash.exceptions import PreventUpdate
 from mlflow import MlflowClient
 
@@ -82,13 +83,50 @@ def shares_figure(table: pd.DataFrame | None) -> go.Figure | dict:
     return fig
 
 
+def share_totals(table: pd.DataFrame | None) -> list[dict]:
+    """Each party's energy on each GPU, and its percentage of that GPU's measured energy:
+    gpu, party, energy_j, percent; then each GPU's total (party ``total``)."""
+    if table is None or table.empty:
+        return []
+    energy = (table["energy_j"] if "energy_j" in table.columns
+              else table["power_w"] * (table["end"] - table["time"]))
+    sums = energy.groupby([table["gpu"], table["party"]]).sum()
+    out = []
+    for gpu in sorted(table["gpu"].unique(), key=lambda g: (len(g), g)):
+        part = sums.loc[gpu]
+        total = float(part.sum())
+        parties = sorted(set(part.index) - {OTHER, IDLE}) + [p for p in (OTHER, IDLE) if p in part.index]
+        for party in parties:
+            joules = float(part[party])
+            out.append({"gpu": gpu, "party": party, "energy_j": joules,
+                        "percent": 100.0 * joules / total if total else float("nan")})
+        out.append({"gpu": gpu, "party": "total", "energy_j": total, "percent": 100.0})
+    return out
+
+
+def totals_table(records: list[dict]) -> html.Table | html.P:
+    if not records:
+        return html.P("")
+    head = html.Tr([html.Th(h) for h in ("GPU", "party", "energy (kJ)", "energy (Wh)",
+                                         "share of the GPU's energy")])
+    rows = [html.Tr([html.Td(r["gpu"]), html.Td(r["party"]),
+                     html.Td(f"{r['energy_j'] / 1000:,.2f}", className="numeric"),
+                     html.Td(f"{r['energy_j'] / 3600:,.2f}", className="numeric"),
+                     html.Td(f"{r['percent']:.1f} %", className="numeric")],
+                    className="total" if r["party"] == "total" else None)
+            for r in records]
+    return html.Table([html.Thead(head), html.Tbody(rows)], className="shares-totals")
+
+
 def register(app: Dash, tracking_uri: str) -> None:
     tables = PowerTables(tracking_uri)
 
-    @app.callback(Output("shares", "figure"), Input("tabs", "value"), Input("workload", "value"), prevent_initial_call=True)
+    @app.callback(Output("shares", "figure"), Output("shares-totals", "children"),
+                  Input("tabs", "value"), Input("workload", "value"), prevent_initial_call=True)
     def draw_shares(tab, workload):
         if tab != "shares":
             raise PreventUpdate
         if not workload or ":" in str(workload):  # a lone run or an orphaned workload
-            return empty_figure("Pick a workload to see how its GPUs' energy was shared")
-        return shares_figure(tables.get(str(workload)))
+            return empty_figure("Pick a workload to see how its GPUs' energy was shared"), ""
+        table = tables.get(str(workload))
+        return shares_figure(table), totals_table(share_totals(table))

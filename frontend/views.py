@@ -7,6 +7,7 @@ in the tracking store, which the frontend only reads.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import asdict, dataclass, field
@@ -34,6 +35,10 @@ class View:
     experiment: str | None = None
     workload: str | None = None
     name: str | None = None
+    #: the zoomed x window, in the x axis' units (wall clock: unix seconds); None: whole runs
+    xrange: list[float] | None = None
+    power: str = "attributed"  # a co-located run's GPU power (attributed.py)
+    overlay: bool = False  # one subplot per quantity for several GPUs
 
     def __post_init__(self) -> None:
         if self.xmode not in X_MODES:
@@ -41,6 +46,12 @@ class View:
         if not isinstance(self.smooth, int) or not 1 <= self.smooth <= MAX_SMOOTH:
             raise ViewError(f"view: smoothing must be a whole number of samples in 1..{MAX_SMOOTH}, "
                             f"got {self.smooth!r}")
+        if self.xrange is not None and not _is_range(self.xrange):
+            raise ViewError(f"view: xrange must be two numbers, low first, got {self.xrange!r}")
+        if self.power not in ("attributed", "gpu"):
+            raise ViewError(f"view: power {self.power!r} is not 'attributed' or 'gpu'")
+        if not isinstance(self.overlay, bool):
+            raise ViewError(f"view: overlay must be true or false, got {self.overlay!r}")
 
     def to_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -63,6 +74,21 @@ class View:
             raise ViewError(f"{where}: {exc}") from exc
 
 
+def _is_range(value: object) -> bool:
+    return (isinstance(value, list) and len(value) == 2
+            and all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+                    for v in value) and value[0] < value[1])
+
+
+def parse_xrange(text: str) -> list[float] | None:
+    """``lo,hi`` (the link's ``range``) as two numbers, or None when it is not that."""
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        return None
+    return values if _is_range(values) else None
+
+
 def to_query(view: View) -> str:
     """The URL query string (with '?') that reproduces ``view``; defaults are left out."""
     pairs: list[tuple[str, str]] = []
@@ -79,6 +105,12 @@ def to_query(view: View) -> str:
         pairs.append(("smooth", str(view.smooth)))
     if view.logy:
         pairs.append(("logy", "1"))
+    if view.xrange:
+        pairs.append(("range", ",".join(f"{v:.6f}".rstrip("0").rstrip(".") for v in view.xrange)))
+    if view.power != "attributed":
+        pairs.append(("power", view.power))
+    if view.overlay:
+        pairs.append(("overlay", "1"))
     if view.name:
         pairs.append(("view", view.name))
     return "?" + urlencode(pairs) if pairs else ""
@@ -96,10 +128,15 @@ def from_query(search: str | None) -> View:
     if not smooth_text.isdigit():
         raise ViewError(f"URL parameter smooth={smooth_text!r} is not a whole number")
     runs = [r for r in (one("runs") or "").split(",") if r]
+    xrange = parse_xrange(one("range")) if one("range") else None
+    if one("range") and xrange is None:
+        raise ViewError(f"URL parameter range={one('range')!r} is not two numbers 'low,high'")
     try:
         return View(runs=runs, metrics=query.get("metric", []), xmode=one("x") or "seconds",
                     smooth=int(smooth_text), logy=one("logy") in ("1", "true"),
-                    experiment=one("experiment"), workload=one("workload"), name=one("view"))
+                    experiment=one("experiment"), workload=one("workload"), name=one("view"),
+                    xrange=xrange, power=one("power") or "attributed",
+                    overlay=one("overlay") in ("1", "true"))
     except ViewError as exc:
         raise ViewError(f"URL: {exc}") from exc
 
@@ -110,7 +147,7 @@ def read_link(search: str | None) -> tuple[View, list[str]]:
     (``system/smi/gpu0/power_w``) read as the page names them."""
     query = parse_qs((search or "").lstrip("?"), keep_blank_values=False)
     problems: list[str] = []
-    fields: dict[str, str] = {"smooth": "1", "x": "seconds"}
+    fields: dict[str, str] = {"smooth": "1", "x": "seconds", "power": "attributed"}
     for key in list(fields):
         values = query.get(key)
         if values:
@@ -123,8 +160,17 @@ def read_link(search: str | None) -> tuple[View, list[str]]:
         problems.append(f"x={fields['x']!r} is not one of {', '.join(X_MODES)}: "
                         "x axis left at seconds")
         fields["x"] = "seconds"
+    if fields["power"] not in ("attributed", "gpu"):
+        problems.append(f"power={fields['power']!r} is not 'attributed' or 'gpu': "
+                        "co-located runs' power left attributed")
+        fields["power"] = "attributed"
+    ranges = query.pop("range", None)
+    if ranges and parse_xrange(ranges[-1]) is None:
+        problems.append(f"range={ranges[-1]!r} is not two numbers 'low,high': the whole runs shown")
+    elif ranges:
+        fields["range"] = ranges[-1]
     rest = [(k, v) for k, values in query.items() if k not in fields for v in values]
-    view = from_query(urlencode([*rest, ("smooth", fields["smooth"]), ("x", fields["x"])]))
+    view = from_query(urlencode([*rest, *fields.items()]))
     view.metrics = list(dict.fromkeys(canonical_key(m) for m in view.metrics))
     return view, problems
 

@@ -27,6 +27,7 @@ import numpy as np
 from flask import Flask, Response, request
 
 from radtrack.errors import RadtrackError
+from radtrack.frontend.attributed import chart_series
 from radtrack.frontend.chart_query import chart_inputs
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.exposure import zoom_problem
@@ -66,10 +67,11 @@ def zoom_payload(source: DataSource, query: Mapping[str, object]) -> bytes | Non
     view_range = {"rev": query.get("rev"), "x": query.get("x")}
     runs, metrics, options, rev = chart_inputs(
         source, query.get("runs"), query.get("metrics"), query.get("xmode") or "seconds",
-        query.get("smooth"), query.get("logy"), view_range)
+        query.get("smooth"), query.get("logy"), view_range, query.get("power"),
+        query.get("overlay"))
     if rev != query.get("rev") or not runs or not metrics:
         return None
-    series = source.series(runs, metrics)
+    series, _ = chart_series(source, runs, metrics, options.power)
     return encode(chart_arrays(metrics, runs, series, options), rev)
 
 

@@ -255,3 +255,48 @@ def seed_script_run(tracking_uri: str, row: SeededRun, name: str, *, experiment:
     listed = client.get_run(row.run_id).data.tags.get(schema.SCRIPT_RUNS, "")
     client.set_tag(row.run_id, schema.SCRIPT_RUNS, ",".join([*filter(None, listed.split(",")), run_id]))
     return SeededRun(run_id, name, target, row.workload, row.letter, "FINISHED", start, keys)
+
+
+def parent_of(tracking_uri: str, run: SeededRun) -> str:
+    """The workload's parent run id of a seeded row."""
+    return MlflowClient(tracking_uri=tracking_uri).get_run(run.run_id).data.tags["mlflow.parentRunId"]
+
+
+def tag_launch(tracking_uri: str, runs: list[SeededRun], user: str, launch_id: str) -> None:
+    """Who launched a seeded workload and which launch (issue 28): ``mlflow.user`` and
+    ``radtrack.launch_id`` on its rows and its parent, as the launcher tags them."""
+    client = MlflowClient(tracking_uri=tracking_uri)
+    for run_id in dict.fromkeys([parent_of(tracking_uri, runs[0]), *(r.run_id for r in runs)]):
+        client.set_tag(run_id, schema.MLFLOW_USER, user)
+        client.set_tag(run_id, schema.LAUNCH_ID, launch_id)
+
+
+def seed_attribution(tracking_uri: str, runs: list[SeededRun], watts: list[float],
+                     *, points: int, hz: float = 1.0, gpu: str = "gpu0", other_w: float = 20.0,
+                     idle_w: float = 0.0) -> None:
+    """Co-location accounting as radtrack/postrun/accounting.py leaves it for a co-located
+    workload on one GPU: each run's ``attribution/<gpu>/attributed_power_w`` series (a
+    constant ``watts[i]``) and ``summary/attribution/<gpu>/energy_j``, its attribution tag,
+    and the parent's ``attribution/power.parquet`` with ``other`` and ``idle``."""
+    client = MlflowClient(tracking_uri=tracking_uri)
+    start = runs[0].start
+    times = start + np.arange(points, dtype=np.float64) / hz
+    key = stored_key(schema.attribution_key(gpu, "attributed_power_w"))
+    parts = []
+    for run, power in zip(runs, watts, strict=True):
+        logged = [Metric(key, float(power), int(t * 1000), i) for i, t in enumerate(times)]
+        logged.append(Metric(schema.attribution_summary_key(gpu, "energy_j"),
+                             float(power * points / hz), int(times[-1] * 1000), 0))
+        _log_batches(client, run.run_id, logged)
+        client.set_tag(run.run_id, schema.attribution_tag(gpu), "process-sm-util")
+        parts.append((run.run_name, run.run_id, power))
+    parts += [("other", "", other_w), ("idle", "", idle_w)]
+    frame = pd.concat([pd.DataFrame({
+        "time": times, "end": times + 1 / hz, "gpu": gpu, "gpu_uuid": "GPU-synthetic",
+        "party": party, "run_id": run_id, "power_w": power, "energy_j": power / hz,
+        "sm_share_pct": 0.0}) for party, run_id, power in parts])
+    with tempfile.TemporaryDirectory(prefix="radtrack-seed-") as tmp:
+        path = Path(tmp) / Path(schema.POWER_ARTIFACT).name
+        frame.to_parquet(path, index=False)
+        client.log_artifact(parent_of(tracking_uri, runs[0]), str(path),
+                            schema.POWER_ARTIFACT.rsplit("/", 1)[0])

@@ -46,7 +46,7 @@
             const th = cell('th', column.name);
             th.dataset.column = column.id;
             th.tabIndex = 0;
-            th.title = 'sort by ' + column.name;
+            th.title = (column.help ? column.help + ' · ' : '') + 'sort by ' + column.name;
             if (order && order.column === column.id) {
                 th.setAttribute('aria-sort', order.descending ? 'descending' : 'ascending');
             }

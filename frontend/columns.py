@@ -1,0 +1,41 @@
+"""What the Summary's and the Compare tab's columns mean, said in their headers.
+
+``energy_j`` and ``gpu_energy_j`` sit side by side and differ exactly where co-location
+matters: the first is the energy the run is charged (its attributed share of each GPU it
+shared, the whole GPU's alone on it), the second what its GPUs used over its span,
+whoever used them (radtrack/analysis/run_summaries.py, docs/analysis.md).
+"""
+
+from __future__ import annotations
+
+from radtrack.frontend.units import split_unit
+
+_KNOWN: dict[str, tuple[str, str]] = {
+    "energy_j": ("energy_j · attributed (J)",
+                 "Energy charged to the run: its attributed share of each GPU it shared "
+                 "(co-location accounting), the whole GPU's energy for a run alone on it"),
+    "gpu_energy_j": ("gpu_energy_j · whole GPU (J)",
+                     "Energy its GPUs used over the run's span, whoever used them (for a "
+                     "co-located run this includes the other runs' share)"),
+    "attribution": ("attribution", "How energy_j was split between co-located runs "
+                                   "(docs/analysis.md#co-location-accounting)"),
+    "co2e_g": ("co2e_g (g CO2e)", "Footprint of energy_j at the run's carbon intensity and PUE"),
+    "duration_s": ("duration_s (s)", "The run's wall time"),
+}
+
+
+def column_title(column: str) -> str:
+    """The header: the column's name, what it is for energy, and its unit."""
+    if column in _KNOWN:
+        return _KNOWN[column][0]
+    _, unit = split_unit(column.removesuffix("_mean").removesuffix("_max"))
+    return f"{column} ({unit})" if unit else column
+
+
+def column_help(column: str) -> str:
+    """The header's tooltip."""
+    if column in _KNOWN:
+        return _KNOWN[column][1]
+    if column.startswith("energy_per_"):
+        return "energy_j (attributed) per unit of the script's work"
+    return column
