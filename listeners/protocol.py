@@ -7,9 +7,19 @@ Messages travel one JSON object a line, on a listener's stdout and in the sink's
   {"type": "sample", "t": UNIX_SECONDS, "v": {KEY: VALUE, ...}[, "resume": {KEY: POS}]
    [, "listener": NAME]}
   {"type": "error", "message": TEXT[, "listener": NAME]}
+  {"type": "samples", "t": [UNIX_SECONDS, ...], "v": {KEY: [VALUE | null, ...], ...}
+   [, "resume": {KEY: POS}][, "listener": NAME]}
+  {"type": "stats", "listener": NAME, "cpu_s": SECONDS, "samples": N, "missed": N}
 
 ``listener`` names the listener on lines of a shared sampler (several listeners in one
-process). :func:`encode` and :func:`decode` are the only places that know this layout:
+process). A ``samples`` line is a columnar batch: several samples on one line, the i-th
+at ``t[i]`` with the i-th entry of each value list (null: no value then); listeners write
+the readings their source stamps itself this way (smi's driver power buffer: ~50 a
+second, one line a second instead of 50), and readers expand it with :func:`samples_of`
+into the very samples, in order, that one line each would have given. Its ``resume``
+positions hold once the whole line is written. A ``stats`` line is what a listener cost
+(its CPU time reading and writing, its samples, the deadlines it missed); the runner
+writes it on stderr at a clean stop, never on the sample stream. :func:`encode` and :func:`decode` are the only places that know this layout:
 writers (listeners/runner.py) and readers (the sink, its crash recovery, the launcher's
 listener handles) exchange :class:`Hello` / :class:`Sample` / :class:`Error` objects, so a
 cheaper wire format can later go in here without touching them.
@@ -68,7 +78,54 @@ class Error:
     listener: str | None = None
 
 
-Message = Hello | Sample | Error
+@dataclass(slots=True)
+class Samples:
+    """Several samples on one line, columnar: the i-th at ``t[i]`` with ``values[key][i]``
+    for each key (None: no value at that sample)."""
+
+    t: list[float]
+    values: dict[str, list[float | None]]
+    resume: dict[str, int] | None = None  # positions a restart picks up from, once written
+    listener: str | None = None
+
+    def expand(self) -> list[Sample]:
+        """The samples this line carries, in order (values that are None left out)."""
+        cols = list(self.values.items())
+        return [Sample(t, {k: v[i] for k, v in cols if v[i] is not None})
+                for i, t in enumerate(self.t)]
+
+
+@dataclass(slots=True)
+class Stats:
+    """What watching cost, as a listener reports it at a clean stop: CPU seconds of its own
+    readings and lines, samples written, sampling deadlines it missed (fell behind)."""
+
+    listener: str
+    cpu_s: float
+    samples: int = 0
+    missed: int = 0
+
+
+Message = Hello | Sample | Error | Samples | Stats
+
+
+def samples_of(msg: Message | None) -> list[Sample]:
+    """The samples a message carries: a sample itself, a batch's, none for the others."""
+    if type(msg) is Sample:
+        return [msg]
+    if type(msg) is Samples:
+        return msg.expand()
+    return []
+
+
+def batch(samples: Sequence[tuple[float, Mapping[str, float]]], resume: dict[str, int] | None = None,
+          listener: str | None = None) -> Samples:
+    """``(t, values)`` samples as one :class:`Samples` line (keys in first-seen order)."""
+    keys: dict[str, None] = {}
+    for _, values in samples:
+        keys.update(dict.fromkeys(values))
+    return Samples([t for t, _ in samples],
+                   {k: [values.get(k) for _, values in samples] for k in keys}, resume, listener)
 
 
 def encode(msg: Message) -> str:
@@ -94,6 +151,13 @@ def as_dict(msg: Message) -> dict[str, Any]:
         return d
     elif type(msg) is Error:
         d = {"type": "error", "message": msg.message}
+    elif type(msg) is Samples:
+        d = {"type": "samples", "t": msg.t, "v": msg.values}
+        if msg.resume:
+            d["resume"] = msg.resume
+    elif type(msg) is Stats:
+        return {"type": "stats", "listener": msg.listener, "cpu_s": msg.cpu_s,
+                "samples": msg.samples, "missed": msg.missed}
     else:
         raise TypeError(f"not a listener message: {msg!r}")
     if msg.listener is not None:
@@ -130,8 +194,18 @@ def decode(line: str | bytes) -> Message:
                          None if interval is None else float(interval),
                          None if pid is None else int(pid),
                          {k: v for k, v in d.items() if k not in known})
+        if kind == "samples":
+            t, values = [float(x) for x in d["t"]], d["v"]
+            if type(values) is not dict or any(
+                    type(v) is not list or len(v) != len(t) for v in values.values()):
+                raise ValueError("'v' must map each key to a list as long as 't'")
+            resume = d.get("resume")
+            return Samples(t, values, resume if type(resume) is dict else None, d.get("listener"))
         if kind == "error":
             return Error(str(d.get("message")), d.get("listener"))
+        if kind == "stats":
+            return Stats(str(d["listener"]), float(d["cpu_s"]), int(d.get("samples", 0)),
+                         int(d.get("missed", 0)))
     except (KeyError, TypeError, ValueError) as exc:
         raise ProtocolError(f"malformed {kind} line: {type(exc).__name__}: {exc}") from exc
     raise ProtocolError(f"unknown message type {kind!r}")

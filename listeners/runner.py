@@ -1,9 +1,13 @@
 """Run listeners in this process and write their messages, one line each, to a stream.
 
-Messages are ``Hello`` (what a listener emits, with units), ``Sample`` and ``Error`` (then
-exit code 1), written through listeners/protocol.py's one encoder. Sampling follows
-monotonic deadlines (start + k * interval), so the rate never drifts; a deadline missed
-by more than one interval is skipped and counted, not bunched.
+Messages are ``Hello`` (what a listener emits, with units), ``Sample``, ``Samples`` (the
+readings a source stamps itself, one columnar line per read: smi's driver power buffer)
+and ``Error`` (then exit code 1), written through listeners/protocol.py's one encoder; a
+wake-up's lines go out in one write. Sampling follows monotonic deadlines (start + k *
+interval), so the rate never drifts; a deadline missed by more than one interval is
+skipped and counted, not bunched. At a clean stop each listener's ``Stats`` (CPU seconds
+of its readings and lines, samples, missed deadlines) goes to stderr, where the launcher
+reads it to share a shared sampler's CPU among its listeners (radtrack/run/listen.py).
 
 A shared sampler (:func:`run_shared`, ``python -m radtrack.listeners smi+dcgm@1``) runs
 several listeners in one process: one import of their libraries, one NVML session, one
@@ -24,8 +28,8 @@ from dataclasses import asdict, dataclass, field
 from math import isfinite
 from typing import TextIO
 
-from radtrack.listeners.base import Listener, ListenerConfig
-from radtrack.listeners.protocol import Error, Hello, Sample, canonical, encode
+from radtrack.listeners.base import Listener, ListenerConfig, TimedSample
+from radtrack.listeners.protocol import Error, Hello, Sample, Stats, batch, canonical, encode
 from radtrack.listeners.registry import get
 from radtrack.store.schema import listener_tag
 
@@ -34,11 +38,33 @@ from radtrack.store.schema import listener_tag
 _SAME_WAKEUP_S = 1e-3
 
 
+def _clean(values: dict[str, float], keys: set[str]) -> dict[str, float]:
+    """The probed keys' finite values, as floats."""
+    return {key: float(v) for key, v in values.items()
+            if key in keys and v is not None and isfinite(v)}
+
+
 def _line(t: float, values: dict[str, float], keys: set[str],
           resume: dict[str, int] | None = None, listener: str | None = None) -> str:
-    clean = {key: float(v) for key, v in values.items()
-             if key in keys and v is not None and isfinite(v)}
-    return encode(Sample(t, clean, resume, listener)) + "\n"
+    return encode(Sample(t, _clean(values, keys), resume, listener)) + "\n"
+
+
+def _batches(timed: list[TimedSample], keys: set[str], listener: str | None) -> list[str]:
+    """Source-stamped samples as columnar lines: one per run of samples with the same keys
+    (smi: one per GPU per read), each carrying the restart positions of its samples."""
+    out: list[str] = []
+    run: list[tuple[float, dict[str, float]]] = []
+    resume: dict[str, int] = {}
+    for i, ts in enumerate(timed):
+        values = _clean(ts.values, keys)
+        run.append((ts.t, values))
+        if ts.resume:
+            resume.update(ts.resume)
+        nxt = timed[i + 1] if i + 1 < len(timed) else None
+        if nxt is None or nxt.values.keys() != ts.values.keys():
+            out.append(encode(batch(run, resume or None, listener)) + "\n")
+            run, resume = [], {}
+    return out
 
 
 class _Stop:
@@ -59,6 +85,8 @@ class _Member:
     keys: set[str] = field(default_factory=set)
     k: int = 0  # index of its next deadline
     emitted: int = 0
+    missed: int = 0  # deadlines skipped because it fell behind
+    cpu_s: float = 0.0  # this thread's CPU time in its readings and lines
 
     def deadline(self, start: float) -> float:
         return start + self.k * self.config.interval
@@ -122,13 +150,17 @@ def _run(members: list[_Member], out: TextIO, count: int | None, shared: bool) -
         def emit(m: _Member, final: bool = False) -> bool:
             """One reading of ``m`` written; False when it failed (then it is dropped)."""
             assert m.listener is not None
+            c0 = time.thread_time()
             try:
                 values = m.listener.final_sample() if final else m.listener.sample()
-                out.write(_line(time.time(), values, m.keys, listener=label(m)))
-                for ts in m.listener.timed_samples():
-                    # one line per source-stamped sample; the restart position rides on the
-                    # line that completes it, so a crash between lines repeats or loses nothing
-                    out.write(_line(ts.t, ts.values, m.keys, ts.resume, label(m)))
+                lines = [_line(time.time(), values, m.keys, listener=label(m))]
+                timed = m.listener.timed_samples()
+                if timed:
+                    # the source-stamped samples as columnar lines; the restart position
+                    # rides on the line that completes it, so a crash repeats or loses nothing
+                    lines += _batches(timed, m.keys, label(m))
+                out.write("".join(lines) if len(lines) > 1 else lines[0])
+                m.cpu_s += time.thread_time() - c0
             except BrokenPipeError:
                 raise
             except Exception as exc:
@@ -153,7 +185,9 @@ def _run(members: list[_Member], out: TextIO, count: int | None, shared: bool) -
                 if late < -_SAME_WAKEUP_S:
                     continue  # not due at this wake-up
                 if late > m.config.interval:  # fell behind: skip the missed deadlines
-                    m.k += math.floor(late / m.config.interval)
+                    skipped = math.floor(late / m.config.interval)
+                    m.k += skipped
+                    m.missed += skipped
                 ok = emit(m)
                 m.emitted += 1
                 m.k += 1
@@ -168,6 +202,7 @@ def _run(members: list[_Member], out: TextIO, count: int | None, shared: bool) -
             for m in active:
                 emit(m, final=True)
             out.flush()
+            _stats(members)
         return 0
     except BrokenPipeError:
         return 0
@@ -177,6 +212,16 @@ def _run(members: list[_Member], out: TextIO, count: int | None, shared: bool) -
     finally:
         for m in members:
             _close(m)
+
+
+def _stats(members: list[_Member]) -> None:
+    """Each listener's Stats line on stderr (the launcher reads it after the exit)."""
+    try:
+        sys.stderr.write("".join(encode(Stats(m.name, round(m.cpu_s, 6), m.emitted, m.missed)) + "\n"
+                                 for m in members))
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
 
 
 def _probe(m: _Member, out: TextIO, shared: bool, sampler: str) -> None:

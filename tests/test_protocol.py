@@ -177,3 +177,56 @@ def test_a_launch_refuses_a_bad_command_line(capsys: pytest.CaptureFixture[str])
         with pytest.raises(SystemExit):
             ListenerLaunch.parse(argv)
     assert "must be a number of seconds" in capsys.readouterr().err
+
+
+# -- columnar batches and stats (issue 25) -----------------------------------------------
+def test_a_batch_line_carries_its_samples_in_order_and_round_trips() -> None:
+    from radtrack.listeners.protocol import Samples, Stats, batch, samples_of
+
+    msg = batch([(1.0, {"k/a_w": 10.0}), (1.02, {"k/a_w": 11.0, "k/b_w": 5.0}), (1.04, {})],
+                {"k/a_w": 1040000}, "smi")
+    line = encode(msg)
+    assert json.loads(line) == {"type": "samples", "t": [1.0, 1.02, 1.04],
+                                "v": {"k/a_w": [10.0, 11.0, None], "k/b_w": [None, 5.0, None]},
+                                "resume": {"k/a_w": 1040000}, "listener": "smi"}
+    assert decode(line) == msg and encode(decode(line)) == line
+    assert samples_of(decode(line)) == [Sample(1.0, {"k/a_w": 10.0}),
+                                        Sample(1.02, {"k/a_w": 11.0, "k/b_w": 5.0}), Sample(1.04, {})]
+    assert samples_of(Error("x")) == [] and samples_of(decode(OLD_LINES[3])) == [decode(OLD_LINES[3])]
+    stats = Stats("smi", 0.25, 100, 2)
+    assert decode(encode(stats)) == stats and isinstance(decode(encode(stats)), Stats)
+    for bad in ('{"type": "samples", "t": [1.0], "v": {"k": [1.0, 2.0]}}',
+                '{"type": "samples", "t": [1.0], "v": [1.0]}', '{"type": "samples", "v": {}}',
+                '{"type": "stats", "cpu_s": 1}'):
+        with pytest.raises(ProtocolError):
+            decode(bad)
+    assert isinstance(msg, Samples)
+
+
+def test_a_batch_line_is_spooled_once_and_stored_sample_by_sample(tmp_path: Path) -> None:
+    """A batch line: one spool line, one pending sample (and step) per sample; ``.shipped``
+    passes the line only with its last sample, so a crash mid-line resends, never skips."""
+    from radtrack.listeners.protocol import batch
+    from radtrack.store.recovery import read_spool, reopen_streams
+    from radtrack.store.spool import SHIPPED_SUFFIX, Spool
+
+    spool = Spool(tmp_path / "run")
+    spool.dir.mkdir()
+    spool.append("smi", OLD_LINES[0])
+    spool.append("smi", OLD_LINES[3])
+    spool.append("smi", encode(batch([(2.0, {"k/p_w": 1.0}), (2.02, {"k/p_w": 2.0}),
+                                      (2.04, {"k/p_w": 3.0})], {"k/p_w": 2040000})))
+    s = spool.streams["smi"]
+    assert (s.lines, s.samples, s.pending_points) == (3, 4, 5)
+    assert [(p.line, p.step, p.t) for p in s.pending] == [(1, 0, 1700000000.125), (1, 1, 2.0),
+                                                         (1, 2, 2.02), (2, 3, 2.04)]
+    spool.close_files()
+    frame = read_spool(spool.path("smi"))
+    assert frame["step"].tolist() == [0, 1, 2, 3] and frame["k/p_w"].tolist()[1:] == [1.0, 2.0, 3.0]
+    # stored up to the batch's second sample: the marker says 2 lines, the batch is resent
+    (spool.dir / f"smi{SHIPPED_SUFFIX}").write_text("2")
+    (r,) = reopen_streams(spool.dir).values()
+    try:
+        assert [(p.step, p.t) for p in r.pending] == [(1, 2.0), (2, 2.02), (3, 2.04)]
+    finally:
+        r.file.close()

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID  # noqa: E402
 
-from radtrack.listeners.protocol import Message, decode_line  # noqa: E402
+from radtrack.listeners.protocol import Message, Samples, decode_line, samples_of  # noqa: E402
 from radtrack.run.listen import SHARED_SAMPLER_ENV, ListenerProc, SharedSampler, start_listeners  # noqa: E402
 
 POWER_KEY = "smi/gpu0/power_sample_w"
@@ -87,7 +87,10 @@ class _Sink:
             return None
         if msg is None:
             line, msg = decode_line(line.strip())
-        self.lines.setdefault(name, []).append(json.loads(line))
+        # a columnar batch line counts as the sample lines it carries (protocol.samples_of)
+        batch = samples_of(msg) if isinstance(msg, Samples) else []
+        self.lines.setdefault(name, []).extend(
+            [{"type": "sample", "t": s.t, "v": s.values} for s in batch] or [json.loads(line)])
         return msg
 
     def of(self, name: str, kind: str) -> list[dict[str, Any]]:

@@ -6,11 +6,17 @@ Listeners that can share a session (smi and dcgm on NVML GPM: ``Listener.shared_
 run together in one such process, a :class:`SharedSampler`
 (``python -m radtrack.listeners smi@0.1+dcgm@1``); each keeps its own
 :class:`ListenerProc` here, with its own readiness, restart count and resume positions.
+
+Every listener process is reaped with ``os.wait4`` (:class:`ListenerPopen`), so its CPU
+time (rusage) is known once it ended, and its reader thread notes its own CPU time (the
+launcher's intake: parsing and spooling its lines); radtrack/run/cost.py turns both,
+with the listeners' own ``Stats`` lines, into a run's monitoring cost.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import threading
@@ -19,7 +25,17 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from radtrack.listeners.protocol import Error, Hello, ListenerLaunch, Message, Sample, decode_line
+from radtrack.listeners.protocol import (
+    Error,
+    Hello,
+    ListenerLaunch,
+    Message,
+    Sample,
+    Samples,
+    Stats,
+    decode,
+    decode_line,
+)
 from radtrack.run.procs import set_parent_death_signal
 from radtrack.store.schema import listener_tag
 from radtrack.store.sink import Sink
@@ -31,10 +47,74 @@ READY_TIMEOUT_S = 20.0
 SHARED_SAMPLER_ENV = "RADTRACK_SHARED_SAMPLER"
 
 
-def _spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.DEVNULL, text=True, env=env,
-                            start_new_session=True, preexec_fn=set_parent_death_signal)
+class ListenerPopen(subprocess.Popen[str]):
+    """A listener process reaped with ``os.wait4``: :attr:`rusage` holds its resource usage
+    once it ended; what it cost the launcher and what it reported at its end are kept here."""
+
+    rusage: Any = None  # os.wait4's resource usage, once reaped
+    members: tuple[str, ...] = ()  # the listeners it ran
+    intake_cpu_s: float | None = None  # CPU time of its reader thread, once that ended
+    _err: list[str] | None = None
+
+    def _wait4(self, pid: int, flags: int) -> tuple[int, int]:
+        got, status, usage = os.wait4(pid, flags)
+        if got == pid:
+            self.rusage = usage
+        return got, status
+
+    def _internal_poll(self, _deadstate: Any = None, **_: Any) -> int | None:
+        return super()._internal_poll(_deadstate, _waitpid=self._wait4)  # type: ignore[misc]
+
+    def _try_wait(self, wait_flags: int) -> tuple[int, int]:
+        try:
+            return self._wait4(self.pid, wait_flags)
+        except ChildProcessError:
+            return self.pid, 0
+
+    @property
+    def cpu_s(self) -> float | None:
+        """User + system CPU seconds of the ended process (None while it runs)."""
+        return None if self.rusage is None else self.rusage.ru_utime + self.rusage.ru_stime
+
+    def err_lines(self) -> list[str]:
+        """Its stderr, read once after it ended (stats lines included)."""
+        if self._err is None:
+            self._err = self.stderr.read().strip().splitlines() if self.stderr else []
+        return self._err
+
+    def stats(self) -> dict[str, Stats]:
+        """Listener -> the Stats line it wrote on stderr at a clean stop."""
+        out = {}
+        for line in self.err_lines():
+            if line.startswith('{"type": "stats"'):
+                with contextlib.suppress(ValueError):
+                    msg = decode(line)
+                    if type(msg) is Stats:
+                        out[msg.listener] = msg
+        return out
+
+    def last_error(self, code: int) -> str:
+        """Why it ended: its stderr's last line that is no stats line."""
+        err = [x for x in self.err_lines() if not x.startswith('{"type": "stats"')]
+        return err[-1] if err else f"exited with code {code}"
+
+
+def _spawn(argv: list[str], env: dict[str, str], members: Sequence[str]) -> ListenerPopen:
+    proc = ListenerPopen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         stdin=subprocess.DEVNULL, text=True, env=env,
+                         start_new_session=True, preexec_fn=set_parent_death_signal)
+    proc.members = tuple(members)
+    return proc
+
+
+def _read_lines(proc: ListenerPopen, take: Any) -> None:
+    """A reader thread's loop: each line of ``proc`` to ``take``; then its own CPU time."""
+    assert proc.stdout is not None
+    try:
+        for line in proc.stdout:
+            take(line)
+    finally:
+        proc.intake_cpu_s = time.thread_time()
 
 
 class ListenerProc:
@@ -48,7 +128,8 @@ class ListenerProc:
         self.interval = interval
         self.launch = ListenerLaunch.one(name, interval, devices, pid, outdir)
         self.env = env
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: ListenerPopen | None = None
+        self.spawned: list[ListenerPopen] = []  # every process it ran in (restarts, shared)
         self.reader: threading.Thread | None = None
         self.ready = threading.Event()
         self.restarts = 0
@@ -66,7 +147,8 @@ class ListenerProc:
             self.sampler.start()
             return
         self.ready.clear()
-        self.proc = _spawn(self.argv(), self.env)
+        self.proc = _spawn(self.argv(), self.env, [self.name])
+        self.spawned.append(self.proc)
         self.reader = threading.Thread(target=self._read, args=(self.proc,), daemon=True,
                                        name=f"listener-{self.name}")
         self.reader.start()
@@ -75,14 +157,12 @@ class ListenerProc:
         """Its process's command line, picking up from its last positions."""
         return self.launch.argv(self.resume)
 
-    def _read(self, proc: subprocess.Popen[str]) -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            self.take(self.sink.feed(self.name, line))
+    def _read(self, proc: ListenerPopen) -> None:
+        _read_lines(proc, lambda line: self.take(self.sink.feed(self.name, line)))
 
     def take(self, msg: Message | None) -> None:
         """Note what one of its lines says (readiness, restart positions, failure)."""
-        if type(msg) is Sample:
+        if type(msg) is Sample or type(msg) is Samples:
             if msg.resume is not None:
                 self.resume.update(msg.resume)
         elif type(msg) is Hello:
@@ -130,8 +210,7 @@ class ListenerProc:
             return self.sampler.exit_reason(code)
         if self.reader is not None:
             self.reader.join(timeout=2)
-        err = self.proc.stderr.read().strip().splitlines() if self.proc and self.proc.stderr else []
-        return err[-1] if err else f"exited with code {code}"
+        return self.proc.last_error(code) if self.proc is not None else f"exited with code {code}"
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop sampling and wait until every line it wrote is in the sink. Safe twice."""
@@ -142,7 +221,7 @@ class ListenerProc:
         _stop(self.proc, self.reader, timeout)
 
 
-def _stop(p: subprocess.Popen[str] | None, reader: threading.Thread | None, timeout: float) -> None:
+def _stop(p: ListenerPopen | None, reader: threading.Thread | None, timeout: float) -> None:
     if p is None:
         return
     if p.poll() is None:
@@ -167,9 +246,9 @@ class SharedSampler:
         self.members = list(members)
         for m in self.members:
             m.sampler = self
-        self.proc: subprocess.Popen[str] | None = None
+        self.proc: ListenerPopen | None = None
         self.reader: threading.Thread | None = None
-        self._reason: tuple[subprocess.Popen[str], str] | None = None
+        self._reason: tuple[ListenerPopen, str] | None = None
 
     @property
     def names(self) -> str:
@@ -186,8 +265,9 @@ class SharedSampler:
         """Start (or restart, with every member's resume positions) once for all members."""
         if self.proc is not None and self.proc.poll() is None:
             return  # a member's restart came after another member's had started it
-        proc = _spawn(self.argv(), self.members[0].env)
+        proc = _spawn(self.argv(), self.members[0].env, [m.name for m in self.members])
         for m in self.members:
+            m.spawned.append(proc)
             m.ready.clear()
             m.next_restart = None
             m.failed_inside = False
@@ -199,21 +279,23 @@ class SharedSampler:
         for m in self.members:
             m.reader = self.reader
 
-    def _read(self, proc: subprocess.Popen[str], members: list[ListenerProc]) -> None:
-        assert proc.stdout is not None
+    def _read(self, proc: ListenerPopen, members: list[ListenerProc]) -> None:
         by_name = {m.name: m for m in members}
         sink = members[0].sink
-        for line in proc.stdout:
+
+        def take(line: str) -> None:
             line = line.strip()
             if not line:
-                continue
+                return
             line, msg = decode_line(line)
-            member = by_name.get(msg.listener or "")
+            member = by_name.get(getattr(msg, "listener", None) or "")
             # a line for no one listener (the process failed as a whole) concerns them all
             for m in [member] if member is not None else members:
                 m.take(sink.feed(m.name, line, msg))
                 if type(msg) is Error and member is not None and proc.poll() is None:
                     m.failed_inside = True
+
+        _read_lines(proc, take)
 
     def leave(self, member: ListenerProc) -> None:
         """``member`` runs without this process from now on (its own, after a restart)."""
@@ -230,8 +312,7 @@ class SharedSampler:
         if self._reason is None or self._reason[0] is not proc:
             if self.reader is not None:
                 self.reader.join(timeout=2)
-            err = proc.stderr.read().strip().splitlines() if proc.stderr else []
-            self._reason = (proc, err[-1] if err else f"exited with code {code}")
+            self._reason = (proc, proc.last_error(code))
         return self._reason[1]
 
     def stop(self, timeout: float = 5.0) -> None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from radtrack.listeners.protocol import Message, ProtocolError, Sample, decode
+from radtrack.listeners.protocol import Message, ProtocolError, decode, samples_of
 from radtrack.store.spool import META_FILE, SHIPPED_SUFFIX, SPOOL_SUFFIX, Stream
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def read_spool(path: Path) -> pd.DataFrame:
     import pandas as pd
 
     rows = [{"time": msg.t, "step": step, **msg.values}
-            for step, msg in enumerate(m for m in messages(path) if type(m) is Sample)]
+            for step, msg in enumerate(s for m in messages(path) for s in samples_of(m))]
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame

@@ -16,7 +16,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from radtrack.listeners.protocol import Hello, Message, ProtocolError, Sample, decode, decode_line
+from radtrack.listeners.protocol import (
+    Hello,
+    Message,
+    ProtocolError,
+    Sample,
+    Samples,
+    decode,
+    decode_line,
+)
 
 MAX_METRICS_PER_CALL = 1000  # metric points one store call carries at most
 SPOOL_DIR = "spool"  # under $RADTRACK_HOME: one folder per run
@@ -29,7 +37,10 @@ SHIPPED_SUFFIX = ".shipped"
 class Pending:
     """A spooled sample not yet stored."""
 
-    line: int  # its line in the spool file (what ``.shipped`` counts up to)
+    # its line in the spool file: ``.shipped`` counts up to ``line + 1`` once it is stored;
+    # a sample of a batch line that is not its last counts one line less (the line is
+    # stored only with its last sample)
+    line: int
     step: int  # its index among the stream's samples (the MLflow step)
     t: float  # unix seconds
     values: dict[str, float]
@@ -59,6 +70,15 @@ class Stream:
                 self.pending.append(Pending(index, self.samples, msg.t, msg.values))
                 self.pending_points += len(msg.values)
             self.samples += 1
+        elif type(msg) is Samples:  # a columnar batch: its samples, in order
+            batch = msg.expand()
+            if queue:
+                last = len(batch) - 1
+                for i, sample in enumerate(batch):
+                    self.pending.append(Pending(index if i == last else index - 1,
+                                                self.samples + i, sample.t, sample.values))
+                    self.pending_points += len(sample.values)
+            self.samples += len(batch)
         elif type(msg) is Hello:
             self.hello = msg
 
