@@ -10,11 +10,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.errors import PlacementError
-from radtrack.run.launch import Interrupt, Row, command_for, run_workload, say, store_row_params
+from radtrack.run.launch import (
+    Interrupt,
+    Row,
+    command_for,
+    leave_for_sync,
+    remove_spools,
+    run_workload,
+    say,
+    store_row_params,
+)
 from radtrack.run.record import Recorder
 from radtrack.script import env as renv
 from radtrack.spec import RunSpec
 from radtrack.store import schema
+from radtrack.store.outage import retrying, wait_s
 from radtrack.store.tracking import row_params, row_tags, set_tags
 
 if TYPE_CHECKING:
@@ -103,7 +113,7 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
             for row in rows:
                 row.env = _process_env(row, uri, placement.env_for(row.spec))
                 row.placement_tags = placement.tags_for(row.spec)
-            run_workload(rows, interrupt, recorder, grace, wait_listeners=wait_listeners)
+            spooled = run_workload(rows, interrupt, recorder, grace, wait_listeners=wait_listeners)
             artifacts = placement.artifacts()
     except Exception as exc:  # placement refused, or a process could not be started
         what = "placement failed" if isinstance(exc, PlacementError) else "could not start"
@@ -112,32 +122,48 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
         if client is None:
             say(f"could not create the runs in the tracking store: {recorder.error}")
             return [("FAILED", row.run_id, row.name) for row in rows]
-        for row in rows:
-            store_row_params(client, row.run_id, row.params, {})
-            set_tags(client, row.run_id, {schema.ERROR: str(exc)[:5000]})
-            client.set_terminated(row.run_id, "FAILED")
-        set_tags(client, recorder.parent_id, {schema.ERROR: str(exc)[:5000]})
-        client.set_terminated(recorder.parent_id, "FAILED")
+        try:
+            for row in rows:
+                store_row_params(client, row.run_id, row.params, {})
+                set_tags(client, row.run_id, {schema.ERROR: str(exc)[:5000]})
+                client.set_terminated(row.run_id, "FAILED")
+            set_tags(client, recorder.parent_id, {schema.ERROR: str(exc)[:5000]})
+            client.set_terminated(recorder.parent_id, "FAILED")
+        except Exception as store_exc:  # noqa: BLE001 - the store went away too
+            say(f"could not mark the runs FAILED in the tracking store: {store_exc}")
         return [("FAILED", row.run_id, row.name) for row in rows]
     client, pid = recorder.client, recorder.parent_id
-    if client is None or recorder.error is not None:
+    if client is None or recorder.error is not None or spooled:
+        return leave_for_sync(rows, recorder, uri, spooled)
+    # the end of the workload rides out a store restart (radtrack/store/outage.py); past
+    # $RADTRACK_STORE_WAIT_S, radtrack sync closes the workload run from the rows' spools
+    deadline = time.monotonic() + wait_s()
+    try:
+        retrying(lambda: _store_parent(client, pid, rows, artifacts), deadline)
+        accounts = _account(client, uri, pid, rows)
+        _bind_script_runs(client, uri, rows, accounts)
+        statuses = [row.status for row in rows]
+        parent_status = ("KILLED" if "KILLED" in statuses else
+                         "FAILED" if "FAILED" in statuses else "FINISHED")
+        retrying(lambda: client.set_terminated(pid, parent_status), deadline)
+    except Exception as exc:  # noqa: BLE001 - the store is away: sync closes the workload run
         for row in rows:
-            say(f"{row.name}: {row.status} (exit {row.exit_code}); no run stored: {recorder.error}")
-        return [(row.status if row.status != "FINISHED" else "FAILED", "", row.name) for row in rows]
-    for path in artifacts:
-        if Path(path).exists():
-            client.log_artifact(pid, str(path), schema.PLACEMENT_DIR)
-    _log_skew(client, pid, rows)
-    accounts = _account(client, uri, pid, rows)
-    _bind_script_runs(client, uri, rows, accounts)
-    statuses = [row.status for row in rows]
-    parent_status = ("KILLED" if "KILLED" in statuses else
-                     "FAILED" if "FAILED" in statuses else "FINISHED")
-    client.set_terminated(pid, parent_status)
+            row.sink.last_error = row.sink.last_error or str(exc)[:200]
+        return leave_for_sync(rows, recorder, uri, rows)
+    remove_spools(rows)
     for row in rows:
         row.name = _stored_name(client, row)
         say(f"{row.name}: {row.status} (exit {row.exit_code}, run {row.run_id})")
     return [(row.status, row.run_id, row.name) for row in rows]
+
+
+def _store_parent(client: MlflowClient, pid: str, rows: list[Row], artifacts: list) -> None:
+    """The workload run's placement artifacts and start skew; the store answers after it
+    (the accounting and code windows that follow need it)."""
+    for path in artifacts:
+        if Path(path).exists():
+            client.log_artifact(pid, str(path), schema.PLACEMENT_DIR)
+    _log_skew(client, pid, rows)
 
 
 def _stored_name(client: MlflowClient, row: Row) -> str:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from radtrack.run.listen import hello_tags
 from radtrack.run.start import say, stop_row_listeners
 from radtrack.store import schema
+from radtrack.store.ending import finish_run, store_row_params
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -48,54 +49,66 @@ def end_row(row: Row) -> None:
         row.tags[schema.STOPPED_BY] = row.stopped_by
 
 
-def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading.Thread]) -> None:
-    """Ship the rest of the row's samples, its traces and summaries, then its tags, params,
-    duration, log, environment, profiles and status. Without a client (the store could not
-    be reached to create the run) everything stays on disk and the launcher says where."""
+def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading.Thread],
+              deadline: float | None = None) -> bool:
+    """Ship the rest of the row's samples and of the script's RADTBenchmark values, its traces
+    and summaries, then its tags, params, duration, log, environment, profiles and status,
+    riding out a store that is away until ``deadline`` (time.monotonic(); default: no wait).
+    The row's spool keeps ``finish.json`` (how the run ended) until the workload is closed
+    (the launcher removes it then): what could not be stored stays there for ``radtrack
+    sync``, and False is returned (the launcher says so once for the workload)."""
+    from radtrack.store.outage import describe, is_outage, retrying
+
     assert row.sink is not None
-    stored = row.sink.close()
-    if not stored:
-        say(f"{row.spec.letter}: tracking store unreachable ({row.sink.last_error}); samples kept in "
-            f"{row.sink.dir}; run `radtrack sync` to store them")
-    if client is None or not row.run_id:
-        return
-    from mlflow.entities import Metric
-
-    from radtrack.store.tracking import set_tags
-
-    released = row.folder / "released"
-    start = row.started or (float(released.read_text()) if released.exists() else time.time())
-    end = row.ended or time.time()
+    deadline = time.monotonic() if deadline is None else deadline
+    write_finish(row)
+    stored = row.sink.close(retry_for=max(0.0, deadline - time.monotonic()), remove=False)
+    for what in row.sink.refused:
+        say(f"{row.spec.letter}: MLflow refused a value the script logged: {what}")
+    if client is None or not row.run_id or not stored:
+        return False
     try:
-        store_row_params(client, row.run_id, row.params, row.tags)
-        set_tags(client, row.run_id, row.tags)
-        client.log_batch(row.run_id, metrics=[Metric(schema.DURATION_KEY, end - start,
-                                                     int(end * 1000), 0)])
-        client.log_artifact(row.run_id, str(row.folder / schema.LOG_FILE), schema.LOGS_DIR)
-        for t in env_threads:
-            t.join(timeout=60)
-        if (row.folder / schema.ENVIRONMENT_DIR).is_dir():
-            client.log_artifacts(row.run_id, str(row.folder / schema.ENVIRONMENT_DIR),
-                                 schema.ENVIRONMENT_DIR)
-        profiles = row.folder / schema.PROFILES_DIR
-        if profiles.is_dir() and any(profiles.iterdir()):
-            client.log_artifacts(row.run_id, str(profiles), schema.PROFILES_DIR)
-        client.set_terminated(row.run_id, row.status, end_time=int(end * 1000))
+        retrying(lambda: store_end(client, row, env_threads), deadline)
     except Exception as exc:
-        say(f"{row.spec.letter}: could not store the end of run {row.run_id}: {exc}")
+        if is_outage(exc):
+            row.sink.last_error = describe(exc)
+            return False
+        say(f"{row.spec.letter}: could not store the end of run {row.run_id}: {describe(exc)}")
+        try:  # whatever else failed, the run must not stay RUNNING
+            client.set_terminated(row.run_id, row.status)
+        except Exception:  # noqa: BLE001 - sync ends it from finish.json
+            return False
+    write_finish(row, stored=True)  # only the workload run is left to close
+    return True
 
 
-def store_row_params(client: MlflowClient, run_id: str, params: dict[str, str],
-                     tags: dict[str, str]) -> None:
-    """The params radtrack derives from the command line, stored after the script ran so
-    they never collide with what it logged: where the script set a param itself its value
-    wins and radtrack's goes to the tag ``radtrack.param.<name>``."""
-    from radtrack.store.tracking import log_params
+def write_finish(row: Row, **extra: object) -> None:
+    """The row's ``finish.json`` in its spool: how it ended, for ``radtrack sync``."""
+    from radtrack.store import runfiles
 
-    if not params:
-        return
-    have = client.get_run(run_id).data.params
-    for key, value in params.items():
-        if key in have and have[key] != value:
-            tags[schema.PARAM_TAG_PREFIX + key] = value
-    log_params(client, run_id, {k: v for k, v in params.items() if k not in have})
+    assert row.sink is not None
+    released = row.folder / "released"
+    try:
+        start = row.started or (float(released.read_text()) if released.exists() else 0.0)
+    except (OSError, ValueError):
+        start = 0.0
+    try:
+        runfiles.update(row.sink.dir, runfiles.FINISH_FILE, run_id=row.run_id,
+                        status=row.status, exit_code=row.exit_code, tags=row.tags,
+                        params=row.params, start=start, end=row.ended or time.time(),
+                        folder=str(row.folder), **extra)
+    except OSError as exc:  # a full disk: the launcher still stores the end itself
+        say(f"{row.spec.letter}: could not keep how the run ended for radtrack sync: {exc}")
+
+
+def store_end(client: MlflowClient, row: Row, env_threads: list[threading.Thread]) -> None:
+    """Params, tags, duration, log, environment, profiles, then the status (idempotent: run
+    again after a store outage, it stores the same)."""
+    for t in env_threads:
+        t.join(timeout=60)
+    finish_run(client, row.run_id, row.folder, row.params, row.tags, row.status,
+               row.started, row.ended)
+
+
+__all__ = ["decide_status", "end_row", "finish_run", "store_end", "store_row", "store_row_params",
+           "write_finish"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.run.envcapture import capture_in_background
-from radtrack.run.finish import end_row, store_row, store_row_params
+from radtrack.run.finish import end_row, store_row, store_row_params, write_finish
 from radtrack.run.rows import Interrupt, Row
 from radtrack.run.start import (
     abort,
@@ -29,21 +29,27 @@ from radtrack.run.start import (
 from radtrack.run.supervise import supervise
 from radtrack.script import env as renv
 from radtrack.store import schema
+from radtrack.store.outage import wait_s
 
 if TYPE_CHECKING:
     from radtrack.run.record import Recorder
 
-__all__ = ["Interrupt", "Row", "command_for", "run_workload", "say", "store_row_params"]
+__all__ = ["Interrupt", "Row", "command_for", "leave_for_sync", "remove_spools", "run_workload", "say",
+           "spooled_line", "store_row_params", "write_finish"]
 
 
 def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grace: float = 10.0,
-                 spool_root: Path | None = None, wait_listeners: bool | None = None) -> None:
+                 spool_root: Path | None = None, wait_listeners: bool | None = None) -> list[Row]:
     """Run ``rows`` together; fill in each row's status, exit code, tags. Never raises for a
     failing script: a row's failure does not stop its siblings. The scripts start without
     waiting for the store (``recorder`` creates the runs meanwhile) or, unless
     ``wait_listeners`` (None: when a row has a GPU power listener), for their listeners' first
-    reading."""
+    reading. A store that is away (down, restarting, locked) is waited for up to
+    ``$RADTRACK_STORE_WAIT_S`` once the rows ended; returns the rows whose end (or whose run)
+    is left in their spool for ``radtrack sync`` (radtrack/store/runfiles.py)."""
     spool_root = spool_root or renv.radtrack_home() / "spool"
+    for row in rows:
+        row.env.update(script_env(spool_root / row.key))
     barrier_w: list[int] = []
     try:
         barrier_w = spawn_rows(rows, grace, spool_root)
@@ -67,8 +73,65 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     supervise(rows, interrupt.event, released)
     for row in rows:
         end_row(row)
-    client = recorder.wait()
-    if client is None:
+    deadline = time.monotonic() + wait_s()
+    client = recorder.wait(deadline)
+    if client is None and not recorder.outage:
         say(f"could not create the runs in the tracking store: {recorder.error}")
+    return [row for row in rows if not store_row(client, row, env_threads, deadline)]
+
+
+def script_env(spool: Path) -> dict[str, str]:
+    """What the launcher adds to a script's environment for the store: MLflow's HTTP retry
+    settings that ride out a server restart (tracking.script_http_env) and the spool that
+    RADTBenchmark logs through (radtrack/store/scriptlog.py)."""
+    from radtrack.store.scriptlog import SCRIPT_SPOOL_ENV, folder_in
+    from radtrack.store.tracking import script_http_env
+
+    return {**script_http_env(), SCRIPT_SPOOL_ENV: str(folder_in(spool))}
+
+
+def spooled_line(rows: list[Row], uri: str, why: str) -> str:
+    """The one line a launch prints when the store kept it from storing everything."""
+    from radtrack.store.tracking import redact
+
+    first = rows[0].spec
+    folders = sorted({str(row.sink.dir.parent) for row in rows if row.sink is not None})
+    name = f"{first.experiment}-{first.workload}" if first.workload else first.experiment
+    return (f"{name}: tracking store {redact(uri)} unreachable "
+            f"({why}); the samples, output log and status of {len(rows)} row(s) are spooled in "
+            f"{', '.join(folders)}: run `radtrack sync` once the store is back to store them")
+
+
+def leave_for_sync(rows: list[Row], recorder: Recorder, uri: str,
+                   spooled: list[Row]) -> list[tuple[str, str, str]]:
+    """The store kept the launcher from storing all of the workload (``spooled`` rows, or its
+    runs never created): every row's ``finish.json`` gets the workload run's status, so that
+    ``radtrack sync`` closes it as it ended; one line says where the rest is and what to run.
+    Returns each row's (status, run id or "", name): the script's true status."""
+    statuses = [row.status for row in rows]
+    parent_status = ("KILLED" if "KILLED" in statuses else
+                     "FAILED" if "FAILED" in statuses else "FINISHED")
     for row in rows:
-        store_row(client, row, env_threads)
+        if row.sink is not None and row.sink.dir.is_dir():
+            write_finish(row, parent_status=parent_status, parent_id=recorder.parent_id)
+    syncable = recorder.error is None or bool(recorder.outage)
+    why = (recorder.outage or next((r.sink.last_error for r in spooled if r.sink is not None
+                                    and r.sink.last_error), "") or str(recorder.error or "")[:200])
+    if syncable:
+        say(spooled_line(rows, uri, why or "no answer"))
+    out = []
+    for row in rows:
+        status = row.status
+        if not syncable and status == "FINISHED":
+            status = "FAILED"  # no run can be made for it (the error above): not done
+        where = f"run {row.run_id}" if row.run_id else "its run to be created by radtrack sync"
+        say(f"{row.name}: {row.status} (exit {row.exit_code}, {where})")
+        out.append((status, row.run_id, row.name))
+    return out
+
+
+def remove_spools(rows: list[Row]) -> None:
+    """The workload is stored and closed: its rows' spool folders go."""
+    for row in rows:
+        if row.sink is not None:
+            row.sink.remove()

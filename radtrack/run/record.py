@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,12 @@ def host_tags(say: Any) -> dict[str, str]:
 
 
 class Recorder:
-    """Creates one workload's runs in a thread of its own; ``wait()`` joins it."""
+    """Creates one workload's runs in a thread of its own, again and again while the store is
+    away (a server restarting, a SQLite file locked by another writer); ``wait()`` joins it.
+
+    Before its first try it writes each row's ``create.json`` (radtrack/store/runfiles.py), and
+    records there what it created (the experiment, the workload number, the parent), so that
+    ``radtrack sync`` creates the rest as this thread would have when the store stays away."""
 
     def __init__(self, uri: str, specs: list[RunSpec], rows: list[Row], say: Any,
                  scratch: Path | None = None):
@@ -47,36 +53,106 @@ class Recorder:
         self.scratch = scratch  # the workload's placement folder (MPS pipes and logs)
         self.client: MlflowClient | None = None
         self.parent_id = ""
+        self.parent_name = ""
+        self.exp_id = ""
         self.error: BaseException | None = None
+        self.outage = ""  # why the store was away at the last try ("" once the runs exist)
         self.seconds = 0.0  # how long creating the runs took
+        self.key = scratch.name if scratch is not None else uuid.uuid4().hex  # the workload's
         self._thread = threading.Thread(target=self._run, name="radtrack-record", daemon=True)
         self._started = False
+        self._wake = threading.Event()
+        self._give_up_at: float | None = None  # time.monotonic(): stop retrying then
 
     def start(self) -> None:
         if not self._started:
             self._started = True
             self._thread.start()
 
-    def wait(self) -> MlflowClient | None:
-        """The client once every run exists; None when they could not be created (``error``)."""
+    def wait(self, deadline: float | None = None) -> MlflowClient | None:
+        """The client once every run exists; None when they could not be created (``error``;
+        a store still away at ``deadline``, a time.monotonic() value: default now)."""
+        self._give_up_at = time.monotonic() if deadline is None else deadline
+        self._wake.set()
         self.start()
         self._thread.join()
         return None if self.error is not None else self.client
 
     def _run(self) -> None:
+        from radtrack.store.outage import describe, is_outage
+
         t0 = time.monotonic()
         try:
-            self._create()
-        except BaseException as exc:  # noqa: BLE001 - reported by the launcher after the rows end
-            self.error = exc
-            for row in self.rows:
-                try:
-                    handshake.publish(row.folder, **{handshake.ERROR: str(exc)[:500]})
-                except OSError:
-                    pass
+            self._write_create_files()
+        except OSError as exc:  # a full disk: the runs can still be made now
+            self.say(f"could not keep the run records for radtrack sync: {exc}")
+        delay = 1.0
+        while True:
+            try:
+                self._create()
+                self.outage = ""
+                break
+            except BaseException as exc:  # noqa: BLE001 - reported by the launcher after the rows end
+                away = isinstance(exc, Exception) and is_outage(exc)
+                if away and not self.outage:
+                    self._publish(**{handshake.AWAY: describe(exc)})
+                    self.say(f"tracking store {_redact(self.uri)} unreachable ({describe(exc)}): "
+                             "the scripts run on and their samples spool; retrying")
+                if away:
+                    self.outage = describe(exc)
+                give_up = self._give_up_at is not None and time.monotonic() + delay > self._give_up_at
+                if not away or give_up:
+                    self.error = exc
+                    self._publish(**{handshake.ERROR: str(exc)[:500]})
+                    break
+            self._wake.wait(delay)
+            self._wake.clear()
+            delay = min(delay * 2, 10.0)
         self.seconds = time.monotonic() - t0
 
+    def _publish(self, **ids: str) -> None:
+        for row in self.rows:
+            try:
+                handshake.publish(row.folder, **ids)
+            except OSError:
+                pass
+
+    def _write_create_files(self) -> None:
+        """Each row's ``create.json``: everything needed to create its runs later."""
+        from radtrack.store import runfiles
+        from radtrack.store.tracking import launch_id, without_password, workload_tags
+
+        first = self.specs[0]
+        starts = [int(row.started * 1000) for row in self.rows if row.started]
+        host = host_tags(self.say)
+        for row in self.rows:
+            if row.sink is None:
+                continue
+            runfiles.write(row.sink.dir, runfiles.CREATE_FILE, {
+                "tracking_uri": without_password(self.uri), "workload_key": self.key,
+                "launch_id": launch_id(), "experiment": first.experiment,
+                "workload": first.workload, "letter": row.spec.letter,
+                "run_name": row.spec.run_name, "row": row.spec.row,
+                "sheet": str(row.spec.sheet) if row.spec.sheet is not None else None,
+                "script": str(row.spec.file),
+                "parent_tags": workload_tags(first), "parent_start_ms": min(starts, default=None),
+                "row_tags": {**host, **row.record_tags, **row.placement_tags},
+                "row_start_ms": int(row.started * 1000) if row.started else None,
+            })
+
+    def _note(self, **fields: Any) -> None:
+        """What is created so far, into each row's ``create.json`` (sync creates only the rest)."""
+        from radtrack.store import runfiles
+
+        for row in self.rows:
+            if row.sink is not None and (row.sink.dir / runfiles.CREATE_FILE).exists():
+                try:
+                    runfiles.update(row.sink.dir, runfiles.CREATE_FILE, **fields)
+                except OSError:
+                    pass
+
     def _create(self) -> None:
+        """Create what does not exist yet (a retry after an outage resumes here)."""
         from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
         from radtrack.store import schema
@@ -91,42 +167,58 @@ class Recorder:
             workload_tags,
         )
 
-        self.client = client = make_client(self.uri)
+        if self.client is None:
+            self.client = make_client(self.uri)
+        client = self.client
         first = self.specs[0]
-        exp_id = experiment_id(client, self.uri, first.experiment)
-        for row in self.rows:
-            row.exp_id = exp_id
-            handshake.publish(row.folder, **{handshake.EXPERIMENT_ID: exp_id})
+        if not self.exp_id:
+            self.exp_id = experiment_id(client, self.uri, first.experiment)
+            for row in self.rows:
+                row.exp_id = self.exp_id
+            self._publish(**{handshake.EXPERIMENT_ID: self.exp_id})
+        exp_id = self.exp_id
         if first.workload == 0:  # a CLI launch: the experiment's next workload number
             number = next_workload_number(client, exp_id)
             for row in self.rows:
                 row.spec.workload = number
                 row.record_tags[schema.WORKLOAD] = str(number)
+            self._note(workload=number)
             self.say(f"workload {first.experiment}-{number}: {len(self.rows)} row(s)")
         host = host_tags(self.say)
-        name = workload_run_name(client, exp_id, first)
-        # the runs start when their scripts did (released before the runs were made), so
-        # readers' "seconds since the run's start" count from the script's start
-        starts = [int(row.started * 1000) for row in self.rows if row.started]
-        parent = create_workload_run(client, exp_id, first, name, tags=workload_tags(first),
-                                     start_time=min(starts) if starts else None)
-        self.parent_id = parent.info.run_id
-        if self.scratch is not None:
-            _link(self.scratch, self.parent_id)
+        if not self.parent_id:
+            name = workload_run_name(client, exp_id, first)
+            # the runs start when their scripts did (released before the runs were made), so
+            # readers' "seconds since the run's start" count from the script's start
+            starts = [int(row.started * 1000) for row in self.rows if row.started]
+            parent = create_workload_run(client, exp_id, first, name, tags=workload_tags(first),
+                                         start_time=min(starts) if starts else None)
+            self.parent_id, self.parent_name = parent.info.run_id, parent.info.run_name
+            self._note(experiment_id=exp_id, parent_id=self.parent_id,
+                       parent_name=self.parent_name)
+            if self.scratch is not None:
+                _link(self.scratch, self.parent_id)
         for row in self.rows:
-            row.name = row_run_name(row.spec, parent.info.run_name)
+            if row.run_id:
+                continue
+            row.name = row_run_name(row.spec, self.parent_name)
             tags = {MLFLOW_PARENT_RUN_ID: self.parent_id, **host, **row.record_tags}
             run = client.create_run(exp_id, run_name=row.name, tags=tags,
                                     start_time=int(row.started * 1000) if row.started else None)
             row.run_id = run.info.run_id
-            handshake.publish(row.folder, **{handshake.RUN_ID: row.run_id})
-            _link(row.folder, row.run_id)
             if row.sink is not None:
                 row.sink.bind(client, row.run_id, self.uri)
+            handshake.publish(row.folder, **{handshake.RUN_ID: row.run_id})
+            _link(row.folder, row.run_id)
             if row.placement_tags:
                 # stored now, not with the row's other tags at its end: a MIG UUID must be
                 # on the run even if the launcher dies mid-workload
                 set_tags(client, row.run_id, row.placement_tags)
+
+
+def _redact(uri: str) -> str:
+    from radtrack.store.tracking import redact
+
+    return redact(uri)
 
 
 def _link(folder: Path, run_id: str) -> None:

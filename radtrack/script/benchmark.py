@@ -1,10 +1,13 @@
 """RADTBenchmark: the script-side handle on the launcher's MLflow run.
 
 Inside a script started by radtrack, ``with RADTBenchmark() as run:`` attaches to the
-run the launcher created (its id travels in ``RADTRACK_RUN_ID``), or, when the script
-has a run of its own active, logs to that one, and exposes every
-``mlflow`` function as a method. Outside radtrack every call is a no-op returning
-None, and mlflow is not even imported, so the script runs unchanged.
+run the launcher created (its id comes through the row folder: script/handshake.py), or,
+when the script has a run of its own active, logs to that one, and exposes every
+``mlflow`` function as a method. Its metrics, params, tags and artifacts never call the
+store from the script: they go into the row's spool (radtrack/store/scriptlog.py), which the
+launcher ships, so a store that is away for any time neither stops nor slows the script.
+Outside radtrack every call is a no-op returning None, and mlflow is not even imported, so
+the script runs unchanged.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from radtrack.script import env, handshake
 from radtrack.script.codewindows import WindowRecorder
+from radtrack.store.scriptlog import SCRIPT_SPOOL_ENV, ScriptLog
 
 STOPPED_BY_TAG = "radtrack.stopped_by"
 
@@ -43,6 +47,8 @@ class RADTBenchmark:
         start = os.environ.get(env.START_TIME)
         self._t0 = float(start) if start else time.time()
         self._mlflow: Any = None
+        spool = os.environ.get(SCRIPT_SPOOL_ENV)
+        self._log = ScriptLog(Path(spool)) if spool and self.active else None
         windows = os.environ.get(env.WINDOWS_FILE)
         self._windows = WindowRecorder(Path(windows) if self.active and windows else None)
 
@@ -55,22 +61,25 @@ class RADTBenchmark:
         """The row run's id (waits, the first time, until the launcher has created it)."""
         if self._run_id is None and self._row_dir is not None:
             self._run_id = handshake.wait_for(handshake.RUN_ID, Path(self._row_dir))
-            if self._run_id is None:
+            if self._run_id is None and os.environ.get(SCRIPT_SPOOL_ENV) is None:
                 print("[radtrack] RADTBenchmark: the launcher created no run (see its output); "
                       "metrics of this script are not logged", file=sys.stderr, flush=True)
                 self._row_dir = None
         return self._run_id
 
     def __enter__(self) -> RADTBenchmark:
-        if not self.active or self.run_id is None:
+        if not self.active:
             return self
-        import mlflow
+        if self._log is not None:  # values go through the spool; plain mlflow calls of the
+            self._attach_quietly()  # script still land in the row run when the store answers
+        elif self.run_id is not None:
+            import mlflow
 
-        self._mlflow = mlflow
-        if mlflow.active_run() is None:
-            _attach(mlflow, self.run_id)
-        # else the script's own run is active: ML metrics go there, next to the telemetry
-        # radtrack binds to that run (docs/mlflow-code.md)
+            self._mlflow = mlflow
+            if mlflow.active_run() is None:
+                _attach(mlflow, self.run_id)
+            # else the script's own run is active: ML metrics go there, next to the telemetry
+            # radtrack binds to that run (docs/mlflow-code.md)
         if self.manual:
             self._t0 = time.time()
             self._signal("start")
@@ -100,6 +109,38 @@ class RADTBenchmark:
             self._control.mkdir(parents=True, exist_ok=True)
             (self._control / what).write_text(repr(time.time()))
 
+    def _attach_quietly(self) -> None:
+        """Make the row run MLflow's active run for the script's plain ``mlflow`` calls when
+        its id is known and the store answers; never raises, never waits for a store the
+        launcher found away (the values of this handle are spooled either way)."""
+        import mlflow
+
+        self._mlflow = mlflow
+        if mlflow.active_run() is not None:
+            return  # the script's own run: its values go there (_target)
+        run_id = self.run_id
+        if run_id is None:
+            return
+        try:
+            _attach(mlflow, run_id)
+        except Exception as exc:  # noqa: BLE001 - the store is away: the script runs on
+            print(f"[radtrack] RADTBenchmark: the tracking store did not answer ({type(exc).__name__}); "
+                  "this script's RADTBenchmark values are spooled and stored once it is back",
+                  file=sys.stderr, flush=True)
+
+    def _target(self) -> str | None:
+        """Where a value goes: the script's own active run (None: the row run)."""
+        mlflow = self._mlflow or sys.modules.get("mlflow")
+        if mlflow is None:
+            return None
+        try:
+            run = mlflow.active_run()
+        except Exception:  # noqa: BLE001
+            return None
+        if run is None or run.info.run_id == self._run_id:
+            return None
+        return run.info.run_id
+
     def __getattr__(self, name: str) -> Callable[..., Any]:
         if name.startswith("_"):
             raise AttributeError(name)
@@ -107,16 +148,87 @@ class RADTBenchmark:
             return _noop
         if self._mlflow is None:  # used without ``with``
             self.__enter__()
+        if self._log is not None and self._mlflow is None:
+            import mlflow
+
+            self._mlflow = mlflow
         return getattr(self._mlflow, name)
+
+    # Values through the spool (radtrack/store/scriptlog.py) -------------------------------
+    def _spooling(self) -> bool:
+        if self._log is None:
+            return False
+        if self._mlflow is None and not self._entered:
+            self._entered = True
+            self.__enter__()
+        return True
+
+    _entered = False
+
+    def log_param(self, key: str, value: Any) -> None:
+        if not self.active:
+            return None
+        if self._spooling():
+            self._log.param(self._target(), key, value)
+            return None
+        return self.__getattr__("log_param")(key, value)
+
+    def log_params(self, params: dict[str, Any]) -> None:
+        if not self.active:
+            return None
+        if self._spooling():
+            target = self._target()
+            for key, value in params.items():
+                self._log.param(target, key, value)
+            return None
+        return self.__getattr__("log_params")(params)
+
+    def set_tag(self, key: str, value: Any) -> None:
+        if not self.active:
+            return None
+        if self._spooling():
+            self._log.tag(self._target(), key, value)
+            return None
+        return self.__getattr__("set_tag")(key, value)
+
+    def set_tags(self, tags: dict[str, Any]) -> None:
+        if not self.active:
+            return None
+        if self._spooling():
+            target = self._target()
+            for key, value in tags.items():
+                self._log.tag(target, key, value)
+            return None
+        return self.__getattr__("set_tags")(tags)
+
+    def log_artifact(self, local_path: str, artifact_path: str | None = None) -> None:
+        if not self.active:
+            return None
+        if self._spooling():
+            self._log.artifact(self._target(), str(local_path), artifact_path)
+            return None
+        return self.__getattr__("log_artifact")(local_path, artifact_path)
+
+    def log_artifacts(self, local_dir: str, artifact_path: str | None = None) -> None:
+        if not self.active:
+            return None
+        if self._spooling():
+            self._log.artifact(self._target(), str(local_dir), artifact_path)
+            return None
+        return self.__getattr__("log_artifacts")(local_dir, artifact_path)
 
     # ML metrics with epoch-aware stopping -------------------------------------------
     def log_metric(self, key: str, value: float, epoch: int | None = None,
                    step: int | None = None, **kwargs: Any) -> None:
         if not self.active:
             return None
-        if self._mlflow is None:
-            self.__enter__()
-        self._mlflow.log_metric(key, value, step=step if step is not None else epoch, **kwargs)
+        step = step if step is not None else epoch
+        if self._spooling() and set(kwargs) <= {"timestamp"}:
+            self._log.metric(self._target(), key, value, step, kwargs.get("timestamp"))
+        else:
+            if self._mlflow is None:
+                self.__enter__()
+            self._mlflow.log_metric(key, value, step=step, **kwargs)
         self._check_limits(epoch)
         return None
 
@@ -124,9 +236,15 @@ class RADTBenchmark:
                     step: int | None = None, **kwargs: Any) -> None:
         if not self.active:
             return None
-        if self._mlflow is None:
-            self.__enter__()
-        self._mlflow.log_metrics(metrics, step=step if step is not None else epoch, **kwargs)
+        step = step if step is not None else epoch
+        if self._spooling() and set(kwargs) <= {"timestamp"}:
+            target = self._target()
+            for key, value in metrics.items():
+                self._log.metric(target, key, value, step, kwargs.get("timestamp"))
+        else:
+            if self._mlflow is None:
+                self.__enter__()
+            self._mlflow.log_metrics(metrics, step=step, **kwargs)
         self._check_limits(epoch)
         return None
 
@@ -138,7 +256,7 @@ class RADTBenchmark:
             reason = "max_time"
         if reason is None:
             return
-        self._mlflow.set_tag(STOPPED_BY_TAG, reason)
+        self.set_tag(STOPPED_BY_TAG, reason)
         if self.manual:
             self._signal("stop")
         raise SystemExit(0)

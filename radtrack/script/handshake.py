@@ -20,6 +20,7 @@ IDS_FILE = "ids.json"
 RUN_ID = "run_id"  # the row run
 EXPERIMENT_ID = "experiment_id"  # the row's experiment
 ERROR = "error"  # the launcher could not create them: waiters stop waiting
+AWAY = "store_away"  # the store is away for now: the launcher keeps trying, waiters stop waiting
 WAIT_S = 120.0
 
 
@@ -42,7 +43,7 @@ def read(folder: Path) -> dict[str, str]:
 
 def wait_for(key: str, folder: Path | None = None, timeout: float = WAIT_S) -> str | None:
     """The published value of ``key``; None outside radtrack, when the launcher published an
-    error, or after ``timeout`` seconds."""
+    error or that the store is away for now, or after ``timeout`` seconds."""
     if folder is None:
         where = os.environ.get(ROW_DIR)
         if not where:
@@ -54,7 +55,7 @@ def wait_for(key: str, folder: Path | None = None, timeout: float = WAIT_S) -> s
         ids = read(folder)
         if key in ids:
             return ids[key]
-        if ERROR in ids or time.monotonic() >= deadline:
+        if ERROR in ids or AWAY in ids or time.monotonic() >= deadline:
             return None
         time.sleep(delay)
         delay = min(delay * 2, 0.1)

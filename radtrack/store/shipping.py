@@ -16,6 +16,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
+from radtrack.store import scriptlog
 from radtrack.store.restwriter import NotSent, RestMetricWriter
 from radtrack.store.schema import SYSTEM_PREFIX
 from radtrack.store.spool import MAX_METRICS_PER_CALL, SHIPPED_SUFFIX, Pending, Spool, Stream
@@ -38,8 +39,10 @@ class Shipper:
 
     def __init__(self, client: MlflowClient, run_id: str, spool: Spool,
                  flush_every: float = FLUSH_EVERY_S, sql_bulk: bool = True):
-        self.run_id = run_id
+        self.client, self.run_id = client, run_id
         self.spool = spool
+        self.refused: list[str] = []  # what MLflow refused of the script's records (said at the end)
+        self._failing = False  # within an outage: its first failure is logged, not every round
         self.flush_every = flush_every
         self.writer = SqlMetricWriter(client)
         self.writer.enabled = self.writer.enabled and sql_bulk
@@ -73,7 +76,24 @@ class Shipper:
         while not self._stop.is_set():
             self._wake.wait(self.flush_every)
             self._wake.clear()
-            self.ship()
+            if self.ship():
+                self.ship_script()
+
+    def ship_script(self) -> bool:
+        """The script's RADTBenchmark records (radtrack/store/scriptlog.py); True when none is
+        left unsent."""
+        folder = scriptlog.folder_in(self.spool.dir)
+        if not scriptlog.pending(folder):
+            return True
+        with self._lock:
+            try:
+                ok = scriptlog.ship(self.client, self.run_id, folder, self.refused)
+            except Exception as exc:  # noqa: BLE001 - never kill the shipper thread
+                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                return False
+        if not ok:
+            self.failures += 1
+        return ok
 
     def ship(self) -> bool:
         """Send everything pending; True when nothing is left unsent. A backlog (after an
@@ -141,9 +161,13 @@ class Shipper:
     def _failed(self, s: Stream, exc: Exception) -> None:
         self.failures += 1
         self.last_error = f"{type(exc).__name__}: {exc}"[:300]
-        log.warning("radtrack: storing %s samples failed (%s); kept in %s", s.name, self.last_error, s.path)
+        if not self._failing:  # once per outage, not every round
+            self._failing = True
+            log.warning("radtrack: storing %s samples failed (%s); kept in %s", s.name,
+                        self.last_error, s.path)
 
     def _done(self, s: Stream, chunk: list[Pending], points: list[Point]) -> None:
+        self._failing = False
         with self.spool.lock:  # only ship() removes, and only from the front
             del s.pending[:len(chunk)]
             s.pending_points -= len(points)
@@ -154,8 +178,11 @@ class Shipper:
         s.shipped = lines
         marker = self.spool.path(s.name, SHIPPED_SUFFIX)
         tmp = marker.with_name(marker.name + ".tmp")
-        tmp.write_text(str(lines))
-        tmp.replace(marker)
+        try:
+            tmp.write_text(str(lines))
+            tmp.replace(marker)
+        except OSError as exc:  # a full disk: the marker lags; what it says is resent, a no-op
+            log.debug("radtrack: %s not updated: %s", marker, exc)
 
 
 def _chunks(pending: list[Pending]) -> list[list[Pending]]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.listeners.protocol import Hello, Message
+from radtrack.store import scriptlog
 from radtrack.store.recovery import read_meta, read_spool, reopen_streams
 from radtrack.store.restwriter import RestMetricWriter
 from radtrack.store.shipping import FLUSH_EVERY_S, Shipper
@@ -70,7 +71,10 @@ class Sink:
         """The run exists now: record it in ``meta.json`` (``radtrack sync`` can finish it
         from here on) and start shipping what is spooled."""
         self._attach(client, run_id)
-        write_meta(self.dir, run_id, tracking_uri)
+        try:
+            write_meta(self.dir, run_id, tracking_uri)
+        except OSError as exc:  # a full disk: finish.json names the run for sync instead
+            log.warning("radtrack: could not write %s: %s", self.dir / "meta.json", exc)
         self.shipper.start()
         self.shipper.wake()
 
@@ -121,6 +125,11 @@ class Sink:
         return self.shipper.stored if self.shipper is not None else 0
 
     @property
+    def refused(self) -> list[str]:
+        """What MLflow refused of the values the script logged through RADTBenchmark."""
+        return self.shipper.refused if self.shipper is not None else []
+
+    @property
     def failures(self) -> int:
         """Failed store calls (store unreachable, ...)."""
         return self.shipper.failures if self.shipper is not None else 0
@@ -138,19 +147,20 @@ class Sink:
             self._unbound_error = text
 
     # -- end of run --------------------------------------------------------------------
-    def close(self, retry_for: float = 30.0) -> bool:
+    def close(self, retry_for: float = 30.0, remove: bool = True) -> bool:
         """Stop the shipper, ship what is left (retrying while the store is away for up to
         ``retry_for`` seconds), store Parquet traces and summaries. True when the spool is
-        fully stored (and then removed); else it stays for ``radtrack sync``."""
+        fully stored (and then removed, unless not ``remove``: the caller has more of the
+        run to store first); else it stays for ``radtrack sync``."""
         if self.shipper is None:  # its run was never created: everything stays spooled
             self.spool.close_files()
             return False
         self.shipper.stop()
         deadline = time.monotonic() + retry_for
-        while not self.ship() and time.monotonic() < deadline:
+        while not (self.ship() and self.shipper.ship_script()) and time.monotonic() < deadline:
             time.sleep(1.0)
         self.spool.close_files()
-        if self.pending_count:
+        if self.pending_count or scriptlog.pending(scriptlog.folder_in(self.dir)):
             return False
         try:
             self.finalize()
@@ -159,8 +169,13 @@ class Sink:
             log.warning("radtrack: storing telemetry artifacts failed (%s); spool kept in %s",
                         self.last_error, self.dir)
             return False
-        shutil.rmtree(self.dir, ignore_errors=True)
+        if remove:
+            self.remove()
         return True
+
+    def remove(self) -> None:
+        """Everything is stored: the spool folder goes."""
+        shutil.rmtree(self.dir, ignore_errors=True)
 
     def finalize(self) -> None:
         """Parquet trace + probe JSON per listener, and summary metrics, as run artifacts."""
@@ -168,12 +183,13 @@ class Sink:
 
     # -- crash recovery ----------------------------------------------------------------
     @classmethod
-    def recover(cls, client: MlflowClient, run_dir: Path) -> Sink:
-        """Rebuild a sink from a spool a killed launcher left behind (``radtrack sync``)."""
-        meta = read_meta(run_dir)
+    def recover(cls, client: MlflowClient, run_dir: Path, run_id: str = "") -> Sink:
+        """Rebuild a sink from a spool a killed launcher left behind (``radtrack sync``), for
+        ``run_id`` (default: the one its ``meta.json`` names)."""
+        run_id = run_id or read_meta(run_dir)["run_id"]
         # the folder is named by the launch's own key (its run did not exist yet when the
         # spool started: radtrack/run/record.py), or by the run id (older spools)
         sink = cls.unbound(run_dir.parent, run_dir.name)
         sink.spool.streams.update(reopen_streams(run_dir))
-        sink._attach(client, meta["run_id"])
+        sink._attach(client, run_id)
         return sink

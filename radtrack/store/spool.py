@@ -154,9 +154,12 @@ class Spool:
 
 
 def write_meta(folder: Path, run_id: str, tracking_uri: str) -> None:
-    """The spool's ``meta.json``: which run, in which store (atomically: sync reads it)."""
+    """The spool's ``meta.json``: which run, in which store (atomically: sync reads it). The
+    URI is kept without its password (sync takes it back from the environment)."""
+    from radtrack.store.uris import without_password
+
     tmp = folder / (META_FILE + ".tmp")
-    tmp.write_text(json.dumps({"run_id": run_id, "tracking_uri": tracking_uri}))
+    tmp.write_text(json.dumps({"run_id": run_id, "tracking_uri": without_password(tracking_uri)}))
     tmp.replace(folder / META_FILE)
 
 

@@ -1,68 +1,163 @@
-"""``radtrack sync``: store what a killed launcher left in the spool, exactly once."""
+"""``radtrack sync``: finish what a launcher left in the spool, exactly once.
+
+A row's spool folder (radtrack/store/spool.py) is left behind when its launcher was killed,
+or when the tracking store was away (down, restarting, locked) past the launcher's wait.
+Sync then does the launcher's remaining work from what the folder holds
+(radtrack/store/runfiles.py): creates the runs that were never created (``create.json``,
+radtrack/store/syncruns.py), stores the spooled samples and the script's RADTBenchmark
+values, ends the run as it ended (``finish.json``: status, exit code, tags, params, output
+log, environment capture) or, without it, marks it KILLED (``launcher_lost``), and closes
+the workload run once none of its rows runs. A folder whose launcher is alive is skipped.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from pathlib import Path
+from typing import IO, Any
 
 from radtrack.script import env as renv
+from radtrack.store import runfiles
 from radtrack.store.schema import STOPPED_BY, STOPPED_BY_LAUNCHER_LOST
 from radtrack.store.spool import META_FILE, SPOOL_DIR, SPOOL_SUFFIX, hold, holder
 
 
 def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, int]:
-    """Ship every spooled run under ``root``; return (runs stored, runs left)."""
+    """Finish every spooled run under ``root``; return (runs stored, runs left)."""
     from radtrack.store.recovery import read_meta
-    from radtrack.store.sink import Sink
-    from radtrack.store.tracking import client as make_client
-    from radtrack.store.tracking import close_orphaned_parent
+    from radtrack.store.outage import describe
+    from radtrack.store.syncruns import create_runs
+    from radtrack.store.uris import redact
 
     stored = left = 0
+    held: list[tuple[Path, IO[str]]] = []
+    uncreated: dict[str, list[Path]] = {}  # workload key -> its rows' folders
     for run_dir in sorted(p for p in root.glob("*") if p.is_dir()):
         owner = hold(run_dir)
         if owner is None:  # its launcher is alive and ships it itself
             log(f"{run_dir.name}: skipped, its launcher ({holder(run_dir)}) is still running it")
             continue
-        if not (run_dir / META_FILE).exists():
+        held.append((run_dir, owner))
+        if _run_id(run_dir):
+            continue
+        create = runfiles.read(run_dir, runfiles.CREATE_FILE)
+        if create is None:
             if any(run_dir.glob(f"*{SPOOL_SUFFIX}")):
                 left += 1
                 log(f"{run_dir.name}: its run was never created (the launcher stopped before "
                     f"it reached the tracking store); samples kept in {run_dir}")
-            owner.close()
             continue
-        meta = read_meta(run_dir)
-        uri = tracking_uri or meta["tracking_uri"]
-        client = make_client(uri)
-        sink = Sink.recover(client, run_dir)
-        pending = sink.pending_count
-        ok = sink.close(retry_for=0)
-        run_id = meta["run_id"]
-        if ok:
-            stored += 1
-            log(f"{run_id}: stored {pending} spooled sample(s) and the telemetry artifacts")
+        uncreated.setdefault(str(create.get("workload_key") or run_dir.name), []).append(run_dir)
+    try:
+        for folders in uncreated.values():
             try:
+                for line in create_runs(folders, tracking_uri):
+                    log(line)
+            except Exception as exc:  # noqa: BLE001 - the store is away or refuses: kept
+                left += len(folders)
+                uri = tracking_uri or (runfiles.read(folders[0], runfiles.CREATE_FILE) or {}).get(
+                    "tracking_uri", "")
+                log(f"{', '.join(f.name for f in folders)}: could not create the run(s) in "
+                    f"{redact(uri)} ({describe(exc)}); spool kept")
+        for run_dir, _ in held:
+            run_id = _run_id(run_dir)
+            if not run_id:
+                continue
+            meta = read_meta(run_dir) if (run_dir / META_FILE).exists() else {}
+            uri = _uri(run_dir, tracking_uri, meta)
+            if _finish_one(run_dir, run_id, uri, log):
+                stored += 1
+            else:
+                left += 1
+    finally:
+        for _, owner in held:
+            owner.close()
+    return stored, left
+
+
+def _run_id(run_dir: Path) -> str:
+    """The folder's run, when it exists: meta.json, else finish.json (a full disk kept the
+    launcher from writing meta.json)."""
+    if (run_dir / META_FILE).exists():
+        from radtrack.store.recovery import read_meta
+
+        try:
+            return str(read_meta(run_dir).get("run_id") or "")
+        except (OSError, ValueError):
+            pass
+    return str((runfiles.read(run_dir, runfiles.FINISH_FILE) or {}).get("run_id") or "")
+
+
+def _uri(run_dir: Path, given: str | None, meta: dict[str, Any]) -> str:
+    """The store to ship to: ``--tracking-uri``, else the folder's, with the password the
+    environment holds (never written into the spool)."""
+    from radtrack.store.uris import with_password
+
+    if given:
+        return given
+    recorded = meta.get("tracking_uri") or (runfiles.read(run_dir, runfiles.CREATE_FILE) or {}).get(
+        "tracking_uri") or renv.DEFAULT_TRACKING_URI
+    return with_password(recorded)
+
+
+def _finish_one(run_dir: Path, run_id: str, uri: str, log) -> bool:
+    """Store the folder's samples and script values, end its run, close its workload run;
+    True when nothing is left (the folder is removed then)."""
+    import shutil
+
+    from radtrack.store.ending import finish_run
+    from radtrack.store.outage import describe
+    from radtrack.store.sink import Sink
+    from radtrack.store.tracking import client as make_client
+    from radtrack.store.tracking import close_orphaned_parent
+    from radtrack.store.uris import redact
+
+    client = make_client(uri)
+    finish = runfiles.read(run_dir, runfiles.FINISH_FILE)
+    try:
+        if not (finish or {}).get("stored"):
+            sink = Sink.recover(client, run_dir, run_id)
+            pending = sink.pending_count
+            if not sink.close(retry_for=0, remove=False):
+                log(f"{run_id}: store {redact(uri)} unreachable ({sink.last_error}); spool kept "
+                    f"in {run_dir}")
+                return False
+            for what in sink.refused:
+                log(f"{run_id}: MLflow refused a value the script logged: {what}")
+            what = f"stored {pending} spooled sample(s) and the telemetry artifacts"
+            if finish is not None:
+                finish_run(client, run_id, Path(finish.get("folder", run_dir)),
+                           finish.get("params") or {}, finish.get("tags") or {},
+                           finish["status"], float(finish.get("start") or 0),
+                           float(finish.get("end") or 0))
+                log(f"{run_id}: {what}; ended {finish['status']} (exit "
+                    f"{finish.get('exit_code')}) with its output log and environment")
+            else:
+                log(f"{run_id}: {what}")
                 run = client.get_run(run_id)
                 if run.info.status == "RUNNING":  # its launcher died before ending it
                     client.set_tag(run_id, STOPPED_BY, STOPPED_BY_LAUNCHER_LOST)
                     client.set_terminated(run_id, "KILLED")
                     log(f"{run_id}: was still RUNNING; marked KILLED")
-                parent = close_orphaned_parent(client, run_id)
-                if parent:
-                    log(f"{parent}: its workload (parent) run was still RUNNING; marked KILLED")
-            except Exception as exc:
-                log(f"{run_id}: could not check its status: {exc}")
-        else:
-            left += 1
-            log(f"{run_id}: store {uri} unreachable ({sink.last_error}); spool kept in {run_dir}")
-        owner.close()
-    return stored, left
+        status = (finish or {}).get("parent_status")
+        parent = close_orphaned_parent(client, run_id, status or "KILLED", lost=not status)
+        if parent:
+            log(f"{parent}: its workload (parent) run was still RUNNING; marked "
+                f"{status or 'KILLED'}")
+    except Exception as exc:  # noqa: BLE001 - the store went away or refused: kept for next time
+        log(f"{run_id}: could not finish it in {redact(uri)} ({describe(exc)}); spool kept in "
+            f"{run_dir}")
+        return False
+    shutil.rmtree(run_dir, ignore_errors=True)
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="radtrack sync",
-                                description="Store samples left in the spool by a launcher that "
-                                            "was killed or lost its tracking store.")
+                                description="Finish what launchers left in the spool: create "
+                                            "runs never created, store spooled samples and "
+                                            "the scripts' values, end each run as it ended.")
     p.add_argument("--spool", default=None, help="spool folder (default: $RADTRACK_HOME/spool)")
     p.add_argument("--tracking-uri", default=None,
                    help="store to ship to (default: the one recorded with each run)")

@@ -1,0 +1,52 @@
+"""The end of a row run in the store: what the launcher stores when its script ended, and what
+``radtrack sync`` stores later from the row's ``finish.json`` when the store was away."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from radtrack.store import schema
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+
+def finish_run(client: MlflowClient, run_id: str, folder: Path, params: dict[str, str],
+               tags: dict[str, str], status: str, started: float, ended: float) -> None:
+    """The end of a row run as the launcher (or ``radtrack sync`` from finish.json) stores it."""
+    from mlflow.entities import Metric
+
+    from radtrack.store.tracking import set_tags
+
+    released = folder / "released"
+    start = started or (float(released.read_text()) if released.exists() else time.time())
+    end = ended or time.time()
+    store_row_params(client, run_id, params, tags)
+    set_tags(client, run_id, tags)
+    client.log_batch(run_id, metrics=[Metric(schema.DURATION_KEY, end - start, int(end * 1000), 0)])
+    if (folder / schema.LOG_FILE).exists():
+        client.log_artifact(run_id, str(folder / schema.LOG_FILE), schema.LOGS_DIR)
+    if (folder / schema.ENVIRONMENT_DIR).is_dir():
+        client.log_artifacts(run_id, str(folder / schema.ENVIRONMENT_DIR), schema.ENVIRONMENT_DIR)
+    profiles = folder / schema.PROFILES_DIR
+    if profiles.is_dir() and any(profiles.iterdir()):
+        client.log_artifacts(run_id, str(profiles), schema.PROFILES_DIR)
+    client.set_terminated(run_id, status, end_time=int(end * 1000))
+
+
+def store_row_params(client: MlflowClient, run_id: str, params: dict[str, str],
+                     tags: dict[str, str]) -> None:
+    """The params radtrack derives from the command line, stored after the script ran so
+    they never collide with what it logged: where the script set a param itself its value
+    wins and radtrack's goes to the tag ``radtrack.param.<name>``."""
+    from radtrack.store.tracking import log_params
+
+    if not params:
+        return
+    have = client.get_run(run_id).data.params
+    for key, value in params.items():
+        if key in have and have[key] != value:
+            tags[schema.PARAM_TAG_PREFIX + key] = value
+    log_params(client, run_id, {k: v for k, v in params.items() if k not in have})

@@ -1,0 +1,243 @@
+"""The script's own logging through RADTBenchmark, spooled like the hardware samples.
+
+``RADTBenchmark.log_metric`` and friends (radtrack/script/benchmark.py) never call the store
+from the script's process: each call is one JSON line appended to
+``<row spool>/script/records.jsonl`` (an artifact is copied to ``script/artifacts/<n>/`` at
+the call, so the script may change or delete its file afterwards). The launcher's shipper
+sends them to the run (the row run, or the script's own run that was active at the call)
+every round, and at the end; ``radtrack sync`` sends what is left. ``records.shipped`` holds
+the byte offset up to which lines are stored, so each value is stored once however long the
+store was away (a resent metric is a no-op: MLflow's metric primary key; a param or tag
+resent has the same value).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
+
+log = logging.getLogger(__name__)
+
+SCRIPT_SPOOL_ENV = "RADTRACK_SCRIPT_SPOOL"  # the folder RADTBenchmark appends to
+FOLDER = "script"
+RECORDS = "records.jsonl"
+SHIPPED = "records.shipped"
+ARTIFACTS = "artifacts"
+MAX_METRICS, MAX_PARAMS, MAX_TAGS = 1000, 100, 1000  # MLflow's log_batch limits
+
+
+def folder_in(spool_dir: Path) -> Path:
+    """The script's records folder inside a row's spool folder."""
+    return spool_dir / FOLDER
+
+
+class ScriptLog:
+    """The script side: appends records; never raises (a full disk drops the value, said once)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self._lock = threading.Lock()
+        self._seq = 0
+        self.dropped = 0
+
+    def _write(self, record: dict[str, Any]) -> bool:
+        line = (json.dumps(record, allow_nan=True) + "\n").encode()
+        with self._lock:
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                fd = os.open(self.folder / RECORDS, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                try:
+                    written = os.write(fd, line)
+                    if written != len(line):  # a torn line: take it back, the value is dropped
+                        os.ftruncate(fd, os.fstat(fd).st_size - written)
+                        raise OSError(28, "No space left on device")
+                finally:
+                    os.close(fd)
+                return True
+            except OSError as exc:
+                self.dropped += 1
+                if self.dropped == 1:
+                    print(f"[radtrack] RADTBenchmark: could not spool a value ({exc}); values "
+                          "are dropped while this lasts", flush=True)
+                return False
+
+    def metric(self, run: str | None, key: str, value: float, step: int | None,
+               timestamp: int | None = None) -> None:
+        self._write({"k": "metric", "run": run, "key": key, "value": float(value),
+                     "ts": int(timestamp if timestamp is not None else time.time() * 1000),
+                     "step": int(step or 0)})
+
+    def param(self, run: str | None, key: str, value: Any) -> None:
+        self._write({"k": "param", "run": run, "key": key, "value": str(value)})
+
+    def tag(self, run: str | None, key: str, value: Any) -> None:
+        self._write({"k": "tag", "run": run, "key": key, "value": str(value)})
+
+    def artifact(self, run: str | None, local_path: str, artifact_path: str | None) -> None:
+        """A copy of the file or folder ``local_path`` as it is now, stored later."""
+        src = Path(local_path)
+        with self._lock:
+            self._seq += 1
+            dest = self.folder / ARTIFACTS / f"{os.getpid()}-{self._seq}"
+        try:
+            dest.mkdir(parents=True, exist_ok=True)
+            if src.is_dir():
+                shutil.copytree(src, dest / "dir")
+                rel, kind = dest / "dir", "artifacts"
+            else:
+                shutil.copy2(src, dest / src.name)
+                rel, kind = dest / src.name, "artifact"
+        except OSError as exc:
+            shutil.rmtree(dest, ignore_errors=True)
+            if isinstance(exc, FileNotFoundError):
+                raise
+            self.dropped += 1
+            print(f"[radtrack] RADTBenchmark: could not spool artifact {local_path} ({exc})",
+                  flush=True)
+            return
+        self._write({"k": kind, "run": run, "path": str(rel.relative_to(self.folder)),
+                     "artifact_path": artifact_path})
+
+
+def pending(folder: Path) -> bool:
+    """Whether ``folder`` holds records not stored yet."""
+    try:
+        size = (folder / RECORDS).stat().st_size
+    except OSError:
+        return False
+    return size > _offset(folder)
+
+
+def _offset(folder: Path) -> int:
+    try:
+        return int((folder / SHIPPED).read_text() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def _mark(folder: Path, offset: int) -> None:
+    tmp = folder / (SHIPPED + ".tmp")
+    try:
+        tmp.write_text(str(offset))
+        tmp.replace(folder / SHIPPED)
+    except OSError as exc:  # a full disk: resent later, a no-op then
+        log.warning("radtrack: could not mark script records stored (%s)", exc)
+
+
+def ship(client: MlflowClient, row_run_id: str, folder: Path, refused: list[str]) -> bool:
+    """Store every complete record past ``records.shipped``; True when none is left. A store
+    that is away stops it (False, resumed next time); a value MLflow refuses (a param logged
+    again with another value, say) is skipped and described in ``refused``."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    from radtrack.store.outage import is_outage
+
+    start = _offset(folder)
+    try:
+        with (folder / RECORDS).open("rb") as f:
+            f.seek(start)
+            data = f.read()
+    except OSError:
+        return True
+    end = data.rfind(b"\n") + 1  # a torn last line waits for the rest of it
+    batch: list[tuple[int, dict[str, Any]]] = []
+    pos = start
+    for raw in data[:end].splitlines(keepends=True):
+        pos += len(raw)
+        try:
+            batch.append((pos, json.loads(raw)))
+        except ValueError:
+            batch.append((pos, {"k": "unreadable"}))
+    i = 0
+    while i < len(batch):
+        group = _group(batch, i)
+        records = [r for _, r in batch[i:i + group]]
+        run = records[0].get("run") or row_run_id
+        try:
+            kind = records[0].get("k")
+            if kind == "metric":
+                client.log_batch(run, metrics=[Metric(r["key"], float(r["value"]), int(r["ts"]),
+                                                      int(r["step"])) for r in records])
+            elif kind == "param":
+                client.log_batch(run, params=[Param(r["key"], r["value"]) for r in records])
+            elif kind == "tag":
+                client.log_batch(run, tags=[RunTag(r["key"], r["value"]) for r in records])
+            elif kind in ("artifact", "artifacts"):
+                path = folder / records[0]["path"]
+                if kind == "artifact":
+                    client.log_artifact(run, str(path), records[0].get("artifact_path"))
+                else:
+                    client.log_artifacts(run, str(path), records[0].get("artifact_path"))
+                shutil.rmtree(path.parent, ignore_errors=True)
+        except Exception as exc:  # noqa: BLE001 - a refused value must not block the rest
+            if is_outage(exc):
+                return False
+            if group > 1:  # one of them was refused: each alone, to keep the others
+                for p, r in list(batch[i:i + group]):
+                    one = _ship_one(client, row_run_id, folder, r, refused)
+                    if one is False:
+                        return False
+                    _mark(folder, p)
+                i += group
+                continue
+            refused.append(_what(records[0], exc))
+        i += group
+        _mark(folder, batch[i - 1][0])
+    return True
+
+
+def _what(record: dict[str, Any], exc: BaseException) -> str:
+    from radtrack.store.outage import describe
+
+    return f"{record.get('k')} {record.get('key') or record.get('path')}: {describe(exc)}"
+
+
+def _ship_one(client: MlflowClient, row_run_id: str, folder: Path, record: dict[str, Any],
+              refused: list[str]) -> bool | None:
+    """One metric, param or tag record alone; False when the store is away."""
+    from mlflow.entities import Metric, Param, RunTag
+
+    from radtrack.store.outage import is_outage
+
+    run = record.get("run") or row_run_id
+    try:
+        if record.get("k") == "metric":
+            client.log_batch(run, metrics=[Metric(record["key"], float(record["value"]),
+                                                  int(record["ts"]), int(record["step"]))])
+        elif record.get("k") == "param":
+            client.log_batch(run, params=[Param(record["key"], record["value"])])
+        elif record.get("k") == "tag":
+            client.log_batch(run, tags=[RunTag(record["key"], record["value"])])
+    except Exception as exc:  # noqa: BLE001 - as in ship()
+        if is_outage(exc):
+            return False
+        refused.append(_what(record, exc))
+    return None
+
+
+def _group(batch: list[tuple[int, dict[str, Any]]], i: int) -> int:
+    """How many records from ``i`` go in one call: consecutive ones of the same kind and run
+    (metrics, params, tags) within log_batch's limits; an artifact alone."""
+    first = batch[i][1]
+    kind, run = first.get("k"), first.get("run")
+    limit = {"metric": MAX_METRICS, "param": MAX_PARAMS, "tag": MAX_TAGS}.get(kind or "", 1)
+    n = 1
+    keys = {first.get("key")}
+    while i + n < len(batch) and n < limit:
+        r = batch[i + n][1]
+        if r.get("k") != kind or r.get("run") != run:
+            break
+        if kind != "metric" and r.get("key") in keys:  # the same param/tag twice: next call
+            break
+        keys.add(r.get("key"))
+        n += 1
+    return n

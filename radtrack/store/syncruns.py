@@ -1,0 +1,81 @@
+"""``radtrack sync`` creates the runs a launcher could not (its store was away the whole time).
+
+Each row's ``create.json`` (radtrack/store/runfiles.py) holds what the launcher's Recorder
+(radtrack/run/record.py) would have used: the experiment, the workload number (0: the next
+one, taken now), the workload run's and the row's names, tags and start times, the launch
+id; and whatever the Recorder did create before the store went away (experiment, parent).
+The rows of one workload (one ``workload_key``) get one workload run, named and tagged as
+the launcher names and tags it, so readers cannot tell a synced launch from another.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from radtrack.spec import RunSpec
+from radtrack.store import runfiles, schema
+
+
+def create_runs(folders: list[Path], tracking_uri: str | None) -> list[str]:
+    """Create the workload run (unless it exists) and a run per folder of one workload; each
+    folder gets its ``meta.json``. Returns what was done, a line each. Raises when the store
+    is away or refuses (the folders stay as they were)."""
+    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+
+    from radtrack.store.identity import LAUNCH_ID_ENV
+    from radtrack.store.spool import write_meta
+    from radtrack.store.tracking import (
+        client,
+        create_workload_run,
+        experiment_id,
+        next_workload_number,
+        row_run_name,
+        with_password,
+        workload_run_name,
+    )
+
+    records = [(f, runfiles.read(f, runfiles.CREATE_FILE) or {}) for f in folders]
+    first = records[0][1]
+    recorded_uri = first.get("tracking_uri") or ""
+    uri = tracking_uri or with_password(recorded_uri)
+    c = client(uri)
+    lines: list[str] = []
+    # the launch's own id: its runs' names and tags are those the launcher would have made
+    saved = os.environ.get(LAUNCH_ID_ENV)
+    if first.get("launch_id"):
+        os.environ[LAUNCH_ID_ENV] = str(first["launch_id"])
+    try:
+        exp_id = str(first.get("experiment_id") or experiment_id(c, uri, first["experiment"]))
+        number = int(first.get("workload") or 0) or next_workload_number(c, exp_id)
+        spec = RunSpec(experiment=first["experiment"], workload=number,
+                       file=Path(first.get("script") or "script.py"),
+                       sheet=Path(first["sheet"]) if first.get("sheet") else None)
+        parent_id, parent_name = first.get("parent_id") or "", first.get("parent_name") or ""
+        if not parent_id:
+            name = workload_run_name(c, exp_id, spec)
+            tags = {**(first.get("parent_tags") or {}), schema.WORKLOAD: str(number)}
+            parent = create_workload_run(c, exp_id, spec, name, tags=tags,
+                                         start_time=first.get("parent_start_ms"))
+            parent_id, parent_name = parent.info.run_id, parent.info.run_name
+            lines.append(f"created workload run {parent_id} ({parent_name}) in experiment "
+                         f"{first['experiment']!r}")
+        for folder, rec in records:
+            runfiles.update(folder, runfiles.CREATE_FILE, experiment_id=exp_id, workload=number,
+                            parent_id=parent_id, parent_name=parent_name)
+        for folder, rec in records:
+            row_spec = replace(spec, letter=rec.get("letter") or "A", run_name=rec.get("run_name"),
+                               row=rec.get("row"))
+            name = row_run_name(row_spec, parent_name)
+            tags = {**(rec.get("row_tags") or {}), MLFLOW_PARENT_RUN_ID: parent_id,
+                    schema.WORKLOAD: str(number)}
+            run = c.create_run(exp_id, run_name=name, tags=tags, start_time=rec.get("row_start_ms"))
+            write_meta(folder, run.info.run_id, rec.get("tracking_uri") or recorded_uri)
+            lines.append(f"{folder.name}: created run {run.info.run_id} ({name})")
+    finally:
+        if saved is None:
+            os.environ.pop(LAUNCH_ID_ENV, None)
+        else:
+            os.environ[LAUNCH_ID_ENV] = saved
+    return lines
