@@ -24,6 +24,7 @@ from radtrack.analysis.correlation import METHODS, correlate
 from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.gpulabel import physical_gpus_of_row
 from radtrack.analysis.interference import interference
+from radtrack.analysis.monitoring_cost import monitoring_table
 from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.analysis.script_runs import is_script_run, load_script_runs, own_metric_columns
 from radtrack.analysis.text_table import render
@@ -33,7 +34,7 @@ from radtrack.errors import RadtrackError
 from radtrack.store import schema
 
 FORMATS = ("table", "csv", "json", "parquet")
-TABLES = ("runs", "interference", "workloads", "variability", "scripts")
+TABLES = ("runs", "interference", "workloads", "variability", "scripts", "monitoring")
 
 # The columns worth a glance in the printed table; files carry every column.
 _RUN_VIEW = ["run_name", "user", "gpu_used", "workload", "letter", "status", "collocation", "duration_s",
@@ -61,12 +62,15 @@ class ExperimentReport:
     workloads: pd.DataFrame  # co-located workloads: energy, STP, ANTT, energy vs serial
     footprint: str = ""  # the experiment's energy and CO2e, one line
     scripts: pd.DataFrame | None = None  # the runs the scripts made (analysis/script_runs.py)
+    monitoring: pd.DataFrame | None = None  # what watching each run cost (monitoring_cost.py)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         out = {"runs": self.runs, "interference": self.interference,
                "workloads": self.workloads, "variability": self.variability}
         if self.scripts is not None and not self.scripts.empty:  # runs the scripts made
             out["scripts"] = self.scripts
+        if self.monitoring is not None and not self.monitoring.empty:
+            out["monitoring"] = self.monitoring
         return out
 
 
@@ -138,7 +142,8 @@ def analyze_experiment(experiment: str, workload: int | None = None,
     return ExperimentReport(str(experiment), table.reset_index(drop=True),
                             inter.reset_index(drop=True), var.reset_index(drop=True),
                             workloads.reset_index(drop=True), footprint_line(shown),
-                            scripts=script_table(runs[runs["run_id"].isin(table["run_id"])], uri))
+                            scripts=script_table(runs[runs["run_id"].isin(table["run_id"])], uri),
+                            monitoring=monitoring_table(runs[runs["run_id"].isin(table["run_id"])]))
 
 
 def script_table(rows: pd.DataFrame, uri: str) -> pd.DataFrame:
@@ -204,6 +209,10 @@ def render_report(report: ExperimentReport) -> str:
                and c != "run_id"]
         parts += ["", "Runs the scripts made (their own metrics; hardware of each run's span)",
                   render(scripts, _SCRIPT_VIEW[:4] + own + _SCRIPT_VIEW[4:])]
+    cost = report.monitoring
+    if cost is not None and not cost.empty:
+        parts += ["", "Monitoring cost (CPU-seconds of the listeners and of the launcher's storing, "
+                  "% of one core over the run)", render(cost, [c for c in cost.columns if c != "run_id"])]
     return "\n".join(parts)
 
 

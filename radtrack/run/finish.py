@@ -6,6 +6,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from radtrack.run import cost
 from radtrack.run.listen import hello_tags
 from radtrack.run.start import say, stop_row_listeners
 from radtrack.store import schema
@@ -62,7 +63,9 @@ def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading
     assert row.sink is not None
     deadline = time.monotonic() if deadline is None else deadline
     write_finish(row)
+    meter = cost.Meter(row)  # what watching the row cost (radtrack/run/cost.py)
     stored = row.sink.close(retry_for=max(0.0, deadline - time.monotonic()), remove=False)
+    meter.closed()
     for what in row.sink.refused:
         say(f"{row.spec.letter}: MLflow refused a value the script logged: {what}")
     if client is None or not row.run_id or not stored:
@@ -78,6 +81,7 @@ def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading
             client.set_terminated(row.run_id, row.status)
         except Exception:  # noqa: BLE001 - sync ends it from finish.json
             return False
+    cost.record(client, row, meter)
     write_finish(row, stored=True)  # only the workload run is left to close
     return True
 

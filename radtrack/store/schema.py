@@ -108,6 +108,20 @@ ATTRIBUTION_PREFIX = "attribution/"  # co-location series (stored under system/)
 SUMMARY_ATTRIBUTION_PREFIX = SUMMARY_PREFIX + ATTRIBUTION_PREFIX
 SUMMARY_WORKLOAD_PREFIX = SUMMARY_PREFIX + "workload/"  # on the parent
 WINDOW_PREFIX = "window/"  # code windows (radtrack/postrun/window_energy.py)
+# what watching a row cost (radtrack/run/cost.py): per listener and for the row
+MONITORING_PREFIX = SUMMARY_PREFIX + "monitoring/"
+MONITORING_LISTENERS_CPU = MONITORING_PREFIX + "listeners_cpu_s"  # their processes' CPU
+MONITORING_STORE_CPU = MONITORING_PREFIX + "store_cpu_s"  # the launcher's intake + shipping
+MONITORING_CPU_PCT = MONITORING_PREFIX + "cpu_pct"  # both over the run's duration, % of a core
+MONITORING_POINTS = MONITORING_PREFIX + "points"  # listener metric points stored
+MONITORING_SPOOL_BYTES = MONITORING_PREFIX + "spool_bytes"  # the listeners' lines as received
+MONITORING_MISSED = MONITORING_PREFIX + "missed"  # sampling deadlines skipped, all listeners
+
+
+def monitoring_key(listener: str, quantity: str) -> str:
+    """A listener's cost on a row run: ``summary/monitoring/<listener>/<quantity>``
+    (``cpu_s``, ``samples``, ``missed``)."""
+    return f"{MONITORING_PREFIX}{listener}/{quantity}"
 
 
 def summary_key(key: str, stat: str | None = None) -> str:
