@@ -59,6 +59,8 @@ def _na_errors(pynvml: Any) -> tuple[type[BaseException], ...]:
 def ensure_init() -> None:
     """Initialise NVML once per process; raises the NVMLError when it cannot start."""
     global _initialised
+    if _initialised:  # every reading passes here: no lock once NVML is up
+        return
     with _lock:
         if not _initialised:
             _pynvml().nvmlInit()

@@ -12,11 +12,17 @@ duplicate readings (CPU per call measured on an H100 by benchmarks/listener_cost
 - every 0.2 s: GPU and memory utilisation (the driver refreshes them 5 times a second;
   390 us a call);
 - every 1 s: the 1-s average power, memory temperature, PCIe byte counters (as a rate
-  over the second; 370 us each), pstate, fan, ECC, and the per-process readings of
-  listeners/gpuprocs.py (the run's own GPU memory and SM share, every process's SM share,
-  the MPS server's; 200 us and 1.9 ms);
-- every 5 s, at the first and at the final reading: the energy counter (5 ms a read; a
-  counter, so the run's total is exact whatever the pace).
+  over the second; 370 us each, in the same ``nvmlDeviceGetFieldValues`` call as the
+  other fields), pstate, fan, ECC, and the per-process readings of listeners/gpuprocs.py
+  (the run's own GPU memory and SM share, every process's SM share, the MPS server's;
+  200 us and 1.9 ms);
+- every 5 s, at the first and at the final reading: the energy counter (3.9-5 ms of CPU a
+  read; a counter, so the run's total is exact whatever the pace: the first and the final
+  reading bound it, the ones between only place it in time);
+- every 10 s, at the first and at the final reading, and only on a GPU without the PCIe
+  byte counters: ``nvmlDeviceGetPcieThroughput`` (0.9 ms of CPU and ~20 ms of wall time a
+  direction: it samples the link for 20 ms, which would hold up every other reading of
+  the sampler; PCIE_THROUGHPUT_EVERY_S).
 
 Where the GPU offers it (H100: about 50 samples a second), the driver's own power sample
 buffer is read once a second (listeners/driver_samples.py) and every sample is emitted
@@ -69,6 +75,7 @@ _MIB = 2**20
 UTIL_EVERY_S = 0.2
 SLOW_EVERY_S = 1.0
 ENERGY_EVERY_S = 5.0
+PCIE_THROUGHPUT_EVERY_S = 10.0  # the blocking fallback, where the byte counters are absent
 _FAST_FIELDS = (FI_POWER_INSTANT,)
 
 # quantity -> (unit, description, source)
@@ -135,6 +142,7 @@ class _DeviceState:
     dev: GpuDevice
     interval: float
     fields: list[int] = field(default_factory=list)  # field ids this device answers
+    keys: dict[str, str] = field(default_factory=dict)  # supported quantity -> metric key
     energy0_mj: float | None = None
     pcie_prev: tuple[float, float, float] | None = None  # (monotonic s, tx bytes, rx bytes)
     power_buffer: DriverSamples | None = None  # None: the device offers none, power is polled
@@ -143,6 +151,7 @@ class _DeviceState:
     slow: Every = field(init=False)
     energy: Every = field(init=False)
     buffer: Every = field(init=False)
+    pcie: Every = field(init=False)
 
     def __post_init__(self) -> None:
         self.procs = ProcessShare(self.dev.handle)
@@ -150,9 +159,10 @@ class _DeviceState:
         self.slow = Every(SLOW_EVERY_S, self.interval)
         self.energy = Every(ENERGY_EVERY_S, self.interval)
         self.buffer = Every(READ_EVERY_S, self.interval)
+        self.pcie = Every(PCIE_THROUGHPUT_EVERY_S, self.interval)
 
     def force(self) -> None:
-        for gate in (self.util, self.slow, self.energy, self.buffer):
+        for gate in (self.util, self.slow, self.energy, self.buffer, self.pcie):
             gate.force()
 
 
@@ -208,6 +218,7 @@ class SmiListener(Listener):
                 else:
                     ok.discard("mps_sm_util_pct")
             self._supported[st.dev.scope] = ok
+            st.keys = {q: f"smi/{st.dev.scope}/{q}" for q in QUANTITIES if q in ok}
             self._unsupported += [f"{st.dev.scope}/{q}" for q in wanted if q not in ok]
             for q in wanted:
                 if q in ok:
@@ -245,8 +256,8 @@ class SmiListener(Listener):
                 if tree_pids is None:
                     tree_pids = set(self.tree.pids())
                 values.update(st.procs.read(tree_pids, self._mps_servers))
-            ok = self._supported.get(st.dev.scope, set())
-            out.update({f"smi/{st.dev.scope}/{q}": v for q, v in values.items() if q in ok})
+            keys = st.keys
+            out.update({keys[q]: v for q, v in values.items() if q in keys})
             if st.power_buffer is not None and st.buffer.due(now):
                 self._timed += _timed(f"smi/{st.dev.scope}/power_sample_w", st.power_buffer)
         return out
@@ -339,8 +350,11 @@ class SmiListener(Listener):
             dt = now - prev[0]
             return {"pcie_tx_bytes_per_s": max(tx - prev[1], 0.0) / dt,
                     "pcie_rx_bytes_per_s": max(rx - prev[2], 0.0) / dt}
-        # fallback: the driver's own 20 ms sample per direction, in KB/s (1 KB = 1024 B)
+        # fallback: the driver's own 20 ms sample per direction, in KB/s (1 KB = 1024 B);
+        # it blocks for those 20 ms, so only every PCIE_THROUGHPUT_EVERY_S
         out: dict[str, float] = {}
+        if not st.pcie.due(now):
+            return out
         for name, counter in (("pcie_tx_bytes_per_s", 0), ("pcie_rx_bytes_per_s", 1)):
             _put(out, name, _num(nvml_query("nvmlDeviceGetPcieThroughput", st.dev.handle, counter)), 1024.0)
         return out

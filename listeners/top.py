@@ -143,9 +143,7 @@ class TopListener(Listener):
     def _memory(self) -> tuple[float, float, float, float]:
         """(total, available, swap total, swap free) bytes."""
         if self.fast:
-            m = procfs.meminfo()
-            avail = m.get("MemAvailable", m.get("MemFree", 0) + m.get("Cached", 0))
-            return m["MemTotal"], avail, m.get("SwapTotal", 0), m.get("SwapFree", 0)
+            return procfs.memory()
         vm, sw = psutil.virtual_memory(), psutil.swap_memory()
         return vm.total, vm.available, sw.total, sw.free
 

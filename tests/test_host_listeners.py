@@ -66,6 +66,10 @@ def test_proc_readers_agree_with_psutil():
     vm = psutil.virtual_memory()
     assert m["MemTotal"] == vm.total
     assert m["MemAvailable"] == pytest.approx(vm.available, rel=0.05)
+    total, avail, swap_total, swap_free = procfs.memory()  # top's reading: the lines it needs
+    assert total == vm.total and avail == pytest.approx(vm.available, rel=0.05)
+    sw = psutil.swap_memory()
+    assert swap_total == sw.total and swap_free == pytest.approx(sw.free, rel=0.05, abs=1 << 20)
     times = procfs.cpu_times()
     assert len(times) == 1 + psutil.cpu_count()
     total = psutil.cpu_times()

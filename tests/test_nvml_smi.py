@@ -249,6 +249,26 @@ def test_pcie_byte_counters_give_a_rate(monkeypatch):
     assert fake.calls["nvmlDeviceGetPcieThroughput"].call_count == 0  # 20 ms per call: avoided
 
 
+def test_pcie_throughput_fallback_is_read_every_ten_seconds_never_at_the_interval(monkeypatch):
+    """Without the byte counters, nvmlDeviceGetPcieThroughput (20 ms of wall time a call,
+    holding up the sampler) is read at the first reading, every 10 s and at the final one."""
+    fake = FakeNvml(monkeypatch, [FakeGpu()])  # fields 197/198 absent: the fallback
+    smi = _listener()
+    now = [1000.0]
+    smi.clock = lambda: now[0]
+    assert "smi/gpu0/pcie_tx_bytes_per_s" in {s.key for s in smi.probe()}
+    fake.calls["nvmlDeviceGetPcieThroughput"].reset_mock()
+    seen = []
+    for k in range(200):  # 20 s at 0.1 s
+        now[0] = 1000.0 + k * 0.1
+        if "smi/gpu0/pcie_tx_bytes_per_s" in smi.sample():
+            seen.append(round(now[0] - 1000.0, 1))
+    assert seen == [0.0, 10.0]
+    assert fake.calls["nvmlDeviceGetPcieThroughput"].call_count == 2 * 2  # tx and rx each time
+    now[0] += 0.1
+    assert "smi/gpu0/pcie_tx_bytes_per_s" in smi.final_sample()
+
+
 def test_unsupported_readings_are_never_emitted(monkeypatch):
     gpu = FakeGpu(fields={}, unsupported={
         "nvmlDeviceGetPowerUsage", "nvmlDeviceGetTotalEnergyConsumption", "nvmlDeviceGetTotalEccErrors",
