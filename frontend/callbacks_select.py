@@ -304,7 +304,9 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                   Input("selection", "data"), Input("metrics", "value"), Input("xmode", "value"),
                   Input("smooth", "value"), Input("logy", "value"), Input("experiment", "value"),
                   Input("workload", "value"), Input("power", "value"), Input("overlay", "value"),
-                  Input("view-range", "data"), prevent_initial_call=True)
+                  # a State: a zoom writes its range into the address bar itself (zoom.js),
+                  # without a callback request
+                  State("view-range", "data"), prevent_initial_call=True)
     def record_url(selection, metrics, xmode, smooth, logy, experiment, workload, power,
                    overlay, view_range):
         return to_query(shown_view(source, selection, metrics, xmode, smooth, logy, experiment,

@@ -39,7 +39,9 @@ def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str
                 x = one.x(xmode)
                 inside = (x >= x_range[0]) & (x <= x_range[1])
                 times, seconds, values = times[inside], seconds[inside], values[inside]
-            iso = pd.to_datetime(times, unit="s", utc=True).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            # ISO 8601 to the millisecond (what the listeners' clocks resolve)
+            stamps = pd.to_datetime(np.round(times * 1000.0).astype("int64"), unit="ms", utc=True)
+            iso = stamps.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
             parts.append(pd.DataFrame({
                 "run": (names or {}).get(run_id, run_id), "run_id": run_id, "metric": metric,
                 "time": iso, "seconds": seconds, "unix_time": times, "value": values}))

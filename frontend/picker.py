@@ -168,7 +168,11 @@ def by_launch(found: list[Workload]) -> list[tuple[str, str, list[Workload]]]:
     groups: dict[str, list[Workload]] = {}
     for w in found:
         groups.setdefault(w.launch, []).append(w)
-    if len(groups) < 2:
+    numbers = [w.label.split(" · ")[0] for w in found]
+    # headers where they tell something: a launch of several workloads (a sheet), or one
+    # workload number launched twice; one-run CLI launches stay a plain list
+    if len(groups) < 2 or not (any(len(m) > 1 for m in groups.values())
+                               or len(set(numbers)) < len(numbers)):
         return [("", "", found)]
     out = []
     for launch, members in groups.items():

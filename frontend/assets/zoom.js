@@ -52,10 +52,36 @@
         }
     }
 
+    // The zoom goes into the address bar's "range" (x axis units; wall clock as unix
+    // seconds, as frontend/views.py reads it) with replaceState: no Dash request, no
+    // history entry per zoom; a double-click reset removes it.
+    function seconds(v, wall) {
+        if (!wall) { return Number(v); }
+        if (typeof v === 'number') { return v / 1000; }
+        const text = String(v).trim().replace(' ', 'T');
+        return Date.parse(/Z|[+-]\d\d:?\d\d$/.test(text) ? text : text + 'Z') / 1000;
+    }
+
+    function linkRange(chart, x) {
+        const params = new URLSearchParams(window.location.search);
+        if (!x) {
+            params.delete('range');
+        } else {
+            const wall = chart.xmode === 'wall';
+            let [lo, hi] = x.map(v => seconds(v, wall));
+            if (!isFinite(lo) || !isFinite(hi)) { return; }
+            if (lo > hi) { [lo, hi] = [hi, lo]; }
+            params.set('range', [lo, hi].map(v => String(Number(v.toFixed(6)))).join(','));
+        }
+        const query = params.toString();
+        history.replaceState(history.state, '', window.location.pathname + (query ? '?' + query : ''));
+    }
+
     function zoom(gd, x) {
         const chart = gd.radtrackQuery;
         const rev = gd.layout ? gd.layout.uirevision : null;
         if (!chart || chart.rev !== rev) { record(rev, x); return; }
+        linkRange(chart, x);
         if (inflight) { inflight.abort(); }
         const controller = new AbortController();
         inflight = controller;

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.browser
 METRICS = ("smi/gpu0/power_w", "dcgm/gpu0/sm_active_pct", "top/cpu_pct")
 POINTS = 6000  # 10 minutes at 10 Hz: more than one trace's point budget
 GD = "document.querySelector('#chart .js-plotly-plot')"
+SHARED = " · time-shared with 1 · sgemm.py"  # a seeded pair's label after its name
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +77,8 @@ def test_pick_two_runs_plot_zoom_and_export(web, app, store, snap) -> None:
     choose_metric(web, "smi/gpu0/power_w")
     wait_traces(web, 2)
     before = traces(web)
-    assert [t["name"] for t in before] == ["exp-1 A", "exp-1 B"]
+    # each run's label: its name, how it shared the GPU, its script (frontend/colocation.py)
+    assert [t["name"] for t in before] == ["exp-1 A" + SHARED, "exp-1 B" + SHARED]
     assert all(t["n"] <= 1500 for t in before)  # downsampled to the point budget
     assert all(t["x0"] == pytest.approx(0, abs=1e-3) and t["x1"] == pytest.approx(599.9) for t in before), before
 
@@ -92,10 +94,15 @@ def test_pick_two_runs_plot_zoom_and_export(web, app, store, snap) -> None:
     with web.expect_download() as download:
         web.click("#export-csv")
     rows = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text())))
-    assert set(rows[0]) == {"run", "metric", "time", "value"}
+    assert list(rows[0]) == ["run", "run_id", "metric", "time", "seconds", "unix_time", "value"]
     assert len(rows) == 2 * 600
-    assert {r["run"] for r in rows} == {r.run_id for r in store["pair"]}
+    # runs by display name (as in the legend), time as ISO 8601 and as seconds since start
+    assert {r["run"] for r in rows} == {"exp-1 A", "exp-1 B"}
+    assert {r["run_id"] for r in rows} == {r.run_id for r in store["pair"]}
     assert {r["metric"] for r in rows} == {"smi/gpu0/power_w"}
+    first = rows[0]
+    assert first["time"] == "2023-11-14T22:15:00.100Z"
+    assert float(first["seconds"]) == pytest.approx(100.1)
 
     with web.expect_download() as download:
         web.click("#export-svg")
@@ -201,7 +208,7 @@ def test_save_and_reload_a_named_view(web, app) -> None:
     wait_traces(web, 2)
     # The chart no longer waits for the basket (both follow from the restored selection).
     web.wait_for_function("document.querySelectorAll('#basket li').length === 2")
-    assert [t["name"] for t in traces(web)] == ["exp-1 A", "exp-1 B"]
+    assert [t["name"] for t in traces(web)] == ["exp-1 A" + SHARED, "exp-1 B" + SHARED]
 
 
 def test_bad_view_name_gets_one_clear_message(web, app) -> None:

@@ -123,7 +123,7 @@ def test_summary_table_sorts_by_a_clicked_header_and_keeps_the_order(web, app) -
     web.wait_for_function("document.querySelectorAll('#summary tbody tr').length === 3")
     column = web.evaluate("""() => {
         const heads = [...document.querySelectorAll('#summary th.numeric')];
-        const i = heads.findIndex(h => h.innerText.trim() === 'duration_s');
+        const i = heads.findIndex(h => h.innerText.trim() === 'duration_s (s)');
         return i < 0 ? null : heads[i].cellIndex; }""")
     assert column is not None, web.locator("#summary th").all_inner_texts()
 
