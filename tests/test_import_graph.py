@@ -37,7 +37,9 @@ PURE_ANALYSIS = frozenset({
     "radtrack.analysis.attribution", "radtrack.analysis.colocation", "radtrack.analysis.configs",
     "radtrack.analysis.correlation", "radtrack.analysis.gpu_uses", "radtrack.analysis.gpulabel",
     "radtrack.analysis.interference", "radtrack.analysis.resample", "radtrack.analysis.summary",
-    "radtrack.analysis.variability",
+    "radtrack.analysis.variability", "radtrack.analysis.energy_error",
+    "radtrack.analysis.activity_power", "radtrack.analysis.energy_figures",
+    "radtrack.analysis.sensor_model",
 })
 #: (importer, imported) -> why this back-edge is sanctioned
 ALLOWED = {

@@ -22,6 +22,7 @@ import pandas as pd
 from radtrack.analysis.colocation import workload_table
 from radtrack.analysis.correlation import METHODS, correlate
 from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
+from radtrack.analysis.energy_columns import energy_error_columns
 from radtrack.analysis.gpulabel import physical_gpus_of_row
 from radtrack.analysis.interference import interference
 from radtrack.analysis.monitoring_cost import monitoring_table
@@ -37,11 +38,13 @@ FORMATS = ("table", "csv", "json", "parquet")
 TABLES = ("runs", "interference", "workloads", "variability", "scripts", "monitoring")
 
 # The columns worth a glance in the printed table; files carry every column.
+# energy_j_ci95_pct: the energy's 95 % interval (%); energy_note: why it is over the
+# threshold; activity_energy_j: the activity model's estimate (radtrack/analysis/energy_columns.py)
 _RUN_VIEW = ["run_name", "user", "gpu_used", "workload", "letter", "status", "collocation", "duration_s",
-             "energy_j", "attribution", "gpu_energy_j", "co2e_g",
+             "energy_j", "energy_j_ci95_pct", "attribution", "gpu_energy_j", "activity_energy_j", "co2e_g",
              "power_w_mean", "power_w_p95", "power_w_max", "gpu_util_pct_mean",
              "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max", "sm_clock_mhz_mean",
-             "cpu_pct_mean", "rss_mib_max"]
+             "cpu_pct_mean", "rss_mib_max", "energy_note"]
 _INTERFERENCE_VIEW = ["run_name", "collocation", "slowdown", "slowdown_basis", "duration_s",
                       "solo_duration_s", "work_unit", "energy_j", "attribution", "energy_per_unit_j",
                       "solo_energy_per_unit_j", "energy_per_unit_change_pct", "note"]
@@ -103,6 +106,7 @@ def analyze_experiment(experiment: str, workload: int | None = None,
                                                         "step": "time_to_target_step"}),
                                 on="run_id", how="left")
     table = runs[["run_id", "experiment", "start_time"]].merge(summary, on="run_id")
+    table = table.merge(energy_error_columns(runs), on="run_id", how="left")
     # next to the run: the physical GPU(s), as every run names its own GPUs gpu0..
     gpu_used = {row["run_id"]: physical_gpus_of_row(row) for row in runs.to_dict("records")}
     table.insert(table.columns.get_loc("run_name") + 1 if "run_name" in table.columns else 1,

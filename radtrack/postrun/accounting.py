@@ -4,7 +4,9 @@ After every row of a workload has ended and its traces are stored, the launcher 
 each GPU's measured energy among the runs that shared it (radtrack/analysis/attribution.py)
 and records:
 
-- on each row's run: ``summary/attribution/<scope>/energy_j`` (its attributed energy),
+- on each row's run: ``summary/attribution/<scope>/energy_j`` (its attributed energy, with
+  ``..._ci95_pct`` / ``..._ci95_flag``: its GPU's relative 95 % interval over the run,
+  radtrack/analysis/energy_figures.py),
   ``summary/attribution/<scope>/sm_share_pct`` (its mean share of the GPU), the series
   ``attribution/<scope>/attributed_power_w`` and ``attribution/<scope>/sm_share_pct`` (one
   point per window; stored under MLflow's ``system/`` prefix like the listeners' series,
@@ -40,6 +42,7 @@ from radtrack.analysis.attribution import (
     account,
 )
 from radtrack.analysis.colocation import WorkloadRuns, workload_totals
+from radtrack.analysis.energy_figures import flag_code, span_interval
 from radtrack.analysis.gpu_uses import run_uses
 from radtrack.errors import RadtrackError
 from radtrack.postrun.footprint import resolve
@@ -116,7 +119,11 @@ def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
     energy = acc.energy[run].to_numpy()
     share = acc.share[run].to_numpy()
     now = time.time()
-    points = [(schema.attribution_summary_key(scope, "energy_j"), energy.sum(), now, 0)]
+    key = schema.attribution_summary_key(scope, "energy_j")
+    points = [(key, energy.sum(), now, 0)]
+    if item.row.sink is not None and (ci := span_interval(item.row.sink.frames, scope, item.use.start,
+                                                          item.use.end)) is not None:
+        points += [(schema.ci_key(key), ci.ci95_pct, now, 0), (schema.ci_flag_key(key), flag_code(ci), now, 0)]
     if inside.sum() > 0:
         points.append((schema.attribution_summary_key(scope, "sm_share_pct"),
                        float((share * inside).sum() / inside.sum()), now, 0))

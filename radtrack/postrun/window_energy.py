@@ -8,7 +8,10 @@ window's edges), and the time-weighted mean power, GPU utilisation and SM activi
 
 Stored on the run as metrics ``window/<name>/duration_s``, ``energy_j`` (attributed, summed
 over GPUs), ``gpu_energy_j`` (the GPUs' whole energy), ``power_w``, ``gpu_util_pct``,
-``sm_active_pct`` (step = the window's step, else its occurrence) and the table
+``sm_active_pct``, the energy's 95 % interval ``energy_j_ci95_pct`` / ``gpu_energy_j_ci95_pct``
+and ``energy_j_ci95_flag`` (radtrack/analysis/energy_error.py; the attributed share carries
+its GPUs' relative interval), the activity model's ``activity_energy_j`` where GPM ran
+(radtrack/analysis/energy_figures.py) (step = the window's step, else its occurrence) and the table
 ``windows/windows.parquet``. A window shorter than the power readings can resolve (the
 sampling interval, at least the sensor's 100-ms refresh) gets ``below_resolution_flag`` =
 1 and its duration only: no energy figure is made up for it.
@@ -26,6 +29,8 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.attribution import GpuAccount, GpuUse, cumulative_energy
+from radtrack.analysis.energy_error import combine, load_constants
+from radtrack.analysis.energy_figures import flag_code, gpu_energies
 from radtrack.analysis.gpu_uses import run_uses
 from radtrack.analysis.summary import mean_between
 from radtrack.script.codewindows import read_windows
@@ -72,6 +77,11 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
     rows = []
     seen: dict[str, int] = {}
     smi, dcgm = frames.get("smi"), frames.get("dcgm")
+    sensors = {g.scope: g for g in gpu_energies(frames)} if uses else {}
+    try:
+        constants = load_constants() if sensors else None
+    except ValueError:  # said once at the run's summaries (radtrack/store/traces.py)
+        constants = None
     for w in windows:
         name = str(w["name"])
         a, b = float(w["start"]), float(w["end"])  # type: ignore[arg-type]
@@ -83,11 +93,18 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
         if uses:
             short = any(b - a < resolution_s(u) for u in uses.values())
             row["below_resolution"] = short
-            gpu_j = att_j = 0.0
-            utils, actives = [], []
+            gpu_j = att_j = model_j = 0.0
+            utils, actives, parts, flags = [], [], [], []
             for scope, use in uses.items():
                 cum = cumulative_energy(use, np.array([a, b]))
                 gpu_j += float(cum[1] - cum[0])
+                if (sensor := sensors.get(scope)) is not None and constants is not None:
+                    ci = sensor.interval(a, b, constants)
+                    parts.append((float(cum[1] - cum[0]), ci.ci95_pct))
+                    flags.append(flag_code(ci))
+                    model_j += sensor.model_energy(a, b)
+                else:
+                    parts.append((float(cum[1] - cum[0]), float("nan")))
                 acc = accounts.get(use.gpu)
                 att_j += attributed_between(acc, run, a, b) if acc is not None else float("nan")
                 if (u := _column(smi, f"smi/{scope}/gpu_util_pct")) is not None:
@@ -98,7 +115,11 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
                 row.update(gpu_energy_j=gpu_j, energy_j=att_j,
                            power_w=gpu_j / (b - a) if b > a else np.nan,
                            gpu_util_pct=float(np.nanmean(utils)) if utils else np.nan,
-                           sm_active_pct=float(np.nanmean(actives)) if actives else np.nan)
+                           sm_active_pct=float(np.nanmean(actives)) if actives else np.nan,
+                           # the attributed share carries its GPUs' relative interval
+                           gpu_energy_j_ci95_pct=combine(parts), energy_j_ci95_pct=combine(parts),
+                           energy_j_ci95_flag=max(flags) if flags else np.nan,
+                           activity_energy_j=model_j if model_j > 0 else np.nan)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -117,7 +138,8 @@ def record_windows(client: MlflowClient, run: str, windows_file: Path, uses: Map
         values = {"duration_s": w["duration_s"]}
         if w.get("below_resolution"):
             values["below_resolution_flag"] = 1.0
-        for key in ("energy_j", "gpu_energy_j", "power_w", "gpu_util_pct", "sm_active_pct"):
+        for key in ("energy_j", "gpu_energy_j", "power_w", "gpu_util_pct", "sm_active_pct",
+                    "energy_j_ci95_pct", "gpu_energy_j_ci95_pct", "energy_j_ci95_flag", "activity_energy_j"):
             value = w.get(key)
             if value is not None and np.isfinite(value):
                 values[key] = float(value)

@@ -40,6 +40,10 @@ CLOCKS = "radtrack.clocks"
 POWER_LIMIT = "radtrack.power_limit"
 STOPPED_BY = "radtrack.stopped_by"  # max_epoch | max_time | signal | launcher_lost | slurm:<STATE>
 STOPPED_BY_LAUNCHER_LOST = "launcher_lost"
+# samples the spool could not write (its disk full): how many, between when and when; the
+# metric is the running count over time (radtrack/store/diskfull.py)
+SPOOL_DROPPED_TAG = "radtrack.spool.dropped"
+SPOOL_DROPPED_KEY = "radtrack/spool_dropped_samples"
 SLURM_JOB_ID = "radtrack.slurm.job_id"  # parent and child
 SLURM_STATE = "radtrack.slurm.state"
 SLURM_REASON = "radtrack.slurm.reason"
@@ -108,6 +112,15 @@ ATTRIBUTION_PREFIX = "attribution/"  # co-location series (stored under system/)
 SUMMARY_ATTRIBUTION_PREFIX = SUMMARY_PREFIX + ATTRIBUTION_PREFIX
 SUMMARY_WORKLOAD_PREFIX = SUMMARY_PREFIX + "workload/"  # on the parent
 WINDOW_PREFIX = "window/"  # code windows (radtrack/postrun/window_energy.py)
+# energy error bars (radtrack/analysis/energy_error.py): next to every energy figure <key>,
+# <key>_ci95_pct (half-width of its 95 % interval, % of the figure) and <key>_ci95_flag
+# (0: within the threshold; 1: wider, bursty load near the sensor's period; 2: wider, window too short)
+CI95_SUFFIX = "_ci95_pct"
+CI95_FLAG_SUFFIX = "_ci95_flag"
+CI95_FLAGS = {0: "", 1: "bursty load near the sensor's period", 2: "window too short"}
+# the activity model's energy, next to the counter's (radtrack/analysis/activity_power.py)
+ENERGY_MODEL_PREFIX = SUMMARY_PREFIX + "energy_model/"
+ACTIVITY_ENERGY = "activity_energy_j"
 # what watching a row cost (radtrack/run/cost.py): per listener and for the row
 MONITORING_PREFIX = SUMMARY_PREFIX + "monitoring/"
 MONITORING_LISTENERS_CPU = MONITORING_PREFIX + "listeners_cpu_s"  # their processes' CPU
@@ -147,6 +160,22 @@ def workload_key(*parts: str) -> str:
 def window_key(name: str, quantity: str) -> str:
     """A code window's figure: ``window/<name>/<quantity>`` (``window/warmup/energy_j``)."""
     return f"{WINDOW_PREFIX}{name}/{quantity}"
+
+
+def ci_key(key: str) -> str:
+    """The 95 % interval of an energy figure: ``summary/smi/gpu0/energy_j_ci95_pct``."""
+    return key + CI95_SUFFIX
+
+
+def ci_flag_key(key: str) -> str:
+    """Why an energy figure's interval is over the threshold (CI95_FLAGS): ``<key>_ci95_flag``."""
+    return key + CI95_FLAG_SUFFIX
+
+
+def energy_model_key(scope: str) -> str:
+    """The activity model's energy of one GPU over the run:
+    ``summary/energy_model/<scope>/activity_energy_j`` (an estimate next to the counter's)."""
+    return f"{ENERGY_MODEL_PREFIX}{scope}/{ACTIVITY_ENERGY}"
 
 
 def stored_key(key: str) -> str:

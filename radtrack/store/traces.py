@@ -28,14 +28,16 @@ def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
 
     summary: list[Metric] = []
     now = int(time.time() * 1000)
+    stored: dict[str, pd.DataFrame] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for s in streams:
             frame = read_spool(s.path)
             log_trace(client, run_id, s.name, frame, s.hello, Path(tmp))
             if frame.empty:
                 continue
-            frames[s.name] = frame
+            frames[s.name] = stored[s.name] = frame
             summary += [Metric(k, v, now, 0) for k, v in summarize(frame).items()]
+    summary += [Metric(k, v, now, 0) for k, v in energy_summaries(stored).items()]
     for i in range(0, len(summary), MAX_METRICS_PER_CALL):
         client.log_batch(run_id, metrics=summary[i:i + MAX_METRICS_PER_CALL])
 
@@ -52,6 +54,21 @@ def log_trace(client: MlflowClient, run_id: str, name: str, frame: pd.DataFrame,
         out = tmp / f"{name}.parquet"
         frame.to_parquet(out, index=False)
         client.log_artifact(run_id, str(out), TELEMETRY_DIR)
+
+
+def energy_summaries(frames: dict[str, pd.DataFrame]) -> dict[str, float]:
+    """Each GPU energy's 95 % interval and flag, and the activity model's second figure
+    (radtrack/analysis/energy_figures.py); none, with one line on stderr, where the sensor
+    constants given in $RADTRACK_SENSOR_CONSTANTS are unusable (the counter's figure stays)."""
+    import sys
+
+    from radtrack.analysis.energy_figures import run_figures
+
+    try:
+        return run_figures(frames)
+    except ValueError as exc:
+        print(f"radtrack: energy intervals left out: {exc}", file=sys.stderr)
+        return {}
 
 
 def summarize(frame: pd.DataFrame) -> dict[str, float]:

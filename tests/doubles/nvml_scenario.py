@@ -12,7 +12,8 @@ with ``mem_mib`` of memory and ``sm`` % SM utilisation in every per-process samp
 never sampled; the samples carry that figure for an MPS server process instead.
 Optional per GPU: ``"power_ring": true`` offers the driver's power sample buffer, one
 sample every 20 ms of wall clock at ``watts``, 119 deep as on the H100 (``"ring_depth"``);
-``"gpm_fails_after": n`` makes every process's GPM read after its n-th fail with an
+``"util_gpu": pct`` is the GPU utilisation NVML reports (0 by default; 25 stands for a load
+busy a quarter of the time, 100 for a steady one); ``"gpm_fails_after": n`` makes every process's GPM read after its n-th fail with an
 NVML error that is not "not supported" (a broken reading, not an absent one).
 """
 
@@ -47,7 +48,8 @@ class ScenarioNvml(FakeNvml):
         gpus = []
         for g in scenario["gpus"]:
             gpu = FakeGpu(uuid=g["uuid"], power_mw=int(g["watts"] * 1000),
-                          fields={186: int(g["watts"] * 1000), 185: int(g["watts"] * 1000), 82: 39})
+                          fields={186: int(g["watts"] * 1000), 185: int(g["watts"] * 1000), 82: 39},
+                          util=(int(g.get("util_gpu", 0)), 0))
             self.spec[id(gpu)] = g
             gpus.append(gpu)
         super().__init__(_Patch(), gpus)  # type: ignore[arg-type]

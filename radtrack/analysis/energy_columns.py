@@ -1,0 +1,71 @@
+"""The error bar of each run's energy, and the activity model's figure, as report columns.
+
+From a :func:`radtrack.analysis.data.load_runs` frame (``metric.<key>`` columns) per run:
+
+- ``energy_j_ci95_pct``: the 95 % interval of the energy the run is charged (its
+  attributed shares' intervals where it was accounted, else its GPUs' counter
+  intervals), combined over its GPUs as independent errors;
+- ``energy_note``: empty, or why the interval is over the threshold (the stored flag:
+  bursty load near the sensor's period / window too short), with the figure and threshold;
+- ``activity_energy_j``: the activity model's energy summed over its GPUs, where stored
+  (radtrack/analysis/energy_figures.py): an estimate next to the counter's, never instead.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from radtrack.analysis.energy_error import combine, load_constants
+from radtrack.store import schema
+
+_METRIC = "metric."
+_SCOPE = re.compile(r"(?:smi|attribution)/(?P<scope>gpu\d+)/energy_j$")
+COLUMNS = ["run_id", "energy_j_ci95_pct", "energy_note", "activity_energy_j"]
+
+
+def _value(row: dict, key: str) -> float:
+    v = row.get(_METRIC + key)
+    try:
+        v = float(v)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return float("nan")
+    return v
+
+
+def threshold_pct() -> float:
+    try:
+        return load_constants().threshold_pct
+    except ValueError:
+        return load_constants("{}").threshold_pct
+
+
+def energy_error_columns(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per run with :data:`COLUMNS`."""
+    limit = threshold_pct()
+    rows = []
+    for row in runs.to_dict("records"):
+        keys = [c[len(_METRIC):] for c in row if isinstance(c, str) and c.startswith(_METRIC)]
+        scopes = sorted({m.group("scope") for k in keys if (m := _SCOPE.search(k))})
+        parts, flags = [], []
+        for scope in scopes:
+            att = schema.attribution_summary_key(scope, "energy_j")
+            own = schema.summary_key(f"smi/{scope}/energy_j")
+            key = att if np.isfinite(_value(row, schema.ci_key(att))) else own
+            energy, ci = _value(row, key), _value(row, schema.ci_key(key))
+            if np.isfinite(energy):
+                parts.append((energy, ci))
+                flags.append(_value(row, schema.ci_flag_key(key)))
+        ci = combine(parts) if parts else float("nan")
+        flag = int(np.nanmax(flags)) if flags and np.isfinite(flags).any() else 0
+        note = ""
+        if flag:
+            why = schema.CI95_FLAGS.get(flag, "see docs/analysis.md")
+            note = f"±{ci:.1f} % > {limit:g} %: {why}" if np.isfinite(ci) and ci > limit else why
+        model = [_value(row, schema.energy_model_key(s)) for s in scopes]
+        model_j = float(np.sum(model)) if model and np.isfinite(model).all() else float("nan")
+        rows.append({"run_id": row["run_id"], "energy_j_ci95_pct": ci, "energy_note": note,
+                     "activity_energy_j": model_j})
+    return pd.DataFrame(rows, columns=COLUMNS)
