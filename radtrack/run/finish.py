@@ -46,6 +46,7 @@ def end_row(row: Row) -> None:
             row.tags[key] = "ok" if lp.ready.is_set() else f"failed: {lp.failure or 'no output'}"
         row.tags.update(hello_tags(lp.name, row.sink.hello(lp.name)))
     row.tags[schema.EXIT_CODE] = str(row.exit_code)
+    row.tags.update(row.sink.drops.tags())  # samples a full spool disk kept out
     if row.stopped_by:
         row.tags[schema.STOPPED_BY] = row.stopped_by
 
@@ -100,7 +101,7 @@ def write_finish(row: Row, **extra: object) -> None:
         runfiles.update(row.sink.dir, runfiles.FINISH_FILE, run_id=row.run_id,
                         status=row.status, exit_code=row.exit_code, tags=row.tags,
                         params=row.params, start=start, end=row.ended or time.time(),
-                        folder=str(row.folder), **extra)
+                        folder=str(row.folder), metrics=row.sink.drops.metrics(), **extra)
     except OSError as exc:  # a full disk: the launcher still stores the end itself
         say(f"{row.spec.letter}: could not keep how the run ended for radtrack sync: {exc}")
 
@@ -111,7 +112,7 @@ def store_end(client: MlflowClient, row: Row, env_threads: list[threading.Thread
     for t in env_threads:
         t.join(timeout=60)
     finish_run(client, row.run_id, row.folder, row.params, row.tags, row.status,
-               row.started, row.ended)
+               row.started, row.ended, row.sink.drops.metrics())
 
 
 __all__ = ["decide_status", "end_row", "finish_run", "store_end", "store_row", "store_row_params",

@@ -53,8 +53,11 @@ def pump(src: BinaryIO, dest: BinaryIO, log: BinaryIO, log_lock: threading.Lock,
             if not chunk:
                 break
             with log_lock:
-                log.write(chunk)
-                log.flush()
+                try:
+                    log.write(chunk)
+                    log.flush()
+                except OSError:  # a full disk: the terminal still gets it; the pipe never stalls
+                    pass
             if prefix is None:
                 with _term_lock:
                     dest.write(chunk)

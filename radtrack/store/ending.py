@@ -14,8 +14,10 @@ if TYPE_CHECKING:
 
 
 def finish_run(client: MlflowClient, run_id: str, folder: Path, params: dict[str, str],
-               tags: dict[str, str], status: str, started: float, ended: float) -> None:
-    """The end of a row run as the launcher (or ``radtrack sync`` from finish.json) stores it."""
+               tags: dict[str, str], status: str, started: float, ended: float,
+               metrics: list | None = None) -> None:
+    """The end of a row run as the launcher (or ``radtrack sync`` from finish.json) stores it;
+    ``metrics``: (key, value, timestamp ms, step) points of its own (the spool's drops)."""
     from mlflow.entities import Metric
 
     from radtrack.store.tracking import set_tags
@@ -25,7 +27,8 @@ def finish_run(client: MlflowClient, run_id: str, folder: Path, params: dict[str
     end = ended or time.time()
     store_row_params(client, run_id, params, tags)
     set_tags(client, run_id, tags)
-    client.log_batch(run_id, metrics=[Metric(schema.DURATION_KEY, end - start, int(end * 1000), 0)])
+    client.log_batch(run_id, metrics=[Metric(schema.DURATION_KEY, end - start, int(end * 1000), 0),
+                                      *(Metric(k, float(v), int(t), int(i)) for k, v, t, i in metrics or ())])
     if (folder / schema.LOG_FILE).exists():
         client.log_artifact(run_id, str(folder / schema.LOG_FILE), schema.LOGS_DIR)
     if (folder / schema.ENVIRONMENT_DIR).is_dir():

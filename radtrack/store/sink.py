@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from radtrack.listeners.protocol import Hello, Message
 from radtrack.store import scriptlog
+from radtrack.store.diskfull import Drops
 from radtrack.store.recovery import read_meta, read_spool, reopen_streams
 from radtrack.store.restwriter import RestMetricWriter
 from radtrack.store.shipping import FLUSH_EVERY_S, Shipper
@@ -123,6 +124,11 @@ class Sink:
     def stored(self) -> int:
         """Metric points stored so far."""
         return self.shipper.stored if self.shipper is not None else 0
+
+    @property
+    def drops(self) -> Drops:
+        """Samples a full spool disk kept out (radtrack/store/diskfull.py)."""
+        return self.spool.drops
 
     @property
     def refused(self) -> list[str]:

@@ -25,6 +25,7 @@ from radtrack.listeners.protocol import (
     decode,
     decode_line,
 )
+from radtrack.store.diskfull import Drops
 
 MAX_METRICS_PER_CALL = 1000  # metric points one store call carries at most
 SPOOL_DIR = "spool"  # under $RADTRACK_HOME: one folder per run
@@ -90,6 +91,7 @@ class Spool:
         self.dir = folder
         self.streams: dict[str, Stream] = {}
         self.lock = threading.Lock()
+        self.drops = Drops(str(folder))  # lines a full disk kept out (radtrack/store/diskfull.py)
         self.on_full = on_full  # called while a store call's worth of points waits
 
     @classmethod
@@ -121,9 +123,13 @@ class Spool:
             except ProtocolError:
                 line, msg = decode_line(line)
         with self.lock:
-            s = self.streams.get(listener) or self._open(listener)
-            s.file.write(line + "\n")
-            s.file.flush()
+            try:
+                s = self.streams.get(listener) or self._open(listener)
+                _write_line(s.file, (line + "\n").encode())
+            except OSError as exc:  # a full disk: dropped and counted, the run goes on
+                self.drops.dropped(_samples_in(msg), exc)
+                return msg
+            self.drops.resumed()
             s.take(msg)
             if s.pending_points >= MAX_METRICS_PER_CALL:
                 self.on_full()
@@ -153,6 +159,29 @@ class Spool:
         return s.hello if s else None
 
 
+def _write_line(file: IO[str], data: bytes) -> None:
+    """Append ``data`` with one write to the file's descriptor (opened for appending); a
+    write the disk cut short is taken back, so the file never holds a torn line."""
+    import os
+
+    fd = file.fileno()
+    written = os.write(fd, data)
+    if written != len(data):
+        try:
+            os.ftruncate(fd, os.fstat(fd).st_size - written)
+        except OSError:
+            pass
+        raise OSError(28, "No space left on device (short write)")
+
+
+def _samples_in(msg: Message | None) -> int:
+    """How many samples a line carried (a columnar batch carries several)."""
+    if type(msg) is Sample:
+        return 1
+    expand = getattr(msg, "expand", None)
+    return len(expand()) if callable(expand) else 0
+
+
 def write_meta(folder: Path, run_id: str, tracking_uri: str) -> None:
     """The spool's ``meta.json``: which run, in which store (atomically: sync reads it). The
     URI is kept without its password (sync takes it back from the environment)."""
@@ -179,10 +208,13 @@ def hold(folder: Path) -> IO[str] | None:
     except OSError:
         f.close()
         return None
-    f.seek(0)
-    f.truncate()
-    f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
-    f.flush()
+    try:
+        f.seek(0)
+        f.truncate()
+        f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+        f.flush()
+    except OSError:  # a full disk: the lock holds all the same, unnamed
+        pass
     return f
 
 

@@ -25,8 +25,8 @@ from radtrack.store.spool import META_FILE, SPOOL_DIR, SPOOL_SUFFIX, hold, holde
 
 def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, int]:
     """Finish every spooled run under ``root``; return (runs stored, runs left)."""
-    from radtrack.store.recovery import read_meta
     from radtrack.store.outage import describe
+    from radtrack.store.recovery import read_meta
     from radtrack.store.syncruns import create_runs
     from radtrack.store.uris import redact
 
@@ -130,7 +130,7 @@ def _finish_one(run_dir: Path, run_id: str, uri: str, log) -> bool:
                 finish_run(client, run_id, Path(finish.get("folder", run_dir)),
                            finish.get("params") or {}, finish.get("tags") or {},
                            finish["status"], float(finish.get("start") or 0),
-                           float(finish.get("end") or 0))
+                           float(finish.get("end") or 0), finish.get("metrics") or [])
                 log(f"{run_id}: {what}; ended {finish['status']} (exit "
                     f"{finish.get('exit_code')}) with its output log and environment")
             else:

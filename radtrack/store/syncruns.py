@@ -61,7 +61,7 @@ def create_runs(folders: list[Path], tracking_uri: str | None) -> list[str]:
             parent_id, parent_name = parent.info.run_id, parent.info.run_name
             lines.append(f"created workload run {parent_id} ({parent_name}) in experiment "
                          f"{first['experiment']!r}")
-        for folder, rec in records:
+        for folder, _ in records:
             runfiles.update(folder, runfiles.CREATE_FILE, experiment_id=exp_id, workload=number,
                             parent_id=parent_id, parent_name=parent_name)
         for folder, rec in records:
