@@ -206,11 +206,11 @@ def test_scancelled_job_is_killed_and_reruns_with_rerun(slurm_cluster, tmp_path:
     assert row["Status"].startswith("FINISHED scancelled-1 A") and row["Run"] != child.info.run_id
 
 
-def test_launcher_killed_on_the_node_leaves_its_spool_for_sync(slurm_cluster,
-                                                              tmp_path: Path) -> None:
+def test_launcher_killed_on_the_node_leaves_its_spool_for_status(slurm_cluster,
+                                                                 tmp_path: Path) -> None:
     """The job's launcher dies at once (SIGKILL, as from the OOM killer): the run stays
-    RUNNING until `radtrack status` closes it KILLED, and `radtrack sync` run on the node
-    with the job's RADTRACK_HOME ships the spooled samples exactly once."""
+    RUNNING until `radtrack status` closes it KILLED; status names the node's spool and the
+    sync command while this host cannot see it, and ships it, exactly once, when it can."""
     pid_file, release = tmp_path / "pid", tmp_path / "release"
     sheet = _sheet(tmp_path, WAITER.format(exp="nodespool", pid=pid_file, release=release),
                    ("wait_for_file.py",))
@@ -220,7 +220,8 @@ def test_launcher_killed_on_the_node_leaves_its_spool_for_sync(slurm_cluster,
                         env=env).returncode == 0
     job = _rows(sheet)[0]["Job"].split()[0]
     wait_for(pid_file.exists, 120, "the job's workload to start")
-    spool = tmp_path / "jobhome" / "spool"
+    home = tmp_path / "jobhome"
+    spool = home / "spool"
     # the workload starts before its run exists (radtrack/run/record.py): wait for the run
     wait_for(lambda: any(spool.glob("*/meta.json")), 120, "the job's run to be created")
     time.sleep(2.5)  # a few top samples in the spool
@@ -233,22 +234,39 @@ def test_launcher_killed_on_the_node_leaves_its_spool_for_sync(slurm_cluster,
     left = [d for d in spool.iterdir() if (d / "meta.json").exists()]
     assert len(left) == 1, list(spool.iterdir())
     run_id = json.loads((left[0] / "meta.json").read_text())["run_id"]
+    # the node's folder out of this host's sight (node-local /tmp): status names it
+    hidden = tmp_path / "elsewhere"
+    home.rename(hidden)
     s = radtrack_cli("status", str(sheet), env=env)
     assert s.returncode == 1 and f"job {job} FAILED" in s.stdout, s.stdout + s.stderr
+    assert f"runs {run_id} were left RUNNING" in s.stdout, s.stdout
+    assert f"'RADTRACK_HOME={home} radtrack sync' on node " in s.stdout, s.stdout
     assert _rows(sheet)[0]["Status"].startswith("KILLED nodespool-1 A")
-    node_env = {**env, "RADTRACK_HOME": str(tmp_path / "jobhome")}
-    sync = radtrack_cli("sync", env=node_env)
-    assert sync.returncode == 0, sync.stdout + sync.stderr
-    assert "1 run(s) stored" in sync.stdout
     c, _ = _runs(uri, "nodespool")
+    assert c.get_run(run_id).info.status == "KILLED"
+    def traces() -> set[str]:
+        return {f.path for f in c.list_artifacts(run_id, "telemetry")}
+
+    assert "telemetry/top.parquet" not in traces()  # the trace is written when a spool closes
+    # in sight again (a shared RADTRACK_JOB_HOME): the next status ships it
+    hidden.rename(home)
+    s = radtrack_cli("status", str(sheet), env=env)
+    assert s.returncode == 1 and f"finished run(s) {run_id} from what the killed launcher " \
+        f"left in {home}/spool (samples, telemetry, output log)" in s.stdout, s.stdout
+    assert not [d for d in spool.iterdir() if d.is_dir()]
     run = c.get_run(run_id)
     assert run.info.status == "KILLED"
     assert run.data.tags["radtrack.stopped_by"] == "slurm:FAILED"
-    history = c.get_metric_history(run_id, "system/top/cpu_pct") or \
-        c.get_metric_history(run_id, "top/cpu_pct")
+    assert "telemetry/top.parquet" in traces()
+    history = c.get_metric_history(run_id, "system/top/cpu_pct")
     assert history, sorted(run.data.metrics)
     steps = [m.step for m in history]
     assert len(steps) == len(set(steps))  # stored exactly once
+    log = Path(c.download_artifacts(run_id, "logs/output.log", str(tmp_path / "log")))
+    assert "waiting for" in log.read_text()
+    s = radtrack_cli("status", str(sheet), env=env)
+    assert "left RUNNING" not in s.stdout and "finished run(s)" not in s.stdout
+    node_env = {**env, "RADTRACK_HOME": str(home)}
     again = radtrack_cli("sync", env=node_env)
     assert again.returncode == 0 and "0 run(s) stored" in again.stdout or \
         "nothing to do" in again.stdout

@@ -86,11 +86,21 @@ def test_scancel_with_grace_longer_than_killwait(slurm_cluster, tmp_path: Path) 
     assert "--grace 10 s does not fit this cluster's KillWait of 5 s" in log, log
     assert "a grace of 1.25 s instead" in log and "ended by a signal" in log, log
 
+    from radtrack.sheet.lock import acquire, release as unlock
+
+    held = acquire(sheet)  # a launcher running this sheet: status leaves it and the ledger
+    try:
+        s = radtrack_cli("status", str(sheet), env=env)
+    finally:
+        unlock(sheet, held)
+    assert s.returncode == 2 and f"is being run by pid {os.getpid()}" in s.stderr, s.stderr
+    assert _row(sheet)["Job"] == f"{job} PENDING"
     s = radtrack_cli("status", str(sheet), env=env)
     assert s.returncode == 1 and f"cancelled-1: job {job} CANCELLED" in s.stdout, s.stdout + s.stderr
     row = _row(sheet)
-    assert row["Status"].startswith("KILLED cancelled-1 A") and row["Job"] == f"{job} CANCELLED"
     c, runs = _row_run(env, "cancelled")
+    assert row["Status"].startswith("KILLED cancelled-1 A") and row["Job"] == f"{job} CANCELLED", \
+        (runs[0].data.tags, _job_log(tmp_path, job))
     assert len(runs) == 1 and row["Run"] == runs[0].info.run_id
     _assert_stopped_in_time(c, runs[0], tmp_path, "CANCELLED")
     assert not (tmp_path / "sheet.csv.lock").exists()  # status released the sheet's lock

@@ -3,14 +3,16 @@ stored everything: the spool of each row (samples not yet shipped, telemetry) an
 output log, under the job's RADTRACK_HOME (``RADTRACK_JOB_HOME``, default
 ``/tmp/radtrack-<user>``).
 
-``radtrack status`` and the waiting submitter ship it from here when this host sees that
-folder (a shared file system, or the node itself), exactly as ``radtrack sync`` would;
-otherwise they name the node and the ``radtrack sync`` command to run there.
+``radtrack status`` and the waiting submitter finish those runs from here when this host
+sees that folder (a shared file system, or the node itself), exactly as ``radtrack sync``
+would (radtrack/store/sync.py); otherwise they name the node and the ``radtrack sync``
+command to run there.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -22,7 +24,6 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
 
 RUNS_DIR = "runs"  # the row folders under RADTRACK_HOME (radtrack/run/experiment.py)
-
 
 @dataclass
 class Leftover:
@@ -60,36 +61,35 @@ def _spool_dirs(home: Path, run_ids: set[str]) -> dict[str, Path]:
 
 
 def _store_log(client: MlflowClient, run_id: str, folder: Path) -> None:
-    """The row's output log, when its launcher died before storing it."""
+    """The row's output log (``runs/<key>/output.log``, the key naming its spool folder too),
+    when its launcher died before storing it and left no end for sync to store it with."""
     log = folder / schema.LOG_FILE
-    if not log.is_file():
-        return
-    have = {a.path for a in client.list_artifacts(run_id, schema.LOGS_DIR)}
-    if schema.LOG_ARTIFACT not in have:
+    if log.is_file() and schema.LOG_ARTIFACT not in {
+            a.path for a in client.list_artifacts(run_id, schema.LOGS_DIR)}:
         client.log_artifact(run_id, str(log), schema.LOGS_DIR)
 
 
-def ship_leftovers(client: MlflowClient, home: str, run_ids: list[str]) -> Leftover:
-    """Ship the spool (and output log) of each of ``run_ids`` that this host sees under
-    ``home``; a spool whose launcher still holds it is left to that launcher."""
-    from radtrack.store.sink import Sink
+def ship_leftovers(client: MlflowClient, home: str, run_ids: list[str],
+                   log: Callable[[str], None]) -> Leftover:
+    """Finish each of ``run_ids`` whose spool folder this host sees under ``home`` as
+    ``radtrack sync`` would (samples, telemetry, the row's end as its launcher recorded it,
+    output log); a folder whose launcher still holds it is left to that launcher."""
+    from radtrack.store.sync import _finish_one as finish_folder
 
     out = Leftover()
-    base = Path(home)
-    for run_id, folder in sorted(_spool_dirs(base, set(run_ids)).items()):
+    for run_id, folder in sorted(_spool_dirs(Path(home), set(run_ids)).items()):
         owner = hold(folder)
         if owner is None:
             out.kept.append(f"spool {folder} of run {run_id} is held by {holder(folder)}, "
                             "which ships it")
             continue
         try:
-            _store_log(client, run_id, base / RUNS_DIR / folder.name)
-            sink = Sink.recover(client, folder)
-            if sink.close(retry_for=0):
+            if finish_folder(folder, run_id, client.tracking_uri, log):
                 out.shipped.append(run_id)
+                _store_log(client, run_id, Path(home) / RUNS_DIR / folder.name)
             else:
-                out.kept.append(f"spool {folder} of run {run_id} not stored ({sink.last_error}); "
-                                f"'RADTRACK_HOME={home} radtrack sync' stores it later")
+                out.kept.append(f"spool {folder} of run {run_id} not stored yet; 'radtrack "
+                                f"status' tries again, or 'RADTRACK_HOME={home} radtrack sync'")
         finally:
             owner.close()
     return out

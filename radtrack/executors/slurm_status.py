@@ -117,6 +117,12 @@ def settle(client: MlflowClient, job: Job, state: JobState,
     (row -> (Status cell, run id)), (row -> Job cell)."""
     job.state, job.reason = state.state, state.reason
     runs = _runs_of(client, job)
+    if state.ended:
+        lost = [r.info.run_id for r in runs if r.info.status == "RUNNING"
+                and r.data.tags.get(schema.ROLE) == schema.ROLE_ROW]
+        job.node = job.node or next((r.data.tags.get(schema.HOSTNAME, "") for r in runs), "")
+        if _leftovers(client, job, lost, log):  # the runs' ends, as their launcher left them
+            runs = _runs_of(client, job)
     by_row = {r.data.tags.get(schema.ROW): r for r in runs
               if r.data.tags.get(schema.ROLE) == schema.ROLE_ROW}
     killed: set[str] = set()
@@ -134,11 +140,8 @@ def settle(client: MlflowClient, job: Job, state: JobState,
                 tags.setdefault(schema.STOPPED_BY, schema.stopped_by_slurm(state.state))
                 client.set_terminated(r.info.run_id, "KILLED")
                 killed.add(r.info.run_id)
-                job.node = job.node or r.data.tags.get(schema.HOSTNAME, "")
             for k, v in tags.items():
                 client.set_tag(r.info.run_id, k, v)
-        _leftovers(client, job, [r.info.run_id for r in runs if r.info.run_id in killed
-                                 and r.data.tags.get(schema.ROLE) == schema.ROLE_ROW], log)
     cells: dict[int, tuple[str, str]] = {}
     job_cells: dict[int, str] = {}
     for line, name in job.rows.items():
@@ -159,24 +162,26 @@ def settle(client: MlflowClient, job: Job, state: JobState,
     return cells, job_cells
 
 
-def _leftovers(client: MlflowClient, job: Job, killed_rows: list[str], log: Log) -> None:
-    """Ship what the job's killed launcher left in its spool, or name it (``job.note``);
-    runs named before are tried again on every refresh until stored."""
+def _leftovers(client: MlflowClient, job: Job, lost: list[str], log: Log) -> bool:
+    """Finish the runs whose launcher died (``lost``: left RUNNING) from the spool it left on
+    the node, or name it (``job.note``); runs named before are tried again on every refresh
+    until stored. True when a run was finished here."""
     from radtrack.executors.slurm_job import default_job_home
     from radtrack.executors.slurm_spool import ship_leftovers
 
-    runs = list(dict.fromkeys([*job.left, *killed_rows]))
+    runs = list(dict.fromkeys([*job.left, *lost]))
     if not runs:
-        return
+        return False
     home = job.home or default_job_home()
-    done = ship_leftovers(client, home, runs)
+    done = ship_leftovers(client, home, runs, log)
     job.left = [r for r in runs if r not in done.shipped]
     job.note = done.note(job.job, job.node, home, job.left) if job.left else ""
     if done.shipped:
-        log(f"job {job.job}: stored what its killed launcher left in {home}/spool (samples, "
-            f"telemetry, output log) for run(s) {', '.join(done.shipped)}")
+        log(f"job {job.job}: finished run(s) {', '.join(done.shipped)} from what the killed "
+            f"launcher left in {home}/spool (samples, telemetry, output log)")
     if job.note:
         log(job.note)
+    return bool(done.shipped)
 
 
 def refresh(ledger: Ledger, client: MlflowClient, jobs: list[Job] | None = None,
