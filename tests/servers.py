@@ -185,7 +185,7 @@ class MlflowServer:
 
 def start_mlflow_server(backend_uri: str, artifacts: Path, workdir: Path, workers: int = 1,
                         app_name: str | None = None, env: dict[str, str] | None = None,
-                        timeout: float = 180.0) -> MlflowServer:
+                        timeout: float = 180.0, port: int | None = None) -> MlflowServer:
     """``mlflow server`` on 127.0.0.1:<free port> over ``backend_uri``, artifacts proxied into
     ``artifacts``; returns once /health answers. Raises RuntimeError with the log if not.
 
@@ -193,7 +193,7 @@ def start_mlflow_server(backend_uri: str, artifacts: Path, workdir: Path, worker
     answer its health check within seconds, which a loaded 2-core host can miss while
     importing MLflow (seen here at load 14); one worker still serves requests concurrently
     from its thread pool."""
-    port = free_port()
+    port = port or free_port()  # a given port: a restart where clients expect the server
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"mlflow-server-{port}.log"
     args = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", backend_uri,

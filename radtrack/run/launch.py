@@ -124,8 +124,9 @@ def leave_for_sync(rows: list[Row], recorder: Recorder, uri: str,
         status = row.status
         if not syncable and status == "FINISHED":
             status = "FAILED"  # no run can be made for it (the error above): not done
-        where = f"run {row.run_id}" if row.run_id else "its run to be created by radtrack sync"
-        say(f"{row.name}: {row.status} (exit {row.exit_code}, {where})")
+        where = f"run {row.run_id}" if row.run_id else "its run not created yet"
+        name = row.name if row.spec.workload else f"{row.spec.experiment} {row.spec.letter}"
+        say(f"{name}: {row.status} (exit {row.exit_code}, {where})")
         out.append((status, row.run_id, row.name))
     return out
 

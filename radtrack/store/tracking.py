@@ -69,13 +69,29 @@ def check_reachable(uri: str, timeout: float = 5.0) -> None:
                 raise RadtrackError(f"tracking store {uri}: folder {folder} does not exist")
         return
     try:
-        urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout).close()
+        urllib.request.urlopen(_health_request(uri), timeout=timeout).close()
     except urllib.error.HTTPError:
         pass  # it answered (a proxy in front): reachable; credentials are checked below
-    except (urllib.error.URLError, OSError) as exc:
+    except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise RadtrackError(f"tracking server {uri} is unreachable: {reason}") from None
+        raise RadtrackError(f"tracking server {redact(uri)} is unreachable: {reason}") from None
     check_credentials(uri)
+
+
+def _health_request(uri: str) -> urllib.request.Request:
+    """GET <server>/health; credentials in the URI (``http://user:pass@host``) go in a basic
+    auth header, as MLflow's client sends them (urllib takes no user info in a URL)."""
+    import base64
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(uri)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    url = urlunsplit(parts._replace(netloc=host)).rstrip("/") + "/health"
+    request = urllib.request.Request(url)
+    if parts.username is not None:
+        token = base64.b64encode(f"{parts.username}:{parts.password or ''}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+    return request
 
 
 def check_credentials(uri: str) -> None:
@@ -165,11 +181,20 @@ def check_experiments(c: MlflowClient, uri: str, experiments: list[str]) -> None
     and, on a server with basic auth, the user's permission to write to each experiment
     (radtrack/store/permissions.py)."""
     from radtrack.store import permissions
+    from radtrack.store.outage import describe, is_outage
 
-    check_database_experiments(c, uri, experiments)
-    if permissions.applies(uri):
-        found = {name: lookup_experiment(c, name) for name in dict.fromkeys(experiments)}
-        permissions.check_write_access(uri, redact(uri), {
-            name: exp.experiment_id for name, exp in found.items() if exp is not None})
+    try:
+        check_database_experiments(c, uri, experiments)
+        if permissions.applies(uri):
+            found = {name: lookup_experiment(c, name) for name in dict.fromkeys(experiments)}
+            permissions.check_write_access(uri, redact(uri), {
+                name: exp.experiment_id for name, exp in found.items() if exp is not None})
+    except RadtrackError:
+        raise
+    except Exception as exc:
+        if not is_outage(exc):
+            raise
+        # a store that is away before anything started: refused like an unreachable server
+        raise RadtrackError(f"tracking store {redact(uri)} is unreachable: {describe(exc)}") from None
 
 
