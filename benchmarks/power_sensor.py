@@ -219,8 +219,11 @@ def _wait_until(t: float) -> None:
         pass
 
 
-def measure(out: Path, gpu: int, quick: bool) -> None:
-    settings, windows, calib = plan(quick)
+def measure(out: Path, gpu: int, quick: bool,
+            grid: tuple[list[Setting], list[float], float] | None = None) -> None:
+    """Run the load and the sampler, write the raw traces and phases.json to ``out``;
+    ``grid`` replaces :func:`plan`'s (settings, window lengths, calibration seconds)."""
+    settings, windows, calib = grid or plan(quick)
     ctx = mp.get_context("spawn")
     stop, ready = ctx.Event(), ctx.Event()
     proc = ctx.Process(target=sampler, args=(str(out), gpu, stop, ready))
