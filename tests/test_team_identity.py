@@ -96,6 +96,45 @@ def test_same_user_twice_gets_a_suffix_and_is_told(tmp_path: Path) -> None:
     assert "View run" not in first.stdout + second.stdout
 
 
+PAIR = ("Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params\n"
+        "grouped,1,,,,-,{busy},none,0.2\n"
+        "grouped,1,,,,-,{busy},none,0.3\n")
+
+
+def test_report_keeps_two_launches_of_one_workload_apart(tmp_path: Path) -> None:
+    """The same co-located workload (experiment grouped, workload 1) launched from two
+    sheets: the report's per-run rows carry each its user and launch, grouped by launch,
+    and the workloads table has one row per launch, not one merged row of four."""
+    import json
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = {"RADTRACK_HOME": str(tmp_path / ".radtrack"), "MLFLOW_TRACKING_URI": uri,
+           "MLFLOW_TRACKING_USERNAME": ""}
+    for name in ("one", "two"):
+        sheet = tmp_path / f"{name}.csv"
+        sheet.write_text(PAIR.format(busy=SCRIPTS / "busy.py"))
+        p = radtrack_cli(str(sheet), env=env)
+        assert p.returncode == 0, p.stderr
+    rows = _by_role(_runs(uri, "grouped"), "row")
+    launches = {r.data.tags["radtrack.launch_id"] for r in rows}
+    assert len(rows) == 4 and len(launches) == 2
+    rep = radtrack_cli("report", "grouped", "--user", getpass.getuser(), "--format", "json",
+                       env=env)
+    assert rep.returncode == 0, rep.stderr
+    tables = json.loads(rep.stdout)
+    shown = [(r["run_name"], r["user"], r["launch"]) for r in tables["runs"]]
+    assert len(shown) == 4 and len(set(shown)) == 4, shown
+    assert {u for _, u, _ in shown} == {getpass.getuser()}
+    assert [lid for _, _, lid in shown[:2]] == [shown[0][2]] * 2  # grouped by launch
+    assert {lid for _, _, lid in shown} == launches
+    assert shown[0][0] == "grouped-1 A" and shown[2][0].startswith("grouped-1 A #")
+    workloads = tables["workloads"]
+    assert sorted((w["launch"], w["rows"]) for w in workloads) == sorted((lid, 2) for lid in launches)
+    assert workloads[0]["launch"] == shown[0][2]  # the earlier launch first
+    text = radtrack_cli("report", "grouped", env=env)
+    assert text.returncode == 0 and all(lid in text.stdout for lid in launches), text.stdout
+
+
 def _users(srv, *names: str) -> dict[str, tuple[str, str]]:
     """Accounts made by the admin with MLflow's client (12+ character passwords)."""
     from mlflow.server import get_app_client

@@ -24,7 +24,7 @@ import pandas as pd
 from radtrack.analysis.interference import interference
 from radtrack.store import schema
 
-COLUMNS = ["experiment", "workload", "rows", "collocation", "devices", "duration_s", "energy_j",
+COLUMNS = ["experiment", "workload", "launch", "rows", "collocation", "devices", "duration_s", "energy_j",
            "co2e_g", "idle_energy_j", "other_energy_j", "work", "work_unit", "energy_per_unit_j", "stp",
            "antt", "serial_energy_j", "energy_vs_serial_pct", "note"]
 _WORKLOAD_PREFIX = f"metric.{schema.SUMMARY_WORKLOAD_PREFIX}"
@@ -61,16 +61,22 @@ def workload_table(runs: pd.DataFrame, inter: pd.DataFrame) -> pd.DataFrame:
     if runs.empty or inter.empty:
         return pd.DataFrame(columns=COLUMNS)
     role = runs.get(f"tag.{schema.ROLE}", pd.Series("", index=runs.index))
-    parents = runs[role == schema.ROLE_WORKLOAD]
+    # one row per launch (radtrack.launch_id): two launches of one workload number, by two
+    # people or one person twice, are two workloads (runs recorded before launch ids: one)
+    launches = runs.get(f"tag.{schema.LAUNCH_ID}", pd.Series("", index=runs.index)).fillna("")
+    launch_of = dict(zip(runs["run_id"], launches, strict=True))
+    inter = inter.assign(launch=inter["run_id"].map(launch_of).fillna("")
+                         if "run_id" in inter else "")
     out = []
-    for (experiment, workload), group in inter.groupby(["experiment", "workload"], sort=True):
-        match = parents[(parents["experiment"] == experiment)
-                        & (parents["workload"].astype(str) == str(workload))]
+    for (experiment, workload, launch), group in inter.groupby(["experiment", "workload", "launch"],
+                                                               sort=True):
+        same = ((runs["experiment"] == experiment) & (runs["workload"].astype(str) == str(workload))
+                & (launches == launch))
+        match = runs[same & (role == schema.ROLE_WORKLOAD)]
         parent = match.iloc[0] if len(match) else None
-        children = runs[(role != schema.ROLE_WORKLOAD) & (runs["experiment"] == experiment)
-                        & (runs["workload"].astype(str) == str(workload))]
+        children = runs[same & (role != schema.ROLE_WORKLOAD)]
         row: dict[str, object] = {
-            "experiment": experiment, "workload": workload, "rows": len(group),
+            "experiment": experiment, "workload": workload, "launch": launch, "rows": len(group),
             "collocation": ",".join(sorted({str(c) for c in group["collocation"]})),
             "devices": ",".join(sorted({str(d) for d in children.get("devices", [])})),
             "duration_s": _value(parent, "duration_s"),
@@ -105,8 +111,11 @@ def workload_table(runs: pd.DataFrame, inter: pd.DataFrame) -> pd.DataFrame:
         else:
             notes.append("STP, ANTT and energy vs serial need a solo baseline for every row")
         row["note"] = "; ".join(dict.fromkeys(notes))
+        row["_start"] = children["start_time"].min() if "start_time" in children else 0
         out.append(row)
-    return pd.DataFrame(out, columns=COLUMNS)
+    table = pd.DataFrame(out, columns=[*COLUMNS, "_start"])
+    return table.sort_values(["experiment", "workload", "_start"], kind="stable")[COLUMNS] \
+        .reset_index(drop=True)
 
 
 class WorkloadRuns(NamedTuple):
@@ -116,8 +125,12 @@ class WorkloadRuns(NamedTuple):
     summaries: pd.DataFrame  # summarize_runs of the rows and solo runs
 
 
-def workload_totals(stored: WorkloadRuns, workload: int | str) -> dict[str, object] | None:
-    """The :func:`workload_table` row of ``workload`` (None when it has none)."""
+def workload_totals(stored: WorkloadRuns, workload: int | str,
+                    launch: str | None = None) -> dict[str, object] | None:
+    """The :func:`workload_table` row of ``workload`` (of its launch ``launch`` where the
+    workload number has several; None when it has none)."""
     table = workload_table(stored.runs, interference(stored.runs, stored.summaries))
     table = table[table["workload"].astype(str) == str(workload)]
-    return None if table.empty else table.iloc[0].to_dict()
+    if launch is not None and (table["launch"] == launch).any():
+        table = table[table["launch"] == launch]
+    return None if table.empty else table.iloc[-1].to_dict()

@@ -40,7 +40,7 @@ TABLES = ("runs", "interference", "workloads", "variability", "scripts", "monito
 # The columns worth a glance in the printed table; files carry every column.
 # energy_j_ci95_pct: the energy's 95 % interval (%); energy_note: why it is over the
 # threshold; activity_energy_j: the activity model's estimate (radtrack/analysis/energy_columns.py)
-_RUN_VIEW = ["run_name", "user", "gpu_used", "workload", "letter", "status", "collocation", "duration_s",
+_RUN_VIEW = ["run_name", "user", "launch", "gpu_used", "workload", "letter", "status", "collocation", "duration_s",
              "energy_j", "energy_j_ci95_pct", "attribution", "gpu_energy_j", "activity_energy_j", "co2e_g",
              "power_w_mean", "power_w_p95", "power_w_max", "gpu_util_pct_mean",
              "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max", "sm_clock_mhz_mean",
@@ -48,7 +48,7 @@ _RUN_VIEW = ["run_name", "user", "gpu_used", "workload", "letter", "status", "co
 _INTERFERENCE_VIEW = ["run_name", "collocation", "slowdown", "slowdown_basis", "duration_s",
                       "solo_duration_s", "work_unit", "energy_j", "attribution", "energy_per_unit_j",
                       "solo_energy_per_unit_j", "energy_per_unit_change_pct", "note"]
-_WORKLOAD_VIEW = ["workload", "rows", "collocation", "duration_s", "energy_j", "co2e_g", "idle_energy_j",
+_WORKLOAD_VIEW = ["workload", "launch", "rows", "collocation", "duration_s", "energy_j", "co2e_g", "idle_energy_j",
                   "other_energy_j", "work", "work_unit", "energy_per_unit_j", "stp", "antt",
                   "serial_energy_j", "energy_vs_serial_pct", "note"]
 _SCRIPT_VIEW = ["run_name", "row_run_name", "script_experiment", "status", "duration_s",
@@ -114,6 +114,10 @@ def analyze_experiment(experiment: str, workload: int | None = None,
     users = everything.get(f"tag.{schema.MLFLOW_USER}", pd.Series("", index=everything.index))
     table.insert(table.columns.get_loc("gpu_used"), "user",
                  table["run_id"].map(dict(zip(everything["run_id"], users.fillna(""), strict=True))).fillna(""))
+    # which launch (radtrack.launch_id): rows of two launches of one workload stay apart
+    launches = everything.get(f"tag.{schema.LAUNCH_ID}", pd.Series("", index=everything.index))
+    table.insert(table.columns.get_loc("user") + 1, "launch", table["run_id"].map(
+        dict(zip(everything["run_id"], launches.fillna(""), strict=True))).fillna(""))
     inter = interference(runs, summary)
     workloads = workload_table(everything, inter)
     var = variability(runs, summary, targets)
@@ -133,10 +137,16 @@ def analyze_experiment(experiment: str, workload: int | None = None,
         table = table[table["run_id"].isin(theirs)]
         inter = inter[inter["run_id"].isin(theirs)] if "run_id" in inter else inter
         in_user = set(table["workload"])
-        workloads = workloads[workloads["workload"].isin(in_user)] if len(workloads) else workloads
+        workloads = workloads[workloads["workload"].isin(in_user)
+                              & workloads["launch"].isin(set(table["launch"]))] \
+            if len(workloads) else workloads
         var = var[var["run_ids"].map(lambda ids: bool(theirs & set(ids.split(",")))).astype(bool)] \
             if len(var) else var
-    table = table.sort_values(["workload", "letter", "start_time"], kind="stable")
+    # grouped by launch within a workload, launches in the order they started
+    first = table.groupby(["workload", "launch"])["start_time"].transform("min")
+    table = table.assign(_launched=first).sort_values(
+        ["workload", "_launched", "launch", "letter", "start_time"], kind="stable") \
+        .drop(columns="_launched")
     inter = inter.sort_values(["workload", "letter"], kind="stable")
     shown = everything[is_parent & ~is_script_run(everything)]
     if workload is not None:

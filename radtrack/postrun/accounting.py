@@ -209,7 +209,10 @@ def record_workload_totals(client: MlflowClient, parent_id: str, workload: int |
     Returns the workload's row of that table (None for a single-row workload)."""
     if stored is None:
         return None
-    row = workload_totals(stored, workload)
+    parent = stored.runs[stored.runs["run_id"] == parent_id]
+    launch = parent.get(f"tag.{schema.LAUNCH_ID}")
+    row = workload_totals(stored, workload, None if launch is None or parent.empty
+                          else str(launch.iloc[0]))
     if row is None:
         return None
     now = time.time()
