@@ -18,7 +18,8 @@ Writes to DIR: ``counter.parquet``, ``samples.parquet``, ``gpm.parquet``,
 ``power_sensor.json`` (the tables, the sensor's fitted constants, the activity model's
 evaluation) and ``power_sensor.md`` (the same as Markdown tables for docs/analysis.md)
 through benchmarks/power_sensor_analysis.py; ``sensor_constants.json`` is ready for
-``RADTRACK_SENSOR_CONSTANTS``. Re-analyse stored traces with ``--analyse-only``.
+``RADTRACK_SENSOR_CONSTANTS``. Re-analyse stored traces with ``--analyse-only``;
+``--docs docs/analysis.md`` writes the tables into its power-sensor block.
 
 It never changes a GPU setting (clocks, power limit, persistence, MIG): it only reads NVML
 and runs matmuls. Needs torch, pynvml, numpy, pandas and pyarrow; not MLflow (the pure
@@ -262,12 +263,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="4 periods, about 2 minutes")
     p.add_argument("--gpu", type=int, default=0, help="NVML/CUDA index of the GPU")
     p.add_argument("--analyse-only", action="store_true", help="re-analyse the traces in --out")
+    p.add_argument("--docs", type=Path, metavar="FILE", help="write the tables into FILE's power-sensor "
+                   "block (docs/analysis.md)")
     args = p.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     if not args.analyse_only:
         measure(args.out, args.gpu, args.quick)
     result = power_sensor_analysis.analyse_dir(args.out)
     print(power_sensor_analysis.markdown(result))
+    if args.docs is not None:
+        power_sensor_analysis.update_docs(args.docs, result, str(args.out))
     return 0
 
 

@@ -434,6 +434,22 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+DOC_BEGIN = "<!-- power-sensor tables: begin (benchmarks/power_sensor.py --docs) -->"
+DOC_END = "<!-- power-sensor tables: end -->"
+
+
+def update_docs(doc: Path, result: dict, source: str) -> None:
+    """Replace the block between :data:`DOC_BEGIN` and :data:`DOC_END` in ``doc`` with the
+    result's tables and where they came from."""
+    text = doc.read_text()
+    if DOC_BEGIN not in text or DOC_END not in text:
+        raise SystemExit(f"{doc}: no '{DOC_BEGIN}' ... '{DOC_END}' block to fill")
+    head, rest = text.split(DOC_BEGIN, 1)
+    _, tail = rest.split(DOC_END, 1)
+    block = f"{DOC_BEGIN}\n{markdown(result)}\n\nTraces and tables: `{source}`.\n{DOC_END}"
+    doc.write_text(head + block + tail)
+
+
 def analyse_dir(out: Path) -> dict:
     """Analyse the traces in ``out`` and write power_sensor.json, power_sensor.md and
     sensor_constants.json there."""
