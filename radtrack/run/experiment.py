@@ -24,7 +24,7 @@ from radtrack.run.record import Recorder
 from radtrack.script import env as renv
 from radtrack.spec import RunSpec
 from radtrack.store import schema
-from radtrack.store.outage import retrying, wait_s
+from radtrack.store.outage import retrying, scrub, wait_s
 from radtrack.store.tracking import row_params, row_tags, set_tags
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
         say(f"workload {first.experiment}-{first.workload}: {what}: {exc}")
         client = recorder.wait()
         if client is None:
-            say(f"could not create the runs in the tracking store: {recorder.error}")
+            say(f"could not create the runs in the tracking store: {scrub(str(recorder.error))}")
             return [("FAILED", row.run_id, row.name) for row in rows]
         try:
             for row in rows:
@@ -130,7 +130,7 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
             set_tags(client, recorder.parent_id, {schema.ERROR: str(exc)[:5000]})
             client.set_terminated(recorder.parent_id, "FAILED")
         except Exception as store_exc:  # noqa: BLE001 - the store went away too
-            say(f"could not mark the runs FAILED in the tracking store: {store_exc}")
+            say(f"could not mark the runs FAILED in the tracking store: {scrub(str(store_exc))}")
         return [("FAILED", row.run_id, row.name) for row in rows]
     client, pid = recorder.client, recorder.parent_id
     if client is None or recorder.error is not None or spooled:
@@ -148,7 +148,7 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
         retrying(lambda: client.set_terminated(pid, parent_status), deadline)
     except Exception as exc:  # noqa: BLE001 - the store is away: sync closes the workload run
         for row in rows:
-            row.sink.last_error = row.sink.last_error or str(exc)[:200]
+            row.sink.last_error = row.sink.last_error or scrub(str(exc))[:200]
         return leave_for_sync(rows, recorder, uri, rows)
     remove_spools(rows)
     for row in rows:

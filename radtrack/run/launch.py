@@ -29,7 +29,7 @@ from radtrack.run.start import (
 from radtrack.run.supervise import supervise
 from radtrack.script import env as renv
 from radtrack.store import schema
-from radtrack.store.outage import wait_s
+from radtrack.store.outage import scrub, wait_s
 
 if TYPE_CHECKING:
     from radtrack.run.record import Recorder
@@ -76,7 +76,7 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     deadline = time.monotonic() + wait_s()
     client = recorder.wait(deadline)
     if client is None and not recorder.outage:
-        say(f"could not create the runs in the tracking store: {recorder.error}")
+        say(f"could not create the runs in the tracking store: {scrub(str(recorder.error))}")
     return [row for row in rows if not store_row(client, row, env_threads, deadline)]
 
 
@@ -116,7 +116,7 @@ def leave_for_sync(rows: list[Row], recorder: Recorder, uri: str,
             write_finish(row, parent_status=parent_status, parent_id=recorder.parent_id)
     syncable = recorder.error is None or bool(recorder.outage)
     why = (recorder.outage or next((r.sink.last_error for r in spooled if r.sink is not None
-                                    and r.sink.last_error), "") or str(recorder.error or "")[:200])
+                                    and r.sink.last_error), "") or scrub(str(recorder.error or ""))[:200])
     if syncable:
         say(spooled_line(rows, uri, why or "no answer"))
     out = []

@@ -79,7 +79,7 @@ class Recorder:
         return None if self.error is not None else self.client
 
     def _run(self) -> None:
-        from radtrack.store.outage import describe, is_outage
+        from radtrack.store.outage import describe, is_outage, scrub
 
         t0 = time.monotonic()
         try:
@@ -103,7 +103,7 @@ class Recorder:
                 give_up = self._give_up_at is not None and time.monotonic() + delay > self._give_up_at
                 if not away or give_up:
                     self.error = exc
-                    self._publish(**{handshake.ERROR: str(exc)[:500]})
+                    self._publish(**{handshake.ERROR: scrub(str(exc))[:500]})
                     break
             self._wake.wait(delay)
             self._wake.clear()

@@ -10,6 +10,7 @@ seconds costs nothing: ``RADTRACK_STORE_WAIT_S`` seconds (default 60) in all.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -57,9 +58,19 @@ def wait_s() -> float:
         return DEFAULT_WAIT_S
 
 
+_CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@]*):[^@\s/]*@", re.IGNORECASE)
+
+
+def scrub(text: str) -> str:
+    """``text`` with the password of any URI in it replaced (MLflow's and SQLAlchemy's errors
+    quote the URL they called, credentials included)."""
+    return _CREDENTIALS.sub(r"\1:***@", text)
+
+
 def describe(exc: BaseException) -> str:
-    """One line for a store error: its type and the first line of its message."""
-    text = str(exc).strip().splitlines()
+    """One line for a store error: its type and the first line of its message, without any
+    password it quoted."""
+    text = scrub(str(exc)).strip().splitlines()
     return f"{type(exc).__name__}: {text[0][:200] if text else ''}"
 
 

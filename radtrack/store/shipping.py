@@ -17,6 +17,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from radtrack.store import scriptlog
+from radtrack.store.outage import scrub
 from radtrack.store.restwriter import NotSent, RestMetricWriter
 from radtrack.store.schema import SYSTEM_PREFIX
 from radtrack.store.spool import MAX_METRICS_PER_CALL, SHIPPED_SUFFIX, Pending, Spool, Stream
@@ -89,7 +90,7 @@ class Shipper:
             try:
                 ok = scriptlog.ship(self.client, self.run_id, folder, self.refused)
             except Exception as exc:  # noqa: BLE001 - never kill the shipper thread
-                self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+                self.last_error = scrub(f"{type(exc).__name__}: {exc}")[:300]
                 return False
         if not ok:
             self.failures += 1
@@ -160,7 +161,7 @@ class Shipper:
 
     def _failed(self, s: Stream, exc: Exception) -> None:
         self.failures += 1
-        self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+        self.last_error = scrub(f"{type(exc).__name__}: {exc}")[:300]
         if not self._failing:  # once per outage, not every round
             self._failing = True
             log.warning("radtrack: storing %s samples failed (%s); kept in %s", s.name,

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from radtrack.listeners.protocol import Hello, Message
 from radtrack.store import scriptlog
 from radtrack.store.diskfull import Drops
+from radtrack.store.outage import scrub
 from radtrack.store.recovery import read_meta, read_spool, reopen_streams
 from radtrack.store.restwriter import RestMetricWriter
 from radtrack.store.shipping import FLUSH_EVERY_S, Shipper
@@ -171,7 +172,7 @@ class Sink:
         try:
             self.finalize()
         except Exception as exc:
-            self.last_error = f"{type(exc).__name__}: {exc}"[:300]
+            self.last_error = scrub(f"{type(exc).__name__}: {exc}")[:300]
             log.warning("radtrack: storing telemetry artifacts failed (%s); spool kept in %s",
                         self.last_error, self.dir)
             return False
