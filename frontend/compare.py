@@ -25,6 +25,7 @@ DEFAULT_COLUMN = "energy_j"
 
 def compare_panel() -> html.Div:
     return html.Div([
+        dcc.Store(id="compare-selection"),
         html.Div([
             html.Label(["quantity", dcc.Dropdown(id="compare-column", clearable=False,
                                                  className="compare-pick")], className="control"),
@@ -95,17 +96,31 @@ def compare_view(records: list[dict], column: str, baseline: str, labels: dict[s
     return html.Table([html.Thead(head), html.Tbody(rows)])
 
 
+# In the browser: the selection reaches the server only while the tab is shown, so a tick
+# elsewhere costs no request (the Summary's answer is what a tick waits for).
+GATE_JS = """
+function(tab, selection, _tick) {
+    if (tab !== 'compare') { return window.dash_clientside.no_update; }
+    return {runs: selection || [], at: Date.now()};
+}
+"""
+
+
 def register(app: Dash, source: DataSource, summaries: SummaryCache) -> None:
+    app.clientside_callback(GATE_JS, Output("compare-selection", "data"),
+                            Input("tabs", "value"), Input("selection", "data"),
+                            Input("live", "n_intervals"), prevent_initial_call=True)
+
     @app.callback(Output("compare-column", "options"), Output("compare-column", "value"),
                   Output("compare-baseline", "options"), Output("compare-baseline", "value"),
                   Output("compare-view", "children"),
-                  Input("tabs", "value"), Input("selection", "data"),
+                  Input("compare-selection", "data"),
                   Input("compare-column", "value"), Input("compare-baseline", "value"),
-                  Input("live", "n_intervals"), prevent_initial_call=True)
-    def draw(tab, selection, column, baseline, _tick):
-        if tab != "compare":
+                  prevent_initial_call=True)
+    def draw(shown, column, baseline):
+        if not isinstance(shown, dict):
             raise PreventUpdate
-        selection = list(selection or [])
+        selection = [r for r in shown.get("runs") or [] if isinstance(r, str)]
         if not selection:
             return [], None, [], None, html.P("Tick runs to compare them.", className="hint")
         table = summaries.table(selection)
