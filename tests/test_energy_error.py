@@ -189,3 +189,37 @@ def test_benchmark_analysis_without_gpm_says_so(tmp_path):
     assert result["model"] is None and "GPM is not available" in result["note"]
     assert "GPM is not available" in (tmp_path / "power_sensor.md").read_text()
     assert json.loads((tmp_path / "sensor_constants.json").read_text())["constants"]["update_s"] > 0
+
+
+def test_run_figures_add_the_activity_model_where_gpm_ran():
+    # 10 s idle, 10 s busy, 20 s of a 20-ms load busy 25 %: GPM busy time per 0.1 s read
+    frames = _frames(100.0, seconds=40.0)
+    smi = frames["smi"]
+    t = smi["time"].to_numpy()
+    watts = np.where(t < 10, IDLE, np.where(t < 20, BUSY, IDLE + (BUSY - IDLE) * 0.25))
+    smi["smi/gpu0/power_sample_w"] = np.where(t < 20, watts, 300.0)  # aliased samples of the bursts
+    energy = np.concatenate(([0.0], np.cumsum(watts[1:] * np.diff(t))))
+    smi["smi/gpu0/energy_j"] = np.where(smi["smi/gpu0/energy_j"].notna(), energy, np.nan)
+    ta, busy = _activity(1.0, 0.0, 10.0)
+    tb, full = _activity(1.0, 1.0, 10.0)
+    tc, bursts = _activity(0.02 * 1.0005, 0.25, 20.0)
+    gt = np.concatenate((ta, tb[1:] + 10, tc[1:] + 20))
+    gpm = np.concatenate((busy, full[1:], bursts[1:]))
+    frames["dcgm"] = pd.DataFrame({"time": gt, "step": np.arange(len(gt)),
+                                   "dcgm/gpu0/gr_engine_active_pct": gpm})
+    out = run_figures(frames)
+    model_j = out[schema.energy_model_key("gpu0")]
+    counter_j = energy[-1]
+    assert model_j == pytest.approx(counter_j, rel=0.02)  # unscaled (40 s < 60 s): the fit's own level
+    assert out[schema.ci_key(schema.summary_key("smi/gpu0/energy_j"))] > 1.0  # the bursts widen it
+
+
+def test_docs_block_is_filled_by_the_table_generator(synthetic_result, tmp_path):
+    doc = tmp_path / "analysis.md"
+    doc.write_text(f"intro\n{psa.DOC_BEGIN}\nold\n{psa.DOC_END}\nafter\n")
+    psa.update_docs(doc, synthetic_result, "benchmarks/results/x")
+    text = doc.read_text()
+    assert "old" not in text and text.startswith("intro\n") and text.endswith("after\n")
+    assert "| 20 ms (25 %) | 8.0 s | 5 |" in text and "`benchmarks/results/x`" in text
+    psa.update_docs(doc, synthetic_result, "again")  # the block can be refilled
+    assert text.count(psa.DOC_BEGIN) == doc.read_text().count(psa.DOC_BEGIN) == 1
