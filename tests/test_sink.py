@@ -421,3 +421,34 @@ def test_sync_names_a_spool_whose_run_was_never_created(store: str) -> None:
     assert p.returncode == 1, p.stdout + p.stderr
     assert "0123abcd: its run was never created" in p.stdout and "0 run(s) stored, 1 left" in p.stdout
     assert (folder / "top.jsonl").exists()
+
+
+def test_script_values_ship_once_and_a_refused_one_does_not_block_the_rest(store: str, tmp_path: Path) -> None:
+    """RADTBenchmark's spooled values (radtrack/store/scriptlog.py): stored once however often
+    shipping runs, a torn last line waits, a param MLflow refuses is named and skipped."""
+    from radtrack.store import scriptlog
+
+    rid = _new_run(store)
+    c = _client(store)
+    folder = tmp_path / "script"
+    log = scriptlog.ScriptLog(folder)
+    for step in range(3):
+        log.metric(None, "loss", 1.0 / (step + 1), step, timestamp=1_700_000_000_000 + step)
+    log.param(None, "lr", "0.1")
+    log.param(None, "lr", "0.2")  # MLflow refuses a param logged again with another value
+    log.param(None, "batch", "8")
+    log.tag(None, "note", "ok")
+    (tmp_path / "notes.txt").write_text("hi\n")
+    log.artifact(None, str(tmp_path / "notes.txt"), "extra")
+    (tmp_path / "notes.txt").unlink()  # the spool kept a copy
+    with (folder / scriptlog.RECORDS).open("a") as f:
+        f.write('{"k": "metric", "run": null, "key": "torn"')  # a writer cut off mid-line
+    refused: list[str] = []
+    assert scriptlog.ship(c, rid, folder, refused)
+    assert scriptlog.ship(c, rid, folder, refused)  # again: nothing twice
+    assert len(refused) == 1 and "param lr" in refused[0], refused
+    run = c.get_run(rid)
+    assert run.data.params == {"lr": "0.1", "batch": "8"} and run.data.tags["note"] == "ok"
+    assert sorted((m.step, m.value) for m in c.get_metric_history(rid, "loss")) == [(0, 1.0), (1, 0.5), (2, 1 / 3)]
+    assert [a.path for a in c.list_artifacts(rid, "extra")] == ["extra/notes.txt"]
+    assert scriptlog.pending(folder)  # the torn line waits for the rest of it
