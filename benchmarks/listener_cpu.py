@@ -18,7 +18,7 @@ NVML: real pynvml where a GPU answers (the H100 host), else the NVML doubles of
 tests/doubles (one GPU with the driver's power sample ring, ``--fake auto``; the doubles
 are autospec mocks, so their own Python cost is in the listener's CPU there: compare runs
 of the same kind only). Writes ``DIR/listener_cpu.json`` and ``DIR/listener_cpu.md``.
-On the GPU host: ``python benchmarks/listener_cpu.py --out DIR --fake no``.
+On the GPU host: ``python benchmarks/listener_cpu.py --out DIR --fake no --gpu-load``.
 """
 
 from __future__ import annotations
@@ -155,6 +155,44 @@ def measure(spec: str, interval: float, seconds: float, warmup: float, env: dict
     return out
 
 
+def wire_costs(n: int = 300) -> dict[str, float]:
+    """CPU per second of smi's lines for one GPU at 0.1 s (a 10-value reading and the 50
+    driver power samples read once a second), in this process: the listener's side (clean
+    and encode the lines: runner) and the launcher's intake (decode, spool, queue:
+    Spool.append), with whatever wire format this tree writes."""
+    from radtrack.listeners import runner
+    from radtrack.listeners.base import TimedSample
+    from radtrack.store.spool import Spool
+
+    key = "smi/gpu0/power_sample_w"
+    values = {f"smi/gpu0/q{i}_w": 1.5 + i for i in range(10)}
+    keys = set(values) | {key}
+    timed = [TimedSample(1.0 + i * 0.02, {key: 300.25}, {key: 5} if i == 49 else None)
+             for i in range(50)]
+
+    def lines() -> list[str]:
+        out = [runner._line(1.0, values, keys)]
+        if hasattr(runner, "_batches"):  # columnar batch lines (issue 25)
+            return out + runner._batches(timed, keys, None)
+        return out + [runner._line(ts.t, ts.values, keys, ts.resume) for ts in timed]
+
+    c = time.thread_time()
+    for _ in range(n):
+        "".join(lines())
+    listener = (time.thread_time() - c) / n
+    spool = Spool(Path(tempfile.mkdtemp(prefix="wire-")))
+    spool.dir.mkdir(exist_ok=True)
+    batch = lines()
+    c = time.thread_time()
+    for _ in range(n):
+        for line in batch:
+            spool.append("smi", line)
+    intake = (time.thread_time() - c) / n
+    spool.close_files()
+    return {"lines_per_s": float(len(batch)), "listener_us_per_s": 1e6 * listener,
+            "intake_us_per_s": 1e6 * intake}
+
+
 def table(results: list[dict[str, Any]], header: str) -> str:
     rows = [header, "",
             "| set | process | CPU % of a core | lines/s | points/s | µs CPU/line | µs CPU/point |",
@@ -189,6 +227,8 @@ def main() -> int:
     ap.add_argument("--fake", choices=("auto", "yes", "no"), default="auto",
                     help="NVML doubles (tests/doubles): auto = when no GPU answers")
     ap.add_argument("--label", default="", help="a name for this run in the output")
+    ap.add_argument("--gpu-load", action="store_true",
+                    help="a bursty bf16 matmul on the GPU meanwhile (benchmarks/listeners.py's)")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="listener_cpu-"))
@@ -197,20 +237,36 @@ def main() -> int:
     if fake:
         env.update(_fake_env(tmp))
     nvml = "NVML doubles (tests/doubles)" if fake else "real NVML"
+    load = None
+    if a.gpu_load and not fake:
+        sys.path.insert(0, str(HERE.parent))
+        from listeners import _gpu_load  # benchmarks/listeners.py
+
+        load = _gpu_load()
     results = []
-    for spec in a.sets.split(","):
-        r = measure(spec.strip(), a.interval, a.seconds, a.warmup, env, tmp)
-        print(json.dumps(r), flush=True)
-        results.append(r)
+    try:
+        for spec in a.sets.split(","):
+            r = measure(spec.strip(), a.interval, a.seconds, a.warmup, env, tmp)
+            print(json.dumps(r), flush=True)
+            results.append(r)
+    finally:
+        if load is not None:
+            load.kill()
+            load.wait()
+    nvml += ", bf16 matmul load" if load is not None else ""
     host = (f"{platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
             f"{nvml}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     header = (f"### listener CPU {a.label} ({host})\n\n{a.seconds:g}-s window after {a.warmup:g} s, "
               f"interval {a.interval:g} s")
-    md = table(results, header)
+    wire = wire_costs()
+    md = table(results, header) + (
+        f"\nwire, one GPU's smi lines for a second at 0.1 s: {wire['lines_per_s']:.0f} lines, "
+        f"listener {wire['listener_us_per_s']:.0f} µs CPU, launcher intake "
+        f"{wire['intake_us_per_s']:.0f} µs CPU\n")
     print(md)
     (a.out / "listener_cpu.md").open("a").write(md + "\n")
     data = json.loads((a.out / "listener_cpu.json").read_text()) if (a.out / "listener_cpu.json").exists() else []
-    data.append({"label": a.label, "host": host, "results": results})
+    data.append({"label": a.label, "host": host, "results": results, "wire": wire})
     (a.out / "listener_cpu.json").write_text(json.dumps(data, indent=1))
     return 0 if all("error" not in r for r in results) else 1
 

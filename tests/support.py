@@ -6,6 +6,7 @@ would pick whichever conftest module was imported first.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -55,3 +56,27 @@ def radtrack_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None
     if check and proc.returncode != 0:
         raise AssertionError(f"radtrack {args} exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def listener_lines(text: str) -> list[dict]:
+    """A listener's stdout as JSON objects, a columnar batch line (protocol ``samples``) as
+    the ``sample`` objects it carries (its ``resume`` on the last), as one line per sample
+    used to read."""
+    from radtrack.listeners.protocol import Samples, decode
+
+    out: list[dict] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        msg = decode(line)
+        if not isinstance(msg, Samples):
+            out.append(json.loads(line))
+            continue
+        for i, s in enumerate(msg.expand()):
+            d = {"type": "sample", "t": s.t, "v": s.values}
+            if msg.listener is not None:
+                d["listener"] = msg.listener
+            if msg.resume and i == len(msg.t) - 1:
+                d["resume"] = msg.resume
+            out.append(d)
+    return out

@@ -5,14 +5,13 @@ Skipped (visibly, by tests/conftest.py) without an NVIDIA GPU; run by the lead o
 
 from __future__ import annotations
 
-import json
 import os
 import statistics
 import subprocess
 import sys
 
 import pytest
-from support import MATMUL
+from support import MATMUL, listener_lines
 
 pytestmark = pytest.mark.gpu
 DRIVER_KEY = "smi/gpu0/power_sample_w"
@@ -32,7 +31,7 @@ def _listen(name: str, *args: str, without_dcgmi: bool = False) -> tuple[dict, l
     lines of their own, each with the driver's timestamp: (t, watts))."""
     proc = subprocess.run([sys.executable, "-m", "radtrack.listeners", name, "--devices", "0", *args],
                           capture_output=True, text=True, timeout=120, env=_env(without_dcgmi))
-    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
+    lines = listener_lines(proc.stdout)
     assert proc.returncode == 0 and lines and lines[0]["type"] == "hello", proc.stdout + proc.stderr
     driver = [x for x in lines[1:] if x["v"] and all(k.endswith("/power_sample_w") for k in x["v"])]
     paced = [x["v"] for x in lines[1:] if not any(x is d for d in driver)]
@@ -133,7 +132,7 @@ def test_smi_and_dcgm_share_one_sampler_under_load(matmul: int):
                            "--interval", "0.1", "--count", "10", "--pid", str(matmul)],
                           capture_output=True, text=True, timeout=120, env=_env(without_dcgmi=True))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = [json.loads(x) for x in proc.stdout.splitlines() if x.strip()]
+    lines = listener_lines(proc.stdout)
     hellos = {x["listener"]: x for x in lines if x["type"] == "hello"}
     assert hellos["smi"]["pid"] == hellos["dcgm"]["pid"]
     assert hellos["dcgm"]["tags"]["radtrack.listener.dcgm.backend"] == "gpm"

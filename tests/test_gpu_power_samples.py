@@ -17,7 +17,7 @@ import tempfile
 import time
 
 import pytest
-from support import MATMUL
+from support import MATMUL, listener_lines
 
 pytestmark = pytest.mark.gpu
 
@@ -57,7 +57,7 @@ def _listen(seconds: float, resume: dict[str, int] | None = None) -> list[dict]:
         fout.seek(0)
         ferr.seek(0)
         out, err = fout.read(), ferr.read()
-    lines = [json.loads(x) for x in out.splitlines() if x.strip()]
+    lines = listener_lines(out)
     assert proc.returncode == 0 and lines and lines[0]["type"] == "hello", out[-2000:] + err[-2000:]
     assert KEY in {m["key"] for m in lines[0]["metrics"]}, lines[0]["tags"]
     return lines[1:]

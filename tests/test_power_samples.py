@@ -12,12 +12,13 @@ import textwrap
 
 import pytest
 from gpu_doubles import FakeGpu, FakeNvml
+from support import listener_lines
 
 import radtrack.listeners.smi as smi_module
 from radtrack.listeners import nvml, runner
 from radtrack.listeners.base import ListenerConfig
 from radtrack.listeners.driver_samples import DriverSamples
-from radtrack.listeners.protocol import Hello, Message, Samples, decode
+from radtrack.listeners.protocol import Hello, Message, decode
 from radtrack.listeners.smi import SmiListener
 from radtrack.run.listen import ListenerProc
 
@@ -109,13 +110,7 @@ def test_polling_stays_where_the_buffer_is_not_offered(monkeypatch):
 def _run(config: ListenerConfig, count: int) -> list[dict]:
     out = io.StringIO()
     assert runner.run("smi", config, out=out, count=count) == 0, out.getvalue()
-    lines = []
-    for x in out.getvalue().splitlines():  # a columnar batch line as the samples it carries
-        msg = decode(x)
-        lines += ([{"type": "sample", "t": s.t, "v": s.values, **({"resume": msg.resume} if
-                    msg.resume and i == len(msg.t) - 1 else {})}
-                   for i, s in enumerate(msg.expand())] if isinstance(msg, Samples) else [json.loads(x)])
-    return lines
+    return listener_lines(out.getvalue())  # a columnar batch line as the samples it carries
 
 
 def test_every_sample_once_across_a_restart(monkeypatch):
