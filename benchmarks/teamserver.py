@@ -156,6 +156,17 @@ def run_case(mode: str, uri: str, pg_libpq: str, pg_pid: int, server_pid: int, n
     }
 
 
+def pg_version() -> str:
+    """``postgres --version`` of the server the benchmark started (tests/servers.py's pick)."""
+    from servers import postgres_bindir
+
+    bindir = postgres_bindir()
+    if bindir is None:
+        return "?"
+    p = subprocess.run([str(bindir / "postgres"), "--version"], capture_output=True, text=True)
+    return p.stdout.strip() or p.stderr.strip()
+
+
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--node":
         a = sys.argv[2:]
@@ -176,6 +187,12 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=0, help="mlflow server workers (0: CPU count)")
     ap.add_argument("--repeat", type=int, default=1, help="runs of each case")
     ap.add_argument("--out", type=Path, default=None, help="also write the table here")
+    ap.add_argument("--json", type=Path, default=None,
+                    help="also write every case's result and the machine as JSON here")
+    ap.add_argument("--budget", type=float, default=0.0,
+                    help="seconds for all cases (0: no limit): a case that would start after "
+                         "budget - duration - 30 s is skipped and listed as skipped; cases run "
+                         "repeat by repeat, so a cut keeps whole passes")
     args = ap.parse_args()
 
     from servers import start_mlflow_server, start_postgres, why_no_postgres
@@ -190,13 +207,20 @@ def main() -> int:
     backend = pg.new_database("mlflow_bench")
     server = start_mlflow_server(backend, work / "artifacts", work, workers=workers)
     rows = []
+    skipped: list[dict[str, object]] = []
+    started = time.monotonic()
     try:
         cases = [(m, n, c) for n in (int(x) for x in args.nodes.split(","))
                  for m in args.modes.split(",")
                  for c in ([int(x) for x in args.concurrency.split(",")] if m == "rest" else [0])]
-        for mode, nodes, conc in cases:
-            uri = server.uri if mode == "rest" else backend
-            for rep in range(args.repeat):
+        for rep in range(args.repeat):
+            for mode, nodes, conc in cases:
+                uri = server.uri if mode == "rest" else backend
+                if args.budget and time.monotonic() - started > args.budget - args.duration - 30:
+                    skipped.append({"mode": mode, "nodes": nodes, "concurrency": conc,
+                                    "rep": rep + 1})
+                    print(f"skipped (--budget {args.budget:g} s): {skipped[-1]}", flush=True)
+                    continue
                 load = os.getloadavg()[0]
                 r = run_case(mode, uri, pg.libpq_uri("mlflow_bench"), pg.proc.pid,
                              server.proc.pid, nodes, conc, args, work)
@@ -219,10 +243,18 @@ def main() -> int:
     for r in rows:
         table += "| " + " | ".join(f"{r[c]:,.1f}" if isinstance(r[c], float) else str(r[c])
                                    for c in cols) + " |\n"
+    if skipped:
+        table += f"\nSkipped for lack of time (--budget {args.budget:g} s): {skipped}\n"
     print(head + table)
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(head + table)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({
+            "cpus": os.cpu_count(), "workers": workers, "duration_s": args.duration,
+            "interval_s": args.interval, "keys_per_node": keys, "postgres": str(pg_version()),
+            "argv": sys.argv[1:], "cases": rows, "skipped": skipped}, indent=1) + "\n")
     return 0 if all(r["lost"] == 0 and r["all_closed"] for r in rows) else 1
 
 

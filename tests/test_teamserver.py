@@ -228,3 +228,27 @@ def test_nodes_writing_postgresql_directly_need_a_shared_artifact_path(postgres_
     _check_row_landed(c, run, tmp_path / "direct")
     assert (shared / run.info.run_id / "artifacts" / "telemetry" / "top.parquet").is_file()
     assert not (tmp_path / "mlruns").exists()
+
+
+def test_teamserver_benchmark_writes_json_and_keeps_to_its_budget(postgres_server,
+                                                                  tmp_path: Path) -> None:
+    """benchmarks/teamserver.py as benchmarks/teamserver_gpu_host.sh runs it on a GPU host
+    (there with 8 workers, nodes 1,3,6,12, 10 s, 2 repeats): one short REST case stored
+    with nothing lost, the JSON names the machine and the PostgreSQL it used, and a case
+    that would start past --budget is skipped and listed, not run."""
+    from support import REPO
+
+    out = tmp_path / "ts.json"
+    p = subprocess.run([sys.executable, str(REPO / "benchmarks" / "teamserver.py"), "--workers", "1",
+                        "--nodes", "1", "--concurrency", "4", "--modes", "rest", "--duration", "2",
+                        "--gpus", "1", "--repeat", "2", "--budget", "33", "--json", str(out)],
+                       capture_output=True, text=True, timeout=240)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    data = json.loads(out.read_text())
+    assert data["workers"] == 1 and data["keys_per_node"] == 60 and "PostgreSQL" in data["postgres"]
+    [first] = data["cases"]  # the first case starts at once; it takes more than 1 s
+    assert (first["mode"], first["nodes"], first["rep"], first["lost"]) == ("rest", 1, 1, 0)
+    assert first["all_closed"] and first["stored_pts_s"] > 0
+    # rep 2 would have started past 33 - 2 - 30 s
+    assert data["skipped"] == [{"mode": "rest", "nodes": 1, "concurrency": 4, "rep": 2}]
+    assert "Skipped for lack of time" in p.stdout
