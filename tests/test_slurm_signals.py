@@ -86,7 +86,8 @@ def test_scancel_with_grace_longer_than_killwait(slurm_cluster, tmp_path: Path) 
     assert "--grace 10 s does not fit this cluster's KillWait of 5 s" in log, log
     assert "a grace of 1.25 s instead" in log and "ended by a signal" in log, log
 
-    from radtrack.sheet.lock import acquire, release as unlock
+    from radtrack.sheet.lock import acquire
+    from radtrack.sheet.lock import release as unlock
 
     held = acquire(sheet)  # a launcher running this sheet: status leaves it and the ledger
     try:
