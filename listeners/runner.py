@@ -87,6 +87,24 @@ def _batches(timed: list[TimedSample], keys: set[str], listener: str | None) -> 
     return out
 
 
+class _Lines:
+    """The sample stream's lines, held until :meth:`flush` writes them in one write: the
+    pace of writes is the runner's, whatever buffering ``out`` has (PYTHONUNBUFFERED, -u)."""
+
+    def __init__(self, out: TextIO):
+        self.out = out
+        self.held: list[str] = []
+
+    def write(self, text: str) -> None:
+        self.held.append(text)
+
+    def flush(self) -> None:
+        if self.held:
+            text, self.held = "".join(self.held), []
+            self.out.write(text)
+        self.out.flush()
+
+
 class _Stop:
     def __init__(self) -> None:
         self.requested = False
@@ -112,7 +130,7 @@ class _Member:
         return start + self.k * self.config.interval
 
 
-def _error(out: TextIO, exc: BaseException, listener: str | None = None) -> None:
+def _error(out: TextIO | _Lines, exc: BaseException, listener: str | None = None) -> None:
     try:
         out.write(encode(Error(f"{type(exc).__name__}: {exc}", listener)) + "\n")
         out.flush()
@@ -137,7 +155,8 @@ def run_shared(members: list[tuple[str, ListenerConfig]], out: TextIO = sys.stdo
                 out, count, shared=True)
 
 
-def _run(members: list[_Member], out: TextIO, count: int | None, shared: bool) -> int:
+def _run(members: list[_Member], stream: TextIO, count: int | None, shared: bool) -> int:
+    out = _Lines(stream)
     stop = _Stop()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
@@ -179,7 +198,7 @@ def _run(members: list[_Member], out: TextIO, count: int | None, shared: bool) -
                     # the source-stamped samples as columnar lines; the restart position
                     # rides on the line that completes it, so a crash repeats or loses nothing
                     lines += _batches(timed, m.keys, label(m))
-                out.write("".join(lines) if len(lines) > 1 else lines[0])
+                out.held += lines
                 m.cpu_s += time.thread_time() - c0
             except BrokenPipeError:
                 raise
@@ -250,7 +269,7 @@ def _stats(members: list[_Member]) -> None:
         pass
 
 
-def _probe(m: _Member, out: TextIO, shared: bool, sampler: str) -> None:
+def _probe(m: _Member, out: TextIO | _Lines, shared: bool, sampler: str) -> None:
     cls = get(m.name)
     why = cls.available()
     if not why:
