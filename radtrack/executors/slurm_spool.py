@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 RUNS_DIR = "runs"  # the row folders under RADTRACK_HOME (radtrack/run/experiment.py)
 
+
 @dataclass
 class Leftover:
     """The outcome for one job: runs shipped from here, and what is still on the node."""

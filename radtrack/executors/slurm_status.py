@@ -22,7 +22,7 @@ import os
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -54,8 +54,7 @@ class Job:
     reason: str = ""
     home: str = ""  # the job's RADTRACK_HOME on its node (spool, row folders)
     node: str = ""  # where it ran, once its runs say
-    left: list[str] = field(default_factory=list)  # runs whose spool is still on the node
-    note: str = ""  # what the user must do about them ('' when nothing)
+    left: list[str] = field(default_factory=list)  # runs whose spool may still be on the node
 
     @property
     def key(self) -> str:
@@ -82,7 +81,9 @@ class Ledger:
         if ledger.path.exists():
             data = json.loads(ledger.path.read_text())
             ledger.uri = data.get("uri", "")
-            ledger.jobs = {j.key: j for j in (Job(**d) for d in data.get("jobs", []))}
+            known = {f.name for f in fields(Job)}  # a newer radtrack's extra keys: ignored
+            ledger.jobs = {j.key: j for j in (Job(**{k: v for k, v in d.items() if k in known})
+                                              for d in data.get("jobs", []))}
         return ledger
 
     def save(self) -> None:
@@ -164,8 +165,9 @@ def settle(client: MlflowClient, job: Job, state: JobState,
 
 def _leftovers(client: MlflowClient, job: Job, lost: list[str], log: Log) -> bool:
     """Finish the runs whose launcher died (``lost``: left RUNNING) from the spool it left on
-    the node, or name it (``job.note``); runs named before are tried again on every refresh
-    until stored. True when a run was finished here."""
+    the node, or name the node and the sync command (once, when found); runs named before
+    are tried again quietly on every refresh until this host sees their spool (``job.left``:
+    a node's sync leaves no mark in the store). True when a run was finished here."""
     from radtrack.executors.slurm_job import default_job_home
     from radtrack.executors.slurm_spool import ship_leftovers
 
@@ -175,12 +177,12 @@ def _leftovers(client: MlflowClient, job: Job, lost: list[str], log: Log) -> boo
     home = job.home or default_job_home()
     done = ship_leftovers(client, home, runs, log)
     job.left = [r for r in runs if r not in done.shipped]
-    job.note = done.note(job.job, job.node, home, job.left) if job.left else ""
     if done.shipped:
         log(f"job {job.job}: finished run(s) {', '.join(done.shipped)} from what the killed "
             f"launcher left in {home}/spool (samples, telemetry, output log)")
-    if job.note:
-        log(job.note)
+    note = done.note(job.job, job.node, home, job.left) if job.left else ""
+    if note and (lost or done.kept):
+        log(note)
     return bool(done.shipped)
 
 
@@ -237,6 +239,6 @@ def main(argv: list[str]) -> int:
     for job in ledger.jobs.values():
         reason = f" ({job.reason})" if job.reason else ""
         print(f"{job.experiment}-{job.workload}: job {job.job} {job.state}{reason}")
-    for line in dict.fromkeys([*notes, *(j.note for j in ledger.jobs.values() if j.note)]):
+    for line in notes:
         print(line)
     return 0 if all(s.state == "COMPLETED" for s in found.values()) else 1
