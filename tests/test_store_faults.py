@@ -142,6 +142,7 @@ def test_server_down_for_the_whole_run_then_sync(tmp_path: Path, monkeypatch: py
         c, parent, row = _runs(server.uri, "down")
         _assert_complete(c, row, tmp_path, "FAILED", 3)
         assert parent.info.status == "FAILED" and parent.info.run_name == "down-1"
+        assert f"FAILED down-1 A,{row.info.run_id}" in sheet.read_text()  # sync wrote its Run
         assert "radtrack.stopped_by" not in parent.data.tags  # not "launcher_lost": it ended so
         assert _files_holding(secret, home, sheets) == []
     finally:

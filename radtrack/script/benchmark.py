@@ -156,11 +156,20 @@ class RADTBenchmark:
 
     # Values through the spool (radtrack/store/scriptlog.py) -------------------------------
     def _spooling(self) -> bool:
+        """Whether a value goes through the spool: under radtrack, unless the script pointed
+        MLflow at a store of its own (its values go there directly, as MLflow sends them)."""
         if self._log is None:
             return False
         if self._mlflow is None and not self._entered:
             self._entered = True
             self.__enter__()
+        mlflow = self._mlflow or sys.modules.get("mlflow")
+        if mlflow is not None:
+            try:
+                if mlflow.get_tracking_uri() != os.environ.get(env.TRACKING_URI, mlflow.get_tracking_uri()):
+                    return False
+            except Exception:  # noqa: BLE001 - an MLflow without it: the spool
+                pass
         return True
 
     _entered = False

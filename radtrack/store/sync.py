@@ -133,6 +133,7 @@ def _finish_one(run_dir: Path, run_id: str, uri: str, log) -> bool:
                            float(finish.get("end") or 0), finish.get("metrics") or [])
                 log(f"{run_id}: {what}; ended {finish['status']} (exit "
                     f"{finish.get('exit_code')}) with its output log and environment")
+                _write_sheet(run_dir, run_id, finish, client, log)
             else:
                 log(f"{run_id}: {what}")
                 run = client.get_run(run_id)
@@ -151,6 +152,30 @@ def _finish_one(run_dir: Path, run_id: str, uri: str, log) -> bool:
         return False
     shutil.rmtree(run_dir, ignore_errors=True)
     return True
+
+
+def _write_sheet(run_dir: Path, run_id: str, finish: dict[str, Any], client, log) -> None:
+    """A sheet row whose run only sync created gets its Run cell (and its Status cell the
+    stored run name), as the launcher writes it; skipped, with a line, while a launcher runs
+    the sheet."""
+    from radtrack.errors import RadtrackError
+
+    create = runfiles.read(run_dir, runfiles.CREATE_FILE) or {}
+    if not create.get("sheet") or not create.get("row") or finish.get("run_id"):
+        return  # a CLI launch, or the launcher wrote the run id itself
+    sheet = Path(create["sheet"])
+    if not sheet.is_file():
+        return
+    from radtrack.sheet import write_status
+    from radtrack.sheet.lock import sheet_lock
+
+    try:
+        name = client.get_run(run_id).info.run_name
+        with sheet_lock(sheet):
+            write_status(sheet, int(create["row"]), finish["status"], run_id, run_name=name)
+        log(f"{sheet}:{create['row']}: Run {run_id}")
+    except (RadtrackError, OSError) as exc:
+        log(f"{sheet}:{create['row']}: not updated ({str(exc).splitlines()[0][:200]}); its run is {run_id}")
 
 
 def main(argv: list[str] | None = None) -> int:
