@@ -53,7 +53,8 @@ def chart_series(source: DataSource, runs: list[str], metrics: list[str], power:
     """The series a chart plots, each power subplot's co-located runs by their attributed
     share in ``attributed`` mode; and which (run, metric) pairs were substituted."""
     series = source.series(runs, metrics)
-    subs = substitutions(source.run_rows(runs), metrics, power) if runs and metrics else {}
+    powered = power == "attributed" and any(_POWER.match(m) for m in metrics)
+    subs = substitutions(source.run_rows(runs), metrics, power) if runs and powered else {}
     if not subs:
         return series, set()
     extra = source.series(sorted({r for r, _ in subs}), sorted(set(subs.values())))

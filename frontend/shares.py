@@ -15,7 +15,7 @@ from dash.exceptions import PreventUpdate
 from mlflow import MlflowClient
 
 from radtrack.analysis.attribution import IDLE, OTHER
-from radtrack.frontend.figures import empty_figure
+from radtrack.frontend.figures import empty_figure, run_colours
 from radtrack.store.schema import POWER_ARTIFACT
 
 BUCKET_COLOURS = {OTHER: "#7f7f7f", IDLE: "#d0d0d0"}
@@ -55,6 +55,12 @@ def shares_figure(table: pd.DataFrame | None) -> go.Figure | dict:
                             "existed, without smi, or still running)")
     gpus = sorted(table["gpu"].unique(), key=lambda g: (len(g), g))
     t0 = float(table["time"].min())
+    # each run in the colour the chart and the basket give it (picked from its run id)
+    ids = table.drop_duplicates("party").set_index("party")["run_id"] if "run_id" in table else {}
+    runs = sorted(str(r) for r in set(ids.values if len(ids) else []) if r)
+    colours = {party: run_colours(runs)[str(run_id)] for party, run_id in
+               (ids.items() if len(ids) else []) if run_id}
+    colours.update(BUCKET_COLOURS)
     fig = go.Figure()
     for i, gpu in enumerate(gpus):
         part = table[table["gpu"] == gpu]
@@ -68,7 +74,7 @@ def shares_figure(table: pd.DataFrame | None) -> go.Figure | dict:
                 x=(one["time"] - t0).to_numpy(), y=one["power_w"].to_numpy(), name=f"{gpu} {party}",
                 legendgroup=gpu, stackgroup=f"g{i}", mode="lines", line={"width": 0.5},
                 line_shape="hv", xaxis=f"x{axis}", yaxis=f"y{axis}",
-                fillcolor=BUCKET_COLOURS.get(party), marker={"color": BUCKET_COLOURS.get(party)},
+                fillcolor=colours.get(party), marker={"color": colours.get(party)},
                 hovertemplate="%{y:.1f} W<extra>" + f"{gpu} {party}</extra>"))
     n = len(gpus)
     layout: dict[str, object] = {"height": 260 * n + 60, "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
