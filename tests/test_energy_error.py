@@ -223,3 +223,30 @@ def test_docs_block_is_filled_by_the_table_generator(synthetic_result, tmp_path)
     assert "| 20 ms (25 %) | 8.0 s | 5 |" in text and "`benchmarks/results/x`" in text
     psa.update_docs(doc, synthetic_result, "again")  # the block can be refilled
     assert text.count(psa.DOC_BEGIN) == doc.read_text().count(psa.DOC_BEGIN) == 1
+
+
+def test_report_columns_combine_gpus_and_give_workloads_their_widest_row():
+    from radtrack.analysis.energy_columns import energy_error_columns, workload_intervals
+
+    m = "metric.summary/"
+    runs = pd.DataFrame([
+        {"run_id": "a", "experiment": "e", "workload": 3, f"{m}smi/gpu0/energy_j": 100.0,
+         f"{m}smi/gpu0/energy_j_ci95_pct": 2.0, f"{m}smi/gpu0/energy_j_ci95_flag": 0.0,
+         f"{m}attribution/gpu0/energy_j": 60.0, f"{m}attribution/gpu0/energy_j_ci95_pct": 2.0,
+         f"{m}attribution/gpu0/energy_j_ci95_flag": 0.0,
+         f"{m}smi/gpu1/energy_j": 100.0, f"{m}smi/gpu1/energy_j_ci95_pct": 30.0,
+         f"{m}smi/gpu1/energy_j_ci95_flag": 1.0,
+         f"{m}energy_model/gpu0/activity_energy_j": 95.0, f"{m}energy_model/gpu1/activity_energy_j": 90.0},
+        {"run_id": "b", "experiment": "e", "workload": 3, f"{m}smi/gpu0/energy_j": 100.0,
+         f"{m}smi/gpu0/energy_j_ci95_pct": 4.0, f"{m}smi/gpu0/energy_j_ci95_flag": 2.0},
+        {"run_id": "c", "experiment": "e", "workload": 4, f"{m}smi/gpu0/energy_j": 50.0}])
+    cols = energy_error_columns(runs).set_index("run_id")
+    # run a: attributed 60 J (± 2 %) on gpu0 and its own gpu1 (no attribution: 100 J ± 30 %)
+    assert cols.loc["a", "energy_j_ci95_pct"] == pytest.approx(np.hypot(60 * 2, 100 * 30) / 160)
+    assert cols.loc["a", "energy_note"].endswith("bursty load near the sensor's period")
+    assert cols.loc["a", "activity_energy_j"] == 185.0
+    assert cols.loc["b", "energy_note"] == "window too short"  # 4 % is under the threshold
+    assert np.isnan(cols.loc["c", "energy_j_ci95_pct"]) and cols.loc["c", "energy_note"] == ""
+    workloads = pd.DataFrame({"experiment": ["e", "e"], "workload": [3, 4], "launch": ["", ""]})
+    ci = workload_intervals(workloads, runs, cols.reset_index())
+    assert ci.iloc[0] == pytest.approx(np.hypot(100 * 2, 100 * 30) / 200) and np.isnan(ci.iloc[1])

@@ -8,7 +8,10 @@ From a :func:`radtrack.analysis.data.load_runs` frame (``metric.<key>`` columns)
 - ``energy_note``: empty, or why the interval is over the threshold (the stored flag:
   bursty load near the sensor's period / window too short), with the figure and threshold;
 - ``activity_energy_j``: the activity model's energy summed over its GPUs, where stored
-  (radtrack/analysis/energy_figures.py): an estimate next to the counter's, never instead.
+  (radtrack/analysis/energy_figures.py): an estimate next to the counter's, never instead;
+- ``gpu_energy_j_ci95_pct``: the interval of its GPUs' whole energy (``gpu_energy_j``).
+
+:func:`workload_intervals` gives the co-located workloads' measured energy its interval.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from radtrack.store import schema
 
 _METRIC = "metric."
 _SCOPE = re.compile(r"(?:smi|attribution)/(?P<scope>gpu\d+)/energy_j$")
-COLUMNS = ["run_id", "energy_j_ci95_pct", "energy_note", "activity_energy_j"]
+COLUMNS = ["run_id", "energy_j_ci95_pct", "energy_note", "activity_energy_j", "gpu_energy_j_ci95_pct"]
 
 
 def _value(row: dict, key: str) -> float:
@@ -49,7 +52,7 @@ def energy_error_columns(runs: pd.DataFrame) -> pd.DataFrame:
     for row in runs.to_dict("records"):
         keys = [c[len(_METRIC):] for c in row if isinstance(c, str) and c.startswith(_METRIC)]
         scopes = sorted({m.group("scope") for k in keys if (m := _SCOPE.search(k))})
-        parts, flags = [], []
+        parts, flags, gpu_parts = [], [], []
         for scope in scopes:
             att = schema.attribution_summary_key(scope, "energy_j")
             own = schema.summary_key(f"smi/{scope}/energy_j")
@@ -58,6 +61,8 @@ def energy_error_columns(runs: pd.DataFrame) -> pd.DataFrame:
             if np.isfinite(energy):
                 parts.append((energy, ci))
                 flags.append(_value(row, schema.ci_flag_key(key)))
+            if np.isfinite(gpu_j := _value(row, own)):
+                gpu_parts.append((gpu_j, _value(row, schema.ci_key(own))))
         ci = combine(parts) if parts else float("nan")
         flag = int(np.nanmax(flags)) if flags and np.isfinite(flags).any() else 0
         note = ""
@@ -67,5 +72,23 @@ def energy_error_columns(runs: pd.DataFrame) -> pd.DataFrame:
         model = [_value(row, schema.energy_model_key(s)) for s in scopes]
         model_j = float(np.sum(model)) if model and np.isfinite(model).all() else float("nan")
         rows.append({"run_id": row["run_id"], "energy_j_ci95_pct": ci, "energy_note": note,
-                     "activity_energy_j": model_j})
+                     "activity_energy_j": model_j,
+                     "gpu_energy_j_ci95_pct": combine(gpu_parts) if gpu_parts else float("nan")})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def workload_intervals(workloads: pd.DataFrame, runs: pd.DataFrame, columns: pd.DataFrame) -> pd.Series:
+    """Per row of the co-located workloads table, the 95 % interval (%) of its measured GPU
+    energy: the widest of its rows' GPU intervals (the rows read the same counters, so
+    their errors are not independent; the workload's span holds each row's)."""
+    if workloads.empty:
+        return pd.Series(dtype=float)
+    launch = runs.get(f"tag.{schema.LAUNCH_ID}", pd.Series("", index=runs.index)).fillna("")
+    ci = dict(zip(columns["run_id"], columns["gpu_energy_j_ci95_pct"], strict=True))
+    out = []
+    for w in workloads.to_dict("records"):
+        same = ((runs["experiment"] == w["experiment"]) & (runs["workload"].astype(str) == str(w["workload"]))
+                & (launch == (w.get("launch") or "")))
+        values = [ci[r] for r in runs.loc[same, "run_id"] if r in ci and np.isfinite(ci[r])]
+        out.append(max(values) if values else float("nan"))
+    return pd.Series(out, index=workloads.index, dtype=float)

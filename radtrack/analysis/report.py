@@ -22,7 +22,7 @@ import pandas as pd
 from radtrack.analysis.colocation import workload_table
 from radtrack.analysis.correlation import METHODS, correlate
 from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
-from radtrack.analysis.energy_columns import energy_error_columns
+from radtrack.analysis.energy_columns import energy_error_columns, workload_intervals
 from radtrack.analysis.gpulabel import physical_gpus_of_row
 from radtrack.analysis.interference import interference
 from radtrack.analysis.monitoring_cost import monitoring_table
@@ -45,10 +45,13 @@ _RUN_VIEW = ["run_name", "user", "launch", "gpu_used", "workload", "letter", "st
              "power_w_mean", "power_w_p95", "power_w_max", "gpu_util_pct_mean",
              "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max", "sm_clock_mhz_mean",
              "cpu_pct_mean", "rss_mib_max", "energy_note"]
+_ENERGY_LEGEND = ("energy_j_ci95_pct: the 95 % interval of energy_j, % of it (the power sensor's "
+                  "error); energy_note: why one is wider than the threshold (docs/analysis.md, "
+                  "Energy error bars)")
 _INTERFERENCE_VIEW = ["run_name", "collocation", "slowdown", "slowdown_basis", "duration_s",
-                      "solo_duration_s", "work_unit", "energy_j", "attribution", "energy_per_unit_j",
+                      "solo_duration_s", "work_unit", "energy_j", "energy_j_ci95_pct", "attribution", "energy_per_unit_j",
                       "solo_energy_per_unit_j", "energy_per_unit_change_pct", "note"]
-_WORKLOAD_VIEW = ["workload", "launch", "rows", "collocation", "duration_s", "energy_j", "co2e_g", "idle_energy_j",
+_WORKLOAD_VIEW = ["workload", "launch", "rows", "collocation", "duration_s", "energy_j", "energy_j_ci95_pct", "co2e_g", "idle_energy_j",
                   "other_energy_j", "work", "work_unit", "energy_per_unit_j", "stp", "antt",
                   "serial_energy_j", "energy_vs_serial_pct", "note"]
 _SCRIPT_VIEW = ["run_name", "row_run_name", "script_experiment", "status", "duration_s",
@@ -106,7 +109,8 @@ def analyze_experiment(experiment: str, workload: int | None = None,
                                                         "step": "time_to_target_step"}),
                                 on="run_id", how="left")
     table = runs[["run_id", "experiment", "start_time"]].merge(summary, on="run_id")
-    table = table.merge(energy_error_columns(runs), on="run_id", how="left")
+    energy_cols = energy_error_columns(runs)
+    table = table.merge(energy_cols, on="run_id", how="left")
     # next to the run: the physical GPU(s), as every run names its own GPUs gpu0..
     gpu_used = {row["run_id"]: physical_gpus_of_row(row) for row in runs.to_dict("records")}
     table.insert(table.columns.get_loc("run_name") + 1 if "run_name" in table.columns else 1,
@@ -119,7 +123,12 @@ def analyze_experiment(experiment: str, workload: int | None = None,
     table.insert(table.columns.get_loc("user") + 1, "launch", table["run_id"].map(
         dict(zip(everything["run_id"], launches.fillna(""), strict=True))).fillna(""))
     inter = interference(runs, summary)
+    if "run_id" in inter:
+        inter = inter.merge(energy_cols[["run_id", "energy_j_ci95_pct"]], on="run_id", how="left")
     workloads = workload_table(everything, inter)
+    if not workloads.empty:
+        workloads.insert(workloads.columns.get_loc("energy_j") + 1, "energy_j_ci95_pct",
+                         workload_intervals(workloads, everything, energy_cols))
     var = variability(runs, summary, targets)
     if workload is not None:
         table = table[table["workload"] == workload]
@@ -207,6 +216,7 @@ def render_report(report: ExperimentReport) -> str:
     parts = [f"experiment {report.experiment}: {len(runs)} run(s)",
              *([report.footprint] if report.footprint else []),
              "", "Per-run summary", render(runs, _RUN_VIEW + extra),
+             *([_ENERGY_LEGEND] if runs.get("energy_j_ci95_pct", pd.Series(dtype=float)).notna().any() else []),
              "", "Co-location interference (against solo runs of the same File + params)",
              render(report.interference, _INTERFERENCE_VIEW)
              if not report.interference.empty else "(no co-located workloads)",
