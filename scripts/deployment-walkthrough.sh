@@ -366,6 +366,6 @@ subs 'postgresql+psycopg://...' "${DB_URI%/mlflow}/mlflow_direct" /shared/mlarti
 doc "MLFLOW_TRACKING_URI=postgresql+psycopg://... python -c \\
   'import mlflow; mlflow.MlflowClient().create_experiment(\"resnet\", artifact_location=\"file:///shared/mlartifacts/resnet\")'"
 subs
-check "runuser -u postgres -- psql -XtAq -d mlflow_direct -c \"SELECT artifact_location FROM experiments WHERE name = 'resnet'\""
+check "as_postgres psql -XtAq -d mlflow_direct -c \"SELECT artifact_location FROM experiments WHERE name = 'resnet'\""
 expect "file://$WORK/shared/mlartifacts/resnet"
 say "all sections done"
