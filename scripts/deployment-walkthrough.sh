@@ -33,7 +33,7 @@ while [ $# -gt 0 ]; do
     --work) WORK=$2; shift 2;;
     --trace) TRACE=$2; shift 2;;
     --python) PY=$2; shift 2;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0;;
     *) CHECKOUT=$(cd "$1" && pwd); shift;;
   esac
 done
@@ -149,6 +149,7 @@ cleanup() {
   say "cluster $PGVER/main before: ${CLUSTER_BEFORE:-none}; after: $(cluster)"
   record cluster "$rc" "" "" "${CLUSTER_BEFORE:-none}" "$(cluster)"
   if [ "$OWN_WORK" = 1 ] && [ "$rc" = 0 ]; then rm -rf "$WORK"; fi
+  [ "$rc" = 0 ] || say "exit $rc; each step's output is in $WORK/steps"
   exit "$rc"
 }
 trap cleanup EXIT
@@ -235,7 +236,8 @@ if [ "$owner" = "$MARK" ]; then  # left by an interrupted walkthrough: ours to d
 fi
 taken=$(sql "SELECT string_agg(name, ', ') FROM (SELECT rolname AS name FROM pg_roles WHERE rolname = 'mlflow' UNION ALL SELECT datname FROM pg_database WHERE datname IN ('mlflow', 'mlflow_auth', 'mlflow_direct')) t")
 if [ -n "$taken" ]; then
-  say "cluster $PGVER/main already has $taken, not made by this script: left alone" >&2
+  say "cluster $PGVER/main already has $taken, not made by this script: left alone" \
+    "(drop them with dropdb/dropuser if an interrupted walkthrough left them)" >&2
   exit 3
 fi
 MADE_ROLE=1
