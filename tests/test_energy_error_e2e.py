@@ -63,3 +63,25 @@ def test_bursty_runs_get_a_wide_flagged_interval_steady_ones_a_narrow_one(store,
     assert s["energy_note"] == "" and s["energy_j_ci95_pct"] < 5.0
     text = radtrack_cli("report", "err", timeout=300)
     assert "energy_j_ci95_pct" in text.stdout and "bursty load near the sensor's period" in text.stdout
+
+
+def test_a_script_run_carries_the_interval_of_its_span(store, tmp_path, monkeypatch):
+    """A run the script opened itself (docs/mlflow-code.md) gets its span's energy with its
+    interval, and its share of the row's attributed energy with the GPU's interval."""
+    FakeHost(tmp_path, monkeypatch)
+    env = nvml_scenario.write(tmp_path / "trial.json", [{
+        "uuid": H100_UUID, "watts": 300.0, "util_gpu": 25.0, "power_ring": True,
+        "procs": [{"match": "--tag trial", "sm": 60, "mem_mib": 800}]}])
+    script = Path(__file__).resolve().parent / "scripts" / "mlflow_code" / "steady_trial.py"
+    p = radtrack_cli("-e", "err", "-d", "0", "-l", "smi", "--interval", "0.1", str(script),
+                     "--seconds", "2", "--tag", "trial", env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    client = MlflowClient(store)
+    exp = client.get_experiment_by_name("err")
+    trial = next(r for r in client.search_runs([exp.experiment_id]) if r.info.run_name == "trial")
+    m = trial.data.metrics
+    assert trial.data.tags["radtrack.role"] == "script"
+    # its share of the row's energy (the counter, read every 5 s, shaped by the power inside
+    # its intervals) with the GPU's interval over the span: bursty, and a 2-s span is short
+    att = "summary/attribution/gpu0/energy_j"
+    assert m[att] > 0 and m[att + "_ci95_pct"] > 0 and m[att + "_ci95_flag"] in (1.0, 2.0)

@@ -25,7 +25,7 @@ import pandas as pd
 from radtrack.script.run_events import Span, absolute_uri, read_spans
 from radtrack.store import schema
 from radtrack.store.sqlwriter import SqlMetricWriter
-from radtrack.store.traces import log_trace, summarize
+from radtrack.store.traces import energy_summaries, log_trace, summarize
 from radtrack.store.tracking import redact
 
 if TYPE_CHECKING:
@@ -121,7 +121,8 @@ def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
     for frame in sliced.values():
         if len(frame):
             summary.update(summarize(frame.reset_index(drop=True)))
-    summary.update(_attributed(row, accounts, start, end, carbon))
+    summary.update(energy_summaries({k: f.reset_index(drop=True) for k, f in sliced.items() if len(f)}))
+    summary.update(_attributed(row, accounts, start, end, carbon, sliced))
     c.log_batch(span.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in summary.items()])
     _artifacts(row, c, span.run_id, sliced)
     tags = {k: v for k, v in {**row.record_tags, **row.tags}.items()
@@ -167,8 +168,11 @@ def _points(frame: pd.DataFrame) -> list[tuple[str, float, int, int]]:
 
 
 def _attributed(row: Row, accounts: dict[str, GpuAccount], start: float, end: float,
-                carbon: Carbon | None) -> dict[str, float]:
-    """The span's share of the row's attributed energy per GPU scope, and its CO2e."""
+                carbon: Carbon | None, frames: dict[str, pd.DataFrame]) -> dict[str, float]:
+    """The span's share of the row's attributed energy per GPU scope, with its GPU's 95 %
+    interval over the span (radtrack/analysis/energy_figures.py), and its CO2e."""
+    from radtrack.analysis.energy_figures import flag_code, span_interval
+
     out: dict[str, float] = {}
     total = 0.0
     for acc in accounts.values():
@@ -184,8 +188,13 @@ def _attributed(row: Row, accounts: dict[str, GpuAccount], start: float, end: fl
         hi = np.minimum(acc.edges[1:], end)
         frac = np.clip(hi - lo, 0.0, None) / np.diff(acc.edges)
         joules = float((acc.energy[row.run_id].to_numpy() * frac).sum())
-        out[schema.attribution_summary_key(scope, "energy_j")] = joules
+        key = schema.attribution_summary_key(scope, "energy_j")
+        out[key] = joules
         total += joules
+        ci = span_interval(frames, scope, start, end)
+        if ci is not None:
+            out[schema.ci_key(key)] = ci.ci95_pct
+            out[schema.ci_flag_key(key)] = flag_code(ci)
     if carbon is not None and out:
         out[schema.CO2E_KEY] = carbon.co2e_g(total)
     return out
