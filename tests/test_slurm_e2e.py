@@ -150,6 +150,10 @@ def test_ctrl_c_cancels_the_jobs(slurm_cluster, tmp_path: Path) -> None:
                             stderr=subprocess.PIPE, text=True)
     try:
         wait_for(pid_file.exists, 120, "the job's workload to start")
+        # the script starts before its run exists (radtrack/run/record.py): a
+        # cancel before that leaves no run to look at
+        wait_for(lambda: any((tmp_path / "jobhome" / "spool").glob("*/meta.json")),
+                 120, "the job's run to be created")
         workload_pid = int(pid_file.read_text())
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=120)
@@ -182,6 +186,10 @@ def test_scancelled_job_is_killed_and_reruns_with_rerun(slurm_cluster, tmp_path:
     assert p.returncode == 0, p.stderr
     job = _rows(sheet)[0]["Job"].split()[0]
     wait_for(pid_file.exists, 120, "the job's workload to start")
+    # the script starts before its run exists (radtrack/run/record.py): a
+    # cancel before that leaves no run to look at
+    wait_for(lambda: any((tmp_path / "jobhome" / "spool").glob("*/meta.json")),
+             120, "the job's run to be created")
     assert slurm_cluster.run("scancel", job).returncode == 0
     wait_for(lambda: slurm_cluster.state(job) == "CANCELLED", 60, "the job to be cancelled")
     s = radtrack_cli("status", str(sheet), env=env)
