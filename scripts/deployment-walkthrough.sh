@@ -49,7 +49,7 @@ say() { printf '[walkthrough] %s\n' "$*"; }
 die() { say "FAILED: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "run as root (runuser, pg_ctlcluster)"
 [ -x "$PY" ] || die "no Python at $PY (--python)"
-for tool in pg_ctlcluster pg_lsclusters runuser setsid curl; do
+for tool in pg_ctlcluster pg_lsclusters runuser setsid curl flock; do
   command -v "$tool" >/dev/null || die "$tool not found"
 done
 free_port() { "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -76,9 +76,9 @@ run() {
   STEP=$((STEP + 1)); LOG=$WORK/steps/$(printf %02d "$STEP").log
   say "\$ $1"
   if [ -n "$STDIN" ]; then
-    setsid -w bash -c "$cmd" >"$LOG" 2>&1 <<<"$STDIN" || rc=$?
+    setsid -w bash -c "$cmd" >"$LOG" 2>&1 <<<"$STDIN" 9>&- || rc=$?
   else
-    eval "$cmd" >"$LOG" 2>&1 </dev/null || rc=$?
+    eval "$cmd" >"$LOG" 2>&1 </dev/null 9>&- || rc=$?
   fi
   sed 's/^/    /' "$LOG" | tail -n 25
   say "  (exit $rc, $(took "$t0") s)"
@@ -99,7 +99,7 @@ doc_bg() {
   local name=$1 cmd; cmd=$(apply "$2")
   STEP=$((STEP + 1)); LOG=$WORK/steps/$(printf %02d "$STEP")-$name.log
   say "\$ $2 &"
-  setsid bash -c "$cmd" >"$LOG" 2>&1 </dev/null &
+  setsid bash -c "$cmd" >"$LOG" 2>&1 </dev/null 9>&- &
   BG+=("$!"); printf -v "PID_$name" '%s' "$!"
   record doc_bg "" "" "$LOG" "$2" "$cmd"
 }
@@ -128,6 +128,10 @@ as_postgres() { (cd / && runuser -u postgres -- "$@"); }
 sql() { as_postgres psql -XtAq -d postgres -c "$1"; }
 
 # -- leaving the host as found ----------------------------------------------------------
+# one walkthrough at a time on a host: they share the cluster and the doc's role name
+# (fd 9 holds the lock; the commands run without it, so nothing they leave holds it)
+exec 9>/tmp/radtrack-deployment-walkthrough.lock
+flock -w 600 9 || die "another walkthrough has held /tmp/radtrack-deployment-walkthrough.lock for 10 min"
 PGVER=$(ls /usr/lib/postgresql | sort -n | tail -n 1)
 [ -n "$PGVER" ] || die "no /usr/lib/postgresql/<version> (Debian package postgresql)"
 cluster() { pg_lsclusters -h | awk -v v="$PGVER" '$1 == v && $2 == "main" {print $3, $4}'; }

@@ -201,7 +201,7 @@ class Walkthrough:
 def why_not_here() -> str | None:
     if os.geteuid() != 0:
         return "needs root (runuser, pg_ctlcluster, the host's PostgreSQL cluster)"
-    for tool in ("pg_ctlcluster", "pg_lsclusters", "runuser", "setsid", "curl", "psql"):
+    for tool in ("pg_ctlcluster", "pg_lsclusters", "runuser", "setsid", "curl", "psql", "flock"):
         if shutil.which(tool) is None:
             return f"{tool} not found (Debian's postgresql package: scripts/ensure-postgres.sh)"
     if not list(Path("/usr/lib/postgresql").glob("*/bin/postgres")):
