@@ -285,7 +285,8 @@ def _launch(args: argparse.Namespace) -> int:
     if args.dry_run:
         print(format_plan(workloads))
         return 0
-    tracking.check_reachable(uri)
+    # a server that is down: the scripts run all the same and spool; radtrack sync stores it
+    tracking.check_reachable(uri, run_anyway=True)
     # MLflow is imported and the store opened before the scripts start only where a check
     # needs it (a server's permissions, a database's experiments, a sheet's earlier runs):
     # otherwise the runs are created while the scripts already run (radtrack/run/record.py)

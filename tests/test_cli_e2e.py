@@ -137,7 +137,7 @@ def test_noop_outside_radtrack(tmp_path: Path) -> None:
     (["missing.py"], "missing.py: no such file"),
     (["--bogus", "x.py"], "unrecognized arguments"),
     (["-l", "smi+nope", "x.py"], "unknown listener(s) nope"),
-    (["--tracking-uri", "http://127.0.0.1:9", "SCRIPT"], "unreachable"),
+    (["--tracking-uri", "http://no-such-host.invalid:9", "SCRIPT"], "unreachable"),
     (["--interval", "0", "SCRIPT"], "--interval must be > 0"),
     (["-l", "top@fast", "SCRIPT"], "listener 'top@fast': the interval after '@' must be a number of seconds > 0"),
 ])

@@ -80,6 +80,7 @@ class Recorder:
 
     def _run(self) -> None:
         from radtrack.store.outage import describe, is_outage, scrub
+        from radtrack.store.tracking import away_at_launch
 
         t0 = time.monotonic()
         try:
@@ -96,6 +97,7 @@ class Recorder:
                 away = isinstance(exc, Exception) and is_outage(exc)
                 if away and not self.outage:
                     self._publish(**{handshake.AWAY: describe(exc)})
+                if away and not self.outage and not away_at_launch():  # else said already
                     self.say(f"tracking store {_redact(self.uri)} unreachable ({describe(exc)}): "
                              "the scripts run on and their samples spool; retrying")
                 if away:

@@ -6,6 +6,7 @@ runs.py (experiments, tags, params, closing runs)."""
 from __future__ import annotations
 
 import os
+import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATABASE_SCHEMES", "LAUNCH_ID_ENV", "TRACKING_USERNAME", "check_credentials",
-    "check_database_experiments", "check_experiments", "check_reachable", "client",
+    "away_at_launch", "check_database_experiments", "check_experiments", "check_reachable", "client",
     "script_http_env",
     "close_orphaned_parent", "create_workload_run", "default_artifact_location", "experiment_id",
     "identity_tags", "launch_id", "launch_user", "log_params", "lookup_experiment",
@@ -60,8 +61,19 @@ __all__ = [
 ]
 
 
-def check_reachable(uri: str, timeout: float = 5.0) -> None:
-    """Fail fast (exit 2) on a tracking server that does not answer, before anything starts."""
+_AWAY: list[str] = []  # why the tracking server did not answer at launch (run_anyway)
+
+
+def away_at_launch() -> str:
+    """Why the tracking server did not answer when this launch began ("" when it did)."""
+    return _AWAY[0] if _AWAY else ""
+
+
+def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) -> None:
+    """Fail fast (exit 2) on a tracking server that does not answer, before anything starts;
+    with ``run_anyway`` (a local launch), a server that is down (the connection refused or
+    timed out, not a host name that does not resolve) is said in one line and the launch
+    goes on: its scripts run, everything spools, ``radtrack sync`` stores it later."""
     if not uri.startswith(("http://", "https://")):
         if uri.startswith("sqlite:///"):
             folder = Path(uri.removeprefix("sqlite:///")).absolute().parent
@@ -74,6 +86,12 @@ def check_reachable(uri: str, timeout: float = 5.0) -> None:
         pass  # it answered (a proxy in front): reachable; credentials are checked below
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
+        if run_anyway and isinstance(reason, (ConnectionError, TimeoutError)):
+            _AWAY.append(str(reason))
+            print(f"[radtrack] tracking server {redact(uri)} does not answer ({reason}): the "
+                  "scripts run anyway and everything they record spools until it is back",
+                  file=sys.stderr, flush=True)
+            return
         raise RadtrackError(f"tracking server {redact(uri)} is unreachable: {reason}") from None
     check_credentials(uri)
 
@@ -183,6 +201,8 @@ def check_experiments(c: MlflowClient, uri: str, experiments: list[str]) -> None
     from radtrack.store import permissions
     from radtrack.store.outage import describe, is_outage
 
+    if away_at_launch():
+        return  # nothing to check against: the launch goes on, spooling (check_reachable)
     try:
         check_database_experiments(c, uri, experiments)
         if permissions.applies(uri):
