@@ -29,20 +29,29 @@ def _read(path: str) -> bytes:
         return f.read()
 
 
-def cpu_times() -> list[tuple[float, float]]:
+def cpu_times(cores: bool = True) -> list[tuple[float, float]]:
     """(total, busy) clock ticks for all CPUs (first) and each core, as psutil counts them:
-    guest time is already inside user/nice, idle and iowait are not busy."""
+    guest time is already inside user/nice, idle and iowait are not busy. ``cores=False``:
+    the all-CPU entry alone (parsing a 16-core host's per-core lines cost 165 us a call on
+    the H100 host; top needs them once a second, its totals every interval)."""
+    data = _read(f"{PROC}/stat")
+    if not cores:
+        return [_cpu_line(data[:data.index(b"\n")])]
     out = []
-    for line in _read(f"{PROC}/stat").split(b"\n"):
+    for line in data.split(b"\n"):
         if not line.startswith(b"cpu"):
             if out:
                 break
             continue
-        v = [int(x) for x in line.split()[1:]]
-        total = sum(v[:8])  # user nice system idle iowait irq softirq steal
-        idle = v[3] + (v[4] if len(v) > 4 else 0)
-        out.append((float(total), float(total - idle)))
+        out.append(_cpu_line(line))
     return out
+
+
+def _cpu_line(line: bytes) -> tuple[float, float]:
+    v = [int(x) for x in line.split()[1:9]]
+    total = sum(v)  # user nice system idle iowait irq softirq steal
+    idle = v[3] + (v[4] if len(v) > 4 else 0)
+    return float(total), float(total - idle)
 
 
 def cpu_percents(prev: list[tuple[float, float]], cur: list[tuple[float, float]]) -> list[float]:

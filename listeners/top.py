@@ -126,14 +126,16 @@ class TopListener(Listener):
         """Utilisation % since the previous reading: all cores every interval, each core
         at its own pace. A first reading only takes the baseline; a too-short window
         (rate_window) reports nothing and keeps the earlier baseline."""
-        cur = procfs.cpu_times() if self.fast else _psutil_cpu_times()
         interval = self.config.interval
+        cores = self._cores.due(now) and (self._core_t is None or rate_window(self._core_t, now, interval))
+        # the per-core lines are parsed only when they are due (once a second by default)
+        cur = procfs.cpu_times(cores) if self.fast else _psutil_cpu_times()
         out: dict[str, float] = {}
         if self._cpu_t is None or rate_window(self._cpu_t, now, interval):
             if self._cpu_prev is not None:
                 out["top/cpu_pct"] = procfs.cpu_percents([self._cpu_prev], cur[:1])[0]
             self._cpu_prev, self._cpu_t = cur[0], now
-        if self._cores.due(now) and (self._core_t is None or rate_window(self._core_t, now, interval)):
+        if cores:
             if self._core_prev:
                 for i, v in enumerate(procfs.cpu_percents(self._core_prev, cur[1:])):
                     out[f"top/cpu{i}/util_pct"] = v

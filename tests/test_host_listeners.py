@@ -72,6 +72,8 @@ def test_proc_readers_agree_with_psutil():
     assert swap_total == sw.total and swap_free == pytest.approx(sw.free, rel=0.05, abs=1 << 20)
     times = procfs.cpu_times()
     assert len(times) == 1 + psutil.cpu_count()
+    (total,) = procfs.cpu_times(cores=False)  # the all-CPU line alone, read the same way
+    assert total[0] >= times[0][0] and total[0] - times[0][0] < 10 * psutil.cpu_count() * procfs.CLK_TCK
     total = psutil.cpu_times()
     assert times[0][0] / procfs.CLK_TCK == pytest.approx(
         sum(total) - getattr(total, "guest", 0) - getattr(total, "guest_nice", 0), rel=0.01)
