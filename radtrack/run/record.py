@@ -87,6 +87,8 @@ class Recorder:
             self._write_create_files()
         except OSError as exc:  # a full disk: the runs can still be made now
             self.say(f"could not keep the run records for radtrack sync: {exc}")
+        if away_at_launch():  # the scripts need not wait for a first try to fail
+            self._publish(**{handshake.AWAY: away_at_launch()})
         delay = 1.0
         while True:
             try:
