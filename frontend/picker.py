@@ -285,9 +285,10 @@ def run_row(row: dict, checked: bool, now: float | None = None,
         # The popover's rows travel as one attribute, drawn on hover or focus by
         # assets/run_info.js: a table of Dash components was 3 per row, most of a run row's
         # cost in the picker (docs/performance.md, "Frontend").
-        # how it shared its GPU and which script it ran (colocation.py), as its legend says
-        *([html.Span(how, className="how")] if (how := description(row)) else []),
         html.Span("i", className="info", tabIndex="0",
                   **{"data-info": json.dumps(info_pairs(row)), "aria-label": "run details"}),
     ], className="run-row script-run" if script else "run-row",
-        title="a run the row's script made itself (docs/mlflow-code.md)" if script else None)
+        title="a run the row's script made itself (docs/mlflow-code.md)" if script else None,
+        # how it shared its GPU and which script it ran (colocation.py), as its legend
+        # says: drawn by CSS from the attribute (no component more per run row)
+        **{"data-how": description(row)})

@@ -94,9 +94,8 @@ def test_each_runs_label_says_its_workload_colocation_and_script(web, app, store
         web.locator("#workload label", has_text=workload).first.click()
         web.wait_for_function(f"document.querySelectorAll('#runs .run-row').length === {len(labels)}"
                               f" && document.querySelector('#runs').innerText.includes('{workload[-1]} A')")
-        shown = [f"{n.strip()} · {h.strip()}" for n, h in zip(
-            web.locator("#runs .run-name").all_inner_texts(),
-            web.locator("#runs .how").all_inner_texts(), strict=True)]
+        shown = web.evaluate("""() => [...document.querySelectorAll('#runs .run-row')].map(r =>
+            r.querySelector('.run-name').innerText.trim() + ' · ' + r.dataset.how)""")
         assert shown == labels, shown
     # Select experiment: every run of every workload listed, in one click
     web.click("#select-experiment")
