@@ -75,7 +75,7 @@ def ship_leftovers(client: MlflowClient, home: str, run_ids: list[str],
     """Finish each of ``run_ids`` whose spool folder this host sees under ``home`` as
     ``radtrack sync`` would (samples, telemetry, the row's end as its launcher recorded it,
     output log); a folder whose launcher still holds it is left to that launcher."""
-    from radtrack.store.sync import _finish_one as finish_folder
+    from radtrack.store.sync import finish_folder
 
     out = Leftover()
     for run_id, folder in sorted(_spool_dirs(Path(home), set(run_ids)).items()):

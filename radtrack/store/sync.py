@@ -66,7 +66,7 @@ def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, i
                 continue
             meta = read_meta(run_dir) if (run_dir / META_FILE).exists() else {}
             uri = _uri(run_dir, tracking_uri, meta)
-            if _finish_one(run_dir, run_id, uri, log):
+            if finish_folder(run_dir, run_id, uri, log):
                 stored += 1
             else:
                 left += 1
@@ -101,7 +101,7 @@ def _uri(run_dir: Path, given: str | None, meta: dict[str, Any]) -> str:
     return with_password(recorded)
 
 
-def _finish_one(run_dir: Path, run_id: str, uri: str, log) -> bool:
+def finish_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
     """Store the folder's samples and script values, end its run, close its workload run;
     True when nothing is left (the folder is removed then)."""
     import shutil
