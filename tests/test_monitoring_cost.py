@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-from support import radtrack_cli
+import pytest
+from support import HAS_GPU, radtrack_cli
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "doubles"))
 import nvml_scenario  # noqa: E402
@@ -24,14 +25,26 @@ SHEET = ("Experiment,Workload,Devices,Collocation,File,Listeners,Params,Interval
 
 
 def test_a_run_records_its_monitoring_cost_and_the_report_shows_it(store: str, tmp_path: Path) -> None:
-    from mlflow import MlflowClient
-
-    shutil.copy(SCRIPTS / "busy.py", tmp_path / "busy.py")
-    (tmp_path / "sheet.csv").write_text(SHEET)
     env = nvml_scenario.write(tmp_path / "nvml.json", [
         {"uuid": "GPU-00000000-0000-0000-0000-000000000001", "watts": 300, "procs": [],
          "power_ring": True}])
     env["PATH"] = str(Path(sys.executable).parent) + ":/usr/bin:/bin"  # no dcgmi: NVML GPM
+    _run_and_check(tmp_path, store, env)
+
+
+@pytest.mark.gpu
+def test_a_run_on_a_real_gpu_records_its_monitoring_cost(store: str, tmp_path: Path) -> None:
+    """The same on a real GPU (H100: the driver's power ring, NVML GPM for dcgm)."""
+    if not HAS_GPU:
+        pytest.skip("gpu: no NVIDIA GPU/NVML on this host")
+    _run_and_check(tmp_path, store, {})
+
+
+def _run_and_check(tmp_path: Path, store: str, env: dict[str, str]) -> None:
+    from mlflow import MlflowClient
+
+    shutil.copy(SCRIPTS / "busy.py", tmp_path / "busy.py")
+    (tmp_path / "sheet.csv").write_text(SHEET)
     p = radtrack_cli(str(tmp_path / "sheet.csv"), env=env, timeout=240)
     assert p.returncode == 0, p.stderr[-3000:]
     client = MlflowClient(store)
