@@ -31,7 +31,7 @@ for i in $(seq "$rounds"); do
   (cd "$tree" && PYTHONPATH="$tree" "$py" "$repo/benchmarks/listener_cpu.py" --out "$out" \
       --seconds "$secs" --sets "$sets" --gpu-load --label "before $before #$i")
   (cd "$repo" && "$py" benchmarks/listener_cpu.py --out "$out" --seconds "$secs" --sets "$sets" \
-      --gpu-load --label "after $(git -C "$repo" rev-parse --short HEAD) #$i")
+      --gpu-load --label "after $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo checkout) #$i")
 done
 rm -rf "$tree"
 echo "tables: $out/listener_cpu.md"
