@@ -81,7 +81,6 @@
         const chart = gd.radtrackQuery;
         const rev = gd.layout ? gd.layout.uirevision : null;
         if (!chart || chart.rev !== rev) { record(rev, x); return; }
-        linkRange(chart, x);
         if (inflight) { inflight.abort(); }
         const controller = new AbortController();
         inflight = controller;
@@ -102,7 +101,10 @@
             .catch(error => { if (error.name !== 'AbortError') { console.error(error); } })
             // after the next paint: the store update wakes Dash's renderer (10-40 ms),
             // which would otherwise hold back the frame that shows the new arrays
-            .finally(() => requestAnimationFrame(() => setTimeout(() => record(rev, x), 0)));
+            .finally(() => requestAnimationFrame(() => setTimeout(() => {
+                record(rev, x);
+                linkRange(chart, x);  // after the paint too: replaceState is not free
+            }, 0)));
     }
 
     function attach(gd) {
