@@ -39,10 +39,15 @@ def current_view(selection, metrics, xmode, smooth, logy, experiment, workload,
 
 def shown_view(source: DataSource, selection, metrics, xmode, smooth, logy, experiment,
                workload, power, overlay, view_range) -> View:
-    """:func:`current_view` with the chart's zoom when it is the shown chart's."""
-    *_, rev = chart_inputs(source, selection, metrics, xmode, smooth, logy, None, power, overlay)
+    """:func:`current_view` with the chart's zoom when it is the shown chart's (no zoom: no
+    store read, the URL is recorded on every tick)."""
+    xrange = None
+    if isinstance(view_range, dict) and view_range.get("x"):
+        *_, rev = chart_inputs(source, selection, metrics, xmode, smooth, logy, None, power,
+                               overlay)
+        xrange = view_xrange(view_range, rev, xmode or "seconds")
     return current_view(selection, metrics, xmode, smooth, logy, experiment, workload, power,
-                        overlay, view_xrange(view_range, rev, xmode or "seconds"))
+                        overlay, xrange)
 
 
 RUN_CHECKS = {"type": "run-check", "run": ALL}
