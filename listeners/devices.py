@@ -1,7 +1,7 @@
 """Resolve the run's GPUs, written as CUDA_VISIBLE_DEVICES entries, to NVML handles.
 
-An entry is an index (``0``), a GPU UUID or a unique prefix of one (``GPU-558ac94e``),
-a MIG UUID (``MIG-<uuid>``) or the legacy MIG form ``MIG-GPU-<uuid>/<gi>/<ci>``. The
+Which entries there are and what each names follow ``radtrack.device_entries`` (the
+selection rules ``radtrack.gpus`` resolves with too); this module finds their NVML handles. The
 scope of a device is ``gpu<i>`` with ``i`` its position in the list, i.e. the CUDA
 index the run sees. Indices are NVML (PCI bus) order, which is CUDA's order when
 ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; the launcher sets that for the runs it starts.
@@ -9,16 +9,15 @@ index the run sees. Indices are NVML (PCI bus) order, which is CUDA's order when
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from radtrack.device_entries import LEGACY_MIG_RE, uuid_matches, visible_entries
 from radtrack.errors import RadtrackError
 from radtrack.listeners.nvml import NA, nvml_query, text
 
-_LEGACY_MIG = re.compile(r"^MIG-(GPU-[0-9a-fA-F-]+)/(\d+)/(\d+)$")
+__all__ = ["GpuDevice", "resolve", "run_devices", "visible_entries"]
 
 
 @dataclass(frozen=True)
@@ -37,28 +36,6 @@ class GpuDevice:
     @property
     def is_mig(self) -> bool:
         return self.parent is not None
-
-
-def _is_cuda_entry(entry: str) -> bool:
-    return entry.isdigit() or entry.startswith(("GPU-", "MIG-"))
-
-
-def visible_entries(devices: list[str], environ: Mapping[str, str] | None = None) -> list[str] | None:
-    """The run's device entries: ``devices`` if given, else this process's
-    CUDA_VISIBLE_DEVICES; None means every GPU (the variable is unset)."""
-    if devices:
-        return [d.strip() for d in devices if d.strip()]
-    env = os.environ if environ is None else environ
-    raw = env.get("CUDA_VISIBLE_DEVICES")
-    if raw is None:
-        return None
-    out: list[str] = []
-    for part in raw.split(","):
-        part = part.strip()
-        if not _is_cuda_entry(part):
-            break  # CUDA itself ignores everything from the first invalid entry on
-        out.append(part)
-    return out
 
 
 def _nvml_error() -> type[BaseException]:
@@ -105,7 +82,7 @@ def _by_gpu_uuid(entry: str) -> Any:
         pass
     # CUDA accepts any unique UUID prefix, so the run may have been given one.
     matches = [h for h in map(_physical, range(_device_count()))
-               if text(nvml_query("nvmlDeviceGetUUID", h)).startswith(entry)]
+               if uuid_matches(text(nvml_query("nvmlDeviceGetUUID", h)), entry)]
     if len(matches) == 1:
         return matches[0]
     why = "matches several GPUs" if matches else "matches no GPU"
@@ -114,7 +91,7 @@ def _by_gpu_uuid(entry: str) -> Any:
 
 def _mig_by_uuid(entry: str) -> tuple[Any, Any]:
     """(MIG handle, parent handle) for a MIG UUID, in modern or legacy form."""
-    legacy = _LEGACY_MIG.match(entry)
+    legacy = LEGACY_MIG_RE.match(entry)
     if legacy:
         parent = _by_gpu_uuid(legacy.group(1))
         gi, ci = int(legacy.group(2)), int(legacy.group(3))

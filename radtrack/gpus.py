@@ -11,6 +11,7 @@ import subprocess
 from dataclasses import dataclass
 from functools import cache
 
+from radtrack import device_entries
 from radtrack.store import schema
 
 SMI = "nvidia-smi"
@@ -184,11 +185,5 @@ def host_tags() -> dict[str, str]:
 
 def resolve_index(device: str, gpus: list[Gpu]) -> int | None:
     """The nvidia-smi index of a sheet device ("0" or "GPU-<uuid>"); None when not on this host."""
-    if device.isdigit():
-        idx = int(device)
-        return idx if any(g.index == idx for g in gpus) else None
-    for g in gpus:
-        # CUDA accepts a unique UUID prefix too, so the sheet may.
-        if g.uuid.lower().startswith(device.lower()):
-            return g.index
-    return None
+    found = device_entries.matching(device, [(g.index, g.uuid) for g in gpus])
+    return found[0] if found else None

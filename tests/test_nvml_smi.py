@@ -424,3 +424,17 @@ def test_runner_reports_a_bad_device_as_one_error_line(monkeypatch):
     assert runner.run("smi", ListenerConfig(devices=["5"]), out=out, count=1) == 1
     (line,) = [json.loads(x) for x in out.getvalue().splitlines()]
     assert line["type"] == "error" and "'5' does not exist" in line["message"]
+
+
+def test_nvml_and_smi_inventories_pick_by_the_same_rules(monkeypatch):
+    """radtrack.gpus (the launcher's checks) and this resolver name the same GPU for an entry."""
+    from radtrack import gpus
+    from radtrack.device_entries import parse_cuda_visible
+
+    a, b = FakeGpu(), FakeGpu(uuid="GPU-11111111-2222-3333-4444-555555555555")
+    FakeNvml(monkeypatch, [a, b])
+    smi = [gpus.Gpu(index=0, uuid=a.uuid, name="", mig_mode="", driver=""),
+           gpus.Gpu(index=1, uuid=b.uuid, name="", mig_mode="", driver="")]
+    for entry in ("1", "GPU-1111", H100_UUID):
+        assert resolve([entry])[0].index == gpus.resolve_index(entry, smi)
+    assert parse_cuda_visible("GPU-1111, 0,x,1") == ["GPU-1111", "0"]

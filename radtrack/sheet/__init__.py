@@ -13,10 +13,10 @@ describes the format; this package is its single implementation:
 - ``writeback``: Status/Run cells written back atomically
 """
 
+from radtrack.device_entries import parse_devices
 from radtrack.sheet.cells import (
     parse_clocks,
     parse_collocation,
-    parse_devices,
     parse_env,
 )
 from radtrack.sheet.checks import validate_command_line

@@ -9,8 +9,6 @@ from radtrack import inputs
 
 # re.ASCII throughout: \d would otherwise match any Unicode digit ('²', '٣').
 _MIG_PROFILE_RE = re.compile(r"^\d+g\.\d+gb(\+[a-z0-9]+)*$", re.ASCII)
-_INDEX_RE = re.compile(r"^\d+$", re.ASCII)
-_UUID_RE = re.compile(r"^GPU-[0-9a-f]{4,}[0-9a-f-]*$", re.IGNORECASE)
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SLURM_NAME_RE = re.compile(r"^[A-Za-z0-9_.\-]+$")
 _CONSTRAINT_RE = re.compile(r"^[A-Za-z0-9_.\-&|\[\]*(),:!]+$")
@@ -19,27 +17,6 @@ _TIME_RE = re.compile(r"^(?:(\d+)-(\d+)(?::(\d+)(?::(\d+))?)?|(\d+)(?::(\d+)(?::
                       re.ASCII)
 _TRUE = {"1", "true", "yes", "y", "on"}
 _FALSE = {"0", "false", "no", "n", "off"}
-
-
-def parse_devices(text: str) -> list[str]:
-    """'0', '1+2', 'GPU-<uuid>' -> list of device tokens; raises ValueError when malformed."""
-    if not text or text == "-":
-        return []
-    tokens = [t.strip() for t in text.split("+")]
-    out = []
-    for t in tokens:
-        if _INDEX_RE.match(t):
-            out.append(str(int(t)))
-        elif _UUID_RE.match(t):
-            out.append(t)
-        elif t.upper().startswith("MIG-"):
-            raise ValueError(f"{t!r} is a MIG device; give its GPU and a MIG profile in "
-                             "Collocation instead (radtrack creates the instance)")
-        else:
-            raise ValueError(f"{t!r} is not a GPU index (0, 1+2) or a GPU UUID (GPU-...)")
-    if len(set(out)) != len(out):
-        raise ValueError(f"{text!r} names a device twice")
-    return out
 
 
 def parse_collocation(text: str) -> str:

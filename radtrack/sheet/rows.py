@@ -15,6 +15,7 @@ from typing import Any
 
 from radtrack import gpus as gpus_mod
 from radtrack import inputs
+from radtrack.device_entries import parse_devices
 from radtrack.errors import RadtrackError, SheetError
 from radtrack.listeners import registry
 from radtrack.postrun.footprint import check_intensity, check_pue
@@ -24,7 +25,6 @@ from radtrack.sheet.cells import (
     parse_clocks,
     parse_collocation,
     parse_constraint,
-    parse_devices,
     parse_env,
     parse_positive,
     parse_slurm_name,
