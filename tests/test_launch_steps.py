@@ -13,6 +13,7 @@ from radtrack.run.finish import decide_status, end_row
 from radtrack.run.rows import Row
 from radtrack.run.supervise import hms, supervise
 from radtrack.spec import RunSpec
+from radtrack.store.diskfull import Drops
 
 
 class FakeProc:
@@ -57,6 +58,8 @@ class FakeListener:
 
 
 class FakeSink:
+    drops = Drops("spool")  # nothing dropped
+
     def hello(self, _name: str) -> None:
         return None
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import subprocess
 import threading
 import time
@@ -36,6 +35,7 @@ from radtrack.listeners.protocol import (
     decode,
     decode_line,
 )
+from radtrack.run import stopping
 from radtrack.run.procs import set_parent_death_signal
 from radtrack.store.schema import listener_tag
 from radtrack.store.sink import Sink
@@ -222,16 +222,8 @@ class ListenerProc:
 
 
 def _stop(p: ListenerPopen | None, reader: threading.Thread | None, timeout: float) -> None:
-    if p is None:
-        return
-    if p.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
+    """SIGTERM, up to ``timeout`` s, SIGKILL; then until the reader took its last line."""
+    stopping.stop(p, stopping.TERM_THEN_KILL, timeout)
     if reader is not None:
         reader.join(timeout=10)
 

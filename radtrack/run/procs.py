@@ -1,14 +1,14 @@
-"""Child-process plumbing: output pumps with per-row prefixes, and graceful group stops."""
+"""Child-process plumbing: output pumps with per-row prefixes, and the parent-death signal.
+
+Stopping children is radtrack/run/stopping.py's job."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
-import subprocess
 import sys
 import threading
-import time
 from typing import BinaryIO
 
 _COLORS = [32, 34, 35, 36, 33, 31, 92, 94, 95, 96]
@@ -78,51 +78,3 @@ def pump(src: BinaryIO, dest: BinaryIO, log: BinaryIO, log_lock: threading.Lock,
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t
-
-
-class GroupStopper:
-    """Stop a process group in stages without blocking: SIGINT, then SIGTERM after
-    ``grace`` seconds, then SIGKILL after ``grace`` more."""
-
-    def __init__(self, proc: subprocess.Popen[bytes], grace: float):
-        self.proc = proc
-        self.grace = grace
-        self.started: float | None = None
-        self.stage = 0
-
-    def request(self) -> None:
-        if self.started is None:
-            self.started = time.monotonic()
-            self._send(signal.SIGINT)
-            self.stage = 1
-
-    def tick(self) -> None:
-        if self.started is None or self.proc.poll() is not None:
-            return
-        waited = time.monotonic() - self.started
-        if self.stage == 1 and waited >= self.grace:
-            self._send(signal.SIGTERM)
-            self.stage = 2
-        elif self.stage == 2 and waited >= 2 * self.grace:
-            self._send(signal.SIGKILL)
-            self.stage = 3
-
-    def _send(self, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, sig)
-
-
-def reap_group(pgid: int, timeout: float = 5.0) -> None:
-    """After the leader exited, end whatever else of its group is left (workers, helpers)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            return
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            try:
-                os.killpg(pgid, 0)
-            except (ProcessLookupError, PermissionError):
-                return
-            time.sleep(0.05)

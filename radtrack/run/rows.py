@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from radtrack.run.listen import ListenerProc
-from radtrack.run.procs import GroupStopper
+from radtrack.run.stopping import GroupStopper
 from radtrack.spec import RunSpec
 from radtrack.store.sink import Sink
 

@@ -9,6 +9,7 @@ already run, and the sinks spool until then.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -16,8 +17,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from radtrack.run import stopping
 from radtrack.run.listen import READY_TIMEOUT_S, start_listeners
-from radtrack.run.procs import GroupStopper, prefix_for, pump, set_parent_death_signal
+from radtrack.run.procs import prefix_for, pump, set_parent_death_signal
+from radtrack.run.stopping import GroupStopper
 from radtrack.script import env as renv
 from radtrack.script import handshake
 from radtrack.script.bootstrap import BARRIER_FD, BARRIER_ID, RELEASE_FILE, pipe_id
@@ -146,11 +149,7 @@ def abort(rows: list[Row], barrier_w: list[int]) -> None:
             pass
     for row in rows:
         stop_row_listeners(row)
-        if row.proc is not None:
-            try:
-                row.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                row.proc.kill()
-                row.proc.wait()
+        # a held row exits on its own once the barrier closed: wait, kill only if it hangs
+        stopping.stop(row.proc, (None, signal.SIGKILL), 10)
         if row.sink is not None:
             row.sink.close(retry_for=5)

@@ -7,8 +7,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from radtrack.run.procs import reap_group
 from radtrack.run.start import say, start_row_listeners, stop_row_listeners
+from radtrack.run.stopping import reap_group
 from radtrack.store import schema
 
 if TYPE_CHECKING:

@@ -1,0 +1,101 @@
+"""Ending child processes: signal, wait a grace, escalate to the next signal, reap.
+
+Every place the launcher stops something goes through here, each with its own escalation:
+
+- a row's workload at the end or on Ctrl-C: :class:`GroupStopper`, :data:`ROW_ESCALATION` to
+  the process group, stepped by the supervisor loop so that it never blocks;
+- what a row's group left behind after its leader exited: :func:`reap_group`;
+- a listener: :func:`stop` with SIGTERM then SIGKILL to the listener process;
+- a held row after a failed start: :func:`stop` waiting first (it exits on its own once the
+  barrier closes), then SIGKILL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Sequence
+
+#: a row's workload: ask (SIGINT, Python's KeyboardInterrupt), insist, then kill
+ROW_ESCALATION = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
+#: a group whose leader already exited, and a listener
+TERM_THEN_KILL = (signal.SIGTERM, signal.SIGKILL)
+POLL_S = 0.05
+
+
+def signal_group(pgid: int, sig: int) -> bool:
+    """Send ``sig`` to process group ``pgid``; False when the group is gone (or not ours)."""
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def stop(proc: subprocess.Popen | None, steps: Sequence[int | None], grace: float,
+         group: bool = False) -> None:
+    """Blocking: for each step send its signal (None: send nothing) to ``proc`` (to its
+    process group with ``group``), wait up to ``grace`` s for it to exit, else take the next
+    step; after the last, wait until it exits. Reaps ``proc``; nothing when it already ended."""
+    if proc is None:
+        return
+    for sig in steps:
+        if proc.poll() is not None:
+            return
+        if sig is not None:
+            if group:
+                signal_group(proc.pid, sig)
+            else:
+                with contextlib.suppress(ProcessLookupError):
+                    proc.send_signal(sig)
+        try:
+            proc.wait(grace)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+    proc.wait()
+
+
+def reap_group(pgid: int, timeout: float = 5.0) -> None:
+    """After the leader exited, end whatever else of its group is left (workers, helpers):
+    :data:`TERM_THEN_KILL`, each followed by up to ``timeout`` s for the group to vanish."""
+    for sig in TERM_THEN_KILL:
+        if not signal_group(pgid, sig):
+            return
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if not signal_group(pgid, 0):
+                return
+            time.sleep(POLL_S)
+
+
+class GroupStopper:
+    """Stop a process group in stages without blocking: the first signal of ``steps`` on
+    :meth:`request`, each next one ``grace`` seconds later (SIGINT, then SIGTERM after
+    ``grace``, then SIGKILL after ``grace`` more), as :meth:`tick` finds it still running."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], grace: float,
+                 steps: Sequence[int] = ROW_ESCALATION):
+        self.proc = proc
+        self.grace = grace
+        self.steps = tuple(steps)
+        self.started: float | None = None
+        self.stage = 0  # how many signals were sent
+
+    def request(self) -> None:
+        if self.started is None:
+            self.started = time.monotonic()
+            self._next()
+
+    def tick(self) -> None:
+        if self.started is None or self.proc.poll() is not None:
+            return
+        if self.stage < len(self.steps) and time.monotonic() - self.started >= self.stage * self.grace:
+            self._next()
+
+    def _next(self) -> None:
+        signal_group(self.proc.pid, self.steps[self.stage])
+        self.stage += 1
