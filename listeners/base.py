@@ -106,7 +106,8 @@ class Listener(ABC):
     """Base class: subclass, set ``name``, implement probe/sample."""
 
     name: ClassVar[str]
-    #: profiler-style listeners wrap the workload command instead of sampling
+    #: False: it samples beside the workload; tools that run the workload under themselves
+    #: are :class:`radtrack.listeners.wrappers.CommandWrapper`, not listeners
     wraps_command: ClassVar[bool] = False
 
     def __init__(self, config: ListenerConfig):
@@ -147,10 +148,6 @@ class Listener(ABC):
     def tags(self) -> dict[str, str]:
         """Run tags describing the probe (supported/unsupported fields, device names, ...)."""
         return {}
-
-    def wrap(self, argv: list[str]) -> list[str]:
-        """For ``wraps_command`` listeners: the command line that runs ``argv`` under the tool."""
-        return argv
 
     def close(self) -> None:  # noqa: B027 - optional hook, most listeners hold nothing
         """Release resources; must be safe to call twice."""

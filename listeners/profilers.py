@@ -1,4 +1,5 @@
-"""nsys and ncu: profilers that wrap the workload command instead of sampling.
+"""nsys and ncu: profilers that wrap the workload command instead of sampling
+(:class:`radtrack.listeners.wrappers.CommandWrapper`).
 
 ``wrap(argv)`` returns the profiler command around the workload; the report lands in
 ``config.outdir`` (the launcher uploads that folder under ``profiles/``) as
@@ -18,13 +19,13 @@ from pathlib import Path
 from typing import ClassVar
 
 from radtrack.errors import RadtrackError
-from radtrack.listeners.base import Availability, Listener, ListenerConfig, MetricSpec
+from radtrack.listeners.base import Availability, ListenerConfig
+from radtrack.listeners.wrappers import CommandWrapper
 
 REPORT_STEM = "radtrack"
 
 
-class _Profiler(Listener):
-    wraps_command = True
+class _Profiler(CommandWrapper):
     tool: ClassVar[str]
     extension: ClassVar[str]
     args_env: ClassVar[str]
@@ -39,14 +40,8 @@ class _Profiler(Listener):
             return Availability(False, f"no {cls.tool} on PATH (install NVIDIA Nsight)")
         return Availability(True)
 
-    def probe(self) -> list[MetricSpec]:
-        return []
-
-    def sample(self) -> dict[str, float]:
-        return {}
-
     def tags(self) -> dict[str, str]:
-        out = {f"radtrack.listener.{self.name}.report": self.report_paths()[0].name}
+        out = {f"radtrack.listener.{self.name}.report": self.outputs()[0].name}
         if self.nvtx_range:
             out[f"radtrack.listener.{self.name}.nvtx_range"] = self.nvtx_range
         return out
@@ -56,7 +51,7 @@ class _Profiler(Listener):
             raise RadtrackError(f"{self.name}: no output folder for the report (ListenerConfig.outdir)")
         return Path(self.config.outdir)
 
-    def report_paths(self) -> list[Path]:
+    def outputs(self) -> list[Path]:
         """Where the report will be once the wrapped command has finished."""
         base = self.config.outdir if self.config.outdir is not None else Path(".")
         return [Path(base) / f"{REPORT_STEM}.{self.extension}"]

@@ -13,22 +13,27 @@ from importlib.metadata import entry_points
 from radtrack.errors import RadtrackError
 from radtrack.listeners.base import Availability, Listener
 from radtrack.listeners.protocol import ALIASES, ListenerChoice, canonical, parse_choices
+from radtrack.listeners.wrappers import CommandWrapper
 
-__all__ = ["ALIASES", "GROUP", "availability", "canonical", "default_names", "get", "installed",
+#: what the entry-point group registers: a sampling listener or a command wrapper (nsys, ncu)
+Plugin = type[Listener] | type[CommandWrapper]
+
+__all__ = ["ALIASES", "GROUP", "Plugin", "availability", "canonical", "default_names", "get", "installed",
            "parse_names", "split", "unknown"]
 
 GROUP = "radtrack.listeners"
 
 
 @cache
-def installed() -> dict[str, type[Listener] | Exception]:
+def installed() -> dict[str, Plugin | Exception]:
     """Every registered listener name -> its class, or the exception that stopped its import."""
-    found: dict[str, type[Listener] | Exception] = {}
+    found: dict[str, Plugin | Exception] = {}
     for ep in entry_points(group=GROUP):
         try:
             cls = ep.load()
-            if not (isinstance(cls, type) and issubclass(cls, Listener)):
-                raise TypeError(f"{ep.value} is not a radtrack Listener subclass")
+            if not (isinstance(cls, type) and issubclass(cls, Listener | CommandWrapper)):
+                raise TypeError(f"{ep.value} is not a radtrack Listener (or CommandWrapper) "
+                                "subclass")
             found[ep.name] = cls
         except Exception as exc:  # a broken plugin must not take radtrack down
             warnings.warn(f"listener {ep.name!r} ({ep.value}) failed to load: {exc}", stacklevel=2)
@@ -36,7 +41,7 @@ def installed() -> dict[str, type[Listener] | Exception]:
     return found
 
 
-def get(name: str) -> type[Listener]:
+def get(name: str) -> Plugin:
     """The listener class registered under ``name`` (aliases accepted)."""
     cls = installed().get(canonical(name))
     if cls is None:

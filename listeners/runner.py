@@ -32,6 +32,7 @@ from typing import TextIO
 from radtrack.listeners.base import Listener, ListenerConfig, TimedSample
 from radtrack.listeners.protocol import Error, Hello, Sample, Stats, batch, canonical, encode
 from radtrack.listeners.registry import get
+from radtrack.listeners.wrappers import CommandWrapper
 from radtrack.store.schema import listener_tag
 
 # deadlines of listeners sharing a sampler that fall this close together are one wake-up
@@ -119,7 +120,7 @@ class _Member:
 
     name: str
     config: ListenerConfig
-    listener: Listener | None = None
+    listener: Listener | CommandWrapper | None = None  # a wrapper only says hello and waits
     keys: set[str] = field(default_factory=set)
     k: int = 0  # index of its next deadline
     emitted: int = 0
@@ -181,14 +182,14 @@ def _run(members: list[_Member], stream: TextIO, count: int | None, shared: bool
             active.append(m)
         if not active:
             return 1
-        if any(type(m.listener).wraps_command for m in active):  # profilers: never shared
+        if any(isinstance(m.listener, CommandWrapper) for m in active):  # never shared
             while not stop.requested:
                 time.sleep(0.1)
             return 0
 
         def emit(m: _Member, final: bool = False) -> bool:
             """One reading of ``m`` written; False when it failed (then it is dropped)."""
-            assert m.listener is not None
+            assert isinstance(m.listener, Listener)
             c0 = time.thread_time()
             try:
                 values = m.listener.final_sample() if final else m.listener.sample()
@@ -275,7 +276,7 @@ def _probe(m: _Member, out: TextIO | _Lines, shared: bool, sampler: str) -> None
     if not why:
         raise RuntimeError(f"{m.name} unavailable: {why.reason}")
     m.listener = cls(m.config)
-    specs = m.listener.probe()
+    specs = m.listener.probe() if isinstance(m.listener, Listener) else []
     m.keys = {s.key for s in specs}
     tags = m.listener.tags()
     if shared:
@@ -289,5 +290,5 @@ def _probe(m: _Member, out: TextIO | _Lines, shared: bool, sampler: str) -> None
 
 def _close(m: _Member) -> None:
     listener, m.listener = m.listener, None
-    if listener is not None:
+    if isinstance(listener, Listener):
         listener.close()

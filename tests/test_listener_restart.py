@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from radtrack.listeners import Listener, MetricSpec
+from radtrack.listeners.wrappers import CommandWrapper
 
 
 class Crashy(Listener):
@@ -35,17 +36,10 @@ class Crashy(Listener):
         return {"crashy/host/n_count": float(self.n)}
 
 
-class BrokenWrap(Listener):
-    """A profiler-style listener whose tool is missing at start."""
+class BrokenWrap(CommandWrapper):
+    """A command wrapper whose tool is missing at start."""
 
     name = "brokenwrap"
-    wraps_command = True
-
-    def probe(self):
-        return []
-
-    def sample(self):
-        return {}
 
     def wrap(self, argv):
         return ["/nonexistent/radtrack-profiler", *argv]

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 
 from radtrack.errors import RadtrackError
-from radtrack.listeners.base import ListenerConfig
+from radtrack.listeners import registry
+from radtrack.listeners.base import Listener, ListenerConfig
 from radtrack.listeners.profilers import NcuListener, NsysListener
+from radtrack.listeners.wrappers import CommandWrapper
 
 WORKLOAD = ["/usr/bin/python3", "-m", "radtrack.script.bootstrap", "train.py", "--batch-size", "128"]
 
@@ -37,13 +39,13 @@ def test_nsys_wraps_the_whole_run(tools, tmp_path):
     out = tmp_path / "profiles"
     nsys = NsysListener(ListenerConfig(outdir=out))
     assert NsysListener.available() and NsysListener.wraps_command
-    assert nsys.probe() == [] and nsys.sample() == {}
+    assert isinstance(nsys, CommandWrapper) and not isinstance(nsys, Listener)  # samples nothing
     cmd = nsys.wrap(WORKLOAD)
     assert cmd[0] == str(tools / "nsys") and cmd[1] == "profile"
     assert cmd[cmd.index("--output") + 1] == str(out / "radtrack")
     assert cmd[-len(WORKLOAD):] == WORKLOAD
     assert not any(a.startswith("--capture-range") for a in cmd)
-    assert nsys.report_paths() == [out / "radtrack.nsys-rep"]
+    assert nsys.outputs() == [out / "radtrack.nsys-rep"]
     assert nsys.tags() == {"radtrack.listener.nsys.report": "radtrack.nsys-rep"}
 
 
@@ -64,7 +66,7 @@ def test_ncu_wraps_with_nvtx_include(tools, tmp_path):
     i = cmd.index("--nvtx")
     assert cmd[i + 1:i + 3] == ["--nvtx-include", "profile/"]
     assert cmd[-len(WORKLOAD):] == WORKLOAD
-    assert ncu.report_paths() == [tmp_path / "radtrack.ncu-rep"]
+    assert ncu.outputs() == [tmp_path / "radtrack.ncu-rep"]
     assert ncu.tags()["radtrack.listener.ncu.nvtx_range"] == "profile"
 
 
@@ -85,3 +87,10 @@ def test_wrapped_command_is_an_argument_list(tools, tmp_path):
     cmd = NsysListener(ListenerConfig(outdir=Path(tmp_path))).wrap(argv)
     assert cmd[-1] == "; rm -rf $HOME" and all(isinstance(a, str) for a in cmd)
     assert os.path.basename(cmd[0]) == "nsys"
+
+
+def test_wrappers_are_named_through_the_listener_registry(tools):
+    """``-l ncu`` finds the wrapper where listeners are registered; it is never a default."""
+    assert registry.get("nsys") is NsysListener and registry.get("ncu") is NcuListener
+    assert registry.get("ncu").available()  # the tools fixture put ncu on PATH
+    assert not {"nsys", "ncu"} & set(registry.default_names())

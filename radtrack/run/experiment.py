@@ -30,15 +30,18 @@ from radtrack.store.tracking import row_params, row_tags, set_tags
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
+    from radtrack.listeners.wrappers import CommandWrapper
 
-def resolve_listeners(spec: RunSpec) -> tuple[list[str], list[type], dict[str, str]]:
+
+def resolve_listeners(spec: RunSpec) -> tuple[list[str], list[type[CommandWrapper]], dict[str, str]]:
     """Sampling listener names, command-wrapping listener classes, and tags for the rest."""
     from radtrack.listeners import registry
     from radtrack.listeners.protocol import ListenerChoice
+    from radtrack.listeners.wrappers import CommandWrapper
 
     names = registry.default_names() if spec.listeners is None else spec.listeners
     samplers: list[str] = []
-    wrappers: list[type] = []
+    wrappers: list[type[CommandWrapper]] = []
     tags: dict[str, str] = {}
     for entry in names:
         name = ListenerChoice.parse(entry).name  # "dcgm@1": its own interval, kept in the entry
@@ -48,7 +51,10 @@ def resolve_listeners(spec: RunSpec) -> tuple[list[str], list[type], dict[str, s
             say(f"listener {name} unavailable: {ok.reason}")
             continue
         cls = registry.get(name)
-        (wrappers if cls.wraps_command else samplers).append(cls if cls.wraps_command else entry)
+        if issubclass(cls, CommandWrapper):
+            wrappers.append(cls)
+        else:
+            samplers.append(entry)
     return samplers, wrappers, tags
 
 

@@ -7,6 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from radtrack.listeners.wrappers import CommandWrapper
 from radtrack.run.listen import ListenerProc
 from radtrack.run.stopping import GroupStopper
 from radtrack.spec import RunSpec
@@ -21,7 +22,7 @@ class Row:
     key: str  # launch-local id: the row's scratch folder and spool, before its run exists
     env: dict[str, str]  # full environment of the workload process
     listeners: list[str]  # sampling listeners to attach
-    wrappers: list[type]  # command-wrapping listener classes (nsys, ncu)
+    wrappers: list[type[CommandWrapper]]  # command wrappers (nsys, ncu)
     folder: Path
     run_id: str = ""  # its MLflow run, once the recorder created it
     proc: subprocess.Popen[bytes] | None = None
