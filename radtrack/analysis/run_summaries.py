@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from radtrack.analysis.attributed import apply_attribution
 from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.summary import (
     _ENERGY_RE,
@@ -30,6 +29,7 @@ from radtrack.analysis.summary import (
     summarize_series,
     summary_metric_keys,
 )
+from radtrack.analysis.summary_energy import apply_attribution
 from radtrack.store.schema import (
     ATTRIBUTION_PREFIX,
     DURATION_KEY,

@@ -44,7 +44,7 @@ def apply_attribution(runs: pd.DataFrame, table: pd.DataFrame,
     added, and every ``energy_per_<unit>_j`` rebased on the attributed energy. ``runs`` is
     the :func:`load_runs` frame the table was made from. With ``tracking_uri``, co-located
     runs recorded without accounting are accounted from their stored traces
-    (radtrack/analysis/reaccount.py)."""
+    (radtrack/analysis/stored_accounting.py)."""
     if table.empty or "energy_j" not in table.columns:
         return table
     out = table.copy()
@@ -67,7 +67,7 @@ def apply_attribution(runs: pd.DataFrame, table: pd.DataFrame,
             method.append("solo")
     missing = [r for r, m in zip(out["run_id"], method, strict=True) if m == UNATTRIBUTED]
     if missing and tracking_uri is not None:
-        from radtrack.analysis.reaccount import account_stored
+        from radtrack.analysis.stored_accounting import account_stored
         from radtrack.errors import RadtrackError
 
         try:
