@@ -49,7 +49,7 @@ def test_two_runs_on_two_gpus_are_told_apart(store: str, tmp_path: Path,
     assert report.returncode == 0, report.stderr
     lines = report.stdout.splitlines()
     header = next(line for line in lines if "run_name" in line)
-    assert header.split()[:3] == ["run_name", "user", "gpu_used"]
+    assert header.split()[:4] == ["run_name", "user", "launch", "gpu_used"]
     a = next(line for line in lines if line.strip().startswith("pair-1 A"))
     b = next(line for line in lines if line.strip().startswith("pair-1 B"))
     assert "GPU0 558ac94e" in a and "GPU1 5cef8446" in b
