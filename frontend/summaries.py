@@ -9,7 +9,7 @@ read for all the selected runs with their run rows, which the page already holds
 
 A run co-located with others but recorded without co-location accounting gets its
 attributed energy from accounting its whole workload from the stored traces
-(radtrack/analysis/reaccount.py); the rows of that workload's other runs come out of the
+(radtrack/analysis/stored_accounting.py); the rows of that workload's other runs come out of the
 same accounting, so they are summarised in the same call and cached too.
 """
 
@@ -106,7 +106,7 @@ class SummaryCache:
 
 
 def _needs_accounting(row: dict) -> bool:
-    """A co-located run without stored attribution (radtrack/analysis/attributed.py)."""
+    """A co-located run without stored attribution (radtrack/analysis/summary_energy.py)."""
     others = row.get(f"tag.{schema.COLOCATED_WITH}")
     if not (isinstance(others, str) and others.strip()):
         return False

@@ -25,6 +25,8 @@
 # if it was down, dropped if this script created it). Exit 3: the cluster already has a
 # role or database of the doc's names that this script did not make (not touched).
 set -euo pipefail
+# a fresh install is walked through: nothing from the caller's PYTHONPATH may shadow the venvs
+unset PYTHONPATH
 
 CHECKOUT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 WORK="" TRACE="" PY=""

@@ -1,6 +1,6 @@
 """The page's answers without a browser: co-location labels, units, attributed power,
 overlaid GPUs, the Compare tab's arithmetic, energy shares' totals, launch groups, zoom in
-links (issue 27, 28). The browser tests (tests/browser/test_frontend_answers.py) drive them."""
+links (issue 27, 28). The browser tests (tests/browser/test_frontend_answers_browser.py) drive them."""
 
 from __future__ import annotations
 

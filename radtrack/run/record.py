@@ -211,12 +211,34 @@ class Recorder:
             row.run_id = run.info.run_id
             if row.sink is not None:
                 row.sink.bind(client, row.run_id, self.uri)
-            handshake.publish(row.folder, **{handshake.RUN_ID: row.run_id})
+            _publish_retrying(row.folder, **{handshake.RUN_ID: row.run_id})
             _link(row.folder, row.run_id)
             if row.placement_tags:
                 # stored now, not with the row's other tags at its end: a MIG UUID must be
                 # on the run even if the launcher dies mid-workload
                 set_tags(client, row.run_id, row.placement_tags)
+
+
+def _publish_retrying(folder: Path, **ids: str) -> None:
+    """Hand ``ids`` to the script; on a full disk keep trying in the background (every
+    0.5 s, for handshake.WAIT_S) rather than fail the run creation: the script waits for them."""
+    try:
+        handshake.publish(folder, **ids)
+        return
+    except OSError:
+        pass
+
+    def retry() -> None:
+        deadline = time.monotonic() + handshake.WAIT_S
+        while time.monotonic() < deadline:
+            time.sleep(0.5)
+            try:
+                handshake.publish(folder, **ids)
+                return
+            except OSError:
+                continue
+
+    threading.Thread(target=retry, name="radtrack-publish", daemon=True).start()
 
 
 def _redact(uri: str) -> str:
