@@ -12,8 +12,6 @@ from fakehost import H100_UUID, SECOND_UUID, FakeHost, gpu  # noqa: E402
 from support import radtrack_cli  # noqa: E402
 
 from radtrack.analysis.gpulabel import physical_gpus  # noqa: E402
-from radtrack.frontend.data import DataSource  # noqa: E402
-from radtrack.frontend.figures import run_labels  # noqa: E402
 
 SCRIPT = Path(__file__).parent / "scripts" / "exit_code.py"
 
@@ -53,6 +51,12 @@ def test_two_runs_on_two_gpus_are_told_apart(store: str, tmp_path: Path,
     a = next(line for line in lines if line.strip().startswith("pair-1 A"))
     b = next(line for line in lines if line.strip().startswith("pair-1 B"))
     assert "GPU0 558ac94e" in a and "GPU1 5cef8446" in b
+    # the page's half (plotly, dash: the ui extra) only where the page can be imported, so
+    # the `gpu` test of this file runs on a GPU host without the page's packages
+    pytest.importorskip("plotly")
+    from radtrack.frontend.data import DataSource
+    from radtrack.frontend.figures import run_labels
+
     source = DataSource(store)
     runs = source.experiment_runs("pair")
     rows = runs[runs["letter"].notna()]
