@@ -21,6 +21,12 @@ _KNOWN: dict[str, tuple[str, str]] = {
                                    "(docs/analysis.md#co-location-accounting)"),
     "co2e_g": ("co2e_g (g CO2e)", "Footprint of energy_j at the run's carbon intensity and PUE"),
     "duration_s": ("duration_s (s)", "The run's wall time"),
+    "energy_j_ci95_pct": ("energy_j ± (95 %, %)",
+                          "Half-width of energy_j's 95 % interval, in % of it: the power "
+                          "sensor's error for this load and span (docs/analysis.md, energy "
+                          "error bars)"),
+    "energy_note": ("energy note", "Why energy_j's interval is over the threshold: a bursty "
+                                   "load near the sensor's period, or a span too short"),
 }
 
 

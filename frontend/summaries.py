@@ -43,7 +43,27 @@ def summary_frame(source: DataSource, runs: pd.DataFrame) -> pd.DataFrame:
     def load(run_ids: list[str], keys: list[str]) -> pd.DataFrame:
         return long_frame(source.series(run_ids, keys))
 
-    return summarize_runs(runs, tracking_uri=source.tracking_uri, quantiles=False, load=load)
+    table = summarize_runs(runs, tracking_uri=source.tracking_uri, quantiles=False, load=load)
+    return with_energy_intervals(table, runs)
+
+
+def with_energy_intervals(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``energy_j_ci95_pct`` and ``energy_note`` next to ``energy_j`` where the runs stored
+    energy intervals (radtrack/analysis/energy_columns.py, as ``radtrack report`` shows
+    them): a figure wider than the threshold is flagged with its reason."""
+    from radtrack.analysis.energy_columns import energy_error_columns
+
+    if table.empty or "run_id" not in runs:
+        return table
+    errors = energy_error_columns(runs)
+    if errors.empty or not errors["energy_j_ci95_pct"].notna().any():
+        return table
+    out = table.merge(errors[["run_id", "energy_j_ci95_pct", "energy_note"]], on="run_id", how="left")
+    if "energy_j" in out:
+        cols = [c for c in out.columns if c not in ("energy_j_ci95_pct", "energy_note")]
+        at = cols.index("energy_j") + 1
+        out = out[[*cols[:at], "energy_j_ci95_pct", "energy_note", *cols[at:]]]
+    return out
 
 
 class SummaryCache:

@@ -278,3 +278,33 @@ def test_no_metric_ticked_reads_no_metric_keys(seeded, monkeypatch) -> None:
     assert figure["data"] == [] and "radtrack" not in figure
     with pytest.raises(AssertionError, match="metric keys read"):
         chart_answer(source, ids, [METRICS[0]], "seconds", 1, [], None)
+
+
+def test_summary_shows_stored_energy_intervals_and_flags(tmp_path, monkeypatch) -> None:
+    """The Summary tab carries a run's energy interval and, where it is over the threshold,
+    the reason (issue 30), as ``radtrack report`` does; runs without intervals keep the
+    table as it was."""
+    import time
+
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric
+
+    from radtrack.frontend.summaries import summary_frame
+
+    monkeypatch.setenv(analysis.CACHE_ENV, str(tmp_path / "cache"))
+    uri = new_store(tmp_path)
+    bursty, steady = seed_workload(uri, "err", 1, ["A", "B"], metrics=METRICS, points=60, epochs=0)
+    now = int(time.time() * 1000)
+    key = "summary/smi/gpu0/energy_j"
+    for run, ci, flag in ((bursty, 14.0, 1.0), (steady, 0.4, 0.0)):
+        MlflowClient(uri).log_batch(run.run_id, metrics=[
+            Metric(key, 1000.0, now, 0), Metric(key + "_ci95_pct", ci, now, 0),
+            Metric(key + "_ci95_flag", flag, now, 0)])
+    source = DataSource(uri)
+    table = summary_frame(source, source.runs([bursty.run_id, steady.run_id])).set_index("run_id")
+    assert table.loc[bursty.run_id, "energy_j_ci95_pct"] == pytest.approx(14.0)
+    assert "bursty load near the sensor's period" in table.loc[bursty.run_id, "energy_note"]
+    assert table.loc[steady.run_id, "energy_j_ci95_pct"] == pytest.approx(0.4)
+    assert table.loc[steady.run_id, "energy_note"] == ""
+    columns = list(table.columns)
+    assert columns.index("energy_j_ci95_pct") == columns.index("energy_j") + 1
