@@ -8,6 +8,7 @@ code windows' and the attributed share's intervals are stored next to their ener
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -63,6 +64,8 @@ def test_bursty_runs_get_a_wide_flagged_interval_steady_ones_a_narrow_one(store,
     assert s["energy_note"] == "" and s["energy_j_ci95_pct"] < 5.0
     text = radtrack_cli("report", "err", timeout=300)
     assert "energy_j_ci95_pct" in text.stdout and "bursty load near the sensor's period" in text.stdout
+    # the experiment's measured energy line carries its interval too
+    assert re.search(r"Measured GPU energy of 2 workload\(s\): [0-9.e-]+ kWh ±\d+\.\d % \(95 %\)", text.stdout)
 
 
 def test_a_script_run_carries_the_interval_of_its_span(store, tmp_path, monkeypatch):
@@ -76,6 +79,9 @@ def test_a_script_run_carries_the_interval_of_its_span(store, tmp_path, monkeypa
     p = radtrack_cli("-e", "err", "-d", "0", "-l", "smi", "--interval", "0.1", str(script),
                      "--seconds", "2", "--tag", "trial", env=env, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
+    # the launcher's energy line carries the GPU energy's interval and why it is wide
+    line = next(x for x in p.stderr.splitlines() if ": GPU " in x and " J" in x)
+    assert re.search(r" J ±\d+\.\d %, (bursty|window too short)", line), line
     client = MlflowClient(store)
     exp = client.get_experiment_by_name("err")
     trial = next(r for r in client.search_runs([exp.experiment_id]) if r.info.run_name == "trial")

@@ -164,7 +164,8 @@ def analyze_experiment(experiment: str, workload: int | None = None,
         shown = shown[shown["run_id"].isin(theirs)]
     return ExperimentReport(str(experiment), table.reset_index(drop=True),
                             inter.reset_index(drop=True), var.reset_index(drop=True),
-                            workloads.reset_index(drop=True), footprint_line(shown),
+                            workloads.reset_index(drop=True),
+                            footprint_line(shown, _parent_intervals(shown, everything, energy_cols)),
                             scripts=script_table(runs[runs["run_id"].isin(table["run_id"])], uri),
                             monitoring=monitoring_table(runs[runs["run_id"].isin(table["run_id"])]))
 
@@ -184,8 +185,21 @@ def script_table(rows: pd.DataFrame, uri: str) -> pd.DataFrame:
     return table.merge(summary[keep], on="run_id", how="left")
 
 
-def footprint_line(parents: pd.DataFrame) -> str:
-    """The measured GPU energy of the workloads (idle and other included) and its CO2e."""
+def _parent_intervals(parents: pd.DataFrame, everything: pd.DataFrame,
+                      energy_cols: pd.DataFrame) -> pd.Series:
+    """Each workload parent's energy interval (%): the widest of its rows' GPU intervals."""
+    if parents.empty:
+        return pd.Series(dtype=float)
+    launch = parents.get(f"tag.{schema.LAUNCH_ID}", pd.Series("", index=parents.index)).fillna("")
+    frame = pd.DataFrame({"experiment": parents["experiment"], "workload": parents["workload"],
+                          "launch": launch}, index=parents.index)
+    return workload_intervals(frame, everything, energy_cols)
+
+
+def footprint_line(parents: pd.DataFrame, intervals: pd.Series | None = None) -> str:
+    """The measured GPU energy of the workloads (idle and other included), with its 95 %
+    interval where every workload has one (independent errors), and its CO2e."""
+    from radtrack.analysis.energy_error import combine
     from radtrack.postrun.footprint import from_tags
 
     def column(key: str) -> pd.Series:
@@ -196,6 +210,10 @@ def footprint_line(parents: pd.DataFrame) -> str:
     if energy.empty:
         return ""
     line = f"Measured GPU energy of {len(energy)} workload(s): {energy.sum() / 3.6e6:.4g} kWh"
+    if intervals is not None and len(intervals):
+        ci = combine([(float(energy[i]), float(intervals.get(i, float("nan")))) for i in energy.index])
+        if ci == ci:
+            line += f" ±{ci:.1f} % (95 %)"
     co2 = column("co2e_g").dropna()
     if co2.empty:
         return line + " (no carbon intensity recorded: --carbon-intensity or $RADTRACK_CARBON_INTENSITY)"

@@ -219,8 +219,8 @@ def _account(client: MlflowClient, uri: str, parent_id: str, rows: list[Row]) ->
         for gpu, acc in accounts.items():
             parts = ", ".join(f"{r.spec.letter} {acc.energy_j(r.run_id):.0f} J" for r in rows
                               if r.run_id in acc.energy)
-            say(f"{name}: GPU {gpu[:12]} {acc.gpu_energy_j:.0f} J ({acc.method}): {parts}, "
-                f"other {acc.energy_j('other'):.0f} J, idle {acc.energy_j('idle'):.0f} J")
+            say(f"{name}: GPU {gpu[:12]} {acc.gpu_energy_j:.0f} J{_interval(rows, acc)} ({acc.method}): "
+                f"{parts}, other {acc.energy_j('other'):.0f} J, idle {acc.energy_j('idle'):.0f} J")
         if len(rows) > 1:
             stored = read_workload_runs(first.experiment, first.workload, uri)
             totals = record_workload_totals(client, parent_id, first.workload, stored)
@@ -293,3 +293,21 @@ def _log_skew(client: MlflowClient, parent_id: str, rows: list[Row]) -> None:
     skew_ms = (max(times) - min(times)) * 1000
     set_tags(client, parent_id, {"radtrack.start_skew_ms": f"{skew_ms:.3f}"})
     client.log_batch(parent_id, metrics=[Metric("start_skew_ms", skew_ms, int(time.time() * 1000), 0)])
+
+
+def _interval(rows: list[Row], acc) -> str:
+    """`` ±x.x %`` (and why it is wide) of a GPU's energy over the workload, the 95 % interval
+    every share of it carries too (radtrack/analysis/energy_figures.py); "" without one."""
+    from radtrack.analysis.energy_figures import span_interval
+
+    for row in rows:
+        scope = next((k.removeprefix(schema.ATTRIBUTION_TAG_PREFIX).removesuffix(".gpu")
+                      for k, v in row.tags.items()
+                      if k.startswith(schema.ATTRIBUTION_TAG_PREFIX) and k.endswith(".gpu")
+                      and v == acc.gpu), None)
+        if scope is None or row.sink is None:
+            continue
+        ci = span_interval(row.sink.frames, scope, float(acc.edges[0]), float(acc.edges[-1]))
+        if ci is not None:
+            return f" ±{ci.ci95_pct:.1f} %" + (f", {ci.reason}" if ci.reason else "")
+    return ""
