@@ -42,6 +42,7 @@ from radtrack.analysis.attribution import (
     account,
 )
 from radtrack.analysis.colocation import WorkloadRuns, workload_totals
+from radtrack.analysis.energy_error import combine
 from radtrack.analysis.energy_figures import flag_code, span_interval
 from radtrack.analysis.gpu_uses import run_uses
 from radtrack.errors import RadtrackError
@@ -181,11 +182,23 @@ def _record_parent(client: MlflowClient, parent_id: str, inputs: list[_Input],
     points = [(schema.workload_key("energy_j"), sum(a.gpu_energy_j for a in accounts.values()), now, 0),
               (schema.workload_key("duration_s"), end - start, now, 0)]
     tags = {}
+    parts: list[tuple[float, float]] = []
     for gpu, acc in accounts.items():
         label = labels[gpu]
         points += [(schema.workload_key(label, "energy_j"), acc.gpu_energy_j, now, 0),
                    (schema.workload_key(label, "idle_energy_j"), acc.energy_j(IDLE), now, 0),
                    (schema.workload_key(label, "other_energy_j"), acc.energy_j(OTHER), now, 0)]
+        # the GPU's 95 % interval over the workload; its idle and other shares carry the
+        # same relative interval (radtrack/analysis/energy_figures.py)
+        ci = next((c for item in inputs if item.use.gpu == gpu and item.row.sink is not None
+                   and (c := span_interval(item.row.sink.frames, item.scope, float(acc.edges[0]),
+                                           float(acc.edges[-1]))) is not None), None)
+        parts.append((acc.gpu_energy_j, ci.ci95_pct if ci is not None else float("nan")))
+        if ci is not None:
+            for part in ("energy_j", "idle_energy_j", "other_energy_j"):
+                key = schema.workload_key(label, part)
+                points += [(schema.ci_key(key), ci.ci95_pct, now, 0),
+                           (schema.ci_flag_key(key), flag_code(ci), now, 0)]
         power = acc.power_w()
         for step, (mid, idle, other) in enumerate(zip(power.index, power[IDLE], power[OTHER],
                                                       strict=True)):
@@ -193,6 +206,9 @@ def _record_parent(client: MlflowClient, parent_id: str, inputs: list[_Input],
                        (stored_key(schema.attribution_key(label, "other_power_w")), other, mid, step)]
         tags[schema.attribution_tag(label)] = acc.method
         tags[schema.attribution_tag(label, "uuid")] = gpu
+    total_ci = combine(parts)
+    if total_ci == total_ci:
+        points.append((schema.ci_key(schema.workload_key("energy_j")), total_ci, now, 0))
     _log(client, parent_id, _metrics(points))
     set_tags(client, parent_id, tags)
     with tempfile.TemporaryDirectory() as tmp:
