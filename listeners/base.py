@@ -102,12 +102,13 @@ class TimedSample:
     resume: dict[str, int] | None = None  # positions to restart from once this is written
 
 
-class Listener(ABC):
-    """Base class: subclass, set ``name``, implement probe/sample."""
+class Plugin(ABC):
+    """What every entry of the ``radtrack.listeners`` group has: a name, its config, and
+    whether it can run here. :class:`Listener` samples beside the workload;
+    :class:`radtrack.listeners.wrappers.CommandWrapper` runs the workload under itself."""
 
     name: ClassVar[str]
-    #: False: it samples beside the workload; tools that run the workload under themselves
-    #: are :class:`radtrack.listeners.wrappers.CommandWrapper`, not listeners
+    #: the registry's users tell wrappers from sampling listeners by this flag
     wraps_command: ClassVar[bool] = False
 
     def __init__(self, config: ListenerConfig):
@@ -115,8 +116,12 @@ class Listener(ABC):
 
     @classmethod
     def available(cls) -> Availability:
-        """Whether this listener can run on this host, with a human reason when not."""
+        """Whether it can run on this host, with a human reason when not."""
         return Availability(True)
+
+
+class Listener(Plugin):
+    """Base class: subclass, set ``name``, implement probe/sample."""
 
     @abstractmethod
     def probe(self) -> list[MetricSpec]:

@@ -10,27 +10,17 @@ one like any listener; ``wraps_command`` tells the two kinds apart.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from pathlib import Path
 from typing import ClassVar
 
-from radtrack.listeners.base import Availability, ListenerConfig
+from radtrack.listeners.base import Plugin
 
 
-class CommandWrapper(ABC):
+class CommandWrapper(Plugin):
     """Base class: subclass, set ``name``, implement :meth:`wrap`."""
 
-    name: ClassVar[str]
-    #: the registry's users tell wrappers from sampling listeners by this flag
     wraps_command: ClassVar[bool] = True
-
-    def __init__(self, config: ListenerConfig):
-        self.config = config
-
-    @classmethod
-    def available(cls) -> Availability:
-        """Whether the tool can run on this host, with a human reason when not."""
-        return Availability(True)
 
     @abstractmethod
     def wrap(self, argv: list[str]) -> list[str]:

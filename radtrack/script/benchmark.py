@@ -175,12 +175,7 @@ class RADTBenchmark:
     _entered = False
 
     def log_param(self, key: str, value: Any) -> None:
-        if not self.active:
-            return None
-        if self._spooling():
-            self._log.param(self._target(), key, value)
-            return None
-        return self.__getattr__("log_param")(key, value)
+        self.log_params({key: value})
 
     def log_params(self, params: dict[str, Any]) -> None:
         if not self.active:
@@ -193,12 +188,7 @@ class RADTBenchmark:
         return self.__getattr__("log_params")(params)
 
     def set_tag(self, key: str, value: Any) -> None:
-        if not self.active:
-            return None
-        if self._spooling():
-            self._log.tag(self._target(), key, value)
-            return None
-        return self.__getattr__("set_tag")(key, value)
+        self.set_tags({key: value})
 
     def set_tags(self, tags: dict[str, Any]) -> None:
         if not self.active:
