@@ -129,7 +129,10 @@ def train(args: argparse.Namespace) -> None:
     finally:
         if run is not None:
             run.__exit__(*sys.exc_info())
-        dist.destroy_process_group()
+    # every rank waits here for rank 0's logging: a rank that tears gloo down while a peer
+    # still holds the pair open makes the peer abort ("terminate called ...") under load
+    dist.barrier()
+    dist.destroy_process_group()
 
 
 def main() -> int:

@@ -108,7 +108,11 @@ def test_each_runs_label_says_its_workload_colocation_and_script(web, app, store
     assert sorted(n.removesuffix(" (attributed)") for n in names) == sorted(every)
     assert sum(n.endswith("(attributed)") for n in names) == 4
     web.locator("#workload label", has_text="Workload 3").first.click()
+    # each click waits for what it shows, as a reader does: a click sent while the previous
+    # answer is still on its way carries the selection from before it
+    web.wait_for_function("document.querySelector('#runs').innerText.includes('3 A')")
     web.click("#clear")
+    web.wait_for_function("document.querySelectorAll('#basket li').length === 0")
     web.click("#select-workload")
     web.wait_for_function("document.querySelectorAll('#basket li').length === 2")
     wait_traces(web, 2)
