@@ -11,4 +11,4 @@ work=$(mktemp -d); cp tests/scripts/marker_sleep.py "$work/s.py"
 for mode in none smi; do
   (cd "$work" && rm -f m.txt && python3 "$OLDPWD/benchmarks/phase_profile.py" "$out/profile-$mode.json" --markers m.txt -- -l "$mode" s.py "$work/m.txt" > "$out/profile-$mode.log" 2>&1)
 done
-timeout 300 python3 -m pytest -v -m gpu -p no:cacheprovider tests/test_gpu_attribution.py -k resnet_bert 2>&1 | tee "$out/gpu_attribution.log" | tail -15
+timeout 300 python3 -m pytest -v -m gpu -p no:cacheprovider tests/postrun/test_gpu_attribution.py -k resnet_bert 2>&1 | tee "$out/gpu_attribution.log" | tail -15

@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu_issue13.sh OUTDIR        # BUDGET_S (default 550) bounds the whole call
 #
-# (a) pytest -m gpu tests/test_gpu_listeners.py (the shared sampler's GPU test included),
+# (a) pytest -m gpu tests/listeners/test_gpu_listeners.py (the shared sampler's GPU test included),
 # (b) benchmarks/listeners.py --sections each,collectors at 0.1 s under the bf16 matmul load:
 #     the collectors section runs smi+dcgm both in one shared sampler process (the default)
 #     and in separate processes (RADTRACK_SHARED_SAMPLER=0), side by side in this call,
@@ -29,8 +29,8 @@ python3 -m pip install -q --no-index --find-links .whl --no-build-isolation -e .
   python3 -m radtrack listeners; } >>"$out/host.txt" 2>&1
 cat "$out/host.txt"
 
-stamp "(a) tests/test_gpu_listeners.py"
-timeout 150 python3 -m pytest -q -rA -m gpu -p no:cacheprovider tests/test_gpu_listeners.py 2>&1 \
+stamp "(a) tests/listeners/test_gpu_listeners.py"
+timeout 150 python3 -m pytest -q -rA -m gpu -p no:cacheprovider tests/listeners/test_gpu_listeners.py 2>&1 \
   | tee "$out/gpu_listeners.log" | tail -25
 
 stamp "(b) listeners.py each,collectors"

@@ -1,5 +1,5 @@
 """Analysis of benchmarks/power_sensor.py's traces: pure (numpy/pandas), tested on the CPU
-with synthetic traces from radtrack/analysis/sensor_model.py (tests/test_power_sensor.py).
+with synthetic traces from radtrack/analysis/sensor_model.py (tests/analysis/test_energy_error.py).
 
 From the raw traces it derives:
 

@@ -1,6 +1,6 @@
 """Test helpers shared by test modules (import as ``from support import ...``).
 
-Not in conftest.py: tests/browser has its own conftest, and ``from conftest import``
+Not in conftest.py: tests/frontend/browser has its own conftest, and ``from conftest import``
 would pick whichever conftest module was imported first.
 """
 

@@ -3,7 +3,7 @@
 The limits and name rules are MLflow's (``mlflow.utils.validation`` and its database
 schema), written out here so that checking a sheet does not import MLflow: that import
 alone takes 2-4 s, and the script must start well under a second after ``radtrack`` is
-invoked (docs/performance.md). tests/test_sheet_limits.py checks every value and rule
+invoked (docs/performance.md). tests/sheet/test_sheet_limits.py checks every value and rule
 here against the installed MLflow, so a row is refused up front exactly when MLflow would
 refuse it after the runs were created.
 """

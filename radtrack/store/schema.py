@@ -2,7 +2,7 @@
 
 Writers (the launcher, the sink, the end-of-run steps) and readers (analysis, frontend,
 report) import their names from here; docs/architecture.md's tables are checked against
-this module (tests/test_schema_docs.py). Every string here is what is stored: renaming one
+this module (tests/store/test_schema_docs.py). Every string here is what is stored: renaming one
 changes what a store holds and what older stores no longer match.
 
 Metric keys as stored in MLflow and as radtrack's readers name them:

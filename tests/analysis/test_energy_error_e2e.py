@@ -1,0 +1,93 @@
+"""Energy error bars end to end (issue 30): the real CLI and launcher, a real SQLite store and
+the NVML doubles (tests/doubles/nvml_scenario.py) standing for an H100 at 300 W, once under a
+steady load (NVML utilisation 100 %) and once under a bursty one (25 %: busy a quarter of
+the time, what a small-batch training loop with gaps looks like to NVML). The run's, the
+code windows' and the attributed share's intervals are stored next to their energies, and
+``radtrack report`` shows them and flags the bursty run with its reason."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
+import nvml_scenario  # noqa: E402
+from fakehost import H100_UUID, FakeHost  # noqa: E402
+from support import radtrack_cli  # noqa: E402
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "window_epochs.py"
+pytestmark = pytest.mark.slow
+
+
+def _launch(tmp_path: Path, name: str, util: float) -> None:
+    env = nvml_scenario.write(tmp_path / f"{name}.json", [{
+        "uuid": H100_UUID, "watts": 300.0, "util_gpu": util, "power_ring": True,
+        "procs": [{"match": f"--tag {name}", "sm": 60, "mem_mib": 800}]}])
+    p = radtrack_cli("-e", "err", "-d", "0", "-l", "smi", "--interval", "0.1", str(SCRIPT),
+                     "--seconds", "1", "--tag", name, env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+
+
+def test_bursty_runs_get_a_wide_flagged_interval_steady_ones_a_narrow_one(store, tmp_path, monkeypatch):
+    FakeHost(tmp_path, monkeypatch)
+    _launch(tmp_path, "steady", 100.0)
+    _launch(tmp_path, "bursty", 25.0)
+    client = MlflowClient(store)
+    exp = client.get_experiment_by_name("err")
+    rows = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("radtrack.role") == "row"]
+    by_load = dict(zip(("steady", "bursty"), sorted(rows, key=lambda r: r.info.start_time), strict=True))
+    steady, bursty = by_load["steady"].data.metrics, by_load["bursty"].data.metrics
+    key = "summary/smi/gpu0/energy_j"
+    assert steady[key] > 0 and bursty[key] > 0  # the counter's figure is there, unchanged
+    assert steady[key + "_ci95_pct"] < 5.0 and steady[key + "_ci95_flag"] == 0.0
+    assert bursty[key + "_ci95_pct"] > 3 * steady[key + "_ci95_pct"]
+    assert bursty[key + "_ci95_flag"] == 1.0  # bursty load near the sensor's period
+    # the attributed share (alone on the GPU: all of it) carries the GPU's interval
+    att = "summary/attribution/gpu0/energy_j"
+    assert bursty[att + "_ci95_pct"] > steady[att + "_ci95_pct"]
+    # code windows: 0.7-s epochs are under the minimum window: flagged whatever the load
+    assert steady["window/epoch/energy_j_ci95_flag"] == 2.0
+    assert bursty["window/epoch/gpu_energy_j_ci95_pct"] > steady["window/epoch/gpu_energy_j_ci95_pct"]
+    assert "summary/energy_model/gpu0/activity_energy_j" not in bursty  # no GPM listener: no model
+
+    p = radtrack_cli("report", "err", "--format", "json", timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    runs = {r["run_id"]: r for r in json.loads(p.stdout)["runs"]}
+    b, s = runs[by_load["bursty"].info.run_id], runs[by_load["steady"].info.run_id]
+    assert b["energy_j_ci95_pct"] == pytest.approx(bursty[att + "_ci95_pct"], rel=1e-6)
+    assert b["energy_note"].startswith("±") and "bursty load near the sensor's period" in b["energy_note"]
+    assert s["energy_note"] == "" and s["energy_j_ci95_pct"] < 5.0
+    text = radtrack_cli("report", "err", timeout=300)
+    assert "energy_j_ci95_pct" in text.stdout and "bursty load near the sensor's period" in text.stdout
+    # the experiment's measured energy line carries its interval too
+    assert re.search(r"Measured GPU energy of 2 workload\(s\): [0-9.e-]+ kWh ±\d+\.\d % \(95 %\)", text.stdout)
+
+
+def test_a_script_run_carries_the_interval_of_its_span(store, tmp_path, monkeypatch):
+    """A run the script opened itself (docs/mlflow-code.md) gets its span's energy with its
+    interval, and its share of the row's attributed energy with the GPU's interval."""
+    FakeHost(tmp_path, monkeypatch)
+    env = nvml_scenario.write(tmp_path / "trial.json", [{
+        "uuid": H100_UUID, "watts": 300.0, "util_gpu": 25.0, "power_ring": True,
+        "procs": [{"match": "--tag trial", "sm": 60, "mem_mib": 800}]}])
+    script = Path(__file__).resolve().parents[1] / "scripts" / "mlflow_code" / "steady_trial.py"
+    p = radtrack_cli("-e", "err", "-d", "0", "-l", "smi", "--interval", "0.1", str(script),
+                     "--seconds", "2", "--tag", "trial", env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    # the launcher's energy line carries the GPU energy's interval and why it is wide
+    line = next(x for x in p.stderr.splitlines() if ": GPU " in x and " J" in x)
+    assert re.search(r" J ±\d+\.\d %, (bursty|window too short)", line), line
+    client = MlflowClient(store)
+    exp = client.get_experiment_by_name("err")
+    trial = next(r for r in client.search_runs([exp.experiment_id]) if r.info.run_name == "trial")
+    m = trial.data.metrics
+    assert trial.data.tags["radtrack.role"] == "script"
+    # its share of the row's energy (the counter, read every 5 s, shaped by the power inside
+    # its intervals) with the GPU's interval over the span: bursty, and a 2-s span is short
+    att = "summary/attribution/gpu0/energy_j"
+    assert m[att] > 0 and m[att + "_ci95_pct"] > 0 and m[att + "_ci95_flag"] in (1.0, 2.0)

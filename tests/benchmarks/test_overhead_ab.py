@@ -1,0 +1,178 @@
+"""benchmarks/overhead_ab.py: listeners paused and running in alternating phases of one run.
+
+The statistics on synthetic step times (a known effect is recovered, no effect gives an
+interval around 0), the pausing (a paused process is continued on return, on SIGTERM and,
+through the guardian, after SIGKILL of the controller), and one short real run with
+``-l top`` on the tiny CPU workload."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+sys.path.insert(0, str(BENCH))
+from overhead_ab import assign_steps, pair_log_ratios, pooled, summarise, table  # noqa: E402
+
+
+def synthetic(effect: float, pairs: int = 40, phase_s: float = 2.0, step_s: float = 0.01,
+              noise: float = 0.02, seed: int = 1) -> tuple[list[float], list[dict]]:
+    """Step end times of a workload whose steps take ``1 + effect`` times longer in "on"
+    phases, with per-step noise and a slow drift; and the phases (random order per pair)."""
+    rng = random.Random(seed)
+    phases, t = [], 100.0
+    for pair in range(pairs):
+        for state in rng.sample(["on", "off"], 2):
+            phases.append({"pair": pair, "state": state, "t0": t, "t1": t + phase_s,
+                           "config": "x@0.1"})
+            t += phase_s + 0.003  # the switch takes a moment
+    ends, now = [], 99.0
+    while now < t + 1:
+        ph = next((p for p in phases if p["t0"] <= now < p["t1"]), None)
+        drift = 1 + 0.05 * math.sin(now / 30)  # +-5 %: far more than the effect
+        scale = 1 + effect if ph is not None and ph["state"] == "on" else 1
+        now += step_s * scale * drift * (1 + rng.gauss(0, noise))
+        ends.append(now)
+    return ends, phases
+
+
+def test_assign_steps_keeps_whole_steps_inside_and_drops_the_first():
+    ends = [0.5, 1.5, 2.5, 3.0, 3.5, 4.5, 5.5]
+    phases = [{"pair": 0, "state": "on", "t0": 1.0, "t1": 4.0}]
+    assign_steps(ends, phases, drop=0)
+    # 0.5-1.5 straddles t0, 3.5-4.5 straddles t1: inside are 1.5-2.5, 2.5-3.0, 3.0-3.5
+    assert phases[0]["steps"] == 3
+    assert phases[0]["mean_step_s"] == pytest.approx(2.0 / 3)
+    assign_steps(ends, phases, drop=1)
+    assert phases[0]["steps"] == 2 and phases[0]["mean_step_s"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("effect", [0.0, 0.01, -0.02, 0.004])
+def test_known_effect_recovered(effect):
+    ends, phases = synthetic(effect)
+    assign_steps(ends, phases)
+    assert all(p["steps"] > 150 for p in phases)
+    s = summarise(pair_log_ratios(phases))
+    assert s["pairs"] == 40
+    assert s["lo"] < 100 * effect < s["hi"]
+    assert s["boot_lo"] < 100 * effect < s["boot_hi"]
+    assert s["pct"] == pytest.approx(100 * effect, abs=0.3)
+    assert s["half"] < 0.5  # 40 pairs of 2 s resolve 0.5 % despite a +-5 % drift
+    assert s["ratio"] == pytest.approx(1 + s["pct"] / 100)
+    assert s["within_target"] == (abs(100 * effect) < 0.5)
+
+
+def test_pooling_over_runs_and_table():
+    recs = []
+    for run, seed in (("r1", 1), ("r2", 2)):
+        ends, phases = synthetic(0.01, pairs=10, seed=seed)
+        assign_steps(ends, phases)
+        recs.append({"run": run, "workload": "cpu", "phases": phases})
+    rows = pooled(recs)
+    assert len(rows) == 1 and rows[0]["pairs"] == 20 and rows[0]["runs"] == 2
+    md = table(rows)
+    assert md.splitlines()[0].startswith("| config | workload | runs | pairs | on/off ratio")
+    assert rows[0]["pct"] == pytest.approx(1.0, abs=0.3)
+    assert "| x@0.1 | cpu | 2 | 20 | 1.0" in md and md.rstrip().endswith("| no |")
+
+
+def test_too_few_pairs_give_no_interval():
+    assert summarise([])["ratio"] is None
+    one = summarise([math.log(1.01)])
+    assert one["pct"] == pytest.approx(1.0) and one["half"] is None and not one["within_target"]
+
+
+def _target() -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                            start_new_session=True)
+
+
+def _state(pid: int) -> str:
+    return psutil.Process(pid).status()
+
+
+def _wait_state(pid: int, want: str, timeout: float = 5.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if _state(pid) == want:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+CONTROLLER = textwrap.dedent("""
+    import sys, time
+    sys.path.insert(0, {bench!r})
+    from overhead_ab import Pauser, resume_on_exit
+    p = Pauser()
+    with resume_on_exit(p):
+        p.pause({pid})
+        print("paused", flush=True)
+        time.sleep(60)
+""")
+
+
+@pytest.mark.parametrize("how", ["sigterm", "sigint", "sigkill"])
+def test_paused_process_is_continued_when_the_controller_leaves(how):
+    target = _target()
+    ctl = None
+    try:
+        ctl = subprocess.Popen([sys.executable, "-c",
+                                CONTROLLER.format(bench=str(BENCH), pid=target.pid)],
+                               stdout=subprocess.PIPE, text=True)
+        assert ctl.stdout is not None and ctl.stdout.readline().strip() == "paused"
+        assert _wait_state(target.pid, psutil.STATUS_STOPPED)
+        sig = {"sigterm": signal.SIGTERM, "sigint": signal.SIGINT, "sigkill": signal.SIGKILL}[how]
+        ctl.send_signal(sig)  # SIGKILL: no handler runs; the guardian continues it
+        ctl.wait(10)
+        assert _wait_state(target.pid, psutil.STATUS_SLEEPING)
+    finally:
+        if ctl is not None and ctl.poll() is None:
+            ctl.kill()
+        os.kill(target.pid, signal.SIGCONT)
+        target.kill()
+        target.wait()
+
+
+def test_one_run_with_top_on_the_cpu_workload(tmp_path):
+    out = tmp_path / "ab.json"
+    argv = [sys.executable, str(BENCH / "overhead_ab.py"), "--workload", "cpu", "-l", "top",
+            "--interval", "0.1", "--pairs", "3", "--phase-s", "1", "--warmup-s", "0.5",
+            "--out", str(out)]
+    env = {**os.environ, "RADTRACK_HOME": str(tmp_path / "home")}
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (rec,) = json.loads(out.read_text())
+    assert rec["ok"] and rec["rc"] == 0 and rec["workload"] == "cpu"
+    assert {"run", "listeners", "interval", "phases", "summary", "steps", "listener_procs",
+            "stopped_left_after_phases"} <= set(rec)
+    assert list(rec["listener_procs"].values()) == [["top"]]
+    phases = rec["phases"]
+    assert len(phases) == 6 and all(p["config"] == "top@0.1" for p in phases)
+    for pair in range(3):  # one "on" and one "off" phase per pair, back to back
+        assert sorted(p["state"] for p in phases if p["pair"] == pair) == ["off", "on"]
+    for a, b in zip(phases, phases[1:], strict=False):
+        assert a["t0"] < a["t1"] <= b["t0"] < a["t1"] + 0.5
+        assert a["t1"] - a["t0"] == pytest.approx(1.0, abs=0.2)
+    assert all(p["steps"] > 0 and p["mean_step_s"] > 0 for p in phases)
+    s = rec["summary"]
+    assert s["pairs"] == 3 and s["ratio"] > 0 and s["lo"] <= s["pct"] <= s["hi"]
+    # resumed at the end: nothing left stopped, during the run's end or after it
+    assert rec["stopped_left_after_phases"] == []
+    for pid in map(int, rec["listener_procs"]):
+        try:
+            assert psutil.Process(pid).status() != psutil.STATUS_STOPPED
+        except psutil.NoSuchProcess:
+            pass  # the launcher stopped it at the run's end, as it should
+    assert "| top@0.1 | cpu | 1 | 3 |" in res.stdout

@@ -1,0 +1,155 @@
+"""A job SLURM ends (scancel, time limit) while its script is slow to stop, on a cluster
+whose KillWait (5 s in tests/slurm_cluster.py) is shorter than ``--grace``: the job fits its
+grace into KillWait and says so in its log, the rows end KILLED with SLURM's reason in the
+sheet and in MLflow, nothing stays in the node's spool, and ``--rerun`` runs them again.
+``radtrack sheet.csv --executor slurm`` and ``radtrack status`` as subprocesses against the
+tests' single-node SLURM, into SQLite on a path declared shared."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from slurm_cluster import wait_for
+from support import radtrack_cli
+
+SCRIPTS = Path(__file__).parents[1] / "scripts"
+# the script traps SIGINT and then 'checkpoints' for 8 s: longer than KillWait
+SHEET = ("Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Job\n"
+         "{exp},1,,,,-,slow_to_stop.py,top,{pid} {release} 8,\n")
+
+
+def _setup(tmp_path: Path, cluster, exp: str) -> tuple[Path, Path, Path, dict[str, str]]:
+    shutil.copy(SCRIPTS / "slow_to_stop.py", tmp_path / "slow_to_stop.py")
+    pid, release = tmp_path / "pid", tmp_path / "release"
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(SHEET.format(exp=exp, pid=pid, release=release))
+    env = {**cluster.env, "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+           "RADTRACK_JOB_HOME": str(tmp_path / "jobhome"),
+           "RADTRACK_HOME": str(tmp_path / ".radtrack"), "PYTHONUNBUFFERED": "1"}
+    return sheet, pid, release, env
+
+
+def _row(sheet: Path) -> dict[str, str]:
+    lines = sheet.read_text().splitlines()
+    return {k.strip(): (v or "").strip() for k, v in next(csv.DictReader(lines)).items()}
+
+
+def _row_run(env: dict[str, str], exp: str):
+    from mlflow import MlflowClient
+
+    c = MlflowClient(env["MLFLOW_TRACKING_URI"])
+    runs = c.search_runs([c.get_experiment_by_name(exp).experiment_id])
+    return c, [r for r in runs if r.data.tags["radtrack.role"] == "row"]
+
+
+def _job_log(tmp_path: Path, job: str) -> str:
+    return "".join(f.read_text() for f in (tmp_path / ".sheet.csv.slurm").glob(f"*-{job}.out"))
+
+
+def _spooled(tmp_path: Path) -> list[Path]:
+    spool = tmp_path / "jobhome" / "spool"
+    return [d for d in spool.iterdir() if d.is_dir()] if spool.is_dir() else []
+
+
+def _assert_stopped_in_time(c, run, tmp_path: Path, state: str) -> None:
+    """The job's launcher stopped the row (SIGINT, then SIGTERM after the fitted grace) and
+    stored it before SLURM's SIGKILL: exit code, output log and samples are in MLflow."""
+    tags = run.data.tags
+    assert run.info.status == "KILLED"
+    assert tags["radtrack.slurm.state"] == state and tags["radtrack.stopped_by"] == f"slurm:{state}"
+    assert tags.get("radtrack.exit_code") == "-15", tags  # SIGTERM mid-checkpoint
+    log = Path(c.download_artifacts(run.info.run_id, "logs/output.log", str(tmp_path / state)))
+    assert "SIGINT: checkpointing for 8 s" in log.read_text()
+    assert c.get_metric_history(run.info.run_id, "system/top/cpu_pct") or \
+        c.get_metric_history(run.info.run_id, "top/cpu_pct")
+    assert not _spooled(tmp_path), _spooled(tmp_path)  # shipped by the job itself
+
+
+def test_scancel_with_grace_longer_than_killwait(slurm_cluster, tmp_path: Path) -> None:
+    sheet, pid, release, env = _setup(tmp_path, slurm_cluster, "cancelled")
+    args = (str(sheet), "--executor", "slurm", "--shared-fs", "--grace", "10")
+    p = radtrack_cli(*args, "--detach", env=env)
+    assert p.returncode == 0, p.stderr
+    job = _row(sheet)["Job"].split()[0]
+    wait_for(pid.exists, 120, "the job's script to start")
+    wait_for(lambda: any((d / "meta.json").exists() for d in _spooled(tmp_path)), 60,
+             "the row's run to be created")
+    assert slurm_cluster.run("scancel", job).returncode == 0
+    wait_for(lambda: slurm_cluster.state(job) == "CANCELLED", 60, "the job to be cancelled")
+    log = _job_log(tmp_path, job)
+    assert "--grace 10 s does not fit this cluster's KillWait of 5 s" in log, log
+    assert "a grace of 1.25 s instead" in log and "ended by a signal" in log, log
+
+    from radtrack.sheet.lock import acquire
+    from radtrack.sheet.lock import release as unlock
+
+    held = acquire(sheet)  # a launcher running this sheet: status leaves it and the ledger
+    try:
+        s = radtrack_cli("status", str(sheet), env=env)
+    finally:
+        unlock(sheet, held)
+    assert s.returncode == 2 and f"is being run by pid {os.getpid()}" in s.stderr, s.stderr
+    assert _row(sheet)["Job"] == f"{job} PENDING"
+    s = radtrack_cli("status", str(sheet), env=env)
+    assert s.returncode == 1 and f"cancelled-1: job {job} CANCELLED" in s.stdout, s.stdout + s.stderr
+    row = _row(sheet)
+    c, runs = _row_run(env, "cancelled")
+    assert row["Status"].startswith("KILLED cancelled-1 A") and row["Job"] == f"{job} CANCELLED", \
+        (runs[0].data.tags, _job_log(tmp_path, job))
+    assert len(runs) == 1 and row["Run"] == runs[0].info.run_id
+    _assert_stopped_in_time(c, runs[0], tmp_path, "CANCELLED")
+    assert not (tmp_path / "sheet.csv.lock").exists()  # status released the sheet's lock
+
+    skipped = radtrack_cli(*args, env=env)
+    assert skipped.returncode == 0 and "KILLED before, skipped (use --rerun" in skipped.stderr
+    release.write_text("go")
+    again = radtrack_cli(*args, "--rerun", env=env, timeout=240)
+    assert again.returncode == 0, again.stderr
+    row = _row(sheet)
+    assert row["Status"].startswith("FINISHED cancelled-1 A") and row["Run"] != runs[0].info.run_id
+    assert row["Job"].endswith(" COMPLETED") and row["Job"].split()[0] != job
+
+
+def test_time_limit_while_the_submitter_waits(slurm_cluster, tmp_path: Path) -> None:
+    sheet, pid, release, env = _setup(tmp_path, slurm_cluster, "timedout")
+    proc = subprocess.Popen([sys.executable, "-m", "radtrack", str(sheet), "--executor", "slurm",
+                             "--shared-fs", "--grace", "10"], env={**os.environ, **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for(pid.exists, 120, "the job's script to start")
+        wait_for(lambda: any((d / "meta.json").exists() for d in _spooled(tmp_path)), 60,
+                 "the row's run to be created")
+        job = _row(sheet)["Job"].split()[0]
+        # a time limit already passed: slurmctld ends the job at its next check (<= 30 s)
+        p = slurm_cluster.run("scontrol", "update", f"JobId={job}", "TimeLimit=0:01")
+        assert p.returncode == 0, p.stderr
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    assert f"timedout-1 job {job} TIMEOUT" in err, err
+    row = _row(sheet)
+    assert row["Status"].startswith("KILLED timedout-1 A") and row["Job"] == f"{job} TIMEOUT"
+    c, runs = _row_run(env, "timedout")
+    _assert_stopped_in_time(c, runs[0], tmp_path, "TIMEOUT")
+    assert runs[0].data.tags["radtrack.slurm.reason"] == "TimeLimit"
+    assert "a grace of 1.25 s instead" in _job_log(tmp_path, job)
+    s = radtrack_cli("status", str(sheet), env=env)
+    assert s.returncode == 1 and f"timedout-1: job {job} TIMEOUT (TimeLimit)" in s.stdout
+
+
+@pytest.mark.parametrize("grace,kill_wait,fitted", [(10, None, 10), (10, 30, 10), (10, 5, 1.25),
+                                                     (2, 5, 1.25), (1, 5, 1), (10, 60, 10),
+                                                     (30, 60, 27.5), (10, 0, 0.2)])
+def test_grace_fits_killwait(grace: float, kill_wait: float | None, fitted: float) -> None:
+    from radtrack.executors.slurm_job import fit_grace
+
+    got, note = fit_grace(grace, kill_wait)
+    assert got == fitted and bool(note) == (fitted != grace)

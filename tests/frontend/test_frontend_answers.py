@@ -1,0 +1,135 @@
+"""The page's answers without a browser: co-location labels, units, attributed power,
+overlaid GPUs, the Compare tab's arithmetic, energy shares' totals, launch groups, zoom in
+links (issue 27, 28). The browser tests (tests/frontend/browser/test_frontend_answers_browser.py) drive them."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from radtrack.frontend.attributed import substitutions
+from radtrack.frontend.colocation import colocation_text, description
+from radtrack.frontend.columns import column_title
+from radtrack.frontend.compare import _fmt, comparison
+from radtrack.frontend.data import Series
+from radtrack.frontend.figures import ChartOptions, build_chart, subplots
+from radtrack.frontend.picker import Workload, by_launch
+from radtrack.frontend.shares import share_totals
+from radtrack.frontend.units import axis_title, gpu_family, unit_of
+from radtrack.frontend.views import View, read_link, to_query
+
+
+def _row(collocation: str | None, others: str = "", **extra: object) -> dict:
+    return {"run_id": "r", "collocation": collocation, "tag.radtrack.role": "row",
+            "tag.radtrack.colocated_with": others, "param.script": "workloads/train.py --x 1",
+            **extra}
+
+
+@pytest.mark.parametrize(("row", "text"), [
+    (_row("-"), "solo"),
+    (_row("-", "exp-1 B,exp-1 C"), "time-shared with 2"),
+    (_row("mps:50", "exp-1 B"), "MPS 50 % with 1"),
+    (_row("MPS"), "MPS"),
+    (_row("3g.40gb", "exp-1 B"), "MIG 3g.40gb"),
+    (_row(None, **{"tag.radtrack.mig_profile": "1g.10gb"}), "MIG 1g.10gb"),
+    ({"run_id": "r"}, ""),  # a run radtrack did not launch says nothing
+])
+def test_colocation_is_said_in_words(row: dict, text: str) -> None:
+    assert colocation_text(row) == text
+
+
+def test_description_adds_the_scripts_file_name() -> None:
+    assert description(_row("mps:25", "b")) == "MPS 25 % with 1 · train.py"
+    assert description({"run_id": "r", "file": "/home/x/sgemm.py"}) == "sgemm.py"
+
+
+@pytest.mark.parametrize(("key", "unit", "title"), [
+    ("smi/gpu0/power_w", "W", "power (W)"),
+    ("dcgm/gpu3/sm_active_pct", "%", "sm active (%)"),
+    ("iostat/nvme0n1/read_bytes_per_s", "B/s", "read (B/s)"),
+    ("smi/gpu0/temp_c", "°C", "temp (°C)"),
+    ("top/proc/threads_count", "", "threads"),
+    ("loss", "", "loss"),
+])
+def test_units_come_from_the_key_suffix(key: str, unit: str, title: str) -> None:
+    assert unit_of(key) == unit and axis_title(key) == title
+
+
+def test_gpus_overlay_in_one_subplot_per_quantity() -> None:
+    keys = ["smi/gpu0/power_w", "smi/gpu1/power_w", "top/cpu_pct", "smi/gpu7/power_w"]
+    assert gpu_family("smi/gpu12/power_w") == "smi/gpu*/power_w"
+    assert subplots(keys, overlay=False) == [(k, [k]) for k in keys]
+    assert subplots(keys, overlay=True) == [
+        ("smi/gpu*/power_w", ["smi/gpu0/power_w", "smi/gpu1/power_w", "smi/gpu7/power_w"]),
+        ("top/cpu_pct", ["top/cpu_pct"])]
+
+
+def _series(run: str, key: str, value: float) -> Series:
+    return Series(run, key, 0.0, np.arange(10.0), np.arange(10), np.full(10, value))
+
+
+def test_chart_has_units_unified_hover_x_only_zoom_and_overlaid_gpu_names() -> None:
+    keys = ["smi/gpu0/power_w", "smi/gpu1/power_w"]
+    series = {("a", k): _series("a", k, 1.0) for k in keys}
+    fig = build_chart(keys, ["a"], {"a": "exp-1 A"}, series, ChartOptions(overlay=True),
+                      attributed={("a", "smi/gpu0/power_w")})
+    layout = fig["layout"]
+    assert layout["hovermode"] == "x unified" and layout["yaxis"]["fixedrange"] is True
+    assert layout["yaxis"]["title"]["text"] == "power (W)" and "yaxis2" not in layout
+    assert [t["name"] for t in fig["data"]] == ["exp-1 A · gpu0 (attributed)", "exp-1 A · gpu1"]
+    assert fig["data"][0]["hovertemplate"] == "%{y:.4g} W"
+    assert layout["legend"]["y"] > 1.05  # above the first subplot's title, not over it
+
+
+def test_attributed_power_stands_in_only_where_accounting_exists() -> None:
+    rows = [{"run_id": "a", "metric.attribution/gpu1/attributed_power_w": 120.0},
+            {"run_id": "b", "metric.attribution/gpu1/attributed_power_w": float("nan")}]
+    keys = ["smi/gpu1/power_w", "top/cpu_pct"]
+    assert substitutions(rows, keys, "attributed") == {
+        ("a", "smi/gpu1/power_w"): "attribution/gpu1/attributed_power_w"}
+    assert substitutions(rows, keys, "gpu") == {}
+
+
+def test_comparison_gives_difference_and_ratio_to_the_baseline() -> None:
+    table = pd.DataFrame({"run_id": ["a", "b", "c"], "energy_j": [36_000.0, 14_400.0, np.nan]})
+    out = {r["run_id"]: r for r in comparison(table, "energy_j", "b")}
+    assert out["a"]["difference"] == 21_600.0 and out["a"]["ratio"] == 2.5
+    assert out["b"]["ratio"] == 1.0 and out["c"]["ratio"] is None
+    assert _fmt(36_000.0) == "36,000" and _fmt(12.3456) == "12.35" and _fmt(None) == "–"
+    assert column_title("energy_j") == "energy_j · attributed (J)"
+    assert column_title("gpu_energy_j") == "gpu_energy_j · whole GPU (J)"
+
+
+def test_share_totals_are_per_gpu_energy_with_percentages() -> None:
+    t = np.arange(10.0)
+    table = pd.concat([pd.DataFrame({"time": t, "end": t + 1, "gpu": "gpu0", "party": party,
+                                     "power_w": w, "energy_j": w})
+                       for party, w in (("A", 300.0), ("B", 80.0), ("other", 20.0), ("idle", 0.0))])
+    rows = share_totals(table)
+    assert [(r["party"], r["energy_j"], round(r["percent"], 1)) for r in rows] == [
+        ("A", 3000.0, 75.0), ("B", 800.0, 20.0), ("other", 200.0, 5.0), ("idle", 0.0, 0.0),
+        ("total", 4000.0, 100.0)]
+
+
+def test_workloads_are_grouped_by_launch_only_where_it_tells_something() -> None:
+    sheet = [Workload("p1", "Workload 1", start=10.0, user="alice", launch="aaaa1111"),
+             Workload("p2", "Workload 2", start=11.0, user="alice", launch="aaaa1111"),
+             Workload("p3", "Workload 1", start=20.0, user="bob", launch="bbbb2222")]
+    groups = by_launch(sheet)
+    assert [(launch, [w.key for w in ws]) for launch, _, ws in groups] == [
+        ("aaaa1111", ["p1", "p2"]), ("bbbb2222", ["p3"])]
+    assert groups[0][1].startswith("launch aaaa1111 · alice")
+    single = [Workload("p1", "Workload 1", launch="a"), Workload("p2", "Workload 2", launch="b")]
+    assert by_launch(single) == [("", "", single)]  # one-run CLI launches: a plain list
+
+
+def test_zoom_power_and_overlay_travel_in_the_link() -> None:
+    view = View(runs=["a"], metrics=["smi/gpu0/power_w"], xrange=[20.0, 50.5], power="gpu",
+                overlay=True)
+    query = to_query(view)
+    assert "range=20%2C50.5" in query and "power=gpu" in query and "overlay=1" in query
+    back, problems = read_link(query)
+    assert (back.xrange, back.power, back.overlay, problems) == ([20.0, 50.5], "gpu", True, [])
+    bad, problems = read_link("?runs=a&range=50,20&power=watts")
+    assert bad.xrange is None and bad.power == "attributed" and len(problems) == 2

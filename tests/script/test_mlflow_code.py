@@ -1,0 +1,254 @@
+"""Code that already logs to MLflow, unchanged under radtrack (docs/mlflow-code.md).
+
+One sheet runs the common patterns through the real CLI into a real SQLite store (plain
+fluent MLflow with argparse params, set_experiment, set_tracking_uri, several trials with
+nested runs, autolog with scikit-learn, a failing script, RADTBenchmark next to
+set_experiment, a store that disappears); a second runs PyTorch Lightning's MLFlowLogger
+and HuggingFace's Trainer. Each run the script made must hold its own metrics and params,
+the hardware series of its own time span only, and links to the row run.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import radtrack_cli
+
+CODE = Path(__file__).parents[1] / "scripts" / "mlflow_code"
+HEADER = "Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Interval\n"
+SLACK_MS = 1000  # a sample taken as end_run returns may carry a time just after end_time
+
+
+def _run_sheet(folder: Path, rows: list[tuple[str, str]], listeners: str = "top", devices: str = "",
+               env: dict[str, str] | None = None) -> tuple[str, subprocess.CompletedProcess[str], Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    sheet = folder / "sheet.csv"
+    sheet.write_text(HEADER + "".join(f"compat,{i},,,{devices},-,{CODE / f},{listeners},{params},0.1\n"
+                                      for i, (f, params) in enumerate(rows, 1)))
+    env = {"MLFLOW_TRACKING_URI": uri, "RADTRACK_HOME": str(folder / ".radtrack"),
+           "MLFLOW_DISABLE_TELEMETRY": "true", **(env or {})}
+    proc = radtrack_cli(str(sheet), cwd=folder, env=env, timeout=600)
+    return uri, proc, sheet
+
+
+class Store:
+    """The runs of one store, found by name."""
+
+    def __init__(self, uri: str):
+        from mlflow import MlflowClient
+
+        self.uri = uri
+        self.c = MlflowClient(uri)
+        self.runs = [r for e in self.c.search_experiments()
+                     for r in self.c.search_runs([e.experiment_id])]
+        self.exp_names = {e.experiment_id: e.name for e in self.c.search_experiments()}
+
+    def named(self, name: str) -> Any:
+        found = [r for r in self.runs if r.info.run_name == name]
+        assert len(found) == 1, (name, [r.info.run_name for r in self.runs])
+        return found[0]
+
+    def row(self, workload: int) -> Any:
+        return self.named(f"compat-{workload} A")
+
+    def experiment(self, run: Any) -> str:
+        return self.exp_names[run.info.experiment_id]
+
+    def system(self, run: Any, key: str = "system/top/cpu_pct") -> list[Any]:
+        return self.c.get_metric_history(run.info.run_id, key)
+
+    def assert_bound(self, run: Any, row: Any) -> None:
+        """Hardware series of the run's own span, summaries, traces, and the two links."""
+        hist = self.system(run)
+        assert hist, f"{run.info.run_name}: no system/ series"
+        assert min(m.timestamp for m in hist) >= run.info.start_time
+        assert max(m.timestamp for m in hist) <= run.info.end_time + SLACK_MS
+        m = run.data.metrics
+        assert "summary/top/cpu_pct/mean" in m and m["summary/duration_s"] > 0
+        files = {a.path for a in self.c.list_artifacts(run.info.run_id, "telemetry")}
+        assert {"telemetry/top.parquet", "telemetry/top.json"} <= files
+        tags = run.data.tags
+        assert tags["radtrack.role"] == "script"
+        assert tags["radtrack.row_run"] == row.info.run_id
+        assert tags["radtrack.listener.top"] == "ok"
+        assert run.info.run_id in row.data.tags["radtrack.script_runs"].split(",")
+
+
+@pytest.fixture(scope="module")
+def fluent(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, subprocess.CompletedProcess[str], Path]:
+    folder = tmp_path_factory.mktemp("fluent")
+    other = folder / "other.db"
+    uri, proc, sheet = _run_sheet(folder, [
+        ("fluent_params.py", "--lr 1e-2 --amp"),
+        ("own_experiment.py", ""),
+        ("own_uri.py", f"sqlite:///{other}"),
+        ("trials.py", ""),
+        ("autolog_sklearn.py", ""),
+        ("fails_in_run.py", ""),
+        ("benchmark_own_experiment.py", "--lr 1e-2"),
+        ("lost_store.py", ""),
+    ])
+    return Store(uri), proc, sheet
+
+
+def test_fluent_run_with_argparse_params(fluent: tuple[Store, Any, Path]) -> None:
+    s, proc, _ = fluent
+    assert "Changing param values" not in proc.stderr
+    row, run = s.row(1), s.named("fluent-run")
+    assert row.info.status == "FINISHED" and run.info.status == "FINISHED"
+    assert s.experiment(run) == "compat"
+    assert run.data.params["lr"] == "0.01" and run.data.params["amp"] == "True"  # the script's
+    assert row.data.params["lr"] == "1e-2" and row.data.params["amp"] == "true"  # radtrack's
+    assert [m.value for m in s.c.get_metric_history(run.info.run_id, "loss")] == [1, 0.5, 1 / 3, 0.25]
+    assert [a.path for a in s.c.list_artifacts(run.info.run_id, "notes")] == ["notes/hello.txt"]
+    s.assert_bound(run, row)
+    assert "telemetry bound to the script's run(s): fluent-run" in proc.stderr
+
+
+def test_set_experiment_keeps_the_run_in_the_script_experiment(fluent: tuple[Store, Any, Path]) -> None:
+    s, _, _ = fluent
+    row = s.row(2)
+    (run,) = [r for r in s.runs if r.data.tags.get("radtrack.row_run") == row.info.run_id]
+    assert s.experiment(run) == "my-project" and s.experiment(row) == "compat"
+    assert run.data.metrics["acc"] == 0.75
+    s.assert_bound(run, row)
+
+
+def test_own_tracking_uri_is_followed(fluent: tuple[Store, Any, Path], tmp_path: Path) -> None:
+    s, _, _ = fluent
+    row = s.row(3)
+    other = Store(row.data.tags["radtrack.script_tracking_uri"])
+    assert other.uri.endswith("other.db")
+    run = other.named("own-store")
+    assert other.experiment(run) == "elsewhere" and run.data.metrics["acc"] == 0.5
+    assert run.data.tags["radtrack.row_tracking_uri"] == s.uri
+    other.assert_bound(run, row)
+
+
+def test_trials_and_nested_runs_each_get_their_own_span(fluent: tuple[Store, Any, Path]) -> None:
+    s, _, _ = fluent
+    row = s.row(4)
+    trials = [s.named(f"trial-{i}") for i in range(2)]
+    evals = [s.named(f"eval-{i}") for i in range(2)]
+    for t, e in zip(trials, evals, strict=True):
+        assert e.data.tags["mlflow.parentRunId"] == t.info.run_id
+        s.assert_bound(t, row)
+        s.assert_bound(e, row)
+        assert s.experiment(t) == "compat"
+    # the second trial holds nothing of the first, nor of the pause between them
+    assert min(m.timestamp for m in s.system(trials[1])) >= trials[1].info.start_time > trials[0].info.end_time
+    assert row.data.tags["radtrack.script_runs"].count(",") == 3
+    assert row.info.run_name == "compat-4 A"  # never renamed by the script's run names
+
+
+def test_autolog_run_gets_telemetry(fluent: tuple[Store, Any, Path]) -> None:
+    s, _, _ = fluent
+    row = s.row(5)
+    (run,) = [r for r in s.runs if r.data.tags.get("radtrack.row_run") == row.info.run_id]
+    assert "training_score" in run.data.metrics and run.data.params["alpha"] == "0.5"
+    s.assert_bound(run, row)
+
+
+def test_a_failing_script_fails_its_runs_too(fluent: tuple[Store, Any, Path]) -> None:
+    s, _, sheet = fluent
+    row, run = s.row(6), s.named("doomed")
+    assert row.info.status == "FAILED" and row.data.tags["radtrack.exit_code"] == "1"
+    assert run.info.status == "FAILED"  # MLflow's exit handler had closed it FINISHED
+    assert "exited 1" in run.data.tags["radtrack.status_note"]
+    assert run.data.metrics["loss"] == 1.0
+    s.assert_bound(run, row)
+    cells = list(csv.DictReader(sheet.open()))
+    assert [c["Status"] for c in cells][:6] == [*(f"FINISHED compat-{i} A" for i in range(1, 6)),
+                                                "FAILED compat-6 A"]
+
+
+def test_radtbenchmark_next_to_set_experiment_and_own_params(fluent: tuple[Store, Any, Path]) -> None:
+    s, _, _ = fluent
+    row = s.row(7)
+    assert row.info.status == "FINISHED"
+    assert [m.value for m in s.c.get_metric_history(row.info.run_id, "loss")] == [1.0, 0.5]
+    assert row.data.params["lr"] == "0.01"  # the script's value wins ...
+    assert row.data.tags["radtrack.param.lr"] == "1e-2"  # ... radtrack's is kept aside
+    assert s.system(row)
+
+
+def test_unwritable_script_store_is_said_once(fluent: tuple[Store, Any, Path]) -> None:
+    s, proc, _ = fluent
+    row = s.row(8)
+    assert row.info.status == "FINISHED" and s.system(row)
+    lines = [x for x in proc.stderr.splitlines() if "which radtrack could not write" in x]
+    assert len(lines) == 1, proc.stderr[-3000:]
+    assert row.info.run_id in lines[0] and "--tracking-uri sqlite:///" in lines[0]
+
+
+def test_report_and_export_show_script_metrics_next_to_hardware(fluent: tuple[Store, Any, Path]) -> None:
+    s, _, _ = fluent
+    env = {**os.environ, "MLFLOW_TRACKING_URI": s.uri}
+    rep = subprocess.run([sys.executable, "-m", "radtrack", "report", "compat"], env=env,
+                         capture_output=True, text=True, timeout=300)
+    assert rep.returncode == 0, rep.stderr
+    assert "fluent-run" in rep.stdout and "trial-1" in rep.stdout
+    assert "loss" in rep.stdout
+    table = str(Path(s.uri.removeprefix("sqlite:///")).parent / "export.csv")
+    exp = subprocess.run([sys.executable, "-m", "radtrack", "export", "compat", "--workload", "4",
+                          "--out", table], env=env, capture_output=True, text=True, timeout=300)
+    assert exp.returncode == 0, exp.stderr
+    import pandas as pd
+
+    wide = pd.read_csv(table)
+    assert {"compat-4 A", "trial-0", "trial-1", "eval-0", "eval-1"} <= set(wide["run_name"])
+    trial = wide[wide["run_name"] == "trial-1"]
+    assert trial["loss"].notna().any() and trial["top/cpu_pct"].notna().any()
+
+
+def run_frameworks(folder: Path, **sheet: Any) -> Store:
+    """Lightning's MLFlowLogger and HF's Trainer as rows 1 and 2 of one sheet."""
+    pytest.importorskip("lightning")
+    pytest.importorskip("transformers")
+    uri, proc, _ = _run_sheet(folder, [("lightning_logger.py", ""),
+                                       ("hf_trainer.py", str(folder / "hf-out"))], **sheet)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return Store(uri)
+
+
+@pytest.fixture(scope="module")
+def frameworks(tmp_path_factory: pytest.TempPathFactory) -> Store:
+    return run_frameworks(tmp_path_factory.mktemp("frameworks"))
+
+
+def test_lightning_mlflowlogger_run_gets_telemetry(frameworks: Store) -> None:
+    s = frameworks
+    row, run = s.row(1), s.named("pl-tiny")
+    assert s.experiment(run) == "pl-exp" and run.info.status == "FINISHED"
+    assert len(s.c.get_metric_history(run.info.run_id, "train_loss")) >= 3
+    s.assert_bound(run, row)
+
+
+def test_hf_trainer_run_gets_telemetry_and_row_keeps_its_name(frameworks: Store) -> None:
+    s = frameworks
+    row, run = s.row(2), s.named("hf-tiny")
+    assert run.info.status == "FINISHED" and "train_loss" in run.data.metrics
+    assert len(s.c.get_metric_history(run.info.run_id, "loss")) >= 3
+    s.assert_bound(run, row)
+
+
+def test_script_opening_a_new_store_at_once_waits_for_its_tables(tmp_path: Path) -> None:
+    """A new SQLite store: the script starts before its tables exist and opens MLflow at
+    once; its MLflow waits for the launcher's tables instead of racing it ('table ...
+    already exists'), and both its run and the row run are stored."""
+    db = tmp_path / "mlflow.db"
+    uri, proc, _ = _run_sheet(tmp_path, [("first_thing.py", str(db))], listeners="none")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "already exists" not in proc.stdout + proc.stderr
+    store = Store(uri)
+    run = store.named("first-thing")
+    assert run.data.params["store_existed_at_start"] == "False"
+    assert run.info.status == "FINISHED" and run.data.metrics["x"] == 1.0
+    assert store.row(1).info.status == "FINISHED"
