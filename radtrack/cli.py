@@ -2,6 +2,7 @@
 
   radtrack [options] train.py [script args...]   one tracked run (a one-row sheet)
   radtrack [options] sheet.csv                   an experiment sheet
+  (--detach-end / --wait-end: give the shell back before the runs are stored, or not)
   radtrack listeners                             installed listeners and availability
   radtrack sync                                  ship spools a killed launcher left behind
   radtrack status sheet.csv                      refresh a sheet from its SLURM jobs
@@ -82,6 +83,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conda", action="store_true",
                    help="radT's per-run conda environments: not supported (refused)")
     p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    end = p.add_mutually_exclusive_group()
+    end.add_argument("--detach-end", dest="end", action="store_const", const="detach",
+                     help="give the shell back once the scripts ended and their status and "
+                          "samples are on disk; the runs are stored in the background "
+                          "(`radtrack sync` finishes them if that is interrupted); the default "
+                          "on a terminal (else $RADTRACK_END=detach)")
+    end.add_argument("--wait-end", dest="end", action="store_const", const="wait",
+                     help="return only once everything is stored (the default off a terminal, "
+                          "or $RADTRACK_END=wait)")
     p.add_argument("--carbon-intensity", type=inputs.argument(inputs.finite), default=None,
                    metavar="G_PER_KWH",
                    help="grid carbon intensity for the footprint (g CO2e/kWh; also "
@@ -131,11 +141,31 @@ def main(argv: list[str] | None = None) -> int:
         if again.target == args.target and not again.script_args:
             args = again
     try:
+        _detach_end(args)
         with _sheet_lock(args):
             return _launch(args)
     except RadtrackError as exc:
         print(f"radtrack: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    finally:
+        detached = sys.modules.get("radtrack.run.detach")
+        if detached is not None:
+            detached.done()  # a launcher that stored in the background: its pid file goes
+
+
+def _detach_end(args: argparse.Namespace) -> None:
+    """The detached end (radtrack/run/front.py): fork the front that gives the shell back
+    once the launch is durable; this process goes on as the launcher."""
+    from radtrack.executors import resolve
+    from radtrack.run import front
+
+    detach, why_not = front.wanted(args.end, sys.stdout.isatty(), args.dry_run,
+                                   resolve(args.executor))
+    if why_not:
+        print(f"[radtrack] --detach-end: waiting for the end all the same: {why_not}",
+              file=sys.stderr)
+    if detach:
+        front.fork_front()
 
 
 def _sheet_lock(args: argparse.Namespace) -> AbstractContextManager[None]:
@@ -297,7 +327,9 @@ def _launch(args: argparse.Namespace) -> int:
             clients.append(tracking.client(uri))
         return clients[0]
 
-    if tracking.needs_store_checks(uri):
+    if tracking.away_at_launch():
+        pass  # nothing to check against (opening it would wait out MLflow's retries)
+    elif tracking.needs_store_checks(uri):
         tracking.check_experiments(client(), uri, [w[0].experiment for w in workloads])
     elif tracking.store_is_new(uri):
         # its tables are made alongside the scripts (radtrack/run/record.py); a script's own
@@ -370,6 +402,8 @@ def _single_spec(args: argparse.Namespace, script: Path) -> RunSpec:
 def _subcommand(name: str, rest: list[str]) -> int:
     if name == "listeners":
         return _list_listeners(rest)
+    if name in ("sync", "report", "export", "ui"):
+        _await_finishers(name, rest)
     if name == "sync":
         from radtrack.store.sync import main as sync_main
 
@@ -389,6 +423,22 @@ def _subcommand(name: str, rest: list[str]) -> int:
     from radtrack.frontend.app import main as ui_main
 
     return ui_main(rest)
+
+
+def _await_finishers(name: str, rest: list[str]) -> None:
+    """Readers see complete runs: wait for launches still storing in the background
+    (radtrack/run/finishers.py) in $RADTRACK_HOME (and, for sync, next to --spool)."""
+    from radtrack.run.finishers import wait_for
+    from radtrack.script import env as renv
+
+    homes = [renv.radtrack_home()]
+    for i, arg in enumerate(rest):
+        spool = (arg.split("=", 1)[1] if arg.startswith("--spool=") else
+                 rest[i + 1] if arg == "--spool" and i + 1 < len(rest) else None)
+        if name == "sync" and spool:
+            homes.append(Path(spool).absolute().parent)
+    for home in dict.fromkeys(homes):
+        wait_for(home, lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def _list_listeners(rest: list[str]) -> int:

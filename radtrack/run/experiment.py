@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.errors import PlacementError
+from radtrack.run.detach import after_rows as detach_after
 from radtrack.run.launch import (
     Interrupt,
     Row,
@@ -74,8 +77,11 @@ def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
     old = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
     worst = 0
     try:
-        for specs in workloads:
-            statuses = _run_one(uri, specs, interrupt, grace, wait_listeners)
+        for i, specs in enumerate(workloads):
+            # the last workload's end may go on in the background (radtrack/run/detach.py)
+            detach = (functools.partial(detach_after, interrupt=interrupt, worst=worst)
+                      if i == len(workloads) - 1 else None)
+            statuses = _run_one(uri, specs, interrupt, grace, wait_listeners, detach)
             if sheet is not None:
                 from radtrack.sheet import write_status
 
@@ -94,7 +100,8 @@ def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
 
 
 def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
-             wait_listeners: bool = False) -> list[tuple[str, str, str]]:
+             wait_listeners: bool = False,
+             detach: Callable[..., bool] | None = None) -> list[tuple[str, str, str]]:
     from radtrack.placement import WorkloadPlacement
 
     first = specs[0]
@@ -119,7 +126,9 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
             for row in rows:
                 row.env = _process_env(row, uri, placement.env_for(row.spec))
                 row.placement_tags = placement.tags_for(row.spec)
-            spooled = run_workload(rows, interrupt, recorder, grace, wait_listeners=wait_listeners)
+            ended = None if detach is None else functools.partial(detach, recorder=recorder)
+            spooled = run_workload(rows, interrupt, recorder, grace, wait_listeners=wait_listeners,
+                                   on_ended=ended)
             artifacts = placement.artifacts()
     except Exception as exc:  # placement refused, or a process could not be started
         what = "placement failed" if isinstance(exc, PlacementError) else "could not start"

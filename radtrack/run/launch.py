@@ -10,6 +10,7 @@ finish.py; this module holds the row's state and the order of the steps.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -39,14 +40,17 @@ __all__ = ["Interrupt", "Row", "command_for", "leave_for_sync", "remove_spools",
 
 
 def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grace: float = 10.0,
-                 spool_root: Path | None = None, wait_listeners: bool | None = None) -> list[Row]:
+                 spool_root: Path | None = None, wait_listeners: bool | None = None,
+                 on_ended: Callable[[list[Row]], object] | None = None) -> list[Row]:
     """Run ``rows`` together; fill in each row's status, exit code, tags. Never raises for a
     failing script: a row's failure does not stop its siblings. The scripts start without
     waiting for the store (``recorder`` creates the runs meanwhile) or, unless
     ``wait_listeners`` (None: when a row has a GPU power listener), for their listeners' first
     reading. A store that is away (down, restarting, locked) is waited for up to
     ``$RADTRACK_STORE_WAIT_S`` once the rows ended; returns the rows whose end (or whose run)
-    is left in their spool for ``radtrack sync`` (radtrack/store/runfiles.py)."""
+    is left in their spool for ``radtrack sync`` (radtrack/store/runfiles.py). ``on_ended``
+    is called once every row ended, before anything is stored (the detached end:
+    radtrack/run/detach.py)."""
     spool_root = spool_root or renv.radtrack_home() / "spool"
     for row in rows:
         row.env.update(script_env(spool_root / row.key))
@@ -73,6 +77,8 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     supervise(rows, interrupt.event, released)
     for row in rows:
         end_row(row)
+    if on_ended is not None:
+        on_ended(rows)
     deadline = time.monotonic() + wait_s()
     client = recorder.wait(deadline)
     if client is None and not recorder.outage:
