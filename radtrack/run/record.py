@@ -160,6 +160,7 @@ class Recorder:
         from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
         from radtrack.store import schema
+        from radtrack.store.reach import raise_if_away
         from radtrack.store.tracking import client as make_client
         from radtrack.store.tracking import (
             create_workload_run,
@@ -171,6 +172,7 @@ class Recorder:
             workload_tags,
         )
 
+        raise_if_away(self.uri)  # a database that is down: not MLflow's 100-s retries
         if self.client is None:
             self.client = make_client(self.uri)
         client = self.client

@@ -108,6 +108,7 @@ def finish_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
 
     from radtrack.store.ending import finish_run
     from radtrack.store.outage import describe
+    from radtrack.store.reach import raise_if_away
     from radtrack.store.sink import Sink
     from radtrack.store.tracking import client as make_client
     from radtrack.store.tracking import close_orphaned_parent
@@ -116,6 +117,7 @@ def finish_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
     client = make_client(uri)
     finish = runfiles.read(run_dir, runfiles.FINISH_FILE)
     try:
+        raise_if_away(uri)  # a database that is down: said now, not after MLflow's retries
         if not (finish or {}).get("stored"):
             sink = Sink.recover(client, run_dir, run_id)
             pending = sink.pending_count

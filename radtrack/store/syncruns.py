@@ -25,6 +25,7 @@ def create_runs(folders: list[Path], tracking_uri: str | None) -> list[str]:
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
     from radtrack.store.identity import LAUNCH_ID_ENV
+    from radtrack.store.reach import raise_if_away
     from radtrack.store.spool import write_meta
     from radtrack.store.tracking import (
         client,
@@ -40,6 +41,7 @@ def create_runs(folders: list[Path], tracking_uri: str | None) -> list[str]:
     first = records[0][1]
     recorded_uri = first.get("tracking_uri") or ""
     uri = tracking_uri or with_password(recorded_uri)
+    raise_if_away(uri)  # a database that is down: said now, not after MLflow's retries
     c = client(uri)
     lines: list[str] = []
     # the launch's own id: its runs' names and tags are those the launcher would have made

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.errors import RadtrackError
+from radtrack.store import reach
 from radtrack.store.identity import (
     LAUNCH_ID_ENV,
     TRACKING_USERNAME,
@@ -73,7 +74,23 @@ def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) ->
     """Fail fast (exit 2) on a tracking server that does not answer, before anything starts;
     with ``run_anyway`` (a local launch), a server that is down (the connection refused or
     timed out, not a host name that does not resolve) is said in one line and the launch
-    goes on: its scripts run, everything spools, ``radtrack sync`` stores it later."""
+    goes on: its scripts run, everything spools, ``radtrack sync`` stores it later. A
+    database store (PostgreSQL, MySQL, SQL Server) is asked the same way before MLflow
+    opens it (radtrack/store/reach.py): one not listening is down; one that refuses the
+    login (password, no such database) is refused in one line."""
+    if reach.is_database(uri):
+        why = reach.away(uri, timeout=min(timeout, reach.PROBE_TIMEOUT_S))
+        if not why:
+            why = reach.check_login(uri, timeout=min(timeout, reach.PROBE_TIMEOUT_S))
+        if not why:
+            return
+        if run_anyway:
+            _AWAY.append(why)
+            print(f"[radtrack] tracking store {redact(uri)} does not answer ({why}): the "
+                  "scripts run anyway and everything they record spools until it is back",
+                  file=sys.stderr, flush=True)
+            return
+        raise RadtrackError(f"tracking store {redact(uri)} is unreachable: {why}")
     if not uri.startswith(("http://", "https://")):
         if uri.startswith("sqlite:///"):
             folder = Path(uri.removeprefix("sqlite:///")).absolute().parent
