@@ -106,12 +106,33 @@ class _Lines:
         self.out.flush()
 
 
+class _Wake(Exception):
+    """A stop signal ending :meth:`_Stop.sleep` (Python resumes an interrupted sleep)."""
+
+
 class _Stop:
+    """SIGTERM/SIGINT: stop after this reading, or at once while waiting for the next one
+    (the launcher waits for a listener's final reading before a run's end is durable)."""
+
     def __init__(self) -> None:
         self.requested = False
+        self.sleeping = False
 
     def __call__(self, *_: object) -> None:
         self.requested = True
+        if self.sleeping:
+            self.sleeping = False
+            raise _Wake
+
+    def sleep(self, seconds: float) -> None:
+        """``time.sleep`` that a stop signal ends at once (PEP 475 would finish it)."""
+        try:
+            self.sleeping = not self.requested
+            if self.sleeping:
+                time.sleep(seconds)
+            self.sleeping = False
+        except _Wake:
+            pass
 
 
 @dataclass
@@ -217,7 +238,7 @@ def _run(members: list[_Member], stream: TextIO, count: int | None, shared: bool
             wake = min(m.deadline(start) for m in active)
             delay = wake - time.monotonic()
             if delay > 0:
-                time.sleep(delay)
+                stop.sleep(delay)
                 if stop.requested:
                     break
             now = time.monotonic()

@@ -52,3 +52,23 @@ def test_stop_emits_a_final_reading_and_drops_unprobed_and_nan(counting: None) -
     times = [x["t"] for x in lines[1:-1]]
     gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
     assert all(0.002 < g < 0.1 for g in gaps), gaps  # paced by the deadlines, not bunched
+
+
+def test_sigterm_ends_the_wait_for_the_next_reading_at_once() -> None:
+    """A listener stopped between two readings exits at once with its final reading, not at
+    its next deadline: the launcher's end (and the detached end's prompt) waits for it."""
+    import subprocess
+    import sys
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "radtrack.listeners", "top", "--interval", "30"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    lines = [json.loads(proc.stdout.readline()) for _ in range(2)]  # the hello, the first reading
+    assert [x["type"] for x in lines] == ["hello", "sample"]
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    rest, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0
+    assert time.monotonic() - t0 < 10  # not the 30-s interval
+    assert [json.loads(x)["type"] for x in rest.splitlines()] == ["sample"]  # the final one
