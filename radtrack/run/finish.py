@@ -70,6 +70,7 @@ def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading
     for what in row.sink.refused:
         say(f"{row.spec.letter}: MLflow refused a value the script logged: {what}")
     if client is None or not row.run_id or not stored:
+        keep_cost(row, meter)  # radtrack sync stores it with the run's end
         return False
     try:
         retrying(lambda: store_end(client, row, env_threads), deadline)
@@ -85,6 +86,20 @@ def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading
     cost.record(client, row, meter)
     write_finish(row, stored=True)  # only the workload run is left to close
     return True
+
+
+def keep_cost(row: Row, meter: cost.Meter) -> None:
+    """What watching the row cost (``summary/monitoring/*``), kept in its ``finish.json`` for
+    ``radtrack sync`` when the launcher could not store the row."""
+    from radtrack.store import runfiles
+
+    assert row.sink is not None
+    start, end = row.started, row.ended or time.time()
+    try:
+        values = meter.values(end - start if start else 0.0)
+        runfiles.update(row.sink.dir, runfiles.FINISH_FILE, monitoring=values)
+    except (OSError, ValueError):
+        pass  # a full disk: the run goes without it
 
 
 def write_finish(row: Row, **extra: object) -> None:

@@ -142,6 +142,7 @@ class Recorder:
                 "parent_tags": workload_tags(first), "parent_start_ms": min(starts, default=None),
                 "row_tags": {**host, **row.record_tags, **row.placement_tags},
                 "row_start_ms": int(row.started * 1000) if row.started else None,
+                "spec": runfiles.spec_record(row.spec),
             })
 
     def _note(self, **fields: Any) -> None:

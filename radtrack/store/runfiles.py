@@ -20,10 +20,23 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from radtrack.spec import RunSpec
 
 CREATE_FILE = "create.json"
 FINISH_FILE = "finish.json"
+
+
+# what create.json keeps of a row's spec besides its names, for sync's end-of-workload step
+# (radtrack/postrun/synced.py): the accounting needs the collocation, the footprint the carbon
+SPEC_FIELDS = ("collocation", "carbon_intensity", "pue", "carbon_source")
+
+
+def spec_record(spec: RunSpec) -> dict[str, Any]:
+    """The row's spec fields of :data:`SPEC_FIELDS`, for ``create.json``."""
+    return {name: getattr(spec, name) for name in SPEC_FIELDS}
 
 
 def write(folder: Path, name: str, data: dict[str, Any]) -> None:

@@ -54,6 +54,7 @@ GPU_UUIDS = "radtrack.gpu.uuids"
 GPU_DRIVER = "radtrack.gpu.driver"
 GPU_CUDA = "radtrack.gpu.cuda"
 WORKLOAD_NOTE = "radtrack.workload.note"  # on the parent
+SYNCED_END = "radtrack.synced_end"  # on the parent: when radtrack sync ran its end-of-workload step
 MIG_UUID = "radtrack.mig_uuid"
 MIG_PROFILE = "radtrack.mig_profile"
 MIG_GPU_INSTANCE = "radtrack.mig_gpu_instance"

@@ -6,8 +6,10 @@ Sync then does the launcher's remaining work from what the folder holds
 (radtrack/store/runfiles.py): creates the runs that were never created (``create.json``,
 radtrack/store/syncruns.py), stores the spooled samples and the script's RADTBenchmark
 values, ends the run as it ended (``finish.json``: status, exit code, tags, params, output
-log, environment capture) or, without it, marks it KILLED (``launcher_lost``), and closes
-the workload run once none of its rows runs. A folder whose launcher is alive is skipped.
+log, environment capture) or, without it, marks it KILLED (``launcher_lost``), runs the
+launcher's end-of-workload step it could not (accounting, code windows, the script's runs:
+radtrack/postrun/synced.py) once every row of the workload is stored, and closes the
+workload run once none of its rows runs. A folder whose launcher is alive is skipped.
 """
 
 from __future__ import annotations
@@ -25,6 +27,12 @@ from radtrack.store.spool import META_FILE, SPOOL_DIR, SPOOL_SUFFIX, hold, holde
 
 def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, int]:
     """Finish every spooled run under ``root``; return (runs stored, runs left)."""
+    return sync_folders(sorted(p for p in root.glob("*") if p.is_dir()), tracking_uri, log)
+
+
+def sync_folders(folders: list[Path], tracking_uri: str | None = None,
+                 log=print) -> tuple[int, int]:
+    """Finish the spooled runs of ``folders`` (spool folders); return (runs stored, runs left)."""
     from radtrack.store.outage import describe
     from radtrack.store.recovery import read_meta
     from radtrack.store.syncruns import create_runs
@@ -33,7 +41,7 @@ def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, i
     stored = left = 0
     held: list[tuple[Path, IO[str]]] = []
     uncreated: dict[str, list[Path]] = {}  # workload key -> its rows' folders
-    for run_dir in sorted(p for p in root.glob("*") if p.is_dir()):
+    for run_dir in folders:
         owner = hold(run_dir)
         if owner is None:  # its launcher is alive and ships it itself
             log(f"{run_dir.name}: skipped, its launcher ({holder(run_dir)}) is still running it")
@@ -50,26 +58,43 @@ def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, i
             continue
         uncreated.setdefault(str(create.get("workload_key") or run_dir.name), []).append(run_dir)
     try:
-        for folders in uncreated.values():
+        for group in uncreated.values():
             try:
-                for line in create_runs(folders, tracking_uri):
+                for line in create_runs(group, tracking_uri):
                     log(line)
             except Exception as exc:  # noqa: BLE001 - the store is away or refuses: kept
-                left += len(folders)
-                uri = tracking_uri or (runfiles.read(folders[0], runfiles.CREATE_FILE) or {}).get(
+                left += len(group)
+                uri = tracking_uri or (runfiles.read(group[0], runfiles.CREATE_FILE) or {}).get(
                     "tracking_uri", "")
-                log(f"{', '.join(f.name for f in folders)}: could not create the run(s) in "
+                log(f"{', '.join(f.name for f in group)}: could not create the run(s) in "
                     f"{redact(uri)} ({describe(exc)}); spool kept")
+        ends: dict[str, list[tuple[Path, str, str]]] = {}  # workload run -> its rows awaiting its end step
+        waiting: set[str] = set()  # workload runs a row of which could not be stored
         for run_dir, _ in held:
             run_id = _run_id(run_dir)
             if not run_id:
                 continue
             meta = read_meta(run_dir) if (run_dir / META_FILE).exists() else {}
             uri = _uri(run_dir, tracking_uri, meta)
-            if finish_folder(run_dir, run_id, uri, log):
+            parent = _awaits_end(run_dir)
+            if not store_folder(run_dir, run_id, uri, log):
+                left += 1
+                waiting.add(parent)
+            elif parent:
+                ends.setdefault(parent, []).append((run_dir, run_id, uri))
+            elif close_folder(run_dir, run_id, uri, log):
                 stored += 1
             else:
                 left += 1
+        for parent, group in ends.items():
+            if parent in waiting:
+                left += len(group)
+                log(f"{parent}: its workload's end step waits until every row of it is stored; "
+                    f"spool kept in {', '.join(str(f) for f, _, _ in group)}")
+                continue
+            done = end_step(parent, group, log) and all(
+                close_folder(f, r, uri, log) for f, r, uri in group)
+            stored, left = (stored + len(group), left) if done else (stored, left + len(group))
     finally:
         for _, owner in held:
             owner.close()
@@ -101,56 +126,116 @@ def _uri(run_dir: Path, given: str | None, meta: dict[str, Any]) -> str:
     return with_password(recorded)
 
 
+def _awaits_end(run_dir: Path) -> str:
+    """The workload run whose end step (accounting, code windows, the script's runs) the
+    launcher left to sync (its store was away at the workload's end: ``finish.json`` has
+    the workload's status); "" when none is left."""
+    finish = runfiles.read(run_dir, runfiles.FINISH_FILE) or {}
+    if not finish.get("parent_status") or finish.get("end_step_done"):
+        return ""
+    create = runfiles.read(run_dir, runfiles.CREATE_FILE) or {}
+    return str(create.get("parent_id") or finish.get("parent_id") or "")
+
+
 def finish_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
     """Store the folder's samples and script values, end its run, close its workload run;
-    True when nothing is left (the folder is removed then)."""
-    import shutil
+    True when nothing is left (the folder is removed then). The workload's end step is
+    :func:`sync_folders`' (it needs every row of the workload)."""
+    return store_folder(run_dir, run_id, uri, log) and close_folder(run_dir, run_id, uri, log)
 
+
+def store_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
+    """Store the folder's samples and script values and end its run as it ended; True when
+    done (``finish.json`` then says so: a later sync does not store it again)."""
     from radtrack.store.ending import finish_run
     from radtrack.store.outage import describe
     from radtrack.store.reach import raise_if_away
     from radtrack.store.sink import Sink
     from radtrack.store.tracking import client as make_client
+    from radtrack.store.uris import redact
+
+    finish = runfiles.read(run_dir, runfiles.FINISH_FILE)
+    if (finish or {}).get("stored"):
+        return True
+    try:
+        raise_if_away(uri)  # a database that is down: said now, not after MLflow's retries
+        client = make_client(uri)
+        sink = Sink.recover(client, run_dir, run_id)
+        pending = sink.pending_count
+        if not sink.close(retry_for=0, remove=False):
+            log(f"{run_id}: store {redact(uri)} unreachable ({sink.last_error}); spool kept "
+                f"in {run_dir}")
+            return False
+        for what in sink.refused:
+            log(f"{run_id}: MLflow refused a value the script logged: {what}")
+        what = f"stored {pending} spooled sample(s) and the telemetry artifacts"
+        if finish is not None:
+            end_ms = int(float(finish.get("end") or 0) * 1000)
+            cost = [(k, v, end_ms, 0) for k, v in (finish.get("monitoring") or {}).items()]
+            finish_run(client, run_id, Path(finish.get("folder", run_dir)),
+                       finish.get("params") or {}, finish.get("tags") or {},
+                       finish["status"], float(finish.get("start") or 0),
+                       float(finish.get("end") or 0), [*(finish.get("metrics") or []), *cost])
+            log(f"{run_id}: {what}; ended {finish['status']} (exit "
+                f"{finish.get('exit_code')}) with its output log and environment")
+            _write_sheet(run_dir, run_id, finish, client, log)
+            runfiles.update(run_dir, runfiles.FINISH_FILE, stored=True)
+        else:
+            log(f"{run_id}: {what}")
+            run = client.get_run(run_id)
+            if run.info.status == "RUNNING":  # its launcher died before ending it
+                client.set_tag(run_id, STOPPED_BY, STOPPED_BY_LAUNCHER_LOST)
+                client.set_terminated(run_id, "KILLED")
+                log(f"{run_id}: was still RUNNING; marked KILLED")
+    except Exception as exc:  # noqa: BLE001 - the store went away or refused: kept for next time
+        log(f"{run_id}: could not finish it in {redact(uri)} ({describe(exc)}); spool kept in "
+            f"{run_dir}")
+        return False
+    return True
+
+
+def end_step(parent_id: str, group: list[tuple[Path, str, str]], log) -> bool:
+    """The launcher's end-of-workload step for a workload whose every row ``group`` holds
+    (spool folder, run id, store), from their spooled samples (radtrack/postrun/synced.py);
+    True when done (each ``finish.json`` then says so: never run twice)."""
+    from radtrack.postrun.synced import end_workload
+    from radtrack.store.outage import describe
+    from radtrack.store.reach import raise_if_away
+    from radtrack.store.tracking import client as make_client
+    from radtrack.store.uris import redact
+
+    uri = group[0][2]
+    try:
+        raise_if_away(uri)
+        end_workload(make_client(uri), uri, parent_id, [(f, r) for f, r, _ in group], log)
+        for folder, _, _ in group:
+            runfiles.update(folder, runfiles.FINISH_FILE, end_step_done=True)
+    except Exception as exc:  # noqa: BLE001 - the store went away: kept for next time
+        log(f"{parent_id}: could not run its workload's end step in {redact(uri)} "
+            f"({describe(exc)}); spool kept")
+        return False
+    return True
+
+
+def close_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
+    """Close the run's workload run once none of its rows runs, with the status its launcher
+    decided (KILLED when it was lost); the folder goes. False (kept) when the store is away."""
+    import shutil
+
+    from radtrack.store.outage import describe
+    from radtrack.store.tracking import client as make_client
     from radtrack.store.tracking import close_orphaned_parent
     from radtrack.store.uris import redact
 
-    client = make_client(uri)
-    finish = runfiles.read(run_dir, runfiles.FINISH_FILE)
+    status = (runfiles.read(run_dir, runfiles.FINISH_FILE) or {}).get("parent_status")
     try:
-        raise_if_away(uri)  # a database that is down: said now, not after MLflow's retries
-        if not (finish or {}).get("stored"):
-            sink = Sink.recover(client, run_dir, run_id)
-            pending = sink.pending_count
-            if not sink.close(retry_for=0, remove=False):
-                log(f"{run_id}: store {redact(uri)} unreachable ({sink.last_error}); spool kept "
-                    f"in {run_dir}")
-                return False
-            for what in sink.refused:
-                log(f"{run_id}: MLflow refused a value the script logged: {what}")
-            what = f"stored {pending} spooled sample(s) and the telemetry artifacts"
-            if finish is not None:
-                finish_run(client, run_id, Path(finish.get("folder", run_dir)),
-                           finish.get("params") or {}, finish.get("tags") or {},
-                           finish["status"], float(finish.get("start") or 0),
-                           float(finish.get("end") or 0), finish.get("metrics") or [])
-                log(f"{run_id}: {what}; ended {finish['status']} (exit "
-                    f"{finish.get('exit_code')}) with its output log and environment")
-                _write_sheet(run_dir, run_id, finish, client, log)
-            else:
-                log(f"{run_id}: {what}")
-                run = client.get_run(run_id)
-                if run.info.status == "RUNNING":  # its launcher died before ending it
-                    client.set_tag(run_id, STOPPED_BY, STOPPED_BY_LAUNCHER_LOST)
-                    client.set_terminated(run_id, "KILLED")
-                    log(f"{run_id}: was still RUNNING; marked KILLED")
-        status = (finish or {}).get("parent_status")
-        parent = close_orphaned_parent(client, run_id, status or "KILLED", lost=not status)
+        parent = close_orphaned_parent(make_client(uri), run_id, status or "KILLED", lost=not status)
         if parent:
             log(f"{parent}: its workload (parent) run was still RUNNING; marked "
                 f"{status or 'KILLED'}")
     except Exception as exc:  # noqa: BLE001 - the store went away or refused: kept for next time
-        log(f"{run_id}: could not finish it in {redact(uri)} ({describe(exc)}); spool kept in "
-            f"{run_dir}")
+        log(f"{run_id}: could not close its workload run in {redact(uri)} ({describe(exc)}); "
+            f"spool kept in {run_dir}")
         return False
     shutil.rmtree(run_dir, ignore_errors=True)
     return True

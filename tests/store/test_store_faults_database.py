@@ -74,7 +74,10 @@ def test_postgres_down_at_launch_then_sync(postgres_server, tmp_path: Path,
     assert row.data.tags["mlflow.parentRunId"] == parent.info.run_id
     rid = row.info.run_id
     assert [m.value for m in c.get_metric_history(rid, "loss")] == [1.0, 0.5, pytest.approx(1 / 3)]
-    assert {"logs", "environment", "telemetry"} <= {a.path for a in c.list_artifacts(rid)}
+    # the launcher's end step, run by sync (radtrack/postrun/synced.py): the code windows
+    assert any(k.startswith("window/epoch/") for k in row.data.metrics), sorted(row.data.metrics)
+    assert "radtrack.synced_end" in parent.data.tags
+    assert {"logs", "environment", "telemetry", "windows"} <= {a.path for a in c.list_artifacts(rid)}
     frame = pd.read_parquet(c.download_artifacts(rid, "telemetry/top.parquet", str(tmp_path)))
     steps = sorted(m.step for m in c.get_metric_history(rid, "system/top/mem_used_mib"))
     assert len(frame) >= 5 and steps == frame["step"].tolist()  # every sample, once
