@@ -178,6 +178,10 @@ def start_server(uri: str, root: Path, tree: Path | None = None) -> tuple[subpro
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "RADTRACK_HOME": str(root / ".rt"),
            "RADTRACK_CACHE_DIR": str(root / "cache")}
     launch = ["-c", FROM_TREE, str(tree.resolve())] if tree else ["-m", "radtrack.frontend"]
+    checkout = tree.resolve().parent if tree else None
+    if checkout and (checkout / "radtrack" / "__init__.py").is_file() and checkout != THIS_TREE.parent:
+        # a whole checkout of another commit: its frontend over its own radtrack package
+        env["PYTHONPATH"] = os.pathsep.join([str(checkout), *filter(None, [env.get("PYTHONPATH")])])
     proc = subprocess.Popen([sys.executable, *launch, "--tracking-uri", uri,
                              "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -481,7 +485,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="serve radtrack.frontend from this copy of the frontend/ folder "
                              "(default: the one next to this benchmark) "
                              "(e.g. `git archive <commit> frontend | tar -x -C /tmp/old`, then "
-                             "/tmp/old/frontend) to compare versions under the same load")
+                             "/tmp/old/frontend) to compare versions under the same load; "
+                             "the frontend/ of a whole checkout (`git worktree add /tmp/old "
+                             "<commit>`) is served over that checkout's own radtrack package")
     args = parser.parse_args(argv)
     if args.runs < 2 or args.runs % 2 or not 1 <= args.metrics <= len(DEFAULT_METRICS):
         parser.error(f"--runs must be even and >= 2, --metrics in 1..{len(DEFAULT_METRICS)}")
