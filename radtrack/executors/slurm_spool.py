@@ -61,6 +61,48 @@ def _spool_dirs(home: Path, run_ids: set[str]) -> dict[str, Path]:
     return found
 
 
+def create_uncreated(client: MlflowClient, home: str, job_id: str, log: Callable[[str], None]) -> list[str]:
+    """Create the runs of the job's rows whose launcher never could (SLURM ended the job
+    before its runs existed: a ``create.json`` naming the job in its row tags, no
+    ``meta.json``) from the spool this host sees under ``home``, as ``radtrack sync`` would
+    (radtrack/store/syncruns.py); returns their run ids, for :func:`ship_leftovers`. A folder
+    whose launcher is alive is left to it; a store that is away or refuses is said, and
+    the folder kept for the next call."""
+    from radtrack.store import runfiles
+    from radtrack.store.outage import describe
+    from radtrack.store.recovery import read_meta
+    from radtrack.store.syncruns import create_runs
+
+    root = Path(home) / SPOOL_DIR
+    if not job_id or not root.is_dir():
+        return []
+    groups: dict[str, list[Path]] = {}
+    for create in sorted(root.glob(f"*/{runfiles.CREATE_FILE}")):
+        folder = create.parent
+        record = runfiles.read(folder, runfiles.CREATE_FILE) or {}
+        if (folder / META_FILE).exists() or (record.get("row_tags") or {}).get(
+                schema.SLURM_JOB_ID) != job_id:
+            continue
+        groups.setdefault(str(record.get("workload_key") or folder.name), []).append(folder)
+    created: list[str] = []
+    for folders in groups.values():
+        owners = [hold(f) for f in folders]
+        try:
+            if any(o is None for o in owners):
+                continue  # its launcher is alive: it creates them itself
+            for line in create_runs(folders, client.tracking_uri):
+                log(f"job {job_id}: {line}")
+            created += [str(read_meta(f)["run_id"]) for f in folders]
+        except Exception as exc:  # noqa: BLE001 - store away or refusing: tried again next time
+            log(f"job {job_id}: could not create the runs its launcher left in {root} "
+                f"({describe(exc)}); tried again on the next 'radtrack status'")
+        finally:
+            for o in owners:
+                if o is not None:
+                    o.close()
+    return created
+
+
 def _store_log(client: MlflowClient, run_id: str, folder: Path) -> None:
     """The row's output log (``runs/<key>/output.log``, the key naming its spool folder too),
     when its launcher died before storing it and left no end for sync to store it with."""

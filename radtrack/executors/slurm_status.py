@@ -122,6 +122,8 @@ def settle(client: MlflowClient, job: Job, state: JobState,
         lost = [r.info.run_id for r in runs if r.info.status == "RUNNING"
                 and r.data.tags.get(schema.ROLE) == schema.ROLE_ROW]
         job.node = job.node or next((r.data.tags.get(schema.HOSTNAME, "") for r in runs), "")
+        if not any(r.data.tags.get(schema.ROLE) == schema.ROLE_ROW for r in runs):
+            lost += _uncreated(client, job, state, log)  # ended before its runs existed
         if _leftovers(client, job, lost, log):  # the runs' ends, as their launcher left them
             runs = _runs_of(client, job)
     by_row = {r.data.tags.get(schema.ROW): r for r in runs
@@ -163,6 +165,31 @@ def settle(client: MlflowClient, job: Job, state: JobState,
     return cells, job_cells
 
 
+def _uncreated(client: MlflowClient, job: Job, state: JobState, log: Log) -> list[str]:
+    """The runs of a job SLURM ended before they existed, created here from the spool its
+    launcher left when this host sees the job's RADTRACK_HOME (radtrack/executors/slurm_spool.py);
+    else, for a job SLURM ended, one line naming the node's spool and the sync to run there
+    (once; ``job.left`` keeps a marker so later calls look again quietly)."""
+    from radtrack.executors.slurm_job import default_job_home
+    from radtrack.executors.slurm_spool import create_uncreated
+
+    home = job.home or default_job_home()
+    created = create_uncreated(client, home, job.job, log)
+    if created:
+        job.left = [r for r in job.left if r != UNCREATED]
+        return created
+    if state.state in ENDED_BY_SLURM and UNCREATED not in job.left:
+        job.left.append(UNCREATED)
+        where = f"node {job.node}" if job.node else "its node"
+        log(f"job {job.job}: {state.state} before its runs existed; if its launcher had started, "
+            f"the samples and output logs are in {home}/spool on {where}, which this host does "
+            f"not see: run 'RADTRACK_HOME={home} radtrack sync' on {where} to store them")
+    return []
+
+
+UNCREATED = "-"  # in Job.left: a job SLURM ended before its runs existed, spool not seen yet
+
+
 def _leftovers(client: MlflowClient, job: Job, lost: list[str], log: Log) -> bool:
     """Finish the runs whose launcher died (``lost``: left RUNNING) from the spool it left on
     the node, or name the node and the sync command (once, when found); runs named before
@@ -171,12 +198,12 @@ def _leftovers(client: MlflowClient, job: Job, lost: list[str], log: Log) -> boo
     from radtrack.executors.slurm_job import default_job_home
     from radtrack.executors.slurm_spool import ship_leftovers
 
-    runs = list(dict.fromkeys([*job.left, *lost]))
+    runs = [r for r in dict.fromkeys([*job.left, *lost]) if r != UNCREATED]
     if not runs:
         return False
     home = job.home or default_job_home()
     done = ship_leftovers(client, home, runs, log)
-    job.left = [r for r in runs if r not in done.shipped]
+    job.left = [r for r in runs if r not in done.shipped] + [r for r in job.left if r == UNCREATED]
     if done.shipped:
         log(f"job {job.job}: finished run(s) {', '.join(done.shipped)} from what the killed "
             f"launcher left in {home}/spool (samples, telemetry, output log)")
