@@ -3,6 +3,11 @@
   python benchmarks/fixed_cost.py [--repeats 4] [--sleep 2] [--modes plain,none,top,smi]
                                   [--tree DIR] [--label NAME] [--json FILE]
 
+A mode ``M:detach`` runs ``radtrack --detach-end -l M`` (the detached end, docs/cli.md): its
+*after* is the time until the shell would get its prompt back; *stored* (detached modes
+only) is the time from the script's end until the background end finished storing (its
+pid file released, radtrack/run/finishers.py), awaited before the next run starts.
+
 A script that writes its own start and end times (unix seconds) and sleeps ``--sleep``
 seconds is run by ``python script.py`` ("plain") and by ``radtrack -l MODE script.py`` for
 each mode, ``--repeats`` times, interleaved (mode order rotates each round, so a drift of
@@ -34,25 +39,36 @@ print("end", repr(time.time()), flush=True)
 
 def one(mode: str, folder: Path, sleep: float, tree: str | None) -> dict[str, float]:
     script = folder / "sleeper.py"
-    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true",
-           "RADTRACK_HOME": str(folder / f".radtrack-{mode}")}
+    listeners, _, end = mode.partition(":")
+    home = folder / f".radtrack-{mode.replace(':', '-')}"
+    env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "RADTRACK_HOME": str(home)}
     if tree:
         env["PYTHONPATH"] = tree
     if mode == "plain":
         argv = [sys.executable, str(script), str(sleep)]
     else:
-        uri = f"sqlite:///{folder / (mode.replace('+', '_') + '.db')}"
+        uri = f"sqlite:///{folder / (mode.replace('+', '_').replace(':', '_') + '.db')}"
         argv = [sys.executable, "-m", "radtrack", "--tracking-uri", uri, "-e", "fixed",
-                "-l", mode, str(script), str(sleep)]
+                "-l", listeners, *(["--detach-end"] if end == "detach" else []),
+                str(script), str(sleep)]
     t0 = time.time()
     out = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=folder, check=False)
     t1 = time.time()
+    stored = {}
+    if end == "detach":
+        from radtrack.run.finishers import running
+
+        while running(home):  # the background end: done before the next run starts
+            time.sleep(0.01)
+        stored = {"stored_s": time.time() - t1}
     marks = dict(line.split() for line in out.stdout.splitlines()
                  if line.startswith(("start ", "end ")))
     if out.returncode != 0 or "start" not in marks or "end" not in marks:
         raise SystemExit(f"{mode}: exit {out.returncode}\n{out.stdout[-2000:]}\n{out.stderr[-4000:]}")
     start, end = float(marks["start"]), float(marks["end"])
-    return {"before_s": start - t0, "after_s": t1 - end, "total_s": t1 - t0}
+    if stored:
+        stored["stored_s"] += t1 - end
+    return {"before_s": start - t0, "after_s": t1 - end, "total_s": t1 - t0, **stored}
 
 
 def main() -> None:
@@ -76,17 +92,21 @@ def main() -> None:
             for m in modes[r % len(modes):] + modes[:r % len(modes)]:
                 runs[m].append(one(m, folder, args.sleep, args.tree))
     print(f"{args.label}: {args.repeats} repeats of a {args.sleep:g}-s script")
-    print(f"{'mode':<16}{'total (s)':>16}{'before (s)':>16}{'after (s)':>16}  (min-max, median)")
+    print(f"{'mode':<16}{'total (s)':>18}{'before (s)':>18}{'after (s)':>18}{'stored (s)':>18}"
+          "  (min-max, median)")
     table = {}
     for m, rs in runs.items():
         row = {}
         cells = []
-        for k in ("total_s", "before_s", "after_s"):
-            v = [r[k] for r in rs]
+        for k in ("total_s", "before_s", "after_s", "stored_s"):
+            v = [r[k] for r in rs if k in r]
+            if not v:
+                cells.append("-")
+                continue
             row[k] = {"min": min(v), "median": statistics.median(v), "max": max(v), "all": v}
             cells.append(f"{min(v):.2f}-{max(v):.2f} ({statistics.median(v):.2f})")
         table[m] = row
-        print(f"{m:<16}" + "".join(f"{c:>16}" for c in cells))
+        print(f"{m:<16}" + "".join(f"{c:>18}" for c in cells))
     if args.json:
         args.json.write_text(json.dumps({"label": args.label, "sleep_s": args.sleep,
                                          "repeats": args.repeats, "modes": table}, indent=1))

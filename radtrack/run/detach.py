@@ -68,7 +68,10 @@ def after_rows(rows: list[Row], recorder: Recorder, interrupt: Interrupt, worst:
     except OSError as exc:
         say(f"not storing in the background: {exc}")
         return False
-    os.setsid()  # off the terminal: its Ctrl-C and hang-up are the next command's
+    try:
+        os.setsid()  # off the terminal: its Ctrl-C and hang-up are the next command's
+    except OSError:
+        pass  # a process group leader already (started as one): no terminal signals reach it
     ended = ", ".join(f"{row.spec.letter} {row.status} (exit {row.exit_code})" for row in rows)
     say(f"detached at {time.strftime('%Y-%m-%d %H:%M:%S')}: {ended}; storing in the background")
     front.tell(code, f"[radtrack] {rows[0].spec.experiment}: {ended}; storing the run(s) in the "
