@@ -184,7 +184,7 @@ def start_server(uri: str, root: Path, tree: Path | None = None) -> tuple[subpro
         env["PYTHONPATH"] = os.pathsep.join([str(checkout), *filter(None, [env.get("PYTHONPATH")])])
     proc = subprocess.Popen([sys.executable, *launch, "--tracking-uri", uri,
                              "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
+                            stderr=subprocess.DEVNULL, cwd=root.parent)  # sys.path[0]: not this checkout
     url = f"http://127.0.0.1:{port}/"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

@@ -157,6 +157,7 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
         retrying(lambda: _store_parent(client, pid, rows, artifacts), deadline)
         accounts = _account(client, uri, pid, rows)
         _bind_script_runs(client, uri, rows, accounts)
+        _end_step_done(rows)  # radtrack sync, if this launcher dies now, only closes the workload
         statuses = [row.status for row in rows]
         parent_status = ("KILLED" if "KILLED" in statuses else
                          "FAILED" if "FAILED" in statuses else "FINISHED")
@@ -170,6 +171,19 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
         row.name = _stored_name(client, row)
         say(f"{row.name}: {row.status} (exit {row.exit_code}, run {row.run_id})")
     return [(row.status, row.run_id, row.name) for row in rows]
+
+
+def _end_step_done(rows: list[Row]) -> None:
+    """Each row's finish.json says the workload's end step (accounting, code windows, the
+    script's runs) is stored, so that sync never runs it twice (radtrack/store/sync.py)."""
+    from radtrack.store import runfiles
+
+    for row in rows:
+        if row.sink is not None and (row.sink.dir / runfiles.FINISH_FILE).exists():
+            try:
+                runfiles.update(row.sink.dir, runfiles.FINISH_FILE, end_step_done=True)
+            except OSError:
+                pass  # a full disk: at worst sync stores the end step again
 
 
 def _store_parent(client: MlflowClient, pid: str, rows: list[Row], artifacts: list) -> None:

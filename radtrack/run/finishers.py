@@ -65,12 +65,15 @@ def unregister(f: Finisher) -> None:
 
 
 def running(home: Path) -> list[dict]:
-    """The live finishers of ``home`` (their pid files' contents); stale files are removed."""
+    """The live finishers of ``home`` but this process (their pid files' contents); stale
+    files are removed."""
     folder = home / DIR
     if not folder.is_dir():
         return []
     out = []
     for path in sorted(folder.glob("*.json")):
+        if path.stem == str(os.getpid()):
+            continue  # this process's own (a reader inside a background end)
         try:
             fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except OSError:

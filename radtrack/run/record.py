@@ -185,6 +185,7 @@ class Recorder:
             self._publish(**{handshake.EXPERIMENT_ID: self.exp_id})
         exp_id = self.exp_id
         if first.workload == 0:  # a CLI launch: the experiment's next workload number
+            _after_finishers()  # one taken by a launch still storing in the background
             number = next_workload_number(client, exp_id)
             for row in self.rows:
                 row.spec.workload = number
@@ -220,6 +221,15 @@ class Recorder:
                 # stored now, not with the row's other tags at its end: a MIG UUID must be
                 # on the run even if the launcher dies mid-workload
                 set_tags(client, row.run_id, row.placement_tags)
+
+
+def _after_finishers() -> None:
+    """Until no earlier launch of this $RADTRACK_HOME still creates its runs in the
+    background (radtrack/run/detach.py), whose workload number is not in the store yet."""
+    from radtrack.run.finishers import wait_for
+    from radtrack.script.env import radtrack_home
+
+    wait_for(radtrack_home(), lambda _line: None)
 
 
 def _publish_retrying(folder: Path, **ids: str) -> None:

@@ -188,3 +188,19 @@ def test_where_the_end_is_not_detached(store: str, tmp_path: Path) -> None:
     assert bad.returncode == 2 and "$RADTRACK_END: expected wait or detach" in bad.stderr
     both = radtrack_cli("--detach-end", "--wait-end", str(script), "0", "0")
     assert both.returncode == 2 and "not allowed with argument" in both.stderr
+
+
+def test_next_launch_takes_the_next_workload_number(store: str, tmp_path: Path) -> None:
+    """A CLI launch right after a detached one: its workload number is taken once the one
+    still being created in the background is in the store (never the same number)."""
+    script = tmp_path / "job.py"
+    script.write_text(SCRIPT)
+    for _ in range(2):
+        p = radtrack_cli("--detach-end", "-e", "seq", "-l", "none", str(script), "0", "0")
+        assert p.returncode == 0 and LINE.search(p.stderr), p.stderr[-3000:]
+    _await_finishers()
+    c = MlflowClient(store)
+    runs = c.search_runs([c.get_experiment_by_name("seq").experiment_id])
+    parents = sorted(r.data.tags["radtrack.workload"] for r in runs
+                     if r.data.tags.get("radtrack.role") == "workload")
+    assert parents == ["1", "2"]
