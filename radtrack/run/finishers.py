@@ -64,8 +64,9 @@ def unregister(f: Finisher) -> None:
         os.close(f.fd)
 
 
-def running(home: Path) -> list[dict]:
-    """The live finishers of ``home`` but this process (their pid files' contents); stale
+def running(home: Path, before: float | None = None) -> list[dict]:
+    """The live finishers of ``home`` but this process (their pid files' contents), only
+    those that went to the background before ``before`` (unix time) when given; stale
     files are removed."""
     folder = home / DIR
     if not folder.is_dir():
@@ -83,9 +84,11 @@ def running(home: Path) -> list[dict]:
                 fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
             except BlockingIOError:  # its finisher holds it: alive
                 try:
-                    out.append(json.loads(os.read(fd, 65536) or b"{}"))
+                    info = json.loads(os.read(fd, 65536) or b"{}")
                 except ValueError:
-                    out.append({"pid": path.stem})
+                    info = {"pid": path.stem}
+                if before is None or float(info.get("since") or 0) < before:
+                    out.append(info)
                 continue
             except OSError:
                 continue  # a file system without flock: not judged here
@@ -102,11 +105,12 @@ def wait_s() -> float:
         return DEFAULT_WAIT_S
 
 
-def wait_for(home: Path, log: Callable[[str], None], bound: float | None = None) -> bool:
-    """Until no launcher of ``home`` stores in the background, or ``bound`` seconds (default
-    ``$RADTRACK_END_WAIT_S``); one line when there is one to wait for, one more when the
-    bound passed. True when none is left."""
-    alive = running(home)
+def wait_for(home: Path, log: Callable[[str], None], bound: float | None = None,
+             before: float | None = None) -> bool:
+    """Until no launcher of ``home`` (that detached before ``before``) stores in the
+    background, or ``bound`` seconds (default ``$RADTRACK_END_WAIT_S``); one line when there
+    is one to wait for, one more when the bound passed. True when none is left."""
+    alive = running(home, before)
     if not alive:
         return True
     bound = wait_s() if bound is None else bound
@@ -116,7 +120,7 @@ def wait_for(home: Path, log: Callable[[str], None], bound: float | None = None)
     deadline = time.monotonic() + bound
     while time.monotonic() < deadline:
         time.sleep(POLL_S)
-        alive = running(home)
+        alive = running(home, before)
         if not alive:
             return True
     log(f"radtrack: still storing after {bound:.0f} s ({', '.join(str(f.get('pid')) for f in alive)}); "

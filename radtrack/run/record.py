@@ -63,6 +63,7 @@ class Recorder:
         self._started = False
         self._wake = threading.Event()
         self._give_up_at: float | None = None  # time.monotonic(): stop retrying then
+        self.made_at = time.time()  # before any run of this launch went to the background
 
     def start(self) -> None:
         if not self._started:
@@ -175,6 +176,7 @@ class Recorder:
 
         raise_if_away(self.uri)  # a database that is down: not MLflow's 100-s retries
         if self.client is None:
+            _after_finishers(self.made_at)
             self.client = make_client(self.uri)
         client = self.client
         first = self.specs[0]
@@ -185,7 +187,6 @@ class Recorder:
             self._publish(**{handshake.EXPERIMENT_ID: self.exp_id})
         exp_id = self.exp_id
         if first.workload == 0:  # a CLI launch: the experiment's next workload number
-            _after_finishers()  # one taken by a launch still storing in the background
             number = next_workload_number(client, exp_id)
             for row in self.rows:
                 row.spec.workload = number
@@ -223,13 +224,16 @@ class Recorder:
                 set_tags(client, row.run_id, row.placement_tags)
 
 
-def _after_finishers() -> None:
-    """Until no earlier launch of this $RADTRACK_HOME still creates its runs in the
-    background (radtrack/run/detach.py), whose workload number is not in the store yet."""
+def _after_finishers(made_at: float) -> None:
+    """Until no launch of this $RADTRACK_HOME that went to the background before this one
+    began (radtrack/run/detach.py) still stores: it may be making a new store's tables
+    (MLflow's migrations, which two processes must not run at once) or its workload run,
+    whose number a CLI launch must not take again. Later ones are not waited for (they wait
+    for this one); the scripts run meanwhile, as while any store is slow."""
     from radtrack.run.finishers import wait_for
     from radtrack.script.env import radtrack_home
 
-    wait_for(radtrack_home(), lambda _line: None)
+    wait_for(radtrack_home(), lambda _line: None, before=made_at)
 
 
 def _publish_retrying(folder: Path, **ids: str) -> None:

@@ -191,8 +191,9 @@ def test_where_the_end_is_not_detached(store: str, tmp_path: Path) -> None:
 
 
 def test_next_launch_takes_the_next_workload_number(store: str, tmp_path: Path) -> None:
-    """A CLI launch right after a detached one: its workload number is taken once the one
-    still being created in the background is in the store (never the same number)."""
+    """A CLI launch right after a detached one into a new store: its runs are made once the
+    earlier launch's background end is done (MLflow's table creation never runs twice at
+    once; the workload number is never taken twice)."""
     script = tmp_path / "job.py"
     script.write_text(SCRIPT)
     for _ in range(2):
@@ -203,4 +204,5 @@ def test_next_launch_takes_the_next_workload_number(store: str, tmp_path: Path) 
     runs = c.search_runs([c.get_experiment_by_name("seq").experiment_id])
     parents = sorted(r.data.tags["radtrack.workload"] for r in runs
                      if r.data.tags.get("radtrack.role") == "workload")
-    assert parents == ["1", "2"]
+    logs = "\n".join(p.read_text() for p in (_home() / "runs").glob("*/end.log"))
+    assert parents == ["1", "2"], ([(r.info.run_name, r.data.tags) for r in runs], logs)
