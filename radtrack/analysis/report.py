@@ -11,7 +11,6 @@ stderr for an unknown experiment, run id or metric.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from dataclasses import dataclass
@@ -26,11 +25,11 @@ from radtrack.analysis.energy_columns import energy_error_columns, workload_inte
 from radtrack.analysis.gpulabel import physical_gpus_of_row
 from radtrack.analysis.interference import interference
 from radtrack.analysis.monitoring_cost import monitoring_table
+from radtrack.analysis.report_files import emit_tables
 from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.analysis.script_runs import is_script_run, load_script_runs, own_metric_columns
 from radtrack.analysis.text_table import render
 from radtrack.analysis.variability import time_to_target, variability
-from radtrack.csvsafe import safe_frame
 from radtrack.errors import RadtrackError
 from radtrack.store import schema
 
@@ -258,39 +257,6 @@ def render_report(report: ExperimentReport) -> str:
     return "\n".join(parts)
 
 
-def _records(frame: pd.DataFrame) -> list[dict[str, object]]:
-    return json.loads(frame.to_json(orient="records", date_format="iso"))
-
-
-def _sibling(out: Path, name: str) -> Path:
-    return out.with_name(f"{out.stem}.{name}{out.suffix}")
-
-
-def write_tables(tables: dict[str, pd.DataFrame], fmt: str, out: Path, text: str,
-                 main: str) -> list[Path]:
-    """Write ``tables`` to ``out`` in ``fmt``: json holds every table in one document; csv and
-    parquet write ``main`` to ``out`` and each other non-empty table next to it as
-    ``<stem>.<name><suffix>``; table writes the printed text."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    if fmt == "table":
-        out.write_text(text + "\n")
-        return [out]
-    if fmt == "json":
-        out.write_text(json.dumps({k: _records(v) for k, v in tables.items()}, indent=1) + "\n")
-        return [out]
-    written = []
-    for name, frame in tables.items():
-        if name != main and frame.empty:
-            continue
-        path = out if name == main else _sibling(out, name)
-        if fmt == "csv":
-            frame.to_csv(path, index=False)
-        else:
-            frame.to_parquet(path, index=False)
-        written.append(path)
-    return written
-
-
 # CLI ------------------------------------------------------------------------------------
 
 def _target(text: str) -> tuple[str, float]:
@@ -347,23 +313,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _emit(tables: dict[str, pd.DataFrame], main: str, text: str, args: argparse.Namespace) -> None:
-    if args.fmt == "csv" and not args.raw:  # formula-like cells neutralised (radtrack/csvsafe.py)
-        tables = {name: safe_frame(frame) for name, frame in tables.items()}
-    if args.out is not None:
-        print(text)
-        for path in write_tables(tables, args.fmt, args.out, text, main):
-            print(f"wrote {path}")
-    elif args.fmt == "table":
-        print(text)
-    elif args.fmt == "csv":
-        sys.stdout.write(tables[main].to_csv(index=False))
-    elif args.fmt == "json":
-        print(json.dumps({k: _records(v) for k, v in tables.items()}, indent=1))
-    else:
-        raise RadtrackError("--format parquet needs --out FILE")
-
-
 def _correlate(args: argparse.Namespace, uri: str) -> None:
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     series = load_series(args.correlate, metrics=metrics, tracking_uri=uri)
@@ -373,7 +322,7 @@ def _correlate(args: argparse.Namespace, uri: str) -> None:
     title = (f"{args.method} correlation, {args.bin:g} s bins, "
              f"run {', '.join(args.correlate)}")
     text = f"{title}\n{matrix.round(3).to_string()}"
-    _emit({"correlation": matrix.reset_index(names="metric")}, "correlation", text, args)
+    emit_tables({"correlation": matrix.reset_index(names="metric")}, "correlation", text, args)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -394,11 +343,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.study:
             from radtrack.analysis.studies.render import emit_study
 
-            emit_study(args, uri, _emit)
+            emit_study(args, uri, emit_tables)
             return 0
         report = analyze_experiment(args.experiment, args.workload, uri, args.target,
                                     args.target_mode, user=args.user)
-        _emit(report.tables(), "runs", render_report(report), args)
+        emit_tables(report.tables(), "runs", render_report(report), args)
         return 0
     except RadtrackError as exc:
         print(f"radtrack report: {exc}", file=sys.stderr)
