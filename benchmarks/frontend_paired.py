@@ -4,8 +4,8 @@
 two versions differ by the load as much as by the code. This one serves the same store
 from two frontends at once (``--old``: another checkout's ``frontend/`` over that
 checkout's radtrack, as ``frontend.py --frontend-from`` does; the other: this tree) and
-alternates them step by step (experiment clicked, workload clicked, filter typed, filter
-cleared), the order flipped every experiment, so both see the same load. Per step it
+alternates them step by step (experiment clicked, workload clicked, a run ticked into the
+basket, filter typed, filter cleared), the order flipped every experiment, so both see the same load. Per step it
 prints the medians, their ratio (new / old), the Dash requests the step made and the time
 the server took to start answering them (``responseStart - requestStart``).
 
@@ -34,11 +34,13 @@ REQUESTS = """() => {
     performance.clearResourceTimings();
     return entries;
 }"""
-STEPS = ("experiment", "workload", "filter", "clear filter")
+STEPS = ("experiment", "workload", "tick", "filter", "clear filter")
 
 
-def steps_once(page, i: int, workloads: int, repeats: int) -> dict[str, list]:
-    """Experiment ``pick{i}`` through its steps on ``page``: each step's (ms, requests)."""
+def steps_once(page, i: int, workloads: int, repeats: int, ticked: int,
+               letter: str) -> dict[str, list]:
+    """Experiment ``pick{i}`` through its steps on ``page``: each step's (ms, requests);
+    ``ticked``: runs in the basket before this visit's tick of run ``letter``."""
     labels = "document.querySelectorAll('#workload label')"
     first, last = 10 * i + 1, 10 * i + workloads
     done: dict[str, list] = {s: [] for s in STEPS}
@@ -54,6 +56,8 @@ def steps_once(page, i: int, workloads: int, repeats: int) -> dict[str, list]:
     timed("workload", ["#workload label", bench._label_text(page, last),
                        f"document.querySelector('#runs').innerText.includes('pick{i:02d}-{last} B')",
                        None])
+    timed("tick", ["#runs .run-name label", f"pick{i:02d}-{last} {letter}",
+                   f"document.querySelectorAll('#basket li').length === {ticked + 1}", None])
     for _ in range(repeats):
         time.sleep(0.3)  # the filter is debounced: a fresh edit, not one merged with the last
         timed("filter", ["#run-filter", None, f"{labels}.length === 1", f"pick{i:02d}-{first} "])
@@ -89,8 +93,10 @@ def run(args: argparse.Namespace) -> dict:
                 for i in range(1, args.experiments + 1):
                     order = ("old", "new") if (i + r) % 2 else ("new", "old")
                     for name in order:
+                        # the basket keeps each visit's tick: one more run each time
+                        ticked = r * args.experiments + i - 1
                         for step, got in steps_once(pages[name], i, args.workloads,
-                                                    args.repeats).items():
+                                                    args.repeats, ticked, "AB"[r]).items():
                             result[name][step] += got
             browser.close()
     finally:
@@ -120,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--experiments", type=int, default=6)
     parser.add_argument("--workloads", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3, help="filter/clear pairs per visit")
-    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--rounds", type=int, default=2, choices=(1, 2),
+                        help="visits of each experiment (round 1 ticks run A, round 2 run B)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     if not (args.old / "app.py").is_file():
