@@ -4,9 +4,9 @@ output log, under the job's RADTRACK_HOME (``RADTRACK_JOB_HOME``, default
 ``/tmp/radtrack-<user>``).
 
 ``radtrack status`` and the waiting submitter finish those runs from here when this host
-sees that folder (a shared file system, or the node itself), exactly as ``radtrack sync``
-would (radtrack/store/sync.py); otherwise they name the node and the ``radtrack sync``
-command to run there.
+sees that folder (a shared file system, or the node itself), through ``radtrack sync``'s own
+function (radtrack/store/sync.py ``sync_folders``: the workload's end step included);
+otherwise they name the node and the ``radtrack sync`` command to run there.
 """
 
 from __future__ import annotations
@@ -112,27 +112,61 @@ def _store_log(client: MlflowClient, run_id: str, folder: Path) -> None:
         client.log_artifact(run_id, str(log), schema.LOGS_DIR)
 
 
+def _workload_folders(home: Path, found: dict[str, Path]) -> list[list[Path]]:
+    """The spool folders of ``found``, each with every other spool folder of its workload
+    under ``home`` (the same ``workload_key`` in ``create.json``): the end step needs all the
+    rows of a workload at once."""
+    from radtrack.store import runfiles
+
+    def key(folder: Path) -> str:
+        return str((runfiles.read(folder, runfiles.CREATE_FILE) or {}).get("workload_key") or "")
+
+    groups: dict[str, list[Path]] = {}
+    keys = {key(f) or f.name for f in found.values()}
+    for folder in sorted(p for p in (home / SPOOL_DIR).iterdir() if p.is_dir()):
+        k = key(folder) or folder.name
+        if k in keys:
+            groups.setdefault(k, []).append(folder)
+    return list(groups.values())
+
+
 def ship_leftovers(client: MlflowClient, home: str, run_ids: list[str],
                    log: Callable[[str], None]) -> Leftover:
-    """Finish each of ``run_ids`` whose spool folder this host sees under ``home`` as
-    ``radtrack sync`` would (samples, telemetry, the row's end as its launcher recorded it,
-    output log); a folder whose launcher still holds it is left to that launcher."""
-    from radtrack.store.sync import finish_folder
+    """Finish each of ``run_ids`` whose spool folder this host sees under ``home`` through
+    ``radtrack sync``'s own path (radtrack/store/sync.py ``sync_folders``): samples,
+    telemetry, the row's end as its launcher recorded it, the workload's end step
+    (accounting, code windows, the script's runs; once, ``end_step_done``) when its launcher
+    left it, the workload run closed; then the output log when its launcher died before
+    storing it. A workload a folder of which a live launcher still holds is left to it."""
+    from radtrack.store.sync import sync_folders
 
     out = Leftover()
-    for run_id, folder in sorted(_spool_dirs(Path(home), set(run_ids)).items()):
-        owner = hold(folder)
-        if owner is None:
-            out.kept.append(f"spool {folder} of run {run_id} is held by {holder(folder)}, "
-                            "which ships it")
+    found = _spool_dirs(Path(home), set(run_ids))
+    by_folder = {folder: run_id for run_id, folder in found.items()}
+    for group in _workload_folders(Path(home), found):
+        busy = next((f for f in group if not _free(f)), None)
+        if busy is not None:
+            out.kept += [f"spool {f} of run {by_folder[f]} is held by {holder(busy)}, which "
+                         "ships it" for f in group if f in by_folder]
             continue
-        try:
-            if finish_folder(folder, run_id, client.tracking_uri, log):
-                out.shipped.append(run_id)
-                _store_log(client, run_id, Path(home) / RUNS_DIR / folder.name)
-            else:
+        sync_folders(group, client.tracking_uri, log)
+        for folder in group:
+            run_id = by_folder.get(folder)
+            if run_id is None:
+                continue
+            if folder.is_dir():
                 out.kept.append(f"spool {folder} of run {run_id} not stored yet; 'radtrack "
                                 f"status' tries again, or 'RADTRACK_HOME={home} radtrack sync'")
-        finally:
-            owner.close()
+            else:
+                out.shipped.append(run_id)
+                _store_log(client, run_id, Path(home) / RUNS_DIR / folder.name)
     return out
+
+
+def _free(folder: Path) -> bool:
+    """No live launcher holds the folder (its owner lock is taken and let go at once)."""
+    owner = hold(folder)
+    if owner is None:
+        return False
+    owner.close()
+    return True

@@ -137,13 +137,6 @@ def _awaits_end(run_dir: Path) -> str:
     return str(create.get("parent_id") or finish.get("parent_id") or "")
 
 
-def finish_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
-    """Store the folder's samples and script values, end its run, close its workload run;
-    True when nothing is left (the folder is removed then). The workload's end step is
-    :func:`sync_folders`' (it needs every row of the workload)."""
-    return store_folder(run_dir, run_id, uri, log) and close_folder(run_dir, run_id, uri, log)
-
-
 def store_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
     """Store the folder's samples and script values and end its run as it ended; True when
     done (``finish.json`` then says so: a later sync does not store it again)."""

@@ -4,7 +4,9 @@ could not create the runs (the store was away the whole time) when ``scancel`` s
 radtrack/executors/slurm_status.py) creates the runs from the spool the launcher left when
 this host sees the job's RADTRACK_HOME, stores the samples and output log, and leaves the
 rows KILLED with SLURM's state and reason, as for a job cancelled after its runs existed;
-when it does not see that folder, it names it and the sync to run on the node, once.
+when it does not see that folder, it names it and the sync to run on the node, once. The
+workload's end step (code windows, accounting, the script's runs) is run too, through
+``radtrack sync``'s own function, once.
 
 Below the CLI (the tests' SLURM takes too long to start for this): a real launch with
 ``SLURM_JOB_ID`` set, its SQLite store held locked by another writer, stopped with SIGTERM
@@ -36,7 +38,7 @@ def test_job_cancelled_before_its_runs_existed(store: str, tmp_path: Path) -> No
     home = tmp_path / ".radtrack"
     sheet = tmp_path / "sheet.csv"
     sheet.write_text("Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Job\n"
-                     f"cancelled,1,,,,-,{SCRIPTS / 'wait_for_file.py'},top,"
+                     f"cancelled,1,,,,-,{SCRIPTS / 'window_then_wait.py'},top,"
                      f"{tmp_path / 'pid'} {tmp_path / 'never'},{JOB} RUNNING\n")
     MlflowClient(store).search_experiments()  # the store exists; another writer locks it
     holder = subprocess.Popen(
@@ -97,3 +99,10 @@ def test_job_cancelled_before_its_runs_existed(store: str, tmp_path: Path) -> No
     assert f"KILLED cancelled-1 A,{row.info.run_id}," in text and f",{JOB} CANCELLED" in text, text
     assert not any(p.is_dir() for p in spool.iterdir()), lines
     assert job.left == []
+    # the launcher's end step, as radtrack sync runs it (radtrack/postrun/synced.py), once
+    assert "radtrack.synced_end" in parent[0].data.tags, lines
+    assert any(k.startswith("window/warmup/") for k in row.data.metrics), sorted(row.data.metrics)
+    assert sum("its workload's end step" in ln for ln in lines) == 1, lines
+    lines.clear()
+    refresh(ledger, client, known={JOB: JobState("CANCELLED", "")}, log=lines.append)
+    assert not any("end step" in ln for ln in lines), lines
