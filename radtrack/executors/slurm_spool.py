@@ -122,6 +122,8 @@ def _workload_folders(home: Path, found: dict[str, Path]) -> list[list[Path]]:
         return str((runfiles.read(folder, runfiles.CREATE_FILE) or {}).get("workload_key") or "")
 
     groups: dict[str, list[Path]] = {}
+    if not found:
+        return []
     keys = {key(f) or f.name for f in found.values()}
     for folder in sorted(p for p in (home / SPOOL_DIR).iterdir() if p.is_dir()):
         k = key(folder) or folder.name
