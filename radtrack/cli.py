@@ -245,7 +245,8 @@ def _launch(args: argparse.Namespace) -> int:
     if sheet_path is not None:
         from radtrack.resume import pending_workloads
 
-        workloads = pending_workloads(workloads, client, args.rerun, log=lambda m: print(f"[radtrack] {m}", file=sys.stderr))
+        workloads = pending_workloads(workloads, client, args.rerun, uri=uri,
+                                      log=lambda m: print(f"[radtrack] {m}", file=sys.stderr))
     # a CLI launch's workload number (Workload 0: the next one) is taken when its run is made
     from radtrack.executors import local
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import socket
+import sqlite3
+from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 from radtrack.errors import RadtrackError
@@ -126,6 +128,27 @@ def check_login(uri: str, timeout: float = PROBE_TIMEOUT_S) -> str:
         return ""
     finally:
         engine.dispose()
+    return ""
+
+
+def sqlite_busy(uri: str, timeout: float = 2.0) -> str:
+    """Why the SQLite store at ``uri`` takes no write now (another writer holds it locked past
+    ``timeout``), asked with Python's sqlite3 before MLflow opens it (MLflow would wait 20 s a
+    query, and retry opening it for about 100 s); "" when it does, or is no SQLite file yet."""
+    if not uri.startswith("sqlite:///"):
+        return ""
+    path = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
+    if not path.is_file():
+        return ""
+    try:
+        con = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            con.execute("ROLLBACK")
+        finally:
+            con.close()
+    except sqlite3.Error as exc:
+        return str(exc)
     return ""
 
 

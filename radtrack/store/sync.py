@@ -9,7 +9,9 @@ values, ends the run as it ended (``finish.json``: status, exit code, tags, para
 log, environment capture) or, without it, marks it KILLED (``launcher_lost``), runs the
 launcher's end-of-workload step it could not (accounting, code windows, the script's runs:
 radtrack/postrun/synced.py) once every row of the workload is stored, and closes the
-workload run once none of its rows runs. A folder whose launcher is alive is skipped.
+workload run once none of its rows runs. A folder whose launcher is alive is skipped. The
+earlier runs of a sheet that a launch could not look up (radtrack/store/unchecked.py) are
+looked up then: one still RUNNING is marked KILLED.
 """
 
 from __future__ import annotations
@@ -26,8 +28,12 @@ from radtrack.store.spool import META_FILE, SPOOL_DIR, SPOOL_SUFFIX, hold, holde
 
 
 def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, int]:
-    """Finish every spooled run under ``root``; return (runs stored, runs left)."""
-    return sync_folders(sorted(p for p in root.glob("*") if p.is_dir()), tracking_uri, log)
+    """Finish every spooled run under ``root``, then look up the sheet runs a launch could
+    not (radtrack/store/unchecked.py); return (runs stored, runs and lookups left)."""
+    from radtrack.store.unchecked import settle
+
+    stored, left = sync_folders(sorted(p for p in root.glob("*") if p.is_dir()), tracking_uri, log)
+    return stored, left + settle(root, tracking_uri, log)
 
 
 def sync_folders(folders: list[Path], tracking_uri: str | None = None,

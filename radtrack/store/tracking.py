@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATABASE_SCHEMES", "LAUNCH_ID_ENV", "TRACKING_USERNAME", "check_credentials",
-    "away_at_launch", "check_database_experiments", "check_experiments", "check_reachable", "client",
+    "away_at_launch", "store_away", "check_database_experiments", "check_experiments", "check_reachable", "client",
     "script_http_env",
     "close_orphaned_parent", "create_workload_run", "default_artifact_location", "experiment_id",
     "identity_tags", "launch_id", "launch_user", "log_params", "lookup_experiment",
@@ -68,6 +68,13 @@ _AWAY: list[str] = []  # why the tracking server did not answer at launch (run_a
 def away_at_launch() -> str:
     """Why the tracking server did not answer when this launch began ("" when it did)."""
     return _AWAY[0] if _AWAY else ""
+
+
+def store_away(uri: str) -> str:
+    """Why the store cannot answer a lookup now, asked without MLflow's retries: a server or
+    database down when the launch began (:func:`check_reachable`), or a SQLite file another
+    writer holds locked (reach.sqlite_busy); "" when it can."""
+    return away_at_launch() or reach.sqlite_busy(uri)
 
 
 def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) -> None:
