@@ -15,6 +15,7 @@ Nothing is downloaded: the data are random tensors and the model is built in cod
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import sys
 import time
@@ -129,8 +130,11 @@ def train(args: argparse.Namespace) -> None:
     finally:
         if run is not None:
             run.__exit__(*sys.exc_info())
-    # every rank waits here for rank 0's logging: a rank that tears gloo down while a peer
-    # still holds the pair open makes the peer abort ("terminate called ...") under load
+    # Gloo's worker threads can still hold the last all-reduce's work (tensors with Python
+    # references) when the interpreter finalises; freeing them then aborts the rank
+    # ("terminate called without an active exception", SIGABRT, seen under load). So every
+    # rank waits for rank 0's logging, the group is destroyed while Python is fully alive,
+    # and main() ends the rank without finalising the interpreter.
     dist.barrier()
     dist.destroy_process_group()
 
@@ -140,7 +144,10 @@ def main() -> int:
     args = _args(argv)
     if args.as_rank:
         train(args)
-        return 0
+        atexit._run_exitfuncs()  # what exit handlers there are (MLflow's, code windows') run
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)  # but not the interpreter's finalisation (see the end of train())
     return launch(args, argv)
 
 
