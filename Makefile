@@ -35,7 +35,7 @@ test: $(VENV)/.test-installed
 	./scripts/ensure-postgres.sh
 	./scripts/ensure-slurm.sh
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q -n 2 --dist loadgroup -m 'not timing'
+	$(BIN)/pytest -q -n 2 --dist loadfile -m 'not timing'
 	$(BIN)/pytest -q -m timing
 
 lint: $(VENV)/.test-installed

@@ -18,37 +18,27 @@ os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 os.environ.setdefault("DO_NOT_TRACK", "true")
 
 
-# Test files that start the session's servers (PostgreSQL, mlflow server, SLURM) run on
-# one xdist worker, so each server starts once per suite; the browser tests share one
-# Chromium. Every other file is a group of its own: its module fixtures run once.
-SERVER_FIXTURES = {"postgres_server", "postgres_uri", "mlflow_server_uri", "mlflow_auth_server",
-                   "slurm_cluster"}
+# make test runs ``pytest -n 2 --dist loadfile``: each test file on one xdist worker, so its
+# module fixtures (a whole sheet launched once, the deployment walkthrough) run once.
+# (``--dist loadgroup`` with ``xdist_group`` marks would also keep the server-starting and
+# the browser files together, but pytest-xdist 3.8 under pytest 9 ignores those marks:
+# every test became a group of its own and those module fixtures ran once per worker.)
+# Session fixtures (PostgreSQL, mlflow server, SLURM, Chromium) start once per worker.
+# The longest files go first, so no worker starts one near the end while the other idles.
+LONGEST_FIRST = ("test_workloads.py", "test_deployment_doc.py", "test_mlflow_code.py",
+                 "test_slurm_signals.py", "test_slurm_e2e.py", "test_studies_power.py")
 
 
-def _xdist_groups(items: list[pytest.Item]) -> None:
-    """An ``xdist_group`` per test file for ``pytest -n N --dist loadgroup`` (make test)."""
-    servers = {item.path for item in items
-               if SERVER_FIXTURES & set(getattr(item, "fixturenames", ()))}
-    for item in items:
-        if item.path in servers:
-            group = "servers"
-        elif "browser" in item.path.parts:
-            group = "browser"
-        else:
-            group = item.path.name
-        item.add_marker(pytest.mark.xdist_group(group))
-    # the longest groups first, so no worker starts one near the end while the other idles
-    first = {"servers": 0, "test_workloads.py": 1, "browser": 2}
-    items.sort(key=lambda item: first.get(_group(item), 3))
+def _longest_first(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        name = item.path.name
+        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
 
-
-def _group(item: pytest.Item) -> str:
-    mark = item.get_closest_marker("xdist_group")
-    return str(mark.args[0]) if mark else ""
+    items.sort(key=rank)  # stable: each file's own order is kept
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    _xdist_groups(items)
+    _longest_first(items)
     if HAS_GPU:
         return
     skip = pytest.mark.skip(reason="gpu: no NVIDIA GPU/NVML on this host")
