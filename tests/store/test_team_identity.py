@@ -135,12 +135,14 @@ def test_report_keeps_two_launches_of_one_workload_apart(tmp_path: Path) -> None
     assert text.returncode == 0 and all(lid in text.stdout for lid in launches), text.stdout
 
 
-def _users(srv, *names: str) -> dict[str, tuple[str, str]]:
-    """Accounts made by the admin with MLflow's client (12+ character passwords)."""
+def _users(srv, monkeypatch: pytest.MonkeyPatch, *names: str) -> dict[str, tuple[str, str]]:
+    """Accounts made by the admin with MLflow's client (12+ character passwords); the
+    admin's credentials stay in this test's environment only (undone at its end)."""
     from mlflow.server import get_app_client
 
     made = {}
-    os.environ["MLFLOW_TRACKING_USERNAME"], os.environ["MLFLOW_TRACKING_PASSWORD"] = srv.admin
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", srv.admin[0])
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", srv.admin[1])
     auth = get_app_client("basic-auth", tracking_uri=srv.uri)
     for name in names:
         user = f"{name}-{secrets.token_hex(3)}"
@@ -159,7 +161,7 @@ def test_two_users_launch_the_same_workload_at_once(mlflow_auth_server, tmp_path
     srv = mlflow_auth_server
     for var in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
         monkeypatch.delenv(var, raising=False)
-    users = _users(srv, "alice", "bob")
+    users = _users(srv, monkeypatch, "alice", "bob")
     # the experiment exists (alice made it) and bob was granted EDIT, as docs/deployment.md says
     from mlflow import MlflowClient
     from mlflow.server import get_app_client
@@ -210,7 +212,7 @@ def test_user_without_write_permission_is_refused_up_front(mlflow_auth_server, t
     srv = mlflow_auth_server
     for var in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD"):
         monkeypatch.delenv(var, raising=False)
-    users = _users(srv, "carol")
+    users = _users(srv, monkeypatch, "carol")
     carol = users["carol"]
     from mlflow import MlflowClient
 
