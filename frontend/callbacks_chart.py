@@ -146,8 +146,9 @@ def register(app: Dash, source: DataSource, summaries: SummaryCache) -> None:
         # callbacks_select.apply_view together with the runs), so the chart never waits
         # for this callback.
         chosen = [m for m in (chosen or []) if not m.startswith(HEADER_PREFIX)]
-        if ctx.triggered_id == "metrics" and not (search or "").strip():
-            raise PreventUpdate  # a tick changes no option
+        # A tick answers with the options too (the keys are cached): Dash keeps only the
+        # latest answer of a callback, so a tick sent while the options of a new selection
+        # were on their way used to drop them (a script run's metrics never listed).
         keys = source.metric_keys(selection) if selection else []
         return metric_options(keys, search, chosen)
 
