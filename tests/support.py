@@ -6,10 +6,12 @@ would pick whichever conftest module was imported first.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,3 +82,20 @@ def listener_lines(text: str) -> list[dict]:
                 d["resume"] = msg.resume
             out.append(d)
     return out
+
+
+@contextlib.contextmanager
+def sqlite_locked(db: Path) -> Iterator[None]:
+    """Another writer holds ``db`` (an SQLite file) with an exclusive lock while inside."""
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys\n"
+         f"con = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+         "con.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        yield
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)

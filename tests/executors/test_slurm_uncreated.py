@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
+from support import sqlite_locked
 
 from radtrack.executors.slurm_queue import JobState
 from radtrack.executors.slurm_status import Job, Ledger, refresh
@@ -41,13 +42,7 @@ def test_job_cancelled_before_its_runs_existed(store: str, tmp_path: Path) -> No
                      f"cancelled,1,,,,-,{SCRIPTS / 'window_then_wait.py'},top,"
                      f"{tmp_path / 'pid'} {tmp_path / 'never'},{JOB} RUNNING\n")
     MlflowClient(store).search_experiments()  # the store exists; another writer locks it
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sqlite3, sys\n"
-         f"con = sqlite3.connect({str(tmp_path / 'mlflow.db')!r}, isolation_level=None)\n"
-         "con.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with sqlite_locked(tmp_path / "mlflow.db"):
         launcher = subprocess.Popen(
             [sys.executable, "-m", "radtrack", "--interval", "0.2", str(sheet)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -62,9 +57,6 @@ def test_job_cancelled_before_its_runs_existed(store: str, tmp_path: Path) -> No
         time.sleep(1)  # a few samples
         launcher.send_signal(signal.SIGTERM)  # scancel
         out, err = launcher.communicate(timeout=120)
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
     assert "cancelled-1 A: KILLED" in err and "its run not created yet" in err, err[-3000:]
     assert not any(spool.glob("*/meta.json"))  # its runs never existed
 

@@ -11,7 +11,6 @@ artifacts as the live one's.
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from mlflow import MlflowClient
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID, FakeHost  # noqa: E402
-from support import radtrack_cli  # noqa: E402
+from support import radtrack_cli, sqlite_locked  # noqa: E402
 
 from radtrack.store import schema  # noqa: E402
 
@@ -71,18 +70,9 @@ def test_sync_stores_what_the_launchers_end_step_stores(store: str, tmp_path: Pa
     live = radtrack_cli(*args, str(_sheet(tmp_path / "live.csv", "live")), env=env, timeout=300)
     assert live.returncode == 0, live.stderr[-3000:]
 
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sqlite3, sys\n"
-         f"con = sqlite3.connect({str(tmp_path / 'mlflow.db')!r}, isolation_level=None)\n"
-         "con.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with sqlite_locked(tmp_path / "mlflow.db"):
         away = radtrack_cli(*args, str(_sheet(tmp_path / "away.csv", "away")),
                             env={**env, "RADTRACK_STORE_WAIT_S": "2"}, timeout=300)
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
     assert away.returncode == 0, away.stderr[-3000:]
     assert "Traceback" not in away.stderr and "spooled in" in away.stderr, away.stderr[-3000:]
 

@@ -14,15 +14,14 @@ on, and a SQLite file held locked.
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import contextlib
 import time
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
 from servers import free_port
-from support import radtrack_cli
+from support import radtrack_cli, sqlite_locked
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
 MLFLOW_RETRY = "SQLAlchemy engine could not be created"  # MLflow's warning while it retries
@@ -77,23 +76,13 @@ def test_sheet_with_earlier_rows_launches_while_its_store_is_away(
     _, finished = _crashed_launch(real, "away", 2)
     MlflowClient(real).set_terminated(finished, "FINISHED")
     sheet = _sheet(tmp_path / "sheet.csv", "away", crashed, finished)
-    holder = None
-    if away == "sqlite-locked":
-        holder = subprocess.Popen(
-            [sys.executable, "-c", "import sqlite3, sys\n"
-             f"con = sqlite3.connect({str(tmp_path / 'mlflow.db')!r}, isolation_level=None)\n"
-             "con.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); sys.stdin.read()"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-        assert holder.stdout.readline().strip() == "locked"
-    try:
+    locked = (sqlite_locked(tmp_path / "mlflow.db") if away == "sqlite-locked"
+              else contextlib.nullcontext())
+    with locked:
         t0 = time.monotonic()
         p = radtrack_cli("--tracking-uri", down, "-l", "top", "--interval", "0.2", str(sheet),
                          env={"RADTRACK_STORE_WAIT_S": "1"})
         took = time.monotonic() - t0
-    finally:
-        if holder is not None:
-            holder.stdin.close()
-            holder.wait(timeout=30)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "Traceback" not in p.stderr and MLFLOW_RETRY not in p.stderr, p.stderr[-3000:]
     assert took < 45, (took, p.stderr[-3000:])  # MLflow's own retries alone take about 100 s

@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 from servers import MlflowServer, free_port, start_mlflow_server
-from support import radtrack_cli
+from support import radtrack_cli, sqlite_locked
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
 FAULT = SCRIPTS / "store_fault.py"
@@ -62,18 +62,9 @@ def _one_sync_line(stderr: str) -> None:
 
 def test_sqlite_store_locked_for_the_whole_launch(store: str, tmp_path: Path) -> None:
     MlflowClient(store).search_experiments()  # the store exists; another writer locks it
-    holder = subprocess.Popen(
-        [sys.executable, "-c", "import sqlite3, sys\n"
-         f"con = sqlite3.connect({str(tmp_path / 'mlflow.db')!r}, isolation_level=None)\n"
-         "con.execute('BEGIN EXCLUSIVE'); print('locked', flush=True); sys.stdin.read()"],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert holder.stdout.readline().strip() == "locked"
+    with sqlite_locked(tmp_path / "mlflow.db"):
         p = radtrack_cli("-e", "locked", "-l", "top", "--interval", "0.2", str(FAULT), "0",
                          env={"RADTRACK_STORE_WAIT_S": "2"})
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=30)
     assert p.returncode == 0, p.stderr[-3000:]
     assert "script done" in p.stdout
     _one_sync_line(p.stderr)
