@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from radtrack.store.outage import env_seconds
+
 DIR = "finishers"
 WAIT_ENV = "RADTRACK_END_WAIT_S"
 DEFAULT_WAIT_S = 300.0
@@ -99,10 +101,7 @@ def running(home: Path, before: float | None = None) -> list[dict]:
 
 
 def wait_s() -> float:
-    try:
-        return max(0.0, float(os.environ.get(WAIT_ENV, DEFAULT_WAIT_S)))
-    except ValueError:
-        return DEFAULT_WAIT_S
+    return env_seconds(WAIT_ENV, DEFAULT_WAIT_S)
 
 
 def wait_for(home: Path, log: Callable[[str], None], bound: float | None = None,

@@ -50,12 +50,18 @@ def is_outage(exc: BaseException) -> bool:
     return False
 
 
+def env_seconds(name: str, default: float) -> float:
+    """Seconds from environment variable ``name``: ``default`` when unset or not a number,
+    never below 0."""
+    try:
+        return max(0.0, float(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
 def wait_s() -> float:
     """Seconds the launcher waits, in all, for a store that is away at the end of a workload."""
-    try:
-        return max(0.0, float(os.environ.get(WAIT_ENV, DEFAULT_WAIT_S)))
-    except ValueError:
-        return DEFAULT_WAIT_S
+    return env_seconds(WAIT_ENV, DEFAULT_WAIT_S)
 
 
 _CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@]*):[^@\s/]*@", re.IGNORECASE)
