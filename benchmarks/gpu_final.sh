@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # One device call (H100) for the end of a session: install, then the sections asked for.
-#   bash benchmarks/gpu_final.sh OUTDIR [SECTIONS]   (tests, fixed; default tests)
-# tests: every `gpu` test of $TESTS (default tests/) (-v, log in OUTDIR/gpu_tests.log); fixed: benchmarks/fixed_cost.py
-# (plain, none, smi, smi+dcgm+top; 3 repeats) and benchmarks/phase_profile.py into a new and
-# an existing SQLite store.
+#   bash benchmarks/gpu_final.sh OUTDIR [SECTIONS]   (tests, fixed, lcpu, ab; default tests)
+# tests: every `gpu` test of $TESTS (default tests/) (-v, log in OUTDIR/gpu_tests.log);
+# fixed: benchmarks/fixed_cost.py ($FIXED_MODES, default plain and none, smi, smi+dcgm+top
+#   each waiting for its end and with the detached end; $FIXED_REPEATS, default 3) and
+#   benchmarks/phase_profile.py into a new and an existing SQLite store ($PROFILE=0 skips it);
+# lcpu: benchmarks/listener_cpu_ab.sh against the tree in .lcpu-before ($LCPU_ROUNDS rounds,
+#   default 2; $SETS, $SECONDS_PER_SET as there), tables in OUTDIR/lcpu/listener_cpu.md;
+# ab: benchmarks/overhead_ab.py with $AB_ARGS (appended to OUTDIR/overhead_ab.json).
 set -uo pipefail
 out=${1:?usage: gpu_final.sh OUTDIR [SECTIONS]}; sections=${2:-tests}
 export PYTHONUNBUFFERED=1 MLFLOW_DISABLE_TELEMETRY=true
@@ -17,12 +21,26 @@ if [[ $sections == *tests* ]]; then
     | tee "$out/gpu_tests.log" | grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" | tail -60
 fi
 if [[ $sections == *fixed* ]]; then
-  python3 benchmarks/fixed_cost.py --repeats 3 --modes plain,none,smi,smi+dcgm+top \
-    --json "$out/fixed.json" 2>&1 | tee "$out/fixed.txt" | tail -12
+  python3 benchmarks/fixed_cost.py --repeats "${FIXED_REPEATS:-3}" \
+    --modes "${FIXED_MODES:-plain,none,none:detach,smi,smi:detach,smi+dcgm+top,smi+dcgm+top:detach}" \
+    --json "$out/fixed.json" 2>&1 | tee "$out/fixed.txt" | tail -14
+fi
+if [[ $sections == *fixed* && ${PROFILE:-1} != 0 ]]; then
   work=$(mktemp -d)
   for store in new existing; do
     [ "$store" = new ] && rm -f "$work/mlflow.db"
     (cd "$work" && rm -f m.txt && python3 "$OLDPWD/benchmarks/phase_profile.py" "$out/profile-smi-$store.json" \
       --markers m.txt -- -l smi "$OLDPWD/tests/scripts/marker_sleep.py" "$work/m.txt" > "$out/profile-smi-$store.log" 2>&1)
   done
+fi
+if [[ $sections == *lcpu* ]]; then
+  PYTHON=python3 SECONDS_PER_SET=${SECONDS_PER_SET:-15} \
+    bash benchmarks/listener_cpu_ab.sh "$out/lcpu" "${LCPU_ROUNDS:-2}" "$PWD/.lcpu-before" 2>&1 \
+    | tee "$out/lcpu.log" | tail -5
+  cat "$out/lcpu/listener_cpu.md"
+fi
+if [[ $sections == *ab* ]]; then
+  # shellcheck disable=SC2086 # AB_ARGS is a list of arguments
+  python3 benchmarks/overhead_ab.py ${AB_ARGS:?set AB_ARGS} --out "$out/overhead_ab.json" 2>&1 \
+    | tee -a "$out/overhead_ab.log" | tail -20
 fi

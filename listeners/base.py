@@ -40,6 +40,14 @@ class MetricSpec:
         check_key(self.key)
 
 
+# The session of the in-process samplers that read this host's own sources (NVML, /proc,
+# psutil): smi, dcgm on NVML GPM, top and iostat. At 10 Hz most of a Python sampler's CPU
+# is the wake-up itself (an interpreter woken with cold caches: 440 us of CPU a reading of
+# top's where the same reading in a warm loop costs 56 us, on the 2-core VM), so one
+# process waking once for all of them is cheaper than one each (docs/performance.md).
+HOST_SAMPLER = "host"
+
+
 class Every:
     """Gate for a reading taken at most once per ``period`` seconds in a sampler running
     every ``interval`` seconds: readings whose source refreshes slowly (a 1-s average, a
@@ -145,9 +153,10 @@ class Listener(Plugin):
     @classmethod
     def shared_sampler(cls, env: Mapping[str, str]) -> str | None:
         """The session this listener can share with other listeners in one sampler process
-        (``"nvml"``: one import, one NVML session, one wake-up schedule), or None to run in
-        a process of its own (the default). ``env`` is the environment it would run in.
-        The launcher runs listeners of a run that name the same session in one process."""
+        (:data:`HOST_SAMPLER`: one interpreter, one import of each library, one NVML
+        session, one wake-up schedule), or None to run in a process of its own (the
+        default). ``env`` is the environment it would run in. The launcher runs listeners
+        of a run that name the same session in one process."""
         return None
 
     def tags(self) -> dict[str, str]:

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Mapping
 
-from radtrack.listeners.base import Availability, Listener, ListenerConfig, MetricSpec
+from radtrack.listeners.base import HOST_SAMPLER, Availability, Listener, ListenerConfig, MetricSpec
 from radtrack.listeners.cmdstream import CommandStream
 from radtrack.listeners.devices import GpuDevice, run_devices
 from radtrack.listeners.gpm import GPM_METRICS, GpmSampler, device_supported, gpm_supported
@@ -176,7 +176,7 @@ class DcgmListener(Listener):
         """NVML GPM runs in-process and can share smi's NVML session; with ``dcgmi`` on
         PATH the readings come from its own subprocess, which gains nothing from sharing,
         so dcgm keeps a process of its own."""
-        return None if shutil.which("dcgmi", path=env.get("PATH")) else "nvml"
+        return None if shutil.which("dcgmi", path=env.get("PATH")) else HOST_SAMPLER
 
     def probe(self) -> list[MetricSpec]:
         self._devices = run_devices(self.config.devices)

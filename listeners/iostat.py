@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 
 import psutil
 
-from radtrack.listeners.base import Listener, MetricSpec, rate_window
+from radtrack.listeners.base import HOST_SAMPLER, Listener, MetricSpec, rate_window
 
 _SAFE = re.compile(r"[^A-Za-z0-9_\-.]")
 
@@ -18,6 +19,10 @@ def _scope(name: str) -> str:
 
 class IostatListener(Listener):
     name = "iostat"
+
+    @classmethod
+    def shared_sampler(cls, env: Mapping[str, str]) -> str | None:
+        return HOST_SAMPLER  # psutil's counters share the wake-ups of smi's or top's sampler
 
     def probe(self) -> list[MetricSpec]:
         disks = psutil.disk_io_counters(perdisk=True) or {}

@@ -5,17 +5,22 @@ Every reading is tried once in :meth:`SmiListener.probe`; what a device does not
 is listed in the ``radtrack.listener.smi.unsupported`` tag and never emitted.
 
 Readings are taken at the pace their source changes, so a 10 Hz sampler pays for no
-duplicate readings (CPU per call measured on an H100 by benchmarks/listener_costs.py):
+duplicate readings (CPU per call measured on an H100 under load by
+benchmarks/listener_costs.py; a call costs 10-20x its idle floor while the GPU computes):
 - every interval: instantaneous power (the sensor refreshes every 100 ms; every 1 s where
-  the driver's power sample buffer is read instead, below), memory used,
-  GPU temperature, SM and memory clocks, clock-event reasons (25-60 us each);
+  the driver's power sample buffer is read instead, below), SM clock and clock-event
+  reasons (25-60 us each): what a power cap or a thermal brake moves within milliseconds;
 - every 0.2 s: GPU and memory utilisation (the driver refreshes them 5 times a second;
-  390 us a call);
-- every 1 s: the 1-s average power, memory temperature, PCIe byte counters (as a rate
-  over the second; 370 us each, in the same ``nvmlDeviceGetFieldValues`` call as the
-  other fields), pstate, fan, ECC, and the per-process readings of listeners/gpuprocs.py
-  (the run's own GPU memory and SM share, every process's SM share, the MPS server's;
-  200 us and 1.9 ms);
+  390 us a call) and device memory in use (80 us a call under load; the caching
+  allocators of PyTorch and JAX change it in steps, not continuously);
+- every 1 s: GPU temperature (whole degrees, moving over seconds), memory clock (fixed
+  but for P-state changes, read beside the P-state), the 1-s average power, memory
+  temperature, PCIe byte counters (as a rate over the second; 370 us each, in the same
+  ``nvmlDeviceGetFieldValues`` call as the other fields), pstate, fan, ECC;
+- every 2 s (at intervals under 1 s): the per-process readings of listeners/gpuprocs.py (the run's own GPU memory
+  and SM share, every process's SM share, the MPS server's; 200 us and 1.9 ms a read):
+  the driver keeps every utilisation sample since the last read, so each reading is the
+  mean over all of them, none skipped (PROCESS_EVERY_S);
 - every 5 s, at the first and at the final reading: the energy counter (3.9-5 ms of CPU a
   read; a counter, so the run's total is exact whatever the pace: the first and the final
   reading bound it, the ones between only place it in time);
@@ -44,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from radtrack.listeners.base import (
+    HOST_SAMPLER,
     Availability,
     Every,
     Listener,
@@ -74,6 +80,7 @@ _PSTATE_UNKNOWN = 32
 _MIB = 2**20
 UTIL_EVERY_S = 0.2
 SLOW_EVERY_S = 1.0
+PROCESS_EVERY_S = 2.0  # nvmlDeviceGetProcessUtilization: 1.9 ms a read on an H100 under load
 ENERGY_EVERY_S = 5.0
 PCIE_THROUGHPUT_EVERY_S = 10.0  # the blocking fallback, where the byte counters are absent
 _FAST_FIELDS = (FI_POWER_INSTANT,)
@@ -149,6 +156,7 @@ class _DeviceState:
     procs: ProcessShare = field(init=False)
     util: Every = field(init=False)
     slow: Every = field(init=False)
+    process: Every = field(init=False)
     energy: Every = field(init=False)
     buffer: Every = field(init=False)
     pcie: Every = field(init=False)
@@ -157,12 +165,14 @@ class _DeviceState:
         self.procs = ProcessShare(self.dev.handle)
         self.util = Every(UTIL_EVERY_S, self.interval)
         self.slow = Every(SLOW_EVERY_S, self.interval)
+        # at an interval of 1 s or more every reading is taken every sample, as before
+        self.process = Every(PROCESS_EVERY_S if self.interval < SLOW_EVERY_S else 0.0, self.interval)
         self.energy = Every(ENERGY_EVERY_S, self.interval)
         self.buffer = Every(READ_EVERY_S, self.interval)
         self.pcie = Every(PCIE_THROUGHPUT_EVERY_S, self.interval)
 
     def force(self) -> None:
-        for gate in (self.util, self.slow, self.energy, self.buffer, self.pcie):
+        for gate in (self.util, self.slow, self.process, self.energy, self.buffer, self.pcie):
             gate.force()
 
 
@@ -188,7 +198,7 @@ class SmiListener(Listener):
 
     @classmethod
     def shared_sampler(cls, env: Mapping[str, str]) -> str | None:
-        return "nvml"  # NVML only: one session serves dcgm's GPM backend as well
+        return HOST_SAMPLER  # one NVML session serves dcgm's GPM backend as well
 
     def probe(self) -> list[MetricSpec]:
         self._states = [_DeviceState(d, self.config.interval) for d in run_devices(self.config.devices)]
@@ -252,7 +262,7 @@ class SmiListener(Listener):
         for st in self._states:
             slow = st.slow.due(now)
             values = self._read(st, now, slow)
-            if self.tree is not None and slow:
+            if self.tree is not None and st.process.due(now):
                 if tree_pids is None:
                     tree_pids = set(self.tree.pids())
                 values.update(st.procs.read(tree_pids, self._mps_servers))
@@ -302,18 +312,18 @@ class SmiListener(Listener):
                     st.energy0_mj = energy
                 out["energy_j"] = (energy - st.energy0_mj) / 1000.0
 
-        if st.util.due(now):
+        util_due = st.util.due(now)
+        if util_due:
             util = nvml_query("nvmlDeviceGetUtilizationRates", h)
             if util is not NA:
                 out["gpu_util_pct"], out["mem_util_pct"] = float(util.gpu), float(util.memory)
-        mem = nvml_query("nvmlDeviceGetMemoryInfo", h)
-        if mem is not NA:
-            out["mem_used_mib"] = mem.used / _MIB
-            if slow:
-                out["mem_total_mib"] = mem.total / _MIB
-        _put(out, "temp_c", _num(nvml_query("nvmlDeviceGetTemperature", h, 0)))
+        if util_due or slow:
+            mem = nvml_query("nvmlDeviceGetMemoryInfo", h)
+            if mem is not NA:
+                out["mem_used_mib"] = mem.used / _MIB
+                if slow:
+                    out["mem_total_mib"] = mem.total / _MIB
         _put(out, "sm_clock_mhz", _num(nvml_query("nvmlDeviceGetClockInfo", h, 1)))
-        _put(out, "mem_clock_mhz", _num(nvml_query("nvmlDeviceGetClockInfo", h, 2)))
 
         reasons = nvml_query("nvmlDeviceGetCurrentClocksEventReasons", h)
         if reasons is NA:  # drivers before R535 only have the older name
@@ -326,6 +336,8 @@ class SmiListener(Listener):
             out["throttle_thermal_flag"] = float(bool(mask & (REASON_SW_THERMAL | REASON_HW_THERMAL)))
 
         if slow:
+            _put(out, "temp_c", _num(nvml_query("nvmlDeviceGetTemperature", h, 0)))
+            _put(out, "mem_clock_mhz", _num(nvml_query("nvmlDeviceGetClockInfo", h, 2)))
             _put(out, "power_avg_w", fv.get(FI_POWER_AVERAGE), 1e-3)
             _put(out, "mem_temp_c", fv.get(FI_MEMORY_TEMP))
             pstate = _num(nvml_query("nvmlDeviceGetPerformanceState", h))

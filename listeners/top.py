@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 
 import psutil
 
 from radtrack.listeners import procfs
-from radtrack.listeners.base import Every, Listener, ListenerConfig, MetricSpec, rate_window
+from radtrack.listeners.base import (
+    HOST_SAMPLER,
+    Every,
+    Listener,
+    ListenerConfig,
+    MetricSpec,
+    rate_window,
+)
 from radtrack.listeners.proctree import ProcessTree
 
 _PROC_FIELDS = [
@@ -76,6 +84,10 @@ class TopListener(Listener):
     psutil elsewhere."""
 
     name = "top"
+
+    @classmethod
+    def shared_sampler(cls, env: Mapping[str, str]) -> str | None:
+        return HOST_SAMPLER  # /proc reads share the wake-ups of smi's or iostat's sampler
 
     def __init__(self, config: ListenerConfig):
         super().__init__(config)

@@ -45,8 +45,8 @@ def child():
     proc.wait()
 
 
-def _listener(devices: list[str] | None = None, pid: int | None = None) -> SmiListener:
-    return SmiListener(ListenerConfig(interval=0.1, devices=devices or [], pid=pid))
+def _listener(devices: list[str] | None = None, pid: int | None = None, interval: float = 0.1) -> SmiListener:
+    return SmiListener(ListenerConfig(interval=interval, devices=devices or [], pid=pid))
 
 
 # -- the gate -------------------------------------------------------------------------
@@ -173,7 +173,7 @@ def test_probe_and_sample_h100(monkeypatch):
     s1, s2 = smi.sample(), smi.sample()
     # the second reading, right after the first, holds only what is read every interval
     assert {k.removeprefix("smi/gpu0/") for k in s2} == {
-        "power_w", "mem_used_mib", "temp_c", "sm_clock_mhz", "mem_clock_mhz", "clock_reasons_mask",
+        "power_w", "sm_clock_mhz", "clock_reasons_mask",
         "throttle_sw_power_cap_flag", "throttle_hw_slowdown_flag", "throttle_thermal_flag"}
     assert set(s1) <= keys and "smi/gpu0/fan_pct" not in s1
     assert s1["smi/gpu0/power_w"] == pytest.approx(73.183)  # field 186, not nvmlDeviceGetPowerUsage
@@ -199,11 +199,13 @@ def test_probe_and_sample_h100(monkeypatch):
 
 
 def test_each_reading_at_its_own_pace(monkeypatch):
-    """At --interval 0.1 with scheduling jitter, over 10 s: power etc. every sample,
-    utilisation 5 times a second, the slow readings once a second, energy every 5 s;
-    the final reading at stop has everything."""
-    FakeNvml(monkeypatch, [FakeGpu()])
-    smi = _listener()
+    """At --interval 0.1 with scheduling jitter, over 10 s: power, SM clock and clock
+    reasons every sample, utilisation and memory used 5 times a second, temperature,
+    memory clock and the slow readings once a second, the per-process readings every 2 s,
+    energy every 5 s; the final reading at stop has everything."""
+    other = os.getppid()
+    FakeNvml(monkeypatch, [FakeGpu(procs=[(other, PROC_400_BYTES)], putil=[(other, *PUTIL_400)])])
+    smi = _listener(pid=os.getpid())
     now = [1000.0]
     smi.clock = lambda: now[0]
     smi.probe()
@@ -213,12 +215,32 @@ def test_each_reading_at_its_own_pace(monkeypatch):
         for key in smi.sample():
             counts[key] = counts.get(key, 0) + 1
     assert counts["smi/gpu0/power_w"] == counts["smi/gpu0/sm_clock_mhz"] == 100
-    assert counts["smi/gpu0/gpu_util_pct"] == 50
+    assert counts["smi/gpu0/clock_reasons_mask"] == 100
+    assert counts["smi/gpu0/gpu_util_pct"] == counts["smi/gpu0/mem_used_mib"] == 50
+    assert counts["smi/gpu0/temp_c"] == counts["smi/gpu0/mem_clock_mhz"] == 10
     assert counts["smi/gpu0/power_avg_w"] == counts["smi/gpu0/pstate_level"] == 10
+    assert counts["smi/gpu0/mem_total_mib"] == 10
+    assert counts["smi/gpu0/proc_mem_used_mib"] == counts["smi/gpu0/all_procs_sm_util_pct"] == 5
     assert counts["smi/gpu0/energy_j"] == 2
     now[0] += 0.1
     final = smi.final_sample()
-    assert {"smi/gpu0/energy_j", "smi/gpu0/gpu_util_pct", "smi/gpu0/power_avg_w"} <= set(final)
+    assert {"smi/gpu0/energy_j", "smi/gpu0/gpu_util_pct", "smi/gpu0/power_avg_w", "smi/gpu0/temp_c",
+            "smi/gpu0/proc_mem_used_mib"} <= set(final)
+
+
+def test_at_one_second_every_reading_is_taken_every_sample(monkeypatch):
+    """--interval 1: nothing but the energy counter (every 5 s) skips a sample."""
+    other = os.getppid()
+    FakeNvml(monkeypatch, [FakeGpu(procs=[(other, PROC_400_BYTES)], putil=[(other, *PUTIL_400)])])
+    smi = _listener(pid=os.getpid(), interval=1.0)
+    now = [1000.0]
+    smi.clock = lambda: now[0]
+    keys = {s.key for s in smi.probe()} - {"smi/gpu0/energy_j"}
+    for k in range(6):
+        now[0] = 1000.0 + k * 1.0 + (0.02 if k % 2 else -0.02)
+        got = set(smi.sample())
+        # the PCIe throughput fallback of these doubles is read every 10 s (it blocks 20 ms)
+        assert got >= keys - {"smi/gpu0/pcie_tx_bytes_per_s", "smi/gpu0/pcie_rx_bytes_per_s"}, k
 
 
 def test_instant_power_field_missing_falls_back_to_power_usage(monkeypatch):
@@ -297,9 +319,9 @@ def test_per_process_attribution_time_sharing(monkeypatch, child):
     s = smi.sample()
     assert s["smi/gpu0/proc_mem_used_mib"] == PROC_399_BYTES / MIB  # 838 MiB, not 838 + 742
     gpu.putil.append((child, PUTIL_399[0] + 100_000, 65, 3))
-    assert "smi/gpu0/proc_sm_util_pct" not in smi.sample()  # read at most once a second...
+    assert "smi/gpu0/proc_sm_util_pct" not in smi.sample()  # read at most every 2 s...
     gpu.putil.append((child, PUTIL_399[0] + 200_000, 75, 3))
-    smi._states[0].slow.force()  # ...as if that second had passed
+    smi._states[0].process.force()  # ...as if those two seconds had passed
     # ...averaging every driver sample since the last read: nothing is lost by reading less
     assert smi.sample()["smi/gpu0/proc_sm_util_pct"] == 70
 

@@ -1,4 +1,4 @@
-"""smi and dcgm (NVML GPM) in one shared sampler process, with NVML doubles in every process
+"""smi, dcgm (NVML GPM), top and iostat in one shared sampler process, with NVML doubles in every process
 (tests/doubles/nvml_scenario.py): ``python -m radtrack.listeners smi+dcgm@0.4`` itself, and
 the launcher's listener handles over real listener subprocesses for restarts and failures.
 Each listener keeps its keys, pace, tags and resume positions. Through the CLI into a real
@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID  # noqa: E402
 
+from radtrack.listeners.base import HOST_SAMPLER  # noqa: E402
 from radtrack.listeners.protocol import Message, Samples, decode_line, samples_of  # noqa: E402
 from radtrack.run.listen import SHARED_SAMPLER_ENV, ListenerProc, SharedSampler, start_listeners  # noqa: E402
 
@@ -196,7 +197,51 @@ def test_separate_processes_when_asked_and_for_dcgm_with_dcgmi(tmp_path):
     from radtrack.listeners.smi import SmiListener
 
     assert DcgmListener.shared_sampler({"PATH": str(bindir)}) is None
-    assert DcgmListener.shared_sampler({"PATH": str(tmp_path)}) == SmiListener.shared_sampler({}) == "nvml"
+    assert DcgmListener.shared_sampler({"PATH": str(tmp_path)}) == SmiListener.shared_sampler({}) == HOST_SAMPLER
+
+
+def test_host_listeners_share_the_gpu_listeners_process(tmp_path):
+    """smi, top and iostat of one run: one process, woken once for all; each keeps its own
+    keys, pace and hello, and top follows the run's tree from inside it."""
+    sink = _Sink()
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable), **_scenario(tmp_path)}
+    lps = start_listeners([("smi", 0.1), ("top", 0.2), ("iostat", 0.5)], sink, ["0"], os.getpid(),  # type: ignore[arg-type]
+                          tmp_path, env)
+    try:
+        assert all(lp.wait_ready(time.monotonic() + 30) for lp in lps), sink.lines
+        smi, top, iostat = lps
+        assert smi.proc is top.proc is iostat.proc and smi.proc is not None
+        pid = smi.proc.pid
+        time.sleep(2.0)
+    finally:
+        for lp in lps:
+            lp.stop()
+    tag = f"shared: smi+top+iostat (pid {pid})"
+    for name, every in (("smi", 0.1), ("top", 0.2), ("iostat", 0.5)):
+        (hello,) = sink.of(name, "hello")
+        assert hello["pid"] == pid and hello["tags"][f"radtrack.listener.{name}.sampler"] == tag
+        samples = [m for m in sink.of(name, "sample") if m["v"]]
+        assert samples and all(k.startswith(f"{name}/") for m in samples for k in m["v"])
+        paced = [m["t"] for m in samples[:-1] if "smi/gpu0/power_sample_w" not in m["v"]]
+        assert np.median(np.diff(paced)) == pytest.approx(every, rel=0.2), name
+    top_keys = {k for m in sink.of("top", "sample") for k in m["v"]}
+    assert {"top/cpu_pct", "top/proc/rss_mib", "top/proc/cpu_pct"} <= top_keys  # this test's tree
+    assert any("smi/gpu0/power_w" in m["v"] for m in sink.of("smi", "sample"))
+
+
+def test_host_listeners_keep_their_own_processes_when_asked(tmp_path):
+    sink = _Sink()
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable), **_scenario(tmp_path),
+           SHARED_SAMPLER_ENV: "0"}
+    lps = start_listeners([("smi", 0.1), ("top", 0.1)], sink, ["0"], os.getpid(),  # type: ignore[arg-type]
+                          tmp_path, env)
+    try:
+        assert all(lp.wait_ready(time.monotonic() + 30) for lp in lps), sink.lines
+        assert lps[0].proc is not lps[1].proc and all(lp.sampler is None for lp in lps)
+    finally:
+        for lp in lps:
+            lp.stop()
+    assert "radtrack.listener.top.sampler" not in sink.of("top", "hello")[0]["tags"]
 
 
 def test_a_sampler_left_with_one_listener_restarts_as_a_plain_listener_process(tmp_path):
