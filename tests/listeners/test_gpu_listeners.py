@@ -138,7 +138,7 @@ def test_smi_and_dcgm_share_one_sampler_under_load(matmul: int):
     assert hellos["dcgm"]["tags"]["radtrack.listener.dcgm.backend"] == "gpm"
     assert hellos["smi"]["tags"]["radtrack.listener.smi.sampler"].startswith("shared: smi+dcgm")
     dcgm = [x for x in lines if x["type"] == "sample" and x["listener"] == "dcgm"]
-    smi = [x for x in lines if x["type"] == "sample" and x["listener"] == "smi" and "smi/gpu0/mem_used_mib" in x["v"]]
+    smi = [x for x in lines if x["type"] == "sample" and x["listener"] == "smi" and "smi/gpu0/sm_clock_mhz" in x["v"]]
     assert len(dcgm) == len(smi) == 10
     assert statistics.median(b["t"] - a["t"] for a, b in zip(dcgm, dcgm[1:], strict=False)) == pytest.approx(0.5, rel=0.1)
     assert statistics.median(b["t"] - a["t"] for a, b in zip(smi, smi[1:], strict=False)) == pytest.approx(0.1, rel=0.2)
