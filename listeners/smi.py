@@ -20,9 +20,9 @@ benchmarks/listener_costs.py; a call costs 10-20x its idle floor while the GPU c
 - every 1 s: the per-process readings of listeners/gpuprocs.py (the run's own GPU memory
   and SM share, every process's SM share, the MPS server's; 200 us and 1.9 ms a read):
   the driver keeps every utilisation sample since the last read, so each reading is the
-  mean over all of them, none skipped. Every 2 s was tried (0.1 % of a core less on the
-  H100) and made the code-window accounting's per-second shares coarser than its 2 %
-  acceptance allows (tests/postrun/test_gpu_windows.py: 2.1 % off), so it stays at 1 s;
+  mean over all of them, none skipped. Every 2 s was tried and not kept: it saves about
+  0.1 % of a core on the H100 but halves the resolution of the per-process SM share that
+  co-location and code-window accounting split energy by, in 1-s windows;
 - every 5 s, at the first and at the final reading: the energy counter (3.9-5 ms of CPU a
   read; a counter, so the run's total is exact whatever the pace: the first and the final
   reading bound it, the ones between only place it in time);
