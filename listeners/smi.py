@@ -16,11 +16,11 @@ benchmarks/listener_costs.py; a call costs 10-20x its idle floor while the GPU c
 - every 1 s: GPU temperature (whole degrees, moving over seconds), memory clock (fixed
   but for P-state changes, read beside the P-state), the 1-s average power, memory
   temperature, PCIe byte counters (as a rate over the second; 370 us each, in the same
-  ``nvmlDeviceGetFieldValues`` call as the other fields), pstate, fan, ECC;
-- every 1 s: the per-process readings of listeners/gpuprocs.py (the run's own GPU memory
-  and SM share, every process's SM share, the MPS server's; 200 us and 1.9 ms a read):
-  the driver keeps every utilisation sample since the last read, so each reading is the
-  mean over all of them, none skipped. Every 2 s was tried and not kept: it saves about
+  ``nvmlDeviceGetFieldValues`` call as the other fields), pstate, fan, ECC, and the
+  per-process readings of listeners/gpuprocs.py (the run's own GPU memory and SM share,
+  every process's SM share, the MPS server's; 200 us and 1.9 ms a read): the driver keeps
+  every utilisation sample since the last read, so each reading is the mean over all of
+  them, none skipped. Every 2 s for these was tried and not kept: it saves about
   0.1 % of a core on the H100 but halves the resolution of the per-process SM share that
   co-location and code-window accounting split energy by, in 1-s windows;
 - every 5 s, at the first and at the final reading: the energy counter (3.9-5 ms of CPU a
