@@ -6,6 +6,7 @@ import io
 import json
 import os
 import signal
+import time
 
 import pytest
 
@@ -41,7 +42,8 @@ def counting(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_stop_emits_a_final_reading_and_drops_unprobed_and_nan(counting: None) -> None:
     out = io.StringIO()
-    assert runner.run("counting", ListenerConfig(interval=0.01), out=out) == 0
+    t0 = time.time()
+    assert runner.run("counting", ListenerConfig(interval=0.02), out=out) == 0
     lines = [json.loads(x) for x in out.getvalue().splitlines()]
     assert lines[0]["type"] == "hello" and len(lines[0]["metrics"]) == 2
     samples = [x["v"] for x in lines[1:]]
@@ -49,9 +51,11 @@ def test_stop_emits_a_final_reading_and_drops_unprobed_and_nan(counting: None) -
     assert all("not/probed_x" not in s for s in samples)
     assert all("counting/host/final_flag" not in s for s in samples[:-1])  # NaN is dropped
     assert samples[-1]["counting/host/final_flag"] == 1.0
-    times = [x["t"] for x in lines[1:-1]]
-    gaps = [b - a for a, b in zip(times, times[1:], strict=False)]
-    assert all(0.002 < g < 0.1 for g in gaps), gaps  # paced by the deadlines, not bunched
+    # paced by the deadlines start + k * interval, never early (a reading late by less than
+    # an interval is taken at once, so two can come close together on a loaded machine)
+    times = [x["t"] - t0 for x in lines[1:-1]]
+    assert all(t >= i * 0.02 - 0.002 for i, t in enumerate(times)), times
+    assert times[-1] < 5.0, times
 
 
 def test_sigterm_ends_the_wait_for_the_next_reading_at_once() -> None:
@@ -59,7 +63,6 @@ def test_sigterm_ends_the_wait_for_the_next_reading_at_once() -> None:
     its next deadline: the launcher's end (and the detached end's prompt) waits for it."""
     import subprocess
     import sys
-    import time
 
     proc = subprocess.Popen([sys.executable, "-m", "radtrack.listeners", "top", "--interval", "30"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
