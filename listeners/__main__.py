@@ -18,7 +18,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def config(interval: float, prefix: str = "") -> ListenerConfig:
         return ListenerConfig(interval=interval, devices=list(launch.devices), pid=launch.pid,
-                              outdir=launch.outdir,
+                              outdir=launch.outdir, since=launch.since,
                               resume={k: v for k, v in resume.items() if k.startswith(prefix)})
 
     if len(launch.listeners) == 1:

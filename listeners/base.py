@@ -99,6 +99,10 @@ class ListenerConfig:
     # where a restarted listener picks up sources with their own timestamps (driver sample
     # buffers): metric key -> the source's timestamp of the last sample emitted for the run
     resume: dict[str, int] = field(default_factory=dict)
+    # the run's start (unix s), when the listener starts after its script: a source that
+    # keeps history (the driver's power samples) is read back to it, and smi's energy
+    # counts from it (listeners/energy_backfill.py)
+    since: float | None = None
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,10 @@ class Plugin(ABC):
     name: ClassVar[str]
     #: the registry's users tell wrappers from sampling listeners by this flag
     wraps_command: ClassVar[bool] = False
+    #: the launcher holds the run's scripts until this listener's first reading: what it
+    #: measures before then would be lost (a power source that cannot reach back to
+    #: ``ListenerConfig.since`` as smi does, listeners/energy_backfill.py: tegrastats)
+    holds_start: ClassVar[bool] = False
 
     def __init__(self, config: ListenerConfig):
         self.config = config

@@ -44,16 +44,22 @@ class DriverSamples:
         self.kind = kind
         self.scale = scale
         self.last_us = 0  # timestamp of the newest sample taken (emitted or skipped at open)
+        self.history: list[tuple[int, float]] = []  # the ring's samples at open
 
-    def open(self, resume_us: int | None = None) -> bool:
+    def open(self, resume_us: int | None = None, since_us: int | None = None) -> bool:
         """Whether the device offers the buffer. Sets where reading starts: after
         ``resume_us`` (the newest sample an earlier listener process emitted for this run),
-        else after the newest sample already in the ring (those predate the listener)."""
+        else after ``since_us`` (the run's start, when the listener started after it: the
+        ring's samples since then belong to the run), else after the newest sample already
+        in the ring (those predate the listener)."""
         got = self._fetch(0)
         if got is None:
             return False
+        self.history = got
         if resume_us is not None:
             self.last_us = int(resume_us)
+        elif since_us is not None:
+            self.last_us = int(since_us)
         elif got:
             self.last_us = max(t for t, _ in got)
         else:  # an empty ring: anything stamped from now on is new

@@ -298,12 +298,15 @@ class ListenerLaunch:
     outdir: Path | None = None  # folder for listener artifacts
     count: int | None = None  # stop after this many samples (tests, benchmarks)
     runner: tuple[str, ...] = RUNNER  # the command that runs listeners
+    # the run's start (unix s): readings whose source keeps history reach back to it
+    # (smi's energy and the driver's power samples; ListenerConfig.since)
+    since: float | None = None
 
     @classmethod
     def one(cls, name: str, interval: float, devices: Sequence[str] = (), pid: int | None = None,
-            outdir: Path | None = None) -> ListenerLaunch:
+            outdir: Path | None = None, since: float | None = None) -> ListenerLaunch:
         """A process of its own for listener ``name``."""
-        return cls((ListenerChoice(name),), interval, tuple(devices), pid, outdir)
+        return cls((ListenerChoice(name),), interval, tuple(devices), pid, outdir, since=since)
 
     @classmethod
     def shared(cls, launches: Sequence[ListenerLaunch]) -> ListenerLaunch:
@@ -312,7 +315,7 @@ class ListenerLaunch:
         first = launches[0]
         members = tuple(c.at(la.interval) for la in launches for c in la.listeners)
         return cls(members, min(la.interval for la in launches), first.devices, first.pid,
-                   first.outdir, first.count, first.runner)
+                   first.outdir, first.count, first.runner, first.since)
 
     @property
     def spec(self) -> str:
@@ -328,6 +331,8 @@ class ListenerLaunch:
             argv += ["--outdir", str(self.outdir)]
         if self.count is not None:
             argv += ["--count", str(self.count)]
+        if self.since is not None:
+            argv += ["--since", f"{self.since:.6f}"]
         if resume:
             argv += ["--resume", json.dumps(dict(resume))]
         return argv
@@ -350,7 +355,7 @@ class ListenerLaunch:
                 p.error(str(exc))
         resume = {str(k): int(v) for k, v in json.loads(a.resume).items()}
         return cls(listeners, a.interval, devices, a.pid, Path(a.outdir) if a.outdir else None,
-                   a.count), resume
+                   a.count, since=a.since), resume
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -363,6 +368,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--pid", type=int, default=None, help="root PID of the process tree to follow")
     p.add_argument("--count", type=int, default=None, help="stop after this many samples")
     p.add_argument("--outdir", default=None, help="folder for listener artifacts")
+    p.add_argument("--since", type=float, default=None,
+                   help="the run's start (unix seconds): energy and driver power samples "
+                        "reach back to it where the GPU keeps them")
     p.add_argument("--resume", default="{}",
                    help="JSON {metric key: source timestamp} to pick up from after a restart")
     return p

@@ -25,7 +25,8 @@ benchmarks/listener_costs.py; a call costs 10-20x its idle floor while the GPU c
   co-location and code-window accounting split energy by, in 1-s windows;
 - every 5 s, at the first and at the final reading: the energy counter (3.9-5 ms of CPU a
   read; a counter, so the run's total is exact whatever the pace: the first and the final
-  reading bound it, the ones between only place it in time);
+  reading bound it, the ones between only place it in time; ``energy_j`` counts from the
+  run's start, recovered back to it by listeners/energy_backfill.py);
 - every 10 s, at the first and at the final reading, and only on a GPU without the PCIe
   byte counters: ``nvmlDeviceGetPcieThroughput`` (0.9 ms of CPU and ~20 ms of wall time a
   direction: it samples the link for 20 ms, which would hold up every other reading of
@@ -62,6 +63,7 @@ from radtrack.listeners.base import (
 )
 from radtrack.listeners.devices import GpuDevice, run_devices
 from radtrack.listeners.driver_samples import READ_EVERY_S, DriverSamples
+from radtrack.listeners.energy_backfill import Backfill, backfill
 from radtrack.listeners.gpuprocs import MPS_CLIENT_REASON, ProcessShare
 from radtrack.listeners.nvml import NA, nvml_available, nvml_query, text
 from radtrack.listeners.proctree import ProcessTree
@@ -95,7 +97,7 @@ QUANTITIES: dict[str, tuple[str, str, str]] = {
                        "nvmlDeviceGetSamples(NVML_TOTAL_POWER_SAMPLES, last seen timestamp)"),
     "power_avg_w": ("W", "board power draw averaged by the driver over 1 s",
                     "nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_AVERAGE)"),
-    "energy_j": ("J", "energy used since the listener started (hardware counter)",
+    "energy_j": ("J", "energy used since the run started (hardware counter)",
                  "nvmlDeviceGetTotalEnergyConsumption"),
     "gpu_util_pct": ("%", "time a kernel was running", "nvmlDeviceGetUtilizationRates.gpu"),
     "mem_util_pct": ("%", "time device memory was read or written", "nvmlDeviceGetUtilizationRates.memory"),
@@ -154,6 +156,7 @@ class _DeviceState:
     energy0_mj: float | None = None
     pcie_prev: tuple[float, float, float] | None = None  # (monotonic s, tx bytes, rx bytes)
     power_buffer: DriverSamples | None = None  # None: the device offers none, power is polled
+    backfill: Backfill | None = None  # energy from the run's start to the first counter reading
     procs: ProcessShare = field(init=False)
     util: Every = field(init=False)
     slow: Every = field(init=False)
@@ -208,9 +211,12 @@ class SmiListener(Listener):
                              if field_value(fv) is not None]
             key = f"smi/{st.dev.scope}/power_sample_w"
             buf = DriverSamples(st.dev.parent if st.dev.is_mig else st.dev.handle)
-            if buf.open(self.config.resume.get(key)):
+            since = self._since()
+            if buf.open(self.config.resume.get(key), None if since is None else int(since * 1e6)):
                 st.power_buffer = buf
             first = self._read(st, self.clock())
+            if since is not None and st.energy0_mj is not None:
+                st.backfill = backfill(buf.history, since, time.time(), first.get("power_w"))
             wanted = [q for q in QUANTITIES if self.tree is not None or q not in PROCESS_QUANTITIES]
             ok = {q for q in wanted if q in first}
             ok |= {"power_sample_w"} if st.power_buffer is not None else set()
@@ -234,7 +240,17 @@ class SmiListener(Listener):
                     specs.append(MetricSpec(f"smi/{st.dev.scope}/{q}", unit, desc, source))
         for st in self._states:  # the first sample reads everything again
             st.force()
+            if st.backfill is not None and "energy_j" in st.keys:
+                # the energy counts from the run's start: 0 J there, the recovered joules
+                # already in the counter's first reading
+                assert st.energy0_mj is not None
+                st.energy0_mj -= st.backfill.joules * 1000.0
+                self._timed.append(TimedSample(self._since() or 0.0, {st.keys["energy_j"]: 0.0}))
         return specs
+
+    def _since(self) -> float | None:
+        """The run's start to reach back to; none for a restart (it has resume positions)."""
+        return None if self.config.resume else self.config.since
 
     def tags(self) -> dict[str, str]:
         out = {"radtrack.listener.smi.unsupported": ",".join(self._unsupported)}
@@ -251,6 +267,8 @@ class SmiListener(Listener):
                     out[f"{prefix}.parent_uuid"] = text(parent)
             if self.mps_client and self.tree is not None:
                 out[f"{prefix}.proc_sm_util_pct"] = f"absent: {MPS_CLIENT_REASON}"
+            if st.backfill is not None and "energy_j" in st.keys:
+                out.update(st.backfill.tags(prefix))
         return out
 
     def sample(self) -> dict[str, float]:

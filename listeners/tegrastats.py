@@ -82,6 +82,7 @@ def unit_of(key: str) -> str:
 
 class TegrastatsListener(Listener):
     name = "tegrastats"
+    holds_start = True  # its power rails keep no history to read back to the run's start
 
     def __init__(self, config: ListenerConfig):
         super().__init__(config)

@@ -21,7 +21,7 @@ from radtrack.run.start import (
     abort,
     await_listeners,
     command_for,
-    measures_energy,
+    holds_start,
     release,
     say,
     spawn_rows,
@@ -45,8 +45,8 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     """Run ``rows`` together; fill in each row's status, exit code, tags. Never raises for a
     failing script: a row's failure does not stop its siblings. The scripts start without
     waiting for the store (``recorder`` creates the runs meanwhile) or, unless
-    ``wait_listeners`` (None: when a row has a GPU power listener), for their listeners' first
-    reading. A store that is away (down, restarting, locked) is waited for up to
+    ``wait_listeners`` (None: when a row has a listener that ``holds_start``), for their
+    listeners' first reading. A store that is away (down, restarting, locked) is waited for up to
     ``$RADTRACK_STORE_WAIT_S`` once the rows ended; returns the rows whose end (or whose run)
     is left in their spool for ``radtrack sync`` (radtrack/store/runfiles.py). ``on_ended``
     is called once every row ended, before anything is stored (the detached end:
@@ -60,7 +60,7 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
         for row in rows:
             if not row.spec.manual:
                 start_row_listeners(row)
-        if wait_listeners or (wait_listeners is None and measures_energy(rows)):
+        if wait_listeners or (wait_listeners is None and holds_start(rows)):
             recorder.start()  # the launcher only waits now: MLflow's import costs nothing
             await_listeners(rows)
         for row in rows:

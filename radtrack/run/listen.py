@@ -21,6 +21,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -122,11 +123,11 @@ class ListenerProc:
     readiness, failures, restarts and the positions a restart picks up from."""
 
     def __init__(self, name: str, sink: Sink, interval: float, devices: list[str], pid: int,
-                 outdir: Path, env: dict[str, str]):
+                 outdir: Path, env: dict[str, str], since: float | None = None):
         self.name = name
         self.sink = sink
         self.interval = interval
-        self.launch = ListenerLaunch.one(name, interval, devices, pid, outdir)
+        self.launch = ListenerLaunch.one(name, interval, devices, pid, outdir, since)
         self.env = env
         self.proc: ListenerPopen | None = None
         self.spawned: list[ListenerPopen] = []  # every process it ran in (restarts, shared)
@@ -149,6 +150,7 @@ class ListenerProc:
         self.ready.clear()
         self.proc = _spawn(self.argv(), self.env, [self.name])
         self.spawned.append(self.proc)
+        self.started_once()
         self.reader = threading.Thread(target=self._read, args=(self.proc,), daemon=True,
                                        name=f"listener-{self.name}")
         self.reader.start()
@@ -156,6 +158,12 @@ class ListenerProc:
     def argv(self) -> list[str]:
         """Its process's command line, picking up from its last positions."""
         return self.launch.argv(self.resume)
+
+    def started_once(self) -> None:
+        """Only its first process reaches back to the run's start (``since``): a restart
+        picks up from its resume positions, and its energy counts from the restart."""
+        if self.launch.since is not None:
+            self.launch = replace(self.launch, since=None)
 
     def _read(self, proc: ListenerPopen) -> None:
         _read_lines(proc, lambda line: self.take(self.sink.feed(self.name, line)))
@@ -260,6 +268,7 @@ class SharedSampler:
         proc = _spawn(self.argv(), self.members[0].env, [m.name for m in self.members])
         for m in self.members:
             m.spawned.append(proc)
+            m.started_once()
             m.ready.clear()
             m.next_restart = None
             m.failed_inside = False
@@ -314,14 +323,16 @@ class SharedSampler:
 
 
 def start_listeners(entries: Sequence[tuple[str, float]], sink: Sink, devices: list[str], pid: int,
-                    outdir: Path, env: dict[str, str]) -> list[ListenerProc]:
+                    outdir: Path, env: dict[str, str], since: float | None = None) -> list[ListenerProc]:
     """Start a run's listeners, ``(name, interval)`` each (a ``ListenerChoice`` with its
     interval: ``choice.at(run_interval)``): one process per listener, except
     that listeners naming the same ``shared_sampler`` session run in one process (unless
-    ``RADTRACK_SHARED_SAMPLER=0``). One :class:`ListenerProc` per listener either way."""
+    ``RADTRACK_SHARED_SAMPLER=0``). One :class:`ListenerProc` per listener either way.
+    ``since``: the run's start, which their first processes read back to where they can
+    (``ListenerConfig.since``)."""
     from radtrack.listeners.registry import get
 
-    procs = [ListenerProc(name, sink, every, devices, pid, outdir, env) for name, every in entries]
+    procs = [ListenerProc(name, sink, every, devices, pid, outdir, env, since) for name, every in entries]
     groups: dict[str, list[ListenerProc]] = {}
     if env.get(SHARED_SAMPLER_ENV, "1") != "0":
         for lp in procs:

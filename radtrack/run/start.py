@@ -87,7 +87,9 @@ def spawn_rows(rows: list[Row], grace: float, spool_root: Path) -> list[int]:
 
 
 def start_row_listeners(row: Row) -> None:
-    """The row's sampling listeners, following its process tree."""
+    """The row's sampling listeners, following its process tree. They start as the script
+    does (not before it), so each is told the run's start: smi reads the GPU's energy and
+    power back to it (listeners/energy_backfill.py)."""
     assert row.proc is not None and row.sink is not None
     lenv = {k: v for k, v in row.env.items() if k not in (BARRIER_FD, BARRIER_ID, RELEASE_FILE)}
     from radtrack.listeners.registry import split
@@ -95,22 +97,22 @@ def start_row_listeners(row: Row) -> None:
     entries = [(name, every or row.spec.interval) for name, every in map(split, row.listeners)]
     # smi and dcgm (NVML GPM) share one sampler process: Listener.shared_sampler
     row.lprocs += start_listeners(entries, row.sink, row.devices, row.proc.pid,
-                                  row.folder / "listener-artifacts", lenv)
+                                  row.folder / "listener-artifacts", lenv, since=time.time())
     row.listening = True
 
 
-# Listeners whose readings the energy accounting integrates (the GPU's energy counter and
-# power): a workload with one of them starts once they have read, so that the counter
-# covers its scripts from their first instant (co-location accounting, code windows).
-ENERGY_LISTENERS = ("smi", "dcgm", "tegrastats")
+def holds_start(rows: list[Row]) -> bool:
+    """Whether a row has a listener whose first reading its script must wait for
+    (``Plugin.holds_start``: a power source that cannot read back to the run's start)."""
+    from radtrack.listeners.registry import get, split
 
+    def holds(entry: str) -> bool:
+        try:
+            return bool(get(split(entry)[0]).holds_start)
+        except Exception:  # an unknown listener fails in its own process, as before
+            return False
 
-def measures_energy(rows: list[Row]) -> bool:
-    """Whether a row samples a GPU's power or energy (see ENERGY_LISTENERS)."""
-    from radtrack.listeners.registry import split
-
-    return any(split(entry)[0] in ENERGY_LISTENERS for row in rows for entry in row.listeners
-               if not row.spec.manual)
+    return any(holds(entry) for row in rows for entry in row.listeners if not row.spec.manual)
 
 
 def await_listeners(rows: list[Row]) -> None:

@@ -15,6 +15,8 @@ sample every 20 ms of wall clock at ``watts``, 119 deep as on the H100 (``"ring_
 ``"util_gpu": pct`` is the GPU utilisation NVML reports (0 by default; 25 stands for a load
 busy a quarter of the time, 100 for a steady one); ``"gpm_fails_after": n`` makes every process's GPM read after its n-th fail with an
 NVML error that is not "not supported" (a broken reading, not an absent one).
+Optional at the top level: ``"listener_init_delay_s": s`` makes ``nvmlInit`` take that long
+in listener processes (``python -m radtrack.listeners``): a slow driver start.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ class _Patch:
 class ScenarioNvml(FakeNvml):
     def __init__(self, scenario: dict[str, Any]):
         self.t0 = time.time()
+        self.init_delay_s = float(scenario.get("listener_init_delay_s", 0.0))
         self.spec = {}
         gpus = []
         for g in scenario["gpus"]:
@@ -64,6 +67,10 @@ class ScenarioNvml(FakeNvml):
                 if p["match"] in line:
                     out.append((proc.info["pid"], p))
         return out
+
+    def nvmlInit(self) -> None:
+        if self.init_delay_s and "listeners" in Path(sys.argv[0] if sys.argv else "").parts:
+            time.sleep(self.init_delay_s)
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: FakeGpu) -> int:
         watts = self.spec[id(handle)]["watts"]
@@ -116,9 +123,10 @@ def install(path: str) -> None:
     ScenarioNvml(json.loads(Path(path).read_text()))
 
 
-def write(path: Path, gpus: list[dict[str, Any]]) -> dict[str, str]:
-    """Write a scenario; returns the environment that makes child processes use it."""
-    path.write_text(json.dumps({"gpus": gpus}))
+def write(path: Path, gpus: list[dict[str, Any]], **extra: Any) -> dict[str, str]:
+    """Write a scenario (``extra``: its top-level options); returns the environment that
+    makes child processes use it."""
+    path.write_text(json.dumps({"gpus": gpus, **extra}))
     site = str(Path(__file__).resolve().parent / "nvml_site")
     return {"RADTRACK_FAKE_NVML": str(path),
             "PYTHONPATH": os.pathsep.join([site, os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
