@@ -7,7 +7,10 @@
 #   benchmarks/phase_profile.py into a new and an existing SQLite store ($PROFILE=0 skips it);
 # lcpu: benchmarks/listener_cpu_ab.sh against the tree in .lcpu-before ($LCPU_ROUNDS rounds,
 #   default 2; $SETS, $SECONDS_PER_SET as there), tables in OUTDIR/lcpu/listener_cpu.md;
-# ab: benchmarks/overhead_ab.py with $AB_ARGS (appended to OUTDIR/overhead_ab.json).
+# ab: benchmarks/overhead_ab.py with $AB_ARGS (appended to OUTDIR/overhead_ab.json);
+# startab: benchmarks/fixed_cost.py on the tree in .fixed-before ($START_BEFORE_MODES) and on
+#   this one ($START_MODES), $FIXED_REPEATS each (OUTDIR/start-{before,after}.{txt,json}),
+#   after the host's Python set-up (PYTHON* variables, import times) in OUTDIR/python.txt.
 set -uo pipefail
 out=${1:?usage: gpu_final.sh OUTDIR [SECTIONS]}; sections=${2:-tests}
 export PYTHONUNBUFFERED=1 MLFLOW_DISABLE_TELEMETRY=true
@@ -20,12 +23,26 @@ if [[ $sections == *tests* ]]; then
   timeout "${TESTS_S:-470}" python3 -m pytest -v -m gpu -p no:cacheprovider --timeout 300 -rs ${TESTS:-tests/} 2>&1 \
     | tee "$out/gpu_tests.log" | grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" | tail -60
 fi
-if [[ $sections == *fixed* ]]; then
+if [[ $sections == *startab* ]]; then
+  { env | grep -E "^PYTHON" ; for i in 1 2 3; do /usr/bin/time -f "python -c pass %e s" python3 -c pass; done
+    for i in 1 2 3; do /usr/bin/time -f "import radtrack.run.launch %e s" python3 -c "import radtrack.run.launch"; done
+    python3 -X importtime -c "import radtrack.run.launch" 2>&1 | sort -t'|' -k2 -n | tail -25; } \
+    > "$out/python.txt" 2>&1
+  tree="$PWD/.fixed-before"
+  ln -sfn ../listeners "$tree/radtrack/listeners" && ln -sfn ../frontend "$tree/radtrack/frontend"
+  python3 benchmarks/fixed_cost.py --repeats "${FIXED_REPEATS:-3}" --tree "$tree" --label before \
+    --modes "${START_BEFORE_MODES:-none:detach,smi:detach,smi+dcgm+top:detach}" \
+    --json "$out/start-before.json" 2>&1 | tee "$out/start-before.txt" | tail -6
+  python3 benchmarks/fixed_cost.py --repeats "${FIXED_REPEATS:-3}" --label after \
+    --modes "${START_MODES:-plain,none:detach,smi:detach,smi+dcgm+top:detach}" \
+    --json "$out/start-after.json" 2>&1 | tee "$out/start-after.txt" | tail -6
+fi
+if [[ $sections == *fixed* && $sections != *startab* ]]; then
   python3 benchmarks/fixed_cost.py --repeats "${FIXED_REPEATS:-3}" \
     --modes "${FIXED_MODES:-plain,none,none:detach,smi,smi:detach,smi+dcgm+top,smi+dcgm+top:detach}" \
     --json "$out/fixed.json" 2>&1 | tee "$out/fixed.txt" | tail -14
 fi
-if [[ $sections == *fixed* && ${PROFILE:-1} != 0 ]]; then
+if [[ $sections == *fixed* && $sections != *startab* && ${PROFILE:-1} != 0 ]]; then
   work=$(mktemp -d)
   for store in new existing; do
     [ "$store" = new ] && rm -f "$work/mlflow.db"

@@ -42,11 +42,15 @@ def steady_load():
         proc.wait()
 
 
-def _listen(seconds: float, resume: dict[str, int] | None = None) -> list[dict]:
-    """smi at 0.1 s for ``seconds``, stopped as the launcher stops it (SIGTERM)."""
+def _listen(seconds: float, resume: dict[str, int] | None = None, since: float | None = None,
+            hello: list[dict] | None = None) -> list[dict]:
+    """smi at 0.1 s for ``seconds``, stopped as the launcher stops it (SIGTERM); its hello
+    appended to ``hello``."""
     argv = [sys.executable, "-m", "radtrack.listeners", "smi", "--devices", "0", "--interval", "0.1"]
     if resume:
         argv += ["--resume", json.dumps(resume)]
+    if since is not None:
+        argv += ["--since", f"{since:.6f}"]
     # into files, not pipes: a pipe nobody reads fills in a few seconds (~9 KB/s of lines)
     # and blocks the listener, which the launcher's reader thread never lets happen
     with tempfile.TemporaryFile("w+") as fout, tempfile.TemporaryFile("w+") as ferr:
@@ -60,6 +64,8 @@ def _listen(seconds: float, resume: dict[str, int] | None = None) -> list[dict]:
     lines = listener_lines(out)
     assert proc.returncode == 0 and lines and lines[0]["type"] == "hello", out[-2000:] + err[-2000:]
     assert KEY in {m["key"] for m in lines[0]["metrics"]}, lines[0]["tags"]
+    if hello is not None:
+        hello.append(lines[0])
     return lines[1:]
 
 
@@ -115,3 +121,36 @@ def test_no_sample_lost_or_repeated_across_a_restart(steady_load: int):
     join = b[0][0] - a[-1][0]
     print(f"gap at the restart {join * 1e3:.1f} ms, median {median * 1e3:.2f} ms")
     assert join <= 3 * median, "samples lost across the restart"
+
+
+def test_energy_reaches_back_to_the_run_start(steady_load: int):
+    """A listener started a second after the run (as the launcher starts it beside the
+    script) counts the GPU's energy from the run's start: the part before its first
+    counter reading recovered from the driver's power samples matches the hardware counter
+    read independently at the start and at the end."""
+    import pynvml
+
+    pynvml.nvmlInit()
+    try:
+        handle = pynvml.nvmlDeviceGetHandleByIndex(0)  # CUDA_DEVICE_ORDER=PCI_BUS_ID: same GPU
+        e_since, since = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.time()
+        time.sleep(1.0)  # the listener starts a second into the run
+        hello: list[dict] = []
+        lines = _listen(3.0, since=since, hello=hello)
+        e_end, t_end = pynvml.nvmlDeviceGetTotalEnergyConsumption(handle), time.time()
+    finally:
+        pynvml.nvmlShutdown()
+    tags = hello[0]["tags"]
+    prefix = "radtrack.listener.smi.gpu0"
+    assert tags[f"{prefix}.energy_backfill_source"] == "driver power samples", tags
+    recovered_s = float(tags[f"{prefix}.energy_backfill_s"])
+    assert 1.0 < recovered_s < 2.4 and float(tags[f"{prefix}.energy_backfill_extrapolated_s"]) == 0
+    counter = sorted((x["t"], x["v"]["smi/gpu0/energy_j"]) for x in lines if "smi/gpu0/energy_j" in x["v"])
+    assert counter[0] == (pytest.approx(since, abs=1e-3), 0.0)
+    samples = _samples(lines)
+    assert samples[0][0] - since < 0.05  # the driver's samples from the run's start on
+    (t_last, e_last) = counter[-1]
+    mean_w = statistics.mean(w for _, w in samples[-25:])
+    truth = (e_end - e_since) / 1000 - mean_w * (t_end - t_last)  # the counter at t_last
+    print(f"recovered {recovered_s:.3f} s; energy from the start {e_last:.1f} J, counter {truth:.1f} J")
+    assert e_last == pytest.approx(truth, rel=0.02)
