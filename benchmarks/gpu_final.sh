@@ -24,8 +24,9 @@ if [[ $sections == *tests* ]]; then
     | tee "$out/gpu_tests.log" | grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" | tail -60
 fi
 if [[ $sections == *startab* ]]; then
-  { env | grep -E "^PYTHON" ; for i in 1 2 3; do /usr/bin/time -f "python -c pass %e s" python3 -c pass; done
-    for i in 1 2 3; do /usr/bin/time -f "import radtrack.run.launch %e s" python3 -c "import radtrack.run.launch"; done
+  { env | grep -E "^PYTHON"; TIMEFORMAT="python -c pass %R s"; for i in 1 2 3; do time python3 -c pass; done
+    TIMEFORMAT="import radtrack.run.launch %R s"
+    for i in 1 2 3; do time python3 -c "import radtrack.run.launch"; done
     python3 -X importtime -c "import radtrack.run.launch" 2>&1 | sort -t'|' -k2 -n | tail -25; } \
     > "$out/python.txt" 2>&1
   tree="$PWD/.fixed-before"
