@@ -150,7 +150,7 @@ class Listener(Plugin):
     def timed_samples(self) -> list[TimedSample]:
         """Readings with their own timestamps gathered since the last call (by
         :meth:`sample` or :meth:`final_sample`); the runner writes each as its own sample
-        line after the regular one. Most listeners have none."""
+        line before the regular one (they predate it). Most listeners have none."""
         return []
 
     def final_sample(self) -> dict[str, float]:

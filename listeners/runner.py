@@ -214,12 +214,11 @@ def _run(members: list[_Member], stream: TextIO, count: int | None, shared: bool
             c0 = time.thread_time()
             try:
                 values = m.listener.final_sample() if final else m.listener.sample()
-                lines = [_line(time.time(), values, m.keys, listener=label(m))]
-                timed = m.listener.timed_samples()
-                if timed:
-                    # the source-stamped samples as columnar lines; the restart position
-                    # rides on the line that completes it, so a crash repeats or loses nothing
-                    lines += _batches(timed, m.keys, label(m))
+                regular = _line(time.time(), values, m.keys, listener=label(m))
+                # the source-stamped samples as columnar lines, before the reading they
+                # predate (each key's points arrive in time order); the restart position
+                # rides on the line that completes it, so a crash repeats or loses nothing
+                lines = [*_batches(m.listener.timed_samples(), m.keys, label(m)), regular]
                 out.held += lines
                 m.cpu_s += time.thread_time() - c0
             except BrokenPipeError:
