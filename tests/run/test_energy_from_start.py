@@ -60,6 +60,11 @@ def test_the_script_starts_before_smi_reads_and_its_energy_covers_it(store, tmp_
     # the doubles' counter moves at 300 W: the recovered part is on the same line
     span = counter["time"].iloc[-1] - counter["time"].iloc[0]
     assert counter["smi/gpu0/energy_j"].iloc[-1] == pytest.approx(WATTS * span, rel=0.02)
+    # the points arrive in time order (the 0 J point first), and the run's energy summary
+    # includes the recovered part
+    assert smi[["time", "smi/gpu0/energy_j"]].dropna()["time"].is_monotonic_increasing
+    summary = run.data.metrics["summary/smi/gpu0/energy_j"]  # type: ignore[attr-defined]
+    assert summary == pytest.approx(counter["smi/gpu0/energy_j"].iloc[-1], rel=1e-9)
     source = "driver power samples" if ring else "polled power"
     assert tags["radtrack.listener.smi.gpu0.energy_backfill_source"] == source
     assert 1.0 < float(tags["radtrack.listener.smi.gpu0.energy_backfill_s"]) < 5  # the slow start
