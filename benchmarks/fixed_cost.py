@@ -42,8 +42,8 @@ def one(mode: str, folder: Path, sleep: float, tree: str | None) -> dict[str, fl
     listeners, _, end = mode.partition(":")
     home = folder / f".radtrack-{mode.replace(':', '-')}"
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "RADTRACK_HOME": str(home)}
-    if tree:
-        env["PYTHONPATH"] = tree
+    if tree:  # ahead of what PYTHONPATH already holds (the NVML doubles' sitecustomize)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [tree, os.environ.get("PYTHONPATH")]))
     if mode == "plain":
         argv = [sys.executable, str(script), str(sleep)]
     else:
@@ -91,7 +91,13 @@ def main() -> None:
         for r in range(args.repeats):
             for m in modes[r % len(modes):] + modes[:r % len(modes)]:
                 runs[m].append(one(m, folder, args.sleep, args.tree))
-    print(f"{args.label}: {args.repeats} repeats of a {args.sleep:g}-s script")
+    # whether each launch compiles radtrack's sources: an editable install with
+    # PYTHONDONTWRITEBYTECODE=1 and no __pycache__ does (about 0.1 s on the VM); a wheel
+    # install has them compiled
+    root = Path(args.tree) if args.tree else Path(__file__).resolve().parents[1]
+    compiled = (root / "radtrack" / "__pycache__").is_dir()
+    bytecode = f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}, compiled={compiled}"
+    print(f"{args.label}: {args.repeats} repeats of a {args.sleep:g}-s script ({bytecode})")
     print(f"{'mode':<16}{'total (s)':>18}{'before (s)':>18}{'after (s)':>18}{'stored (s)':>18}"
           "  (min-max, median)")
     table = {}
@@ -108,7 +114,7 @@ def main() -> None:
         table[m] = row
         print(f"{m:<16}" + "".join(f"{c:>18}" for c in cells))
     if args.json:
-        args.json.write_text(json.dumps({"label": args.label, "sleep_s": args.sleep,
+        args.json.write_text(json.dumps({"label": args.label, "sleep_s": args.sleep, "bytecode": bytecode,
                                          "repeats": args.repeats, "modes": table}, indent=1))
 
 

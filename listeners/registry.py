@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import warnings
 from functools import cache
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 
 from radtrack.errors import RadtrackError
 from radtrack.listeners.base import Availability, Listener
@@ -25,27 +25,38 @@ GROUP = "radtrack.listeners"
 
 
 @cache
+def _registered() -> dict[str, EntryPoint]:
+    """Every registered listener name -> its entry point (nothing imported yet)."""
+    return {ep.name: ep for ep in entry_points(group=GROUP)}
+
+
+@cache
+def _load(name: str) -> Plugin | Exception:
+    """The class of one registered listener, or the exception that stopped its import. Only
+    the listeners a run names are imported (the launcher imports them before its scripts
+    start: each module it can skip starts them sooner)."""
+    ep = _registered()[name]
+    try:
+        cls = ep.load()
+        if not (isinstance(cls, type) and issubclass(cls, Listener | CommandWrapper)):
+            raise TypeError(f"{ep.value} is not a radtrack Listener (or CommandWrapper) subclass")
+        return cls
+    except Exception as exc:  # a broken plugin must not take radtrack down
+        warnings.warn(f"listener {ep.name!r} ({ep.value}) failed to load: {exc}", stacklevel=2)
+        return exc
+
+
 def installed() -> dict[str, Plugin | Exception]:
     """Every registered listener name -> its class, or the exception that stopped its import."""
-    found: dict[str, Plugin | Exception] = {}
-    for ep in entry_points(group=GROUP):
-        try:
-            cls = ep.load()
-            if not (isinstance(cls, type) and issubclass(cls, Listener | CommandWrapper)):
-                raise TypeError(f"{ep.value} is not a radtrack Listener (or CommandWrapper) "
-                                "subclass")
-            found[ep.name] = cls
-        except Exception as exc:  # a broken plugin must not take radtrack down
-            warnings.warn(f"listener {ep.name!r} ({ep.value}) failed to load: {exc}", stacklevel=2)
-            found[ep.name] = exc
-    return found
+    return {name: _load(name) for name in _registered()}
 
 
 def get(name: str) -> Plugin:
     """The listener class registered under ``name`` (aliases accepted)."""
-    cls = installed().get(canonical(name))
-    if cls is None:
-        raise RadtrackError(f"unknown listener {name!r}; installed: {', '.join(sorted(installed()))}")
+    key = canonical(name)
+    if key not in _registered():
+        raise RadtrackError(f"unknown listener {name!r}; installed: {', '.join(sorted(_registered()))}")
+    cls = _load(key)
     if isinstance(cls, Exception):
         raise RadtrackError(f"listener {name!r} failed to load: {cls}")
     return cls
@@ -77,7 +88,7 @@ def parse_names(text: str | None) -> list[str] | None:
 
 
 def unknown(names: list[str]) -> list[str]:
-    return [n for n in names if ListenerChoice.parse(n).name not in installed()]
+    return [n for n in names if canonical(ListenerChoice.parse(n).name) not in _registered()]
 
 
 def default_names() -> list[str]:

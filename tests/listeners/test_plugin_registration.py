@@ -51,8 +51,9 @@ def test_installed_plugin_samples(site):
     assert len(samples) == 2
     for s in samples:
         assert s["type"] == "sample" and s["v"]["loadavg/host/load1_count"] >= 0
-    # the broken neighbour was reported, and did not stop the working plugin
-    assert "listener 'broken'" in proc.stderr and "failed to load" in proc.stderr
+    # the broken neighbour did not stop the working plugin, and is not even imported: only
+    # the listeners asked for are loaded (it is reported where listeners are listed, below)
+    assert "broken" not in proc.stderr
 
 
 def test_broken_plugin_is_one_clear_error(site):
