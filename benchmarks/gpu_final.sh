@@ -16,6 +16,10 @@ out=${1:?usage: gpu_final.sh OUTDIR [SECTIONS]}; sections=${2:-tests}
 export PYTHONUNBUFFERED=1 MLFLOW_DISABLE_TELEMETRY=true
 python3 -m pip install -q --no-index --no-deps --no-compile .whl/*.whl 2>&1 | tail -3
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | tail -3
+# the H100 host sets PYTHONDONTWRITEBYTECODE=1: without this every launch would compile the
+# editable tree again, which a wheel install never does (docs/performance.md, "The script
+# no longer waits for GPU listeners"); COMPILE=0 keeps the host's way
+[[ ${COMPILE:-1} != 0 ]] && python3 -m compileall -q radtrack listeners frontend > /dev/null
 { nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; python3 -V; nproc
   uptime; date -u; git log --oneline -1 2>/dev/null; } > "$out/host.txt" 2>&1
 cat "$out/host.txt"

@@ -139,3 +139,17 @@ def test_end_row_decides_status_and_tags_without_the_store(tmp_path: Path) -> No
 
 def test_hms() -> None:
     assert hms(3725.9) == "1:02:05"
+
+
+@pytest.mark.parametrize(("listeners", "manual", "held"), [
+    (["smi", "dcgm@1", "top"], False, False),  # smi reads its energy back to the run's start
+    (["top", "tegrastats"], False, True),  # tegrastats' power rails keep no history
+    (["tegrastats"], True, False),  # a --manual row starts no listener at its release
+    (["no-such-listener"], False, False),  # fails in its own process, as before
+])
+def test_only_listeners_that_cannot_read_back_hold_the_scripts(tmp_path, listeners, manual, held):
+    from radtrack.run.start import holds_start
+
+    spec = RunSpec(experiment="e", workload=1, file=tmp_path / "s.py", manual=manual)
+    row = Row(spec=spec, key="a", env={}, listeners=listeners, wrappers=[], folder=tmp_path / "a")
+    assert holds_start([row]) is held
