@@ -89,7 +89,8 @@ def spawn_rows(rows: list[Row], grace: float, spool_root: Path) -> list[int]:
 def start_row_listeners(row: Row) -> None:
     """The row's sampling listeners, following its process tree. They start as the script
     does (not before it), so each is told the run's start: smi reads the GPU's energy and
-    power back to it (listeners/energy_backfill.py)."""
+    power back to it (listeners/energy_backfill.py). A --manual row's start is its
+    RADTBenchmark context's, which the supervisor notices a tick later."""
     assert row.proc is not None and row.sink is not None
     lenv = {k: v for k, v in row.env.items() if k not in (BARRIER_FD, BARRIER_ID, RELEASE_FILE)}
     from radtrack.listeners.registry import split
@@ -97,7 +98,8 @@ def start_row_listeners(row: Row) -> None:
     entries = [(name, every or row.spec.interval) for name, every in map(split, row.listeners)]
     # smi and dcgm (NVML GPM) share one sampler process: Listener.shared_sampler
     row.lprocs += start_listeners(entries, row.sink, row.devices, row.proc.pid,
-                                  row.folder / "listener-artifacts", lenv, since=time.time())
+                                  row.folder / "listener-artifacts", lenv,
+                                  since=row.started or time.time())
     row.listening = True
 
 
