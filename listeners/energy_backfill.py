@@ -17,8 +17,9 @@ first counter reading is recovered afterwards:
 smi then counts its energy from the run's start: the counter's first reading starts at
 the recovered joules, and a reading of 0 J is stamped at the start itself. The tags
 ``radtrack.listener.smi.<scope>.energy_backfill_s`` / ``..._source`` /
-``..._extrapolated_s`` say how much was recovered and how. A restarted listener does not
-reach back (its energy counts from the restart).
+``..._extrapolated_s`` say how much was recovered and how. A listener restarted after it
+had read does not reach back (its energy counts from the restart); one that died before
+its first reading does, as its first process would have.
 """
 
 from __future__ import annotations

@@ -311,11 +311,13 @@ class ListenerLaunch:
     @classmethod
     def shared(cls, launches: Sequence[ListenerLaunch]) -> ListenerLaunch:
         """One sampler process for several listeners of one run (devices, pid, outdir from
-        the first); each keeps its own interval."""
+        the first); each keeps its own interval. It reaches back to the run's start only
+        while none of them has read (a restart must not count anything twice)."""
         first = launches[0]
         members = tuple(c.at(la.interval) for la in launches for c in la.listeners)
+        since = first.since if all(la.since is not None for la in launches) else None
         return cls(members, min(la.interval for la in launches), first.devices, first.pid,
-                   first.outdir, first.count, first.runner, first.since)
+                   first.outdir, first.count, first.runner, since)
 
     @property
     def spec(self) -> str:

@@ -150,7 +150,6 @@ class ListenerProc:
         self.ready.clear()
         self.proc = _spawn(self.argv(), self.env, [self.name])
         self.spawned.append(self.proc)
-        self.started_once()
         self.reader = threading.Thread(target=self._read, args=(self.proc,), daemon=True,
                                        name=f"listener-{self.name}")
         self.reader.start()
@@ -159,9 +158,10 @@ class ListenerProc:
         """Its process's command line, picking up from its last positions."""
         return self.launch.argv(self.resume)
 
-    def started_once(self) -> None:
-        """Only its first process reaches back to the run's start (``since``): a restart
-        picks up from its resume positions, and its energy counts from the restart."""
+    def read_once(self) -> None:
+        """Only a process before its first reading reaches back to the run's start
+        (``since``): once one has read, a restart picks up from its resume positions, and
+        its energy counts from the restart (nothing is counted twice)."""
         if self.launch.since is not None:
             self.launch = replace(self.launch, since=None)
 
@@ -171,6 +171,7 @@ class ListenerProc:
     def take(self, msg: Message | None) -> None:
         """Note what one of its lines says (readiness, restart positions, failure)."""
         if type(msg) is Sample or type(msg) is Samples:
+            self.read_once()
             if msg.resume is not None:
                 self.resume.update(msg.resume)
         elif type(msg) is Hello:
@@ -268,7 +269,6 @@ class SharedSampler:
         proc = _spawn(self.argv(), self.members[0].env, [m.name for m in self.members])
         for m in self.members:
             m.spawned.append(proc)
-            m.started_once()
             m.ready.clear()
             m.next_restart = None
             m.failed_inside = False

@@ -124,13 +124,17 @@ def test_no_reach_back_without_a_start_or_on_a_restart(monkeypatch, config):
     assert all(ENERGY not in s.values for s in smi.timed_samples())
 
 
-def test_only_the_first_process_is_told_the_run_start(tmp_path):
-    """The launcher passes ``--since`` to a listener's first process; its restart picks up
-    from its resume positions instead (its energy counts from the restart)."""
-    script = textwrap.dedent("""
+@pytest.mark.parametrize("reads", [True, False], ids=["restart-after-reading", "died-before-reading"])
+def test_a_restart_reaches_back_only_if_nothing_was_read(tmp_path, reads):
+    """The launcher passes ``--since`` to a listener's process until one has read; a
+    restart after that picks up from its resume positions instead (its energy counts from
+    the restart), while one whose predecessor died before reading still reaches back."""
+    script = textwrap.dedent(f"""
         import json, sys
-        print(json.dumps({"type": "hello", "listener": "x", "metrics": [],
-                          "tags": {"argv": json.dumps(sys.argv[1:])}}), flush=True)
+        print(json.dumps({{"type": "hello", "listener": "x", "metrics": [],
+                          "tags": {{"argv": json.dumps(sys.argv[1:])}}}}), flush=True)
+        if {reads}:
+            print(json.dumps({{"type": "sample", "t": 1.0, "v": {{}}}}), flush=True)
     """)
 
     class Sink:
@@ -152,4 +156,15 @@ def test_only_the_first_process_is_told_the_run_start(tmp_path):
         lp.reader.join(10)  # type: ignore[union-attr]
     first, restart = (json.loads(h.tags["argv"]) for h in sink.hellos)
     assert first[first.index("--since") + 1] == "1234.500000"
-    assert "--since" not in restart
+    assert ("--since" in restart) is not reads
+
+
+def test_a_shared_sampler_reaches_back_only_while_no_member_has_read():
+    from radtrack.listeners.protocol import ListenerLaunch
+
+    a = ListenerLaunch.one("smi", 0.1, since=5.0)
+    b = ListenerLaunch.one("top", 0.1, since=5.0)
+    assert ListenerLaunch.shared([a, b]).since == 5.0
+    read = dataclasses.replace(a, since=None)  # smi has read
+    assert ListenerLaunch.shared([b, read]).since is None
+    assert ListenerLaunch.shared([read, b]).since is None
