@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import os
 import sys
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,6 +46,8 @@ from radtrack.store.uris import (
 )
 
 if TYPE_CHECKING:
+    from urllib.request import Request
+
     from mlflow import MlflowClient
 
 __all__ = [
@@ -104,6 +104,9 @@ def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) ->
             if not folder.is_dir():
                 raise RadtrackError(f"tracking store {uri}: folder {folder} does not exist")
         return
+    import urllib.error  # 7 ms: only where a server is asked
+    import urllib.request
+
     try:
         urllib.request.urlopen(_health_request(uri), timeout=timeout).close()
     except urllib.error.HTTPError:
@@ -120,16 +123,17 @@ def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) ->
     check_credentials(uri)
 
 
-def _health_request(uri: str) -> urllib.request.Request:
+def _health_request(uri: str) -> Request:
     """GET <server>/health; credentials in the URI (``http://user:pass@host``) go in a basic
     auth header, as MLflow's client sends them (urllib takes no user info in a URL)."""
     import base64
     from urllib.parse import urlsplit, urlunsplit
+    from urllib.request import Request
 
     parts = urlsplit(uri)
     host = parts.netloc.rsplit("@", 1)[-1]
     url = urlunsplit(parts._replace(netloc=host)).rstrip("/") + "/health"
-    request = urllib.request.Request(url)
+    request = Request(url)
     if parts.username is not None:
         token = base64.b64encode(f"{parts.username}:{parts.password or ''}".encode()).decode()
         request.add_header("Authorization", f"Basic {token}")
