@@ -153,3 +153,25 @@ def test_only_listeners_that_cannot_read_back_hold_the_scripts(tmp_path, listene
     spec = RunSpec(experiment="e", workload=1, file=tmp_path / "s.py", manual=manual)
     row = Row(spec=spec, key="a", env={}, listeners=listeners, wrappers=[], folder=tmp_path / "a")
     assert holds_start([row]) is held
+
+
+def test_listeners_are_told_the_run_start(tmp_path, monkeypatch):
+    """At the release a row's listeners reach back to now; a --manual row's, started when
+    its RADTBenchmark context began, to that context's start (the control file's time)."""
+    import time
+
+    from radtrack.run import start as start_mod
+
+    seen: list[float] = []
+    monkeypatch.setattr(start_mod, "start_listeners", lambda *a, since=None, **k: seen.append(since) or [])
+    for manual, started in ((False, 0.0), (True, 1_795_000_000.5)):
+        spec = RunSpec(experiment="e", workload=1, file=tmp_path / "s.py", manual=manual)
+        row = Row(spec=spec, key="a", env={}, listeners=["smi"], wrappers=[], folder=tmp_path / "a")
+        row.proc, row.sink, row.started = FakeProc(5), object(), started  # type: ignore[assignment]
+        before = time.time()
+        start_mod.start_row_listeners(row)
+        assert row.listening
+        if manual:
+            assert seen[-1] == started
+        else:
+            assert before <= seen[-1] <= time.time()
