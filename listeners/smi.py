@@ -154,6 +154,7 @@ class _DeviceState:
     fields: list[int] = field(default_factory=list)  # field ids this device answers
     keys: dict[str, str] = field(default_factory=dict)  # supported quantity -> metric key
     energy0_mj: float | None = None
+    energy0_at: float = 0.0  # unix s of that first counter reading
     pcie_prev: tuple[float, float, float] | None = None  # (monotonic s, tx bytes, rx bytes)
     power_buffer: DriverSamples | None = None  # None: the device offers none, power is polled
     backfill: Backfill | None = None  # energy from the run's start to the first counter reading
@@ -216,7 +217,7 @@ class SmiListener(Listener):
                 st.power_buffer = buf
             first = self._read(st, self.clock())
             if since is not None and st.energy0_mj is not None:
-                st.backfill = backfill(buf.history, since, time.time(), first.get("power_w"))
+                st.backfill = backfill(buf.history, since, st.energy0_at, first.get("power_w"))
             wanted = [q for q in QUANTITIES if self.tree is not None or q not in PROCESS_QUANTITIES]
             ok = {q for q in wanted if q in first}
             ok |= {"power_sample_w"} if st.power_buffer is not None else set()
@@ -325,7 +326,7 @@ class SmiListener(Listener):
             energy = _num(nvml_query("nvmlDeviceGetTotalEnergyConsumption", hp))
             if energy is not None:
                 if st.energy0_mj is None:
-                    st.energy0_mj = energy
+                    st.energy0_mj, st.energy0_at = energy, time.time()
                 out["energy_j"] = (energy - st.energy0_mj) / 1000.0
 
         util_due = st.util.due(now)
