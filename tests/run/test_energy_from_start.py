@@ -57,9 +57,12 @@ def test_the_script_starts_before_smi_reads_and_its_energy_covers_it(store, tmp_
     assert counter["smi/gpu0/energy_j"].iloc[0] == 0.0
     assert counter["time"].iloc[0] <= started
     assert started - counter["time"].iloc[0] < 1.0
-    # the doubles' counter moves at 300 W: the recovered part is on the same line
+    # the doubles' counter moves at 300 W: the recovered part is on the same line. A line's
+    # time is taken after all of a reading's calls, which the doubles make slow on a loaded
+    # machine (a process scan per call): 0.25 s of slack, against the more than 1 s (the
+    # listener's slow start) a missing or doubled recovery would be off by
     span = counter["time"].iloc[-1] - counter["time"].iloc[0]
-    assert counter["smi/gpu0/energy_j"].iloc[-1] == pytest.approx(WATTS * span, rel=0.02)
+    assert counter["smi/gpu0/energy_j"].iloc[-1] == pytest.approx(WATTS * span, abs=0.25 * WATTS)
     # the points arrive in time order (the 0 J point first), and the run's energy summary
     # includes the recovered part
     assert smi[["time", "smi/gpu0/energy_j"]].dropna()["time"].is_monotonic_increasing
