@@ -81,7 +81,7 @@ def test_smi_counts_its_energy_from_the_run_start(monkeypatch):
     smi.probe()
     tags = smi.tags()
     assert tags[f"{PREFIX}.energy_backfill_source"] == "driver power samples"
-    assert float(tags[f"{PREFIX}.energy_backfill_s"]) == pytest.approx(1.0, abs=0.05)
+    assert 1.0 <= float(tags[f"{PREFIX}.energy_backfill_s"]) < 1.5  # since, to the counter read
     assert float(tags[f"{PREFIX}.energy_backfill_extrapolated_s"]) == 0
     first = smi.sample()
     timed = smi.timed_samples()
