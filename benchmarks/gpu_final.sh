@@ -13,6 +13,7 @@
 #   after the host's Python set-up (PYTHON* variables, import times) in OUTDIR/python.txt.
 set -uo pipefail
 out=${1:?usage: gpu_final.sh OUTDIR [SECTIONS]}; sections=${2:-tests}
+has() { [[ ",$sections," == *",$1,"* ]]; }  # a whole comma-separated name ("startab" is not "ab")
 export PYTHONUNBUFFERED=1 MLFLOW_DISABLE_TELEMETRY=true
 python3 -m pip install -q --no-index --no-deps --no-compile .whl/*.whl 2>&1 | tail -3
 python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | tail -3
@@ -23,11 +24,11 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | 
 { nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; python3 -V; nproc
   uptime; date -u; git log --oneline -1 2>/dev/null; } > "$out/host.txt" 2>&1
 cat "$out/host.txt"
-if [[ $sections == *tests* ]]; then
+if has tests; then
   timeout "${TESTS_S:-470}" python3 -m pytest -v -m gpu -p no:cacheprovider --timeout 300 -rs ${TESTS:-tests/} 2>&1 \
     | tee "$out/gpu_tests.log" | grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" | tail -60
 fi
-if [[ $sections == *startab* ]]; then
+if has startab; then
   { env | grep -E "^PYTHON"; TIMEFORMAT="python -c pass %R s"; for i in 1 2 3; do time python3 -c pass; done
     TIMEFORMAT="import radtrack.run.launch %R s"
     for i in 1 2 3; do time python3 -c "import radtrack.run.launch"; done
@@ -42,12 +43,12 @@ if [[ $sections == *startab* ]]; then
     --modes "${START_MODES:-plain,none:detach,smi:detach,smi+dcgm+top:detach}" \
     --json "$out/start-after.json" 2>&1 | tee "$out/start-after.txt" | tail -6
 fi
-if [[ $sections == *fixed* && $sections != *startab* ]]; then
+if has fixed; then
   python3 benchmarks/fixed_cost.py --repeats "${FIXED_REPEATS:-3}" \
     --modes "${FIXED_MODES:-plain,none,none:detach,smi,smi:detach,smi+dcgm+top,smi+dcgm+top:detach}" \
     --json "$out/fixed.json" 2>&1 | tee "$out/fixed.txt" | tail -14
 fi
-if [[ $sections == *fixed* && $sections != *startab* && ${PROFILE:-1} != 0 ]]; then
+if has fixed && [[ ${PROFILE:-1} != 0 ]]; then
   work=$(mktemp -d)
   for store in new existing; do
     [ "$store" = new ] && rm -f "$work/mlflow.db"
@@ -55,13 +56,13 @@ if [[ $sections == *fixed* && $sections != *startab* && ${PROFILE:-1} != 0 ]]; t
       --markers m.txt -- -l smi "$OLDPWD/tests/scripts/marker_sleep.py" "$work/m.txt" > "$out/profile-smi-$store.log" 2>&1)
   done
 fi
-if [[ $sections == *lcpu* ]]; then
+if has lcpu; then
   PYTHON=python3 SECONDS_PER_SET=${SECONDS_PER_SET:-15} \
     bash benchmarks/listener_cpu_ab.sh "$out/lcpu" "${LCPU_ROUNDS:-2}" "$PWD/.lcpu-before" 2>&1 \
     | tee "$out/lcpu.log" | tail -5
   cat "$out/lcpu/listener_cpu.md"
 fi
-if [[ $sections == *ab* ]]; then
+if has ab; then
   # shellcheck disable=SC2086 # AB_ARGS is a list of arguments
   python3 benchmarks/overhead_ab.py ${AB_ARGS:?set AB_ARGS} --out "$out/overhead_ab.json" 2>&1 \
     | tee -a "$out/overhead_ab.log" | tail -20
