@@ -215,11 +215,13 @@ def _run(members: list[_Member], stream: TextIO, count: int | None, shared: bool
             try:
                 values = m.listener.final_sample() if final else m.listener.sample()
                 regular = _line(time.time(), values, m.keys, listener=label(m))
-                # the source-stamped samples as columnar lines, before the reading they
-                # predate (each key's points arrive in time order); the restart position
-                # rides on the line that completes it, so a crash repeats or loses nothing
-                lines = [*_batches(m.listener.timed_samples(), m.keys, label(m)), regular]
-                out.held += lines
+                timed = m.listener.timed_samples()
+                if timed:
+                    # the source-stamped samples as columnar lines, before the reading they
+                    # predate (each key's points arrive in time order); the restart position
+                    # rides on the line that completes it, so a crash repeats or loses nothing
+                    out.held += _batches(timed, m.keys, label(m))
+                out.held.append(regular)
                 m.cpu_s += time.thread_time() - c0
             except BrokenPipeError:
                 raise

@@ -205,6 +205,7 @@ class SmiListener(Listener):
     def probe(self) -> list[MetricSpec]:
         self._states = [_DeviceState(d, self.config.interval) for d in run_devices(self.config.devices)]
         specs = []
+        since = None if self.config.resume else self.config.since  # a restart does not reach back
         for st in self._states:
             fvs = nvml_query("nvmlDeviceGetFieldValues", st.dev.handle, list(_FIELDS))
             if fvs is not NA:
@@ -212,12 +213,14 @@ class SmiListener(Listener):
                              if field_value(fv) is not None]
             key = f"smi/{st.dev.scope}/power_sample_w"
             buf = DriverSamples(st.dev.parent if st.dev.is_mig else st.dev.handle)
-            since = self._since()
             if buf.open(self.config.resume.get(key), None if since is None else int(since * 1e6)):
                 st.power_buffer = buf
             first = self._read(st, self.clock())
-            if since is not None and st.energy0_mj is not None:
+            if since is not None and st.energy0_mj is not None:  # the counter answered
                 st.backfill = backfill(buf.history, since, st.energy0_at, first.get("power_w"))
+                if st.backfill is not None:  # energy_j counts from the run's start: 0 J there
+                    st.energy0_mj -= st.backfill.joules * 1000.0
+                    self._timed.append(TimedSample(since, {f"smi/{st.dev.scope}/energy_j": 0.0}))
             wanted = [q for q in QUANTITIES if self.tree is not None or q not in PROCESS_QUANTITIES]
             ok = {q for q in wanted if q in first}
             ok |= {"power_sample_w"} if st.power_buffer is not None else set()
@@ -241,17 +244,7 @@ class SmiListener(Listener):
                     specs.append(MetricSpec(f"smi/{st.dev.scope}/{q}", unit, desc, source))
         for st in self._states:  # the first sample reads everything again
             st.force()
-            if st.backfill is not None and "energy_j" in st.keys:
-                # the energy counts from the run's start: 0 J there, the recovered joules
-                # already in the counter's first reading
-                assert st.energy0_mj is not None
-                st.energy0_mj -= st.backfill.joules * 1000.0
-                self._timed.append(TimedSample(self._since() or 0.0, {st.keys["energy_j"]: 0.0}))
         return specs
-
-    def _since(self) -> float | None:
-        """The run's start to reach back to; none for a restart (it has resume positions)."""
-        return None if self.config.resume else self.config.since
 
     def tags(self) -> dict[str, str]:
         out = {"radtrack.listener.smi.unsupported": ",".join(self._unsupported)}
@@ -268,7 +261,7 @@ class SmiListener(Listener):
                     out[f"{prefix}.parent_uuid"] = text(parent)
             if self.mps_client and self.tree is not None:
                 out[f"{prefix}.proc_sm_util_pct"] = f"absent: {MPS_CLIENT_REASON}"
-            if st.backfill is not None and "energy_j" in st.keys:
+            if st.backfill is not None:
                 out.update(st.backfill.tags(prefix))
         return out
 

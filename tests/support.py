@@ -60,6 +60,22 @@ def radtrack_cli(*args: str, cwd: Path | None = None, env: dict[str, str] | None
     return proc
 
 
+class HelloSink:
+    """Stands in for a run's sink beside a ListenerProc: decodes each line and keeps the
+    hellos its processes sent (a fake listener reports its own argv in a hello tag)."""
+
+    def __init__(self) -> None:
+        self.hellos: list = []
+
+    def feed(self, name: str, line: str):  # -> Message | None
+        from radtrack.listeners.protocol import Hello, decode
+
+        msg = decode(line) if line.strip() else None
+        if isinstance(msg, Hello):
+            self.hellos.append(msg)
+        return msg
+
+
 def listener_lines(text: str) -> list[dict]:
     """A listener's stdout as JSON objects, a columnar batch line (protocol ``samples``) as
     the ``sample`` objects it carries (its ``resume`` on the last), as one line per sample

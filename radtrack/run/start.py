@@ -106,12 +106,13 @@ def start_row_listeners(row: Row) -> None:
 def holds_start(rows: list[Row]) -> bool:
     """Whether a row has a listener whose first reading its script must wait for
     (``Plugin.holds_start``: a power source that cannot read back to the run's start)."""
+    from radtrack.errors import RadtrackError
     from radtrack.listeners.registry import get, split
 
     def holds(entry: str) -> bool:
         try:
-            return bool(get(split(entry)[0]).holds_start)
-        except Exception:  # an unknown listener fails in its own process, as before
+            return bool(get(split(entry).name).holds_start)
+        except RadtrackError:  # unknown or broken: it fails in its own process, as before
             return False
 
     return any(holds(entry) for row in rows for entry in row.listeners if not row.spec.manual)

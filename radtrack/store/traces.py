@@ -76,9 +76,6 @@ def summarize(frame: pd.DataFrame) -> dict[str, float]:
     from radtrack.stats import counter_delta, time_weighted_mean  # numpy: not at launch
 
     out: dict[str, float] = {}
-    # in time order: a line's points can predate an earlier line's (smi's energy from the
-    # run's start, listeners/energy_backfill.py); a counter's delta is latest minus earliest
-    frame = frame.sort_values("time", kind="stable")
     t = frame["time"].to_numpy()
     for key in frame.columns[2:]:
         v = frame[key].to_numpy(dtype=float)

@@ -12,11 +12,11 @@ import time
 
 import pytest
 from gpu_doubles import FakeGpu, FakeNvml
+from support import HelloSink
 
 from radtrack.listeners import nvml
 from radtrack.listeners.base import ListenerConfig
 from radtrack.listeners.energy_backfill import MAX_BACKFILL_S, backfill
-from radtrack.listeners.protocol import Hello, Message, decode
 from radtrack.listeners.smi import SmiListener
 from radtrack.run.listen import ListenerProc
 
@@ -137,17 +137,7 @@ def test_a_restart_reaches_back_only_if_nothing_was_read(tmp_path, reads):
             print(json.dumps({{"type": "sample", "t": 1.0, "v": {{}}}}), flush=True)
     """)
 
-    class Sink:
-        def __init__(self) -> None:
-            self.hellos: list[Hello] = []
-
-        def feed(self, name: str, line: str) -> Message | None:
-            msg = decode(line) if line.strip() else None
-            if isinstance(msg, Hello):
-                self.hellos.append(msg)
-            return msg
-
-    sink = Sink()
+    sink = HelloSink()
     lp = ListenerProc("x", sink, 0.1, [], 1, tmp_path, {}, since=1234.5)  # type: ignore[arg-type]
     lp.launch = dataclasses.replace(lp.launch, runner=(sys.executable, "-c", script))
     for _ in range(2):

@@ -12,13 +12,12 @@ import textwrap
 
 import pytest
 from gpu_doubles import FakeGpu, FakeNvml
-from support import listener_lines
+from support import HelloSink, listener_lines
 
 import radtrack.listeners.smi as smi_module
 from radtrack.listeners import nvml, runner
 from radtrack.listeners.base import ListenerConfig
 from radtrack.listeners.driver_samples import DriverSamples
-from radtrack.listeners.protocol import Hello, Message, decode
 from radtrack.listeners.smi import SmiListener
 from radtrack.run.listen import ListenerProc
 
@@ -147,17 +146,7 @@ def test_listener_proc_passes_the_last_position_to_a_restart(tmp_path):
               flush=True)
     """)
 
-    class Sink:
-        def __init__(self) -> None:
-            self.hellos: list[Hello] = []
-
-        def feed(self, name: str, line: str) -> Message | None:
-            msg = decode(line) if line.strip() else None
-            if isinstance(msg, Hello):
-                self.hellos.append(msg)
-            return msg
-
-    sink = Sink()
+    sink = HelloSink()
     lp = ListenerProc("x", sink, 0.1, [], 1, tmp_path, {})  # type: ignore[arg-type]
     lp.launch = dataclasses.replace(lp.launch, runner=(sys.executable, "-c", script))
     lp.start()
