@@ -7,7 +7,7 @@
 # 1. the two-GPU `gpu` tests (tests/placement/test_gpu_two.py: rows on GPU 0 and 1 at once, a
 #    time-shared pair beside a solo row, an MPS pair on GPU 1 and a 0+1 row, each charged
 #    only its own GPUs with per-GPU closure; a DDP run over NCCL across both GPUs)
-#    -> gpu_two_tests.log
+#    -> gpu_two_tests.log ($TWO_TESTS: other test ids)
 # 2. examples/studies/power-variation/spaceshare.csv (one SGEMM copy per GPU at once) beside
 #    sheet.csv's solo copy (workload 1), MaxTime $PV_MINUTES (default 0.25), then
 #    `radtrack report power-variation --study power-variation` -> spaceshare.log,
@@ -29,7 +29,7 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | 
 cat "$out/host.txt"
 
 timeout "${TESTS_S:-330}" python3 -m pytest -v -m gpu -p no:cacheprovider --timeout 300 -rs \
-  tests/placement/test_gpu_two.py > "$out/gpu_two_tests.log" 2>&1
+  ${TWO_TESTS:-tests/placement/test_gpu_two.py} > "$out/gpu_two_tests.log" 2>&1
 grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" "$out/gpu_two_tests.log" | tail -8
 
 work=$(mktemp -d); export RADTRACK_HOME="$work/.radtrack"; uri="sqlite:///$work/mlflow.db"
@@ -52,7 +52,7 @@ with dst.open("w", newline="") as f:
     w.writerows(rows)
 print(f"gpu_two: {dst.name}: {len(rows)} rows")
 PY
-(cd "$work" && timeout -s INT -k 30 "${PV_S:-150}" python3 -m radtrack --tracking-uri "$uri" "$work/pv.csv") > "$out/spaceshare.log" 2>&1
+(cd "$work" && timeout -s INT -k 30 "${PV_S:-240}" python3 -m radtrack --tracking-uri "$uri" "$work/pv.csv") > "$out/spaceshare.log" 2>&1
 echo "gpu_two: spaceshare exited $?"; grep -E '^\[radtrack\] .*: (FINISHED|FAILED|KILLED)' "$out/spaceshare.log"
 timeout 120 python3 -m radtrack report power-variation --study power-variation --tracking-uri "$uri" \
   --format csv --out "$out/power-variation.csv" > "$out/power-variation.txt" 2>&1

@@ -55,6 +55,19 @@ def _closes_per_gpu(parent, rows: list) -> None:
         assert total == pytest.approx(m[f"summary/workload/{label}/energy_j"], rel=0.01), (label, uuid)
 
 
+def _own_gpus(run) -> set[str]:
+    """The UUIDs of the GPUs the row's smi listener read (``radtrack.listener.smi.gpu<i>.uuid``:
+    the row's own GPUs; ``radtrack.gpu.uuids`` lists the whole host's)."""
+    tags = run.data.tags
+    return {v for k, v in tags.items() if k.startswith("radtrack.listener.smi.gpu") and k.endswith(".uuid")}
+
+
+def _sheet_gpus(run) -> set[str]:
+    """The UUIDs of the row's Devices cell ("1", "0+1"), looked up in the host's GPU list."""
+    host = run.data.tags["radtrack.gpu.uuids"].split(",")
+    return {host[int(d)] for d in run.data.tags["radtrack.devices"].split("+")}
+
+
 @pytest.mark.skipif(shutil.which("nvidia-cuda-mps-control") is None, reason="no MPS control binary")
 def test_rows_on_two_gpus_are_charged_only_their_own_gpu(store: str, tmp_path: Path) -> None:
     rows = [(1, "0", "-"), (1, "1", "-"),  # two solo rows at once, one per GPU
@@ -77,12 +90,12 @@ def test_rows_on_two_gpus_are_charged_only_their_own_gpu(store: str, tmp_path: P
     for workload, rows_of in by_workload.items():
         _closes_per_gpu(parents[workload], rows_of)
         for r in rows_of:
-            uuids = r.data.tags["radtrack.gpu.uuids"].split(",")
+            assert _own_gpus(r) == _sheet_gpus(r), r.info.run_name  # smi read the row's GPUs
             charged = {v for k, v in r.data.tags.items()
                        if k.startswith("radtrack.attribution.gpu") and k.endswith(".gpu")}
-            assert charged == set(uuids), (r.info.run_name, charged, uuids)  # its own GPUs only
+            assert charged == _own_gpus(r), (r.info.run_name, charged)  # its own GPUs only
     both = by_workload["4"][0]
-    assert len(both.data.tags["radtrack.gpu.uuids"].split(",")) == 2
+    assert len(_own_gpus(both)) == 2
     assert {"summary/smi/gpu0/energy_j", "summary/smi/gpu1/energy_j"} <= set(both.data.metrics)
 
 
