@@ -37,27 +37,43 @@ if TYPE_CHECKING:
 
 
 def resolve_listeners(spec: RunSpec) -> tuple[list[str], list[type[CommandWrapper]], dict[str, str]]:
-    """Sampling listener names, command-wrapping listener classes, and tags for the rest."""
+    """Sampling listener entries, command-wrapping listener classes, and tags for the rest.
+
+    Whether a sampling listener can run here is not asked yet: that starts NVML (tens of ms
+    on a GPU host), so radtrack/run/start.py ``check_listeners`` asks once the row's script
+    process exists, and the check overlaps the script's own start-up. A wrapper is checked
+    now (it changes the script's command line); so is a name that is unknown or whose plugin
+    failed to load (no NVML to start for that)."""
+    from radtrack.errors import RadtrackError
     from radtrack.listeners import registry
     from radtrack.listeners.protocol import ListenerChoice
     from radtrack.listeners.wrappers import CommandWrapper
 
-    names = registry.default_names() if spec.listeners is None else spec.listeners
+    if spec.listeners is None:  # every installed sampling listener this host can run
+        names = [name for name, cls in sorted(registry.installed().items())
+                 if not isinstance(cls, Exception) and not cls.wraps_command]
+    else:
+        names = spec.listeners
     samplers: list[str] = []
     wrappers: list[type[CommandWrapper]] = []
     tags: dict[str, str] = {}
     for entry in names:
         name = ListenerChoice.parse(entry).name  # "dcgm@1": its own interval, kept in the entry
-        ok = registry.availability(name)
-        if not ok:
-            tags[f"radtrack.listener.{name}"] = f"unavailable: {ok.reason}"
-            say(f"listener {name} unavailable: {ok.reason}")
-            continue
-        cls = registry.get(name)
-        if issubclass(cls, CommandWrapper):
-            wrappers.append(cls)
-        else:
+        try:
+            cls = registry.get(name)
+        except RadtrackError as exc:
+            cls, reason = None, str(exc)
+        if cls is not None and issubclass(cls, CommandWrapper):
+            ok = registry.availability(name)
+            if ok:
+                wrappers.append(cls)
+                continue
+            reason = ok.reason
+        elif cls is not None:
             samplers.append(entry)
+            continue
+        tags[schema.listener_tag(name)] = f"unavailable: {reason}"
+        say(f"listener {name} unavailable: {reason}")
     return samplers, wrappers, tags
 
 

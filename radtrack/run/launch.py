@@ -20,6 +20,7 @@ from radtrack.run.rows import Interrupt, Row
 from radtrack.run.start import (
     abort,
     await_listeners,
+    check_listeners,
     command_for,
     holds_start,
     release,
@@ -57,6 +58,8 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     barrier_w: list[int] = []
     try:
         barrier_w = spawn_rows(rows, grace, spool_root)
+        for row in rows:
+            check_listeners(row)  # while the scripts' processes start up
         for row in rows:
             if not row.spec.manual:
                 start_row_listeners(row)

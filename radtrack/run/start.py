@@ -86,6 +86,29 @@ def spawn_rows(rows: list[Row], grace: float, spool_root: Path) -> list[int]:
     return barrier_w
 
 
+def check_listeners(row: Row) -> None:
+    """Keep the row's sampling listeners this host can run (``registry.availability``), once
+    its script's process exists: the check starts NVML (tens of ms on a GPU host), which now
+    overlaps the script's own start-up instead of coming before it. A listener the row named
+    that cannot run gets an ``unavailable: <why>`` tag and a line; one of the defaults (no
+    listeners named) is left out silently."""
+    from radtrack.listeners.registry import availability, split
+    from radtrack.store.runs import listeners_param
+
+    kept = []
+    for entry in row.listeners:
+        name = split(entry).name
+        ok = availability(name)
+        if ok:
+            kept.append(entry)
+        elif row.spec.listeners is not None:
+            row.record_tags[schema.listener_tag(name)] = f"unavailable: {ok.reason}"
+            say(f"listener {name} unavailable: {ok.reason}")
+    if kept != row.listeners:
+        row.listeners = kept
+        row.params["listeners"] = listeners_param(kept + [w.name for w in row.wrappers])
+
+
 def start_row_listeners(row: Row) -> None:
     """The row's sampling listeners, following its process tree. They start as the script
     does (not before it), so each is told the run's start: smi reads the GPU's energy and

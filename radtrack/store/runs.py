@@ -117,13 +117,18 @@ def row_params(spec: RunSpec, listeners: list[str], command: list[str]) -> dict[
         "command": shlex.join(command)[:MAX_PARAM_LEN],
         "devices": "+".join(spec.devices) or "-",
         "collocation": spec.collocation or "-",
-        "listeners": "+".join(listeners) or "none",
+        "listeners": listeners_param(listeners),
         "interval": str(spec.interval),
         "max_epoch": "" if spec.max_epoch is None else str(spec.max_epoch),
         "max_time": "" if spec.max_time is None else str(spec.max_time),
         "manual": str(spec.manual).lower(),
     })
     return {k: v for k, v in params.items() if v != ""}
+
+
+def listeners_param(listeners: list[str]) -> str:
+    """The ``listeners`` param of a row: its listener entries joined by "+", "none" without."""
+    return "+".join(listeners) or "none"
 
 
 def log_params(c: MlflowClient, run_id: str, params: dict[str, str]) -> None:

@@ -16,7 +16,9 @@ sample every 20 ms of wall clock at ``watts``, 119 deep as on the H100 (``"ring_
 busy a quarter of the time, 100 for a steady one); ``"gpm_fails_after": n`` makes every process's GPM read after its n-th fail with an
 NVML error that is not "not supported" (a broken reading, not an absent one).
 Optional at the top level: ``"listener_init_delay_s": s`` makes ``nvmlInit`` take that long
-in listener processes (``python -m radtrack.listeners``): a slow driver start.
+in listener processes (``python -m radtrack.listeners``): a slow driver start;
+``"init_log": path`` appends, for every ``nvmlInit`` outside a listener process, one JSON
+line: the process's pid, argv and how many of its children run a tracked script then.
 """
 
 from __future__ import annotations
@@ -36,6 +38,13 @@ from gpu_doubles import MIB, FakeGpu, FakeNvml  # noqa: E402
 MPS_SERVER_PID = 4_000_000  # above any real pid_max; NVML names it
 
 
+def _cmdline(proc: psutil.Process) -> list[str]:
+    try:
+        return proc.cmdline()
+    except psutil.Error:
+        return []
+
+
 class _Patch:
     """The one monkeypatch method FakeNvml uses, for a process with no pytest."""
 
@@ -47,6 +56,7 @@ class ScenarioNvml(FakeNvml):
     def __init__(self, scenario: dict[str, Any]):
         self.t0 = time.time()
         self.init_delay_s = float(scenario.get("listener_init_delay_s", 0.0))
+        self.init_log = scenario.get("init_log")
         self.spec = {}
         gpus = []
         for g in scenario["gpus"]:
@@ -69,8 +79,15 @@ class ScenarioNvml(FakeNvml):
         return out
 
     def nvmlInit(self) -> None:
-        if self.init_delay_s and "listeners" in Path(sys.argv[0] if sys.argv else "").parts:
+        listener = "listeners" in Path(sys.argv[0] if sys.argv else "").parts
+        if self.init_delay_s and listener:
             time.sleep(self.init_delay_s)
+        if self.init_log and not listener:
+            scripts = [c for c in psutil.Process().children()
+                       if "radtrack.script.bootstrap" in " ".join(_cmdline(c))]
+            with open(self.init_log, "a") as f:
+                f.write(json.dumps({"pid": os.getpid(), "argv": sys.argv,
+                                    "script_children": len(scripts)}) + "\n")
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: FakeGpu) -> int:
         watts = self.spec[id(handle)]["watts"]

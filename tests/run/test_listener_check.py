@@ -1,0 +1,67 @@
+"""Which listeners a row runs is settled once its script's process exists (radtrack/run/start.py
+``check_listeners``): the availability check starts NVML, which overlaps the script's own
+start-up instead of coming before it. Through the real CLI and a SQLite store."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from mlflow import MlflowClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "doubles"))
+import nvml_scenario  # noqa: E402
+from fakehost import H100_UUID, FakeHost  # noqa: E402
+from support import radtrack_cli  # noqa: E402
+
+
+def _row(store: str, experiment: str):
+    client = MlflowClient(store)
+    exp = client.get_experiment_by_name(experiment)
+    return next(r for r in client.search_runs([exp.experiment_id])
+                if r.data.tags.get("radtrack.role") == "row")
+
+
+def test_the_nvml_check_comes_after_the_script_process_exists(store, tmp_path, monkeypatch):
+    FakeHost(tmp_path, monkeypatch)
+    log = tmp_path / "init.jsonl"
+    env = nvml_scenario.write(tmp_path / "s.json", [{"uuid": H100_UUID, "watts": 300.0}],
+                              init_log=str(log))
+    (tmp_path / "s.py").write_text("print('ran')\n")
+    p = radtrack_cli("-e", "check", "-d", "0", "-l", "smi+top", "--interval", "0.1",
+                     str(tmp_path / "s.py"), env=env, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    inits = [json.loads(line) for line in log.read_text().splitlines()]
+    assert inits, "the launcher never asked NVML whether smi can run"
+    first = inits[0]  # the launcher's availability check: the first NVML start outside a listener
+    assert "radtrack" in " ".join(first["argv"]), first
+    assert first["script_children"] == 1, first  # the script's process was already there
+    run = _row(store, "check")
+    assert run.data.params["listeners"] == "smi+top"
+    assert "radtrack.listener.smi" not in run.data.tags or \
+        not run.data.tags["radtrack.listener.smi"].startswith("unavailable")
+
+
+def test_a_named_listener_that_cannot_run_is_tagged_and_left_out(store, tmp_path):
+    (tmp_path / "s.py").write_text("print('ran')\n")
+    # tegrastats reads a Jetson's power; no test host is one
+    p = radtrack_cli("-e", "named", "-l", "tegrastats+top", "--interval", "0.1", str(tmp_path / "s.py"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "listener tegrastats unavailable: " in p.stderr
+    run = _row(store, "named")
+    assert run.info.status == "FINISHED"
+    assert run.data.tags["radtrack.listener.tegrastats"].startswith("unavailable: ")
+    assert run.data.params["listeners"] == "top"  # what ran, not what was asked
+
+
+def test_default_listeners_that_cannot_run_are_left_out_silently(store, tmp_path):
+    (tmp_path / "s.py").write_text("print('ran')\n")
+    p = radtrack_cli("-e", "default", "--interval", "0.1", str(tmp_path / "s.py"))
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "unavailable" not in p.stderr
+    run = _row(store, "default")
+    ran = run.data.params["listeners"].split("+")
+    assert "top" in ran and "tegrastats" not in ran
+    assert not any(v.startswith("unavailable") for k, v in run.data.tags.items()
+                   if k.startswith("radtrack.listener."))
