@@ -37,7 +37,8 @@ print("end", repr(time.time()), flush=True)
 """
 
 
-def one(mode: str, folder: Path, sleep: float, tree: str | None) -> dict[str, float]:
+def one(mode: str, folder: Path, sleep: float, tree: str | None,
+        uri: str | None = None) -> dict[str, float]:
     script = folder / "sleeper.py"
     listeners, _, end = mode.partition(":")
     home = folder / f".radtrack-{mode.replace(':', '-')}"
@@ -47,7 +48,7 @@ def one(mode: str, folder: Path, sleep: float, tree: str | None) -> dict[str, fl
     if mode == "plain":
         argv = [sys.executable, str(script), str(sleep)]
     else:
-        uri = f"sqlite:///{folder / (mode.replace('+', '_').replace(':', '_') + '.db')}"
+        uri = uri or f"sqlite:///{folder / (mode.replace('+', '_').replace(':', '_') + '.db')}"
         argv = [sys.executable, "-m", "radtrack", "--tracking-uri", uri, "-e", "fixed",
                 "-l", listeners, *(["--detach-end"] if end == "detach" else []),
                 str(script), str(sleep)]
@@ -79,6 +80,8 @@ def main() -> None:
     p.add_argument("--tree", help="run radtrack from this checkout instead (PYTHONPATH)")
     p.add_argument("--label", default="this tree")
     p.add_argument("--json", type=Path)
+    p.add_argument("--uri", help="track into this store (e.g. a tracking server) instead of a "
+                                 "SQLite file per mode")
     args = p.parse_args()
     modes = args.modes.split(",")
     runs: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
@@ -87,10 +90,10 @@ def main() -> None:
         (folder / "sleeper.py").write_text(SCRIPT)
         for m in modes:  # warm-up: first store creation, bytecode compilation
             if m != "plain":
-                one(m, folder, 0.1, args.tree)
+                one(m, folder, 0.1, args.tree, args.uri)
         for r in range(args.repeats):
             for m in modes[r % len(modes):] + modes[:r % len(modes)]:
-                runs[m].append(one(m, folder, args.sleep, args.tree))
+                runs[m].append(one(m, folder, args.sleep, args.tree, args.uri))
     # whether each launch compiles radtrack's sources: an editable install with
     # PYTHONDONTWRITEBYTECODE=1 and no __pycache__ does (about 0.1 s on the VM); a wheel
     # install has them compiled
@@ -115,6 +118,7 @@ def main() -> None:
         print(f"{m:<16}" + "".join(f"{c:>18}" for c in cells))
     if args.json:
         args.json.write_text(json.dumps({"label": args.label, "sleep_s": args.sleep, "bytecode": bytecode,
+                                         "uri": args.uri or "sqlite (a file per mode)",
                                          "repeats": args.repeats, "modes": table}, indent=1))
 
 

@@ -46,8 +46,6 @@ from radtrack.store.uris import (
 )
 
 if TYPE_CHECKING:
-    from urllib.request import Request
-
     from mlflow import MlflowClient
 
 __all__ = [
@@ -105,12 +103,12 @@ def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) ->
                 raise RadtrackError(f"tracking store {uri}: folder {folder} does not exist")
         return
     import urllib.error  # 7 ms: only where a server is asked
-    import urllib.request
 
+    from radtrack.store import credentials
+
+    headers = credentials.plain(uri)
     try:
-        urllib.request.urlopen(_health_request(uri), timeout=timeout).close()
-    except urllib.error.HTTPError:
-        pass  # it answered (a proxy in front): reachable; credentials are checked below
+        credentials.status(uri, "/health", headers or {}, timeout)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         if run_anyway and isinstance(reason, (ConnectionError, TimeoutError)):
@@ -120,47 +118,40 @@ def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) ->
                   file=sys.stderr, flush=True)
             return
         raise RadtrackError(f"tracking server {redact(uri)} is unreachable: {reason}") from None
-    check_credentials(uri)
+    check_credentials(uri, headers, timeout)
 
 
-def _health_request(uri: str) -> Request:
-    """GET <server>/health; credentials in the URI (``http://user:pass@host``) go in a basic
-    auth header, as MLflow's client sends them (urllib takes no user info in a URL)."""
-    import base64
-    from urllib.parse import urlsplit, urlunsplit
-    from urllib.request import Request
+def check_credentials(uri: str, headers: dict[str, str] | None, timeout: float = 20.0) -> None:
+    """One authenticated read, with what MLflow's client would send (``headers``, from
+    radtrack/store/credentials.py; None: only MLflow's own client can send it, so it asks):
+    a server behind basic auth that refuses us is one message naming the variables to set."""
+    if headers is None:
+        from mlflow.exceptions import MlflowException
 
-    parts = urlsplit(uri)
-    host = parts.netloc.rsplit("@", 1)[-1]
-    url = urlunsplit(parts._replace(netloc=host)).rstrip("/") + "/health"
-    request = Request(url)
-    if parts.username is not None:
-        token = base64.b64encode(f"{parts.username}:{parts.password or ''}".encode()).decode()
-        request.add_header("Authorization", f"Basic {token}")
-    return request
+        try:
+            client(uri).search_experiments(max_results=1)
+            return
+        except MlflowException as exc:
+            code, text = str(getattr(exc, "error_code", "")), str(exc)
+    else:
+        from radtrack.store import credentials
 
-
-def check_credentials(uri: str) -> None:
-    """One authenticated read (MLflow's own client, so its auth settings apply): a server
-    behind basic auth that refuses us is one message naming the variables to set."""
-    from mlflow.exceptions import MlflowException
-
-    try:
-        client(uri).search_experiments(max_results=1)
-    except MlflowException as exc:
-        code = str(getattr(exc, "error_code", ""))
-        text = str(exc)
-        if "UNAUTHENTICATED" in code or "401" in text:
-            user = os.environ.get(TRACKING_USERNAME)
-            who = f"user {user!r} was refused" if user else "no credentials were given"
-            raise RadtrackError(
-                f"tracking server {uri} requires authentication and {who}: set "
-                "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN)"
-            ) from None
-        if "PERMISSION_DENIED" in code or "403" in text:
-            raise RadtrackError(f"tracking server {uri} refused user "
-                                f"{os.environ.get('MLFLOW_TRACKING_USERNAME')!r}: {text[:200]}") from None
-        # anything else (an old server without this endpoint, ...) shows up where it matters
+        try:
+            status, text = credentials.status(uri, credentials.SEARCH + "?max_results=1", headers, timeout)
+        except OSError:
+            return  # it answered /health a moment ago: anything else shows up where it matters
+        code = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED"}.get(status, "")
+    if "UNAUTHENTICATED" in code or "401" in text:
+        user = os.environ.get(TRACKING_USERNAME)
+        who = f"user {user!r} was refused" if user else "no credentials were given"
+        raise RadtrackError(
+            f"tracking server {redact(uri)} requires authentication and {who}: set "
+            "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN)"
+        ) from None
+    if "PERMISSION_DENIED" in code or "403" in text:
+        raise RadtrackError(f"tracking server {redact(uri)} refused user "
+                            f"{os.environ.get('MLFLOW_TRACKING_USERNAME')!r}: {text[:200]}") from None
+    # anything else (an old server without this endpoint, ...) shows up where it matters
 
 
 # MLflow's own HTTP retry settings (mlflow.environment_variables), as the user's environment

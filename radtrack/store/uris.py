@@ -58,10 +58,13 @@ def with_password(uri: str) -> str:
 
 def needs_store_checks(uri: str) -> bool:
     """Whether :func:`check_experiments` has anything to check before the launch: a
-    tracking server (permissions) or a database store (experiments' artifact locations);
-    a SQLite or file store has nothing to check, so MLflow need not be imported first."""
-    return uri.startswith(("http://", "https://")) or (
-        uri.split(":", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES)
+    tracking server with a basic-auth user (permissions: radtrack/store/permissions.py) or a
+    database store (experiments' artifact locations). A SQLite or file store, or a server
+    with no user to check, has nothing to check, so MLflow need not be imported before the
+    scripts start (seconds on a GPU host)."""
+    from radtrack.store import permissions
+
+    return permissions.applies(uri) or uri.split(":", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES
 
 
 def store_is_new(uri: str) -> bool:

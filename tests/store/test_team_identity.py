@@ -245,3 +245,29 @@ def test_user_without_write_permission_is_refused_up_front(mlflow_auth_server, t
     p = radtrack_cli("-e", f"carols-{carol[0]}", "-l", "none", str(SCRIPTS / "busy.py"), "0.2",
                      cwd=tmp_path, env=_as(srv, carol, tmp_path))
     assert p.returncode == 0, p.stdout + p.stderr
+
+
+def test_refused_credentials_stop_the_launch_in_one_line(mlflow_auth_server, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wrong password, or none, is refused before the script starts, in one line naming the
+    variables; asked through urllib with what MLflow's client would send (a password in
+    the URI wins over the variables, as there), not through MLflow's import."""
+    srv = mlflow_auth_server
+    for var in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    args = ["-e", "refused", "-l", "none", str(SCRIPTS / "busy.py"), "0.2"]
+    wrong = _as(srv, (srv.viewer[0], "not-" + srv.viewer[1]), tmp_path)
+    nobody = {k: v for k, v in _as(srv, srv.viewer, tmp_path).items()
+              if k not in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD")}
+    for env, who in ((wrong, f"user '{srv.viewer[0]}' was refused"), (nobody, "no credentials were given")):
+        p = radtrack_cli(*args, cwd=tmp_path, env=env)
+        assert p.returncode == 2, p.stdout + p.stderr
+        lines = p.stderr.strip().splitlines()
+        assert len(lines) == 1 and "requires authentication" in lines[0] and who in lines[0], p.stderr
+        assert "MLFLOW_TRACKING_PASSWORD" in lines[0] and "busy done" not in p.stdout
+    # the right password in the URI goes through, over a wrong one in the variables
+    host = srv.uri.removeprefix("http://")
+    in_uri = {**wrong, "MLFLOW_TRACKING_URI": f"http://{srv.admin[0]}:{srv.admin[1]}@{host}"}
+    p = radtrack_cli(*args, cwd=tmp_path, env=in_uri)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert srv.admin[1] not in p.stdout + p.stderr  # the password is never shown

@@ -1,0 +1,117 @@
+"""Before a launch into a tracking server: is it there, and does it take our credentials?
+
+Both questions are asked before the scripts start, so they must not cost MLflow's import
+(1-2 s on the 2-core VM, 2-6 s on a GPU host). They go through urllib with what MLflow's own
+client would send (mlflow.utils.credentials, rest_utils.http_request):
+
+- ``Authorization``: a user and password written in the URI (``http://user:pass@host``), else
+  ``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD``, as basic auth, else
+  ``MLFLOW_TRACKING_TOKEN`` as a bearer token;
+- TLS: ``MLFLOW_TRACKING_INSECURE_TLS`` (no verification), ``MLFLOW_TRACKING_SERVER_CERT_PATH``
+  (the CA bundle to trust), ``MLFLOW_TRACKING_CLIENT_CERT_PATH`` (a client certificate).
+
+A user and password in the URI win over the variables, as in MLflow's client (requests puts
+them over its header). Where MLflow would decide otherwise (an auth plugin
+``MLFLOW_TRACKING_AUTH``, AWS SigV4, a ``~/.mlflow/credentials`` file, a netrc entry for the
+host, a request-header plugin), :func:`plain` answers None and the caller asks through
+MLflow's own client instead.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import ssl
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from urllib.request import Request
+
+USERNAME, PASSWORD, TOKEN = "MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"
+INSECURE_TLS = "MLFLOW_TRACKING_INSECURE_TLS"
+SERVER_CERT, CLIENT_CERT = "MLFLOW_TRACKING_SERVER_CERT_PATH", "MLFLOW_TRACKING_CLIENT_CERT_PATH"
+_ONLY_MLFLOW = ("MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_AWS_SIGV4")  # schemes urllib cannot send
+SEARCH = "/api/2.0/mlflow/experiments/search"  # what check_credentials reads: any user may
+
+
+def _env(name: str) -> str:
+    return os.environ.get(name, "").strip()
+
+
+def plain(uri: str) -> dict[str, str] | None:
+    """The headers MLflow's client would authenticate ``uri``'s requests with ({} for none),
+    or None where only MLflow's client can say (see the module's docstring)."""
+    if any(_env(v).lower() not in ("", "false", "0") for v in _ONLY_MLFLOW):
+        return None
+    if (Path.home() / ".mlflow" / "credentials").exists():  # MLflow reads it; we do not
+        return None
+    parts = urlsplit(uri)
+    if _netrc_entry(parts.hostname or ""):  # requests sends it over MLflow's header
+        return None
+    if _request_header_plugins():  # they may add any header, an Authorization too
+        return None
+    user, password, token = _env(USERNAME), os.environ.get(PASSWORD, ""), _env(TOKEN)
+    if parts.username is not None:  # requests sends the URI's user over MLflow's header
+        pair = f"{parts.username}:{parts.password or ''}"
+    elif user and password:
+        pair = f"{user}:{password}"
+    elif token:
+        return {"Authorization": f"Bearer {token}"}
+    else:
+        return {}
+    return {"Authorization": "Basic " + base64.standard_b64encode(pair.encode()).decode()}
+
+
+def _netrc_entry(host: str) -> bool:
+    """Whether a netrc file holds credentials for ``host`` (requests' ``trust_env``); an
+    unreadable one counts as holding them (MLflow's client decides)."""
+    path = Path(os.environ.get("NETRC") or Path.home() / ".netrc")
+    if not path.exists():
+        return False
+    import netrc
+
+    try:
+        return netrc.netrc(str(path)).authenticators(host) is not None
+    except (OSError, netrc.NetrcParseError):
+        return True
+
+
+def _request_header_plugins() -> bool:
+    from importlib.metadata import entry_points
+
+    return bool(entry_points(group="mlflow.request_header_provider"))
+
+
+def tls_context() -> ssl.SSLContext:
+    """The TLS settings MLflow's client takes from the environment."""
+    if _env(INSECURE_TLS).lower() in ("true", "1"):
+        context = ssl._create_unverified_context()  # noqa: S323 - the user asked for it
+    else:
+        context = ssl.create_default_context(cafile=_env(SERVER_CERT) or None)
+    if _env(CLIENT_CERT):
+        context.load_cert_chain(_env(CLIENT_CERT))
+    return context
+
+
+def request(uri: str, endpoint: str, headers: dict[str, str] | None = None) -> Request:
+    """GET <server><endpoint> without the URI's user info (urllib takes none in a URL)."""
+    from urllib.request import Request
+
+    parts = urlsplit(uri)
+    url = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1])).rstrip("/") + endpoint
+    return Request(url, headers=headers or {})
+
+
+def status(uri: str, endpoint: str, headers: dict[str, str], timeout: float) -> tuple[int, str]:
+    """(HTTP status, the start of the body) of one authenticated GET; OSError when none came."""
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(request(uri, endpoint, headers), timeout=timeout,
+                                    context=tls_context() if uri.startswith("https://") else None) as r:
+            return r.status, r.read(2000).decode("utf-8", "replace")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(2000).decode("utf-8", "replace")

@@ -1,0 +1,68 @@
+"""What radtrack/store/credentials.py sends a tracking server before the launch: the header
+MLflow's client would send, or None where only MLflow's client can say. The end-to-end
+checks against real servers are in test_team_identity.py and test_store_faults_team.py."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import pytest
+
+from radtrack.store import credentials
+
+URI = "http://tracking.example:5000"
+
+
+@pytest.fixture(autouse=True)
+def _clean(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for var in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN",
+                "MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_AWS_SIGV4", "NETRC"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def _basic(header: dict[str, str] | None) -> str:
+    assert header is not None
+    kind, value = header["Authorization"].split(" ", 1)
+    assert kind == "Basic"
+    return base64.standard_b64decode(value).decode()
+
+
+def test_no_credentials_send_no_header() -> None:
+    assert credentials.plain(URI) == {}
+
+
+def test_precedence_as_in_mlflows_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "tok")
+    assert credentials.plain(URI) == {"Authorization": "Bearer tok"}
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "ann")
+    assert credentials.plain(URI) == {"Authorization": "Bearer tok"}  # a user without a password
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "pw:1")
+    assert _basic(credentials.plain(URI)) == "ann:pw:1"  # user and password over the token
+    assert _basic(credentials.plain("http://bo:secret@tracking.example:5000")) == "bo:secret"
+
+
+@pytest.mark.parametrize("var", ["MLFLOW_TRACKING_AUTH", "MLFLOW_TRACKING_AWS_SIGV4"])
+def test_schemes_only_mlflow_can_send(monkeypatch: pytest.MonkeyPatch, var: str) -> None:
+    monkeypatch.setenv(var, "true")
+    assert credentials.plain(URI) is None
+
+
+def test_files_mlflow_or_requests_would_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    netrc = tmp_path / ".netrc"
+    netrc.write_text("machine other.example login a password b\n")
+    netrc.chmod(0o600)
+    assert credentials.plain(URI) == {}  # an entry for another host: not ours
+    netrc.write_text("machine tracking.example login a password b\n")
+    assert credentials.plain(URI) is None  # requests would send it
+    netrc.unlink()
+    (tmp_path / ".mlflow").mkdir()
+    (tmp_path / ".mlflow" / "credentials").write_text("[mlflow]\nmlflow_tracking_username = a\n")
+    assert credentials.plain(URI) is None
+
+
+def test_the_request_leaves_the_users_info_out_of_the_url() -> None:
+    req = credentials.request("https://bo:secret@tracking.example/prefix/", "/health", {"X": "1"})
+    assert req.full_url == "https://tracking.example/prefix/health"
+    assert req.get_header("X") == "1"
