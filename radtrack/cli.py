@@ -234,7 +234,7 @@ def _launch(args: argparse.Namespace) -> int:
     if tracking.away_at_launch():
         pass  # nothing to check against (opening it would wait out MLflow's retries)
     elif tracking.needs_store_checks(uri):
-        tracking.check_experiments(client(), uri, [w[0].experiment for w in workloads])
+        tracking.check_experiments(client, uri, [w[0].experiment for w in workloads])
     elif tracking.store_is_new(uri):
         # its tables are made alongside the scripts (radtrack/run/record.py); a script's own
         # MLflow waits for them before opening the store (script/run_events.py)

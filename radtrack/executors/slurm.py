@@ -276,7 +276,7 @@ def launch_sheet(sheet: Path, defaults: dict, uri: str, opts: SlurmOptions, *,
     client = make_client(uri)
     # as on the local path: a database store the nodes could not use is refused here, before
     # anything is submitted, not inside the jobs
-    check_experiments(client, uri, [w[0].experiment for w in workloads])
+    check_experiments(lambda: client, uri, [w[0].experiment for w in workloads])
     ledger = Ledger.load(sheet)
     if ledger.jobs:
         refresh(ledger, client, log=_say)  # what earlier jobs did, into the sheet, first

@@ -104,14 +104,16 @@ def request(uri: str, endpoint: str, headers: dict[str, str] | None = None) -> R
     return Request(url, headers=headers or {})
 
 
-def status(uri: str, endpoint: str, headers: dict[str, str], timeout: float) -> tuple[int, str]:
-    """(HTTP status, the start of the body) of one authenticated GET; OSError when none came."""
+def status(uri: str, endpoint: str, headers: dict[str, str], timeout: float,
+           limit: int | None = 2000) -> tuple[int, str]:
+    """(HTTP status, the body: its first ``limit`` bytes, all of it for None) of one
+    authenticated GET; OSError when no answer came."""
     import urllib.error
     import urllib.request
 
     try:
         with urllib.request.urlopen(request(uri, endpoint, headers), timeout=timeout,
                                     context=tls_context() if uri.startswith("https://") else None) as r:
-            return r.status, r.read(2000).decode("utf-8", "replace")
+            return r.status, r.read(limit).decode("utf-8", "replace")
     except urllib.error.HTTPError as exc:
-        return exc.code, exc.read(2000).decode("utf-8", "replace")
+        return exc.code, exc.read(limit).decode("utf-8", "replace")

@@ -12,13 +12,22 @@ launch, and its creator manages it.
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from radtrack.errors import RadtrackError
+from radtrack.store.uris import redact
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 CURRENT = "/api/3.0/mlflow/users/current/permissions"
 PERMISSION = "/api/3.0/mlflow/users/permissions/get"
 WRITABLE = frozenset({"EDIT", "MANAGE"})  # the permissions whose can_update is true
+GET_BY_NAME = "/api/2.0/mlflow/experiments/get-by-name"
+GET_BY_ID = "/api/2.0/mlflow/experiments/get"
 
 
 def grant_command(uri: str, user: str, experiment_id: str) -> str:
@@ -30,7 +39,22 @@ def grant_command(uri: str, user: str, experiment_id: str) -> str:
 
 
 def _get(uri: str, endpoint: str, params: dict[str, str] | None = None) -> tuple[int, dict]:
-    """(status, JSON body) of one GET with MLflow's own credentials handling."""
+    """(status, JSON body) of one GET, with what MLflow's client would send: through urllib
+    where radtrack/store/credentials.py can reproduce it (no MLflow import before the
+    scripts start), else through MLflow's own request code."""
+    from radtrack.store import credentials
+
+    headers = credentials.plain(uri)
+    if headers is not None:
+        from urllib.parse import urlencode
+
+        query = f"?{urlencode(params)}" if params else ""
+        status, text = credentials.status(uri, endpoint + query, headers, timeout=20, limit=None)
+        try:
+            body = json.loads(text) if text else {}
+        except ValueError:  # an HTML 404 page from a server without the auth app
+            body = {}
+        return status, body if isinstance(body, dict) else {}
     from mlflow.utils.credentials import get_default_host_creds
     from mlflow.utils.rest_utils import http_request
 
@@ -41,6 +65,34 @@ def _get(uri: str, endpoint: str, params: dict[str, str] | None = None) -> tuple
     except ValueError:  # an HTML 404 page from a server without the auth app
         body = {}
     return resp.status_code, body if isinstance(body, dict) else {}
+
+
+def experiment_ids(uri: str, names: list[str], client: Callable[[], MlflowClient]) -> dict[str, str]:
+    """Name -> id of each experiment of ``names`` that exists (a name of digits that is no
+    experiment's name: the experiment with that id, as the launch resolves it). Asked with
+    :func:`_get` where it can, else with MLflow's ``client()``."""
+    from radtrack.store import credentials
+
+    if credentials.plain(uri) is None:
+        from radtrack.store.runs import lookup_experiment
+
+        found = {name: lookup_experiment(client(), name) for name in names}
+        return {name: exp.experiment_id for name, exp in found.items() if exp is not None}
+    out = {}
+    for name in names:
+        status, body = _get(uri, GET_BY_NAME, {"experiment_name": name})
+        if status == 404 and name.isdigit():
+            status, body = _get(uri, GET_BY_ID, {"experiment_id": name})
+        if status == 200:
+            out[name] = str(body["experiment"]["experiment_id"])
+        elif status == 403:
+            user = os.environ.get("MLFLOW_TRACKING_USERNAME", "").strip()
+            raise RadtrackError(f"user {user!r} may not read experiment {name!r} on {redact(uri)}: "
+                                "ask an admin to grant EDIT on it (docs/deployment.md, section 5)")
+        elif status not in (400, 404):  # 404/400: no such experiment, the launch creates it
+            raise RadtrackError(f"tracking server {redact(uri)} did not say whether experiment "
+                                f"{name!r} exists ({status}: {str(body)[:200]})")
+    return out
 
 
 def experiment_permission(uri: str, user: str, experiment_id: str) -> str:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -213,21 +214,23 @@ def check_database_experiments(c: MlflowClient, uri: str, experiments: list[str]
                 "through the server (http://...) or use an experiment on a shared path")
 
 
-def check_experiments(c: MlflowClient, uri: str, experiments: list[str]) -> None:
+def check_experiments(client: Callable[[], MlflowClient], uri: str, experiments: list[str]) -> None:
     """Before anything starts: a database store's experiments (check_database_experiments)
     and, on a server with basic auth, the user's permission to write to each experiment
-    (radtrack/store/permissions.py)."""
+    (radtrack/store/permissions.py). ``client`` makes (or returns) the store's MLflow client,
+    called only where a check needs MLflow: a server's checks go through urllib where they
+    can (radtrack/store/credentials.py), so MLflow's import does not delay the scripts."""
     from radtrack.store import permissions
     from radtrack.store.outage import describe, is_outage
 
     if away_at_launch():
         return  # nothing to check against: the launch goes on, spooling (check_reachable)
     try:
-        check_database_experiments(c, uri, experiments)
+        if uri.split(":", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES:
+            check_database_experiments(client(), uri, experiments)
         if permissions.applies(uri):
-            found = {name: lookup_experiment(c, name) for name in dict.fromkeys(experiments)}
-            permissions.check_write_access(uri, redact(uri), {
-                name: exp.experiment_id for name, exp in found.items() if exp is not None})
+            found = permissions.experiment_ids(uri, list(dict.fromkeys(experiments)), client)
+            permissions.check_write_access(uri, redact(uri), found)
     except RadtrackError:
         raise
     except Exception as exc:

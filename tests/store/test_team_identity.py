@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import getpass
 import os
+import re
 import secrets
 import shlex
 import subprocess
@@ -268,6 +269,14 @@ def test_refused_credentials_stop_the_launch_in_one_line(mlflow_auth_server, tmp
     # the right password in the URI goes through, over a wrong one in the variables
     host = srv.uri.removeprefix("http://")
     in_uri = {**wrong, "MLFLOW_TRACKING_URI": f"http://{srv.admin[0]}:{srv.admin[1]}@{host}"}
-    p = radtrack_cli(*args, cwd=tmp_path, env=in_uri)
-    assert p.returncode == 0, p.stdout + p.stderr
+    script = tmp_path / "first.py"
+    script.write_text("import sys\nprint('SCRIPT-FIRST-LINE', file=sys.stderr, flush=True)\n")
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "radtrack", "-e", "refused", "-l", "none",
+                        str(script)], capture_output=True, text=True, timeout=240, cwd=tmp_path,
+                       env={**os.environ, **in_uri})
+    assert p.returncode == 0, p.stdout + p.stderr[-3000:]
     assert srv.admin[1] not in p.stdout + p.stderr  # the password is never shown
+    # the user's permissions were asked (a user is set) without MLflow's import before the script
+    lines = p.stderr.splitlines()
+    first = next(i for i, line in enumerate(lines) if "SCRIPT-FIRST-LINE" in line)
+    assert first < next(i for i, line in enumerate(lines) if re.search(r"\|\s+mlflow$", line))
