@@ -280,3 +280,24 @@ def test_refused_credentials_stop_the_launch_in_one_line(mlflow_auth_server, tmp
     lines = p.stderr.splitlines()
     first = next(i for i, line in enumerate(lines) if "SCRIPT-FIRST-LINE" in line)
     assert first < next(i for i, line in enumerate(lines) if re.search(r"\|\s+mlflow$", line))
+
+
+def test_an_experiment_the_user_may_not_read_is_refused_in_one_line(mlflow_auth_server, tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    srv = mlflow_auth_server
+    for var in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"):
+        monkeypatch.delenv(var, raising=False)
+    dave = _users(srv, monkeypatch, "dave")["dave"]
+    from mlflow import MlflowClient
+    from mlflow.server import get_app_client
+
+    exp_id = MlflowClient(srv.uri).create_experiment(f"hidden-{dave[0]}")  # as the admin
+    get_app_client("basic-auth", tracking_uri=srv.uri).grant_user_permission(
+        dave[0], "experiment", exp_id, "DENY")
+    p = radtrack_cli("-e", f"hidden-{dave[0]}", "-l", "none", str(SCRIPTS / "busy.py"), "0.2",
+                     cwd=tmp_path, env=_as(srv, dave, tmp_path))
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1, p.stderr  # one line, no traceback
+    assert f"user '{dave[0]}' may not read experiment 'hidden-{dave[0]}'" in lines[0]
+    assert "busy done" not in p.stdout
