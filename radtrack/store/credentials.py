@@ -5,15 +5,15 @@ Both questions are asked before the scripts start, so they must not cost MLflow'
 client would send (mlflow.utils.credentials, rest_utils.http_request):
 
 - ``Authorization``: a user and password written in the URI (``http://user:pass@host``), else
-  ``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD``, as basic auth, else
+  ``MLFLOW_TRACKING_USERNAME`` and ``MLFLOW_TRACKING_PASSWORD`` (each, where unset, from
+  ``~/.mlflow/credentials``), as basic auth, else
   ``MLFLOW_TRACKING_TOKEN`` as a bearer token;
 - TLS: ``MLFLOW_TRACKING_INSECURE_TLS`` (no verification), ``MLFLOW_TRACKING_SERVER_CERT_PATH``
   (the CA bundle to trust), ``MLFLOW_TRACKING_CLIENT_CERT_PATH`` (a client certificate).
 
 A user and password in the URI win over the variables, as in MLflow's client (requests puts
 them over its header). Where MLflow would decide otherwise (an auth plugin
-``MLFLOW_TRACKING_AUTH``, AWS SigV4, a ``~/.mlflow/credentials`` file, a netrc entry for the
-host, a request-header plugin), :func:`plain` answers None and the caller asks through
+``MLFLOW_TRACKING_AUTH``, AWS SigV4, a netrc entry for the host, a request-header plugin), :func:`plain` answers None and the caller asks through
 MLflow's own client instead.
 """
 
@@ -45,14 +45,12 @@ def plain(uri: str) -> dict[str, str] | None:
     or None where only MLflow's client can say (see the module's docstring)."""
     if any(_env(v).lower() not in ("", "false", "0") for v in _ONLY_MLFLOW):
         return None
-    if (Path.home() / ".mlflow" / "credentials").exists():  # MLflow reads it; we do not
-        return None
     parts = urlsplit(uri)
     if _netrc_entry(parts.hostname or ""):  # requests sends it over MLflow's header
         return None
     if _request_header_plugins():  # they may add any header, an Authorization too
         return None
-    user, password, token = _env(USERNAME), os.environ.get(PASSWORD, ""), _env(TOKEN)
+    (user, password), token = user_and_password(), _env(TOKEN)
     if parts.username is not None:  # requests sends the URI's user over MLflow's header
         pair = f"{parts.username}:{parts.password or ''}"
     elif user and password:
@@ -62,6 +60,23 @@ def plain(uri: str) -> dict[str, str] | None:
     else:
         return {}
     return {"Authorization": "Basic " + base64.standard_b64encode(pair.encode()).decode()}
+
+
+def user_and_password() -> tuple[str, str]:
+    """The basic-auth user and password MLflow's client takes: each from its variable, else
+    from ``~/.mlflow/credentials`` (``[mlflow]``: ``mlflow_tracking_username`` and
+    ``mlflow_tracking_password``); "" where neither has it."""
+    user, password = _env(USERNAME), os.environ.get(PASSWORD, "")
+    path = Path.home() / ".mlflow" / "credentials"
+    if (not user or not password) and path.exists():
+        import configparser
+
+        config = configparser.ConfigParser()
+        config.read(path)
+        if "mlflow" in config:
+            user = user or config["mlflow"].get(USERNAME.lower(), "").strip()
+            password = password or config["mlflow"].get(PASSWORD.lower(), "")
+    return user, password
 
 
 def _netrc_entry(host: str) -> bool:

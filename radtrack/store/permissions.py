@@ -13,7 +13,6 @@ launch, and its creator manages it.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -86,7 +85,7 @@ def experiment_ids(uri: str, names: list[str], client: Callable[[], MlflowClient
         if status == 200:
             out[name] = str(body["experiment"]["experiment_id"])
         elif status == 403:
-            user = os.environ.get("MLFLOW_TRACKING_USERNAME", "").strip()
+            user = credentials.user_and_password()[0]
             raise RadtrackError(f"user {user!r} may not read experiment {name!r} on {redact(uri)}: "
                                 "ask an admin to grant EDIT on it (docs/deployment.md, section 5)")
         elif status not in (400, 404):  # 404/400: no such experiment, the launch creates it
@@ -106,9 +105,11 @@ def experiment_permission(uri: str, user: str, experiment_id: str) -> str:
 
 
 def applies(uri: str) -> bool:
-    """A server, and a basic-auth user to check (no user, or a token: the server decides)."""
-    return uri.startswith(("http://", "https://")) and bool(
-        os.environ.get("MLFLOW_TRACKING_USERNAME", "").strip())
+    """A server, and a basic-auth user to check (no user, or a token: the server decides);
+    the user as MLflow's client takes it (its variable, else its credentials file)."""
+    from radtrack.store.credentials import user_and_password
+
+    return uri.startswith(("http://", "https://")) and bool(user_and_password()[0])
 
 
 def check_write_access(uri: str, shown_uri: str, experiments: dict[str, str]) -> None:
@@ -117,7 +118,9 @@ def check_write_access(uri: str, shown_uri: str, experiments: dict[str, str]) ->
     may not write to. ``shown_uri``: the URI as messages show it (no password)."""
     if not applies(uri):
         return
-    user = os.environ.get("MLFLOW_TRACKING_USERNAME", "").strip()
+    from radtrack.store.credentials import user_and_password
+
+    user = user_and_password()[0]
     status, body = _get(uri, CURRENT)
     if status != 200 or body.get("is_admin"):
         return  # no basic-auth app on this server (404), or an admin: may write anywhere

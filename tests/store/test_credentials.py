@@ -57,9 +57,16 @@ def test_files_mlflow_or_requests_would_read(tmp_path: Path, monkeypatch: pytest
     netrc.write_text("machine tracking.example login a password b\n")
     assert credentials.plain(URI) is None  # requests would send it
     netrc.unlink()
+    assert credentials.plain(URI) == {}
+
+
+def test_mlflows_credentials_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / ".mlflow").mkdir()
-    (tmp_path / ".mlflow" / "credentials").write_text("[mlflow]\nmlflow_tracking_username = a\n")
-    assert credentials.plain(URI) is None
+    (tmp_path / ".mlflow" / "credentials").write_text(
+        "[mlflow]\nmlflow_tracking_username = ann\nmlflow_tracking_password = from-file\n")
+    assert _basic(credentials.plain(URI)) == "ann:from-file"
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "from-env")  # each variable over its line
+    assert _basic(credentials.plain(URI)) == "ann:from-env"
 
 
 def test_the_request_leaves_the_users_info_out_of_the_url() -> None:
