@@ -79,6 +79,12 @@ def user_and_password() -> tuple[str, str]:
     return user, password
 
 
+def basic_auth_user(uri: str) -> str:
+    """The basic-auth user whose permissions a launch into ``uri`` is checked for: "" when
+    ``uri`` is no server or no user is set (a token: the server decides)."""
+    return user_and_password()[0] if uri.startswith(("http://", "https://")) else ""
+
+
 def _netrc_entry(host: str) -> bool:
     """Whether a netrc file holds credentials for ``host`` (requests' ``trust_env``); an
     unreadable one counts as holding them (MLflow's client decides)."""

@@ -107,9 +107,9 @@ def experiment_permission(uri: str, user: str, experiment_id: str) -> str:
 def applies(uri: str) -> bool:
     """A server, and a basic-auth user to check (no user, or a token: the server decides);
     the user as MLflow's client takes it (its variable, else its credentials file)."""
-    from radtrack.store.credentials import user_and_password
+    from radtrack.store.credentials import basic_auth_user
 
-    return uri.startswith(("http://", "https://")) and bool(user_and_password()[0])
+    return bool(basic_auth_user(uri))
 
 
 def check_write_access(uri: str, shown_uri: str, experiments: dict[str, str]) -> None:

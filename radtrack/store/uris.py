@@ -62,9 +62,9 @@ def needs_store_checks(uri: str) -> bool:
     database store (experiments' artifact locations). A SQLite or file store, or a server
     with no user to check, has nothing to check, so MLflow need not be imported before the
     scripts start (seconds on a GPU host)."""
-    from radtrack.store import permissions
+    from radtrack.store.credentials import basic_auth_user
 
-    return permissions.applies(uri) or uri.split(":", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES
+    return bool(basic_auth_user(uri)) or uri.split(":", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES
 
 
 def store_is_new(uri: str) -> bool:
