@@ -19,7 +19,7 @@ from radtrack.listeners.wrappers import CommandWrapper
 Plugin = type[Listener] | type[CommandWrapper]
 
 __all__ = ["ALIASES", "GROUP", "Plugin", "availability", "canonical", "default_names", "get", "installed",
-           "parse_names", "split", "unknown"]
+           "parse_names", "sampling_names", "split", "unknown"]
 
 GROUP = "radtrack.listeners"
 
@@ -91,12 +91,13 @@ def unknown(names: list[str]) -> list[str]:
     return [n for n in names if canonical(ListenerChoice.parse(n).name) not in _registered()]
 
 
+def sampling_names() -> list[str]:
+    """Every installed sampling listener that loads, whether or not this host can run it
+    (profilers, which wrap the command, are opt-in)."""
+    return [name for name, cls in sorted(installed().items())
+            if not isinstance(cls, Exception) and not cls.wraps_command]
+
+
 def default_names() -> list[str]:
     """Every installed sampling listener available on this host (profilers are opt-in)."""
-    out = []
-    for name, cls in sorted(installed().items()):
-        if isinstance(cls, Exception) or cls.wraps_command:
-            continue
-        if availability(name):
-            out.append(name)
-    return out
+    return [name for name in sampling_names() if availability(name)]

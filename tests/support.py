@@ -115,3 +115,21 @@ def sqlite_locked(db: Path) -> Iterator[None]:
         assert holder.stdin is not None
         holder.stdin.close()
         holder.wait(timeout=30)
+
+
+def launch_importing(args: list[str], tmp_path: Path, env: dict[str, str]) -> tuple[
+        subprocess.CompletedProcess[str], bool]:
+    """``python -X importtime -m radtrack ARGS SCRIPT`` with a script that prints one line to
+    stderr first thing; returns the process and whether that line came before the launcher
+    finished importing MLflow (importtime writes a module's line when its import ends)."""
+    import re
+
+    script = tmp_path / "first.py"
+    script.write_text("import sys\nprint('SCRIPT-FIRST-LINE', file=sys.stderr, flush=True)\n")
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "radtrack", *args, str(script)],
+                       capture_output=True, text=True, timeout=240, cwd=tmp_path,
+                       env={**os.environ, **env})
+    lines = p.stderr.splitlines()
+    first = next((i for i, line in enumerate(lines) if "SCRIPT-FIRST-LINE" in line), None)
+    mlflow = next((i for i, line in enumerate(lines) if re.search(r"\|\s+mlflow$", line)), None)
+    return p, first is not None and mlflow is not None and first < mlflow

@@ -22,6 +22,7 @@ from radtrack.run.launch import (
     run_workload,
     say,
     store_row_params,
+    unavailable,
 )
 from radtrack.run.record import Recorder
 from radtrack.script import env as renv
@@ -49,11 +50,7 @@ def resolve_listeners(spec: RunSpec) -> tuple[list[str], list[type[CommandWrappe
     from radtrack.listeners.protocol import ListenerChoice
     from radtrack.listeners.wrappers import CommandWrapper
 
-    if spec.listeners is None:  # every installed sampling listener this host can run
-        names = [name for name, cls in sorted(registry.installed().items())
-                 if not isinstance(cls, Exception) and not cls.wraps_command]
-    else:
-        names = spec.listeners
+    names = registry.sampling_names() if spec.listeners is None else spec.listeners
     samplers: list[str] = []
     wrappers: list[type[CommandWrapper]] = []
     tags: dict[str, str] = {}
@@ -62,18 +59,14 @@ def resolve_listeners(spec: RunSpec) -> tuple[list[str], list[type[CommandWrappe
         try:
             cls = registry.get(name)
         except RadtrackError as exc:
-            cls, reason = None, str(exc)
-        if cls is not None and issubclass(cls, CommandWrapper):
-            ok = registry.availability(name)
-            if ok:
-                wrappers.append(cls)
-                continue
-            reason = ok.reason
-        elif cls is not None:
-            samplers.append(entry)
+            unavailable(tags, name, str(exc))
             continue
-        tags[schema.listener_tag(name)] = f"unavailable: {reason}"
-        say(f"listener {name} unavailable: {reason}")
+        if not issubclass(cls, CommandWrapper):
+            samplers.append(entry)
+        elif ok := registry.availability(name):
+            wrappers.append(cls)
+        else:
+            unavailable(tags, name, ok.reason)
     return samplers, wrappers, tags
 
 

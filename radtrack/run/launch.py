@@ -27,6 +27,7 @@ from radtrack.run.start import (
     say,
     spawn_rows,
     start_row_listeners,
+    unavailable,
 )
 from radtrack.run.supervise import supervise
 from radtrack.script import env as renv
@@ -37,7 +38,7 @@ if TYPE_CHECKING:
     from radtrack.run.record import Recorder
 
 __all__ = ["Interrupt", "Row", "command_for", "leave_for_sync", "remove_spools", "run_workload", "say",
-           "spooled_line", "store_row_params", "write_finish"]
+           "spooled_line", "store_row_params", "unavailable", "write_finish"]
 
 
 def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grace: float = 10.0,

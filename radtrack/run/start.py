@@ -86,6 +86,12 @@ def spawn_rows(rows: list[Row], grace: float, spool_root: Path) -> list[int]:
     return barrier_w
 
 
+def unavailable(tags: dict[str, str], name: str, reason: str) -> None:
+    """A named listener this host cannot run: its ``radtrack.listener.<name>`` tag, and a line."""
+    tags[schema.listener_tag(name)] = f"unavailable: {reason}"
+    say(f"listener {name} unavailable: {reason}")
+
+
 def check_listeners(row: Row) -> None:
     """Keep the row's sampling listeners this host can run (``registry.availability``), once
     its script's process exists: the check starts NVML (tens of ms on a GPU host), which now
@@ -102,8 +108,7 @@ def check_listeners(row: Row) -> None:
         if ok:
             kept.append(entry)
         elif row.spec.listeners is not None:
-            row.record_tags[schema.listener_tag(name)] = f"unavailable: {ok.reason}"
-            say(f"listener {name} unavailable: {ok.reason}")
+            unavailable(row.record_tags, name, ok.reason)
     if kept != row.listeners:
         row.listeners = kept
         row.params["listeners"] = listeners_param(kept + [w.name for w in row.wrappers])

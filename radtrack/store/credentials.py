@@ -22,6 +22,7 @@ from __future__ import annotations
 import base64
 import os
 import ssl
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
@@ -99,7 +100,10 @@ def _netrc_entry(host: str) -> bool:
         return True
 
 
+@cache
 def _request_header_plugins() -> bool:
+    """Whether an ``mlflow.request_header_provider`` plugin is installed (the scan of every
+    distribution is done once: a launch asks before each of its few requests)."""
     from importlib.metadata import entry_points
 
     return bool(entry_points(group="mlflow.request_header_provider"))

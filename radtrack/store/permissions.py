@@ -116,11 +116,11 @@ def check_write_access(uri: str, shown_uri: str, experiments: dict[str, str]) ->
     """Refuse, with one line naming the experiment, the user and the admin's grant command,
     an existing experiment (name -> id; one the launch creates is its creator's) the user
     may not write to. ``shown_uri``: the URI as messages show it (no password)."""
-    if not applies(uri):
-        return
-    from radtrack.store.credentials import user_and_password
+    from radtrack.store.credentials import basic_auth_user
 
-    user = user_and_password()[0]
+    user = basic_auth_user(uri)
+    if not user:
+        return
     status, body = _get(uri, CURRENT)
     if status != 200 or body.get("is_admin"):
         return  # no basic-auth app on this server (404), or an admin: may write anywhere

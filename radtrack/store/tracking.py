@@ -192,13 +192,15 @@ def client(uri: str) -> MlflowClient:
     return c
 
 
-def check_database_experiments(c: MlflowClient, uri: str, experiments: list[str]) -> None:
+def check_database_experiments(client: Callable[[], MlflowClient], uri: str,
+                               experiments: list[str]) -> None:
     """With a database tracking URI (no server in between), a run's artifacts go where its
     experiment says. Refuse, before anything starts, an experiment that does not exist yet
     (MLflow would keep its artifacts in ./mlruns on this host, out of the team's sight) or
     whose artifacts only a tracking server can reach (``mlflow-artifacts:``)."""
-    if uri.split(":", 1)[0].split("+", 1)[0] not in DATABASE_SCHEMES:
+    if not reach.is_database(uri):
         return
+    c = client()
     for name in dict.fromkeys(experiments):
         exp = lookup_experiment(c, name)
         if exp is None:
@@ -226,8 +228,7 @@ def check_experiments(client: Callable[[], MlflowClient], uri: str, experiments:
     if away_at_launch():
         return  # nothing to check against: the launch goes on, spooling (check_reachable)
     try:
-        if uri.split(":", 1)[0].split("+", 1)[0] in DATABASE_SCHEMES:
-            check_database_experiments(client(), uri, experiments)
+        check_database_experiments(client, uri, experiments)
         if permissions.applies(uri):
             found = permissions.experiment_ids(uri, list(dict.fromkeys(experiments)), client)
             permissions.check_write_access(uri, redact(uri), found)

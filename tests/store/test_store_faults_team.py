@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
-from support import radtrack_cli
+from support import launch_importing, radtrack_cli
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
 
@@ -90,17 +90,10 @@ def test_a_launch_into_a_server_starts_its_script_before_mlflow_is_imported(
     import (-X importtime, in the launcher) finishes after the script's first line."""
     for var in ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD", "MLFLOW_TRACKING_TOKEN"):
         monkeypatch.delenv(var, raising=False)
-    script = tmp_path / "first.py"
-    script.write_text("import sys\nprint('SCRIPT-FIRST-LINE', file=sys.stderr, flush=True)\n")
-    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "radtrack", "--tracking-uri",
-                        mlflow_server_uri, "-e", "server-start", "-l", "none", str(script)],
-                       capture_output=True, text=True, timeout=240, cwd=tmp_path,
-                       env={**os.environ, "RADTRACK_HOME": str(tmp_path / ".radtrack")})
+    p, script_first = launch_importing(["--tracking-uri", mlflow_server_uri, "-e", "server-start",
+                                        "-l", "none"], tmp_path, {"RADTRACK_HOME": str(tmp_path / ".radtrack")})
     assert p.returncode == 0, p.stderr[-3000:]
-    lines = p.stderr.splitlines()
-    first = next(i for i, line in enumerate(lines) if "SCRIPT-FIRST-LINE" in line)
-    mlflow = next(i for i, line in enumerate(lines) if re.search(r"\|\s+mlflow$", line))
-    assert first < mlflow, "MLflow was imported before the script started"
+    assert script_first, "MLflow was imported before the script started"
     (run,) = [r for r in MlflowClient(mlflow_server_uri).search_runs(
         [MlflowClient(mlflow_server_uri).get_experiment_by_name("server-start").experiment_id])
         if r.data.tags.get("radtrack.role") == "row"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import getpass
 import os
-import re
 import secrets
 import shlex
 import subprocess
@@ -17,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import radtrack_cli
+from support import launch_importing, radtrack_cli
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
 
@@ -269,17 +268,11 @@ def test_refused_credentials_stop_the_launch_in_one_line(mlflow_auth_server, tmp
     # the right password in the URI goes through, over a wrong one in the variables
     host = srv.uri.removeprefix("http://")
     in_uri = {**wrong, "MLFLOW_TRACKING_URI": f"http://{srv.admin[0]}:{srv.admin[1]}@{host}"}
-    script = tmp_path / "first.py"
-    script.write_text("import sys\nprint('SCRIPT-FIRST-LINE', file=sys.stderr, flush=True)\n")
-    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "radtrack", "-e", "refused", "-l", "none",
-                        str(script)], capture_output=True, text=True, timeout=240, cwd=tmp_path,
-                       env={**os.environ, **in_uri})
+    p, script_first = launch_importing(["-e", "refused", "-l", "none"], tmp_path, in_uri)
     assert p.returncode == 0, p.stdout + p.stderr[-3000:]
     assert srv.admin[1] not in p.stdout + p.stderr  # the password is never shown
     # the user's permissions were asked (a user is set) without MLflow's import before the script
-    lines = p.stderr.splitlines()
-    first = next(i for i, line in enumerate(lines) if "SCRIPT-FIRST-LINE" in line)
-    assert first < next(i for i, line in enumerate(lines) if re.search(r"\|\s+mlflow$", line))
+    assert script_first
 
 
 def test_an_experiment_the_user_may_not_read_is_refused_in_one_line(mlflow_auth_server, tmp_path: Path,
