@@ -8,6 +8,10 @@
 # lcpu: benchmarks/listener_cpu_ab.sh against the tree in .lcpu-before ($LCPU_ROUNDS rounds,
 #   default 2; $SETS, $SECONDS_PER_SET as there), tables in OUTDIR/lcpu/listener_cpu.md;
 # ab: benchmarks/overhead_ab.py with $AB_ARGS (appended to OUTDIR/overhead_ab.json);
+# server: benchmarks/fixed_cost.py into a local `mlflow server` (tests/servers.py, SQLite
+#   backend; $SERVER_MODES, default plain and none, top, smi, smi+dcgm+top detached), OUTDIR/server.*;
+# sprofile: benchmarks/sampler_profile.py under the bursty matmul for each of $PROFILE_SETS
+#   (default smi+top, smi+top+dcgm@1, smi+dcgm+top; $PROFILE_S seconds each), OUTDIR/sprofile-*.json;
 # startab: benchmarks/fixed_cost.py on the tree in .fixed-before ($START_BEFORE_MODES) and on
 #   this one ($START_MODES), $FIXED_REPEATS each (OUTDIR/start-{before,after}.{txt,json}),
 #   after the host's Python set-up (PYTHON* variables, import times) in OUTDIR/python.txt.
@@ -47,6 +51,28 @@ if has fixed; then
   python3 benchmarks/fixed_cost.py --repeats "${FIXED_REPEATS:-3}" \
     --modes "${FIXED_MODES:-plain,none,none:detach,smi,smi:detach,smi+dcgm+top,smi+dcgm+top:detach}" \
     --json "$out/fixed.json" 2>&1 | tee "$out/fixed.txt" | tail -14
+fi
+if has server; then
+  python3 - "$out" <<'PY' 2>&1 | tee "$out/server.txt" | tail -12
+import os, subprocess, sys, tempfile
+from pathlib import Path
+sys.path.insert(0, os.getcwd())
+from tests.servers import start_mlflow_server
+out, work = Path(sys.argv[1]), Path(tempfile.mkdtemp())
+server = start_mlflow_server(f"sqlite:///{work / 'server.db'}", work / "artifacts", work)
+try:
+    modes = os.environ.get("SERVER_MODES", "plain,none:detach,top:detach,smi:detach,smi+dcgm+top:detach")
+    subprocess.run([sys.executable, "benchmarks/fixed_cost.py", "--repeats", os.environ.get("FIXED_REPEATS", "3"),
+                    "--uri", server.uri, "--modes", modes, "--json", str(out / "server.json")], check=False)
+finally:
+    server.stop()
+PY
+fi
+if has sprofile; then
+  for set in ${PROFILE_SETS:-smi+top smi+top+dcgm@1 smi+dcgm+top}; do
+    python3 benchmarks/sampler_profile.py --gpu-load --seconds "${PROFILE_S:-15}" --set "$set" \
+      --json "$out/sprofile-${set//[+@]/_}.json" 2>&1 | grep -v '"type": "stats"' | head -22
+  done
 fi
 if has fixed && [[ ${PROFILE:-1} != 0 ]]; then
   work=$(mktemp -d)
