@@ -4,7 +4,8 @@ Every NVML call of the GPU listeners goes through :func:`nvml_query`, so a devic
 driver that lacks a reading degrades to :data:`NA` (recorded once as unsupported by
 the listener) instead of an exception in the sampling loop. Functions are looked up
 on the ``pynvml`` module at call time, which also lets tests replace them with
-autospec doubles.
+autospec doubles; the buffers smi reads every second take one driver call instead of
+pynvml's two (listeners/nvml_direct.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from functools import cache
 from typing import Any, Final
 
 from radtrack.listeners.base import Availability
+from radtrack.listeners.nvml_direct import replacement
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,7 @@ def nvml_query(func: str, *args: Any) -> Any:
             log.warning("pynvml has no %s (nvidia-ml-py too old); its reading is skipped", func)
         return NA
     ensure_init()
+    fn = replacement(func, fn, pynvml)
     try:
         return fn(*args)
     except _na_errors(pynvml) as exc:

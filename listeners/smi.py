@@ -32,6 +32,11 @@ benchmarks/listener_costs.py; a call costs 10-20x its idle floor while the GPU c
   direction: it samples the link for 20 ms, which would hold up every other reading of
   the sampler; PCIE_THROUGHPUT_EVERY_S).
 
+A reading the device answers "not supported" at the probe (an H100 has no fan) is never
+asked again (:meth:`_DeviceState.query`): the answer costs as much as a reading, 0.4-0.6 ms
+for the fan under load. The power sample ring and the per-process readings take one driver
+call each instead of pynvml's two (listeners/nvml_direct.py).
+
 Where the GPU offers it (H100: about 50 samples a second), the driver's own power sample
 buffer is read once a second (listeners/driver_samples.py) and every sample is emitted
 once, with the driver's timestamp, as ``power_sample_w`` on sample lines of its own
@@ -164,6 +169,21 @@ class _DeviceState:
     energy: Every = field(init=False)
     buffer: Every = field(init=False)
     pcie: Every = field(init=False)
+    # NVML calls (function and arguments) that answered "not available" while probing: a
+    # device without a fan, ECC or an older name never answers them later, and asking costs
+    # (nvmlDeviceGetFanSpeed: 380-570 us a call on an H100 that has no fan)
+    absent: set[tuple[Any, ...]] = field(default_factory=set)
+    probed: bool = False
+
+    def query(self, func: str, *args: Any) -> Any:
+        """``nvml_query(func, *args)``, NA without asking for a call found absent at the probe."""
+        call = (func, *args[1:])  # the handle is the device's own
+        if call in self.absent:
+            return NA
+        value = nvml_query(func, *args)
+        if value is NA and not self.probed:
+            self.absent.add(call)
+        return value
 
     def __post_init__(self) -> None:
         self.procs = ProcessShare(self.dev.handle)
@@ -238,6 +258,7 @@ class SmiListener(Listener):
             self._supported[st.dev.scope] = ok
             st.keys = {q: f"smi/{st.dev.scope}/{q}" for q in QUANTITIES if q in ok}
             self._unsupported += [f"{st.dev.scope}/{q}" for q in wanted if q not in ok]
+            st.probed = True
             for q in wanted:
                 if q in ok:
                     unit, desc, source = QUANTITIES[q]
@@ -312,11 +333,11 @@ class SmiListener(Listener):
         if slow or st.power_buffer is None:  # the buffer holds every sample between
             mw = fv.get(FI_POWER_INSTANT)
             if mw is None:
-                mw = _num(nvml_query("nvmlDeviceGetPowerUsage", hp))
+                mw = _num(st.query("nvmlDeviceGetPowerUsage", hp))
             _put(out, "power_w", mw, 1e-3)
 
         if st.energy.due(now):
-            energy = _num(nvml_query("nvmlDeviceGetTotalEnergyConsumption", hp))
+            energy = _num(st.query("nvmlDeviceGetTotalEnergyConsumption", hp))
             if energy is not None:
                 if st.energy0_mj is None:
                     st.energy0_mj, st.energy0_at = energy, time.time()
@@ -324,20 +345,20 @@ class SmiListener(Listener):
 
         util_due = st.util.due(now)
         if util_due:
-            util = nvml_query("nvmlDeviceGetUtilizationRates", h)
+            util = st.query("nvmlDeviceGetUtilizationRates", h)
             if util is not NA:
                 out["gpu_util_pct"], out["mem_util_pct"] = float(util.gpu), float(util.memory)
         if util_due or slow:
-            mem = nvml_query("nvmlDeviceGetMemoryInfo", h)
+            mem = st.query("nvmlDeviceGetMemoryInfo", h)
             if mem is not NA:
                 out["mem_used_mib"] = mem.used / _MIB
                 if slow:
                     out["mem_total_mib"] = mem.total / _MIB
-        _put(out, "sm_clock_mhz", _num(nvml_query("nvmlDeviceGetClockInfo", h, 1)))
+        _put(out, "sm_clock_mhz", _num(st.query("nvmlDeviceGetClockInfo", h, 1)))
 
-        reasons = nvml_query("nvmlDeviceGetCurrentClocksEventReasons", h)
+        reasons = st.query("nvmlDeviceGetCurrentClocksEventReasons", h)
         if reasons is NA:  # drivers before R535 only have the older name
-            reasons = nvml_query("nvmlDeviceGetCurrentClocksThrottleReasons", h)
+            reasons = st.query("nvmlDeviceGetCurrentClocksThrottleReasons", h)
         if reasons is not NA:
             mask = int(reasons)
             out["clock_reasons_mask"] = float(mask)
@@ -346,16 +367,16 @@ class SmiListener(Listener):
             out["throttle_thermal_flag"] = float(bool(mask & (REASON_SW_THERMAL | REASON_HW_THERMAL)))
 
         if slow:
-            _put(out, "temp_c", _num(nvml_query("nvmlDeviceGetTemperature", h, 0)))
-            _put(out, "mem_clock_mhz", _num(nvml_query("nvmlDeviceGetClockInfo", h, 2)))
+            _put(out, "temp_c", _num(st.query("nvmlDeviceGetTemperature", h, 0)))
+            _put(out, "mem_clock_mhz", _num(st.query("nvmlDeviceGetClockInfo", h, 2)))
             _put(out, "power_avg_w", fv.get(FI_POWER_AVERAGE), 1e-3)
             _put(out, "mem_temp_c", fv.get(FI_MEMORY_TEMP))
-            pstate = _num(nvml_query("nvmlDeviceGetPerformanceState", h))
+            pstate = _num(st.query("nvmlDeviceGetPerformanceState", h))
             if pstate is not None and pstate != _PSTATE_UNKNOWN:
                 out["pstate_level"] = pstate
-            _put(out, "fan_pct", _num(nvml_query("nvmlDeviceGetFanSpeed", h)))
+            _put(out, "fan_pct", _num(st.query("nvmlDeviceGetFanSpeed", h)))
             for name, kind in (("ecc_corrected_volatile_count", 0), ("ecc_uncorrected_volatile_count", 1)):
-                _put(out, name, _num(nvml_query("nvmlDeviceGetTotalEccErrors", h, kind, 0)))
+                _put(out, name, _num(st.query("nvmlDeviceGetTotalEccErrors", h, kind, 0)))
             out.update(self._pcie(st, fv, now))
         return out
 

@@ -157,6 +157,27 @@ def test_resolve_names_the_bad_entry(monkeypatch, entry, message):
 
 # -- smi --------------------------------------------------------------------------------
 
+def test_a_reading_the_device_lacks_is_asked_once(monkeypatch):
+    """A reading NVML answers "not supported" at the probe (an H100 has no fan) is never asked
+    again: each ask costs 0.4-0.6 ms under load. The readings it has are read as before."""
+    gpu = FakeGpu(unsupported={"nvmlDeviceGetFanSpeed", "nvmlDeviceGetTotalEccErrors"})
+    fake = FakeNvml(monkeypatch, [gpu])
+    smi = _listener()
+    keys = {s.key for s in smi.probe()}
+    asked = {f: fake.calls[f].call_count for f in (
+        "nvmlDeviceGetFanSpeed", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetTemperature")}
+    assert asked["nvmlDeviceGetFanSpeed"] == 1 and asked["nvmlDeviceGetTotalEccErrors"] == 2
+    for _ in range(3):
+        smi._states[0].slow.force()  # every once-a-second reading due
+        values = smi.sample()
+        assert "smi/gpu0/temp_c" in values and "smi/gpu0/fan_pct" not in values
+    assert fake.calls["nvmlDeviceGetFanSpeed"].call_count == 1
+    assert fake.calls["nvmlDeviceGetTotalEccErrors"].call_count == 2
+    assert fake.calls["nvmlDeviceGetTemperature"].call_count == asked["nvmlDeviceGetTemperature"] + 3
+    assert "smi/gpu0/fan_pct" not in keys and "smi/gpu0/ecc_corrected_volatile_count" not in keys
+    assert "gpu0/fan_pct" in smi.tags()["radtrack.listener.smi.unsupported"]
+
+
 def test_probe_and_sample_h100(monkeypatch):
     gpu = FakeGpu(unsupported={"nvmlDeviceGetFanSpeed"}, reasons=0x4 | 0x40, util=(100, 7),
                   mem_used=1595 * MIB)
