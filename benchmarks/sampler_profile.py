@@ -63,9 +63,6 @@ def instrument() -> None:
             fn = getattr(pynvml, name)
             if name.startswith("nvml") and callable(fn) and name not in ("nvmlInit", "nvmlShutdown"):
                 setattr(pynvml, name, _timed(f"nvml {name}", fn))
-    from radtrack.listeners import nvml_direct
-    for name, fn in list(nvml_direct._DIRECT.items()):
-        nvml_direct._DIRECT[name] = _timed(f"nvml {name} (one call)", fn)
     for name in ("cpu_times", "memory", "proc_stat", "proc_ctx_switches", "proc_io", "descendants"):
         setattr(procfs, name, _timed(f"proc {name}", getattr(procfs, name)))
     psutil.sensors_temperatures = _timed("psutil sensors_temperatures", psutil.sensors_temperatures)

@@ -4,8 +4,7 @@ Every NVML call of the GPU listeners goes through :func:`nvml_query`, so a devic
 driver that lacks a reading degrades to :data:`NA` (recorded once as unsupported by
 the listener) instead of an exception in the sampling loop. Functions are looked up
 on the ``pynvml`` module at call time, which also lets tests replace them with
-autospec doubles; the buffers smi reads every second take one driver call instead of
-pynvml's two (listeners/nvml_direct.py).
+autospec doubles.
 """
 
 from __future__ import annotations
@@ -16,7 +15,6 @@ from functools import cache
 from typing import Any, Final
 
 from radtrack.listeners.base import Availability
-from radtrack.listeners.nvml_direct import replacement
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +81,6 @@ def nvml_query(func: str, *args: Any) -> Any:
             log.warning("pynvml has no %s (nvidia-ml-py too old); its reading is skipped", func)
         return NA
     ensure_init()
-    fn = replacement(func, fn, pynvml)
     try:
         return fn(*args)
     except _na_errors(pynvml) as exc:

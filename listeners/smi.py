@@ -34,8 +34,9 @@ benchmarks/listener_costs.py; a call costs 10-20x its idle floor while the GPU c
 
 A reading the device answers "not supported" at the probe (an H100 has no fan) is never
 asked again (:meth:`_DeviceState.query`): the answer costs as much as a reading, 0.4-0.6 ms
-for the fan under load. The power sample ring and the per-process readings take one driver
-call each instead of pynvml's two (listeners/nvml_direct.py).
+for the fan under load. (Reading the power sample ring and the per-process readings in one
+driver call instead of pynvml's two was tried and not kept: the size query is cheap, the
+filling call is what costs; docs/performance.md.)
 
 Where the GPU offers it (H100: about 50 samples a second), the driver's own power sample
 buffer is read once a second (listeners/driver_samples.py) and every sample is emitted

@@ -157,31 +157,3 @@ def test_energy_reaches_back_to_the_run_start(steady_load: int):
     # at 700 W at each of the four reads: a 4-s window was 2.1 % off); over 9 s that is
     # about 1 %, while missing the recovered second would be 11 % (and counting it twice too)
     assert e_last == pytest.approx(truth, rel=0.02)
-
-
-def test_one_call_reads_answer_as_pynvml_does(steady_load):
-    """listeners/nvml_direct.py on the real driver: the power ring and the per-process
-    readings in one call a read hold what pynvml's two calls hold (samples that arrive
-    between the two reads aside)."""
-    import pynvml
-
-    from radtrack.listeners import nvml, nvml_direct
-
-    nvml.ensure_init()
-    h = pynvml.nvmlDeviceGetHandleByIndex(0)
-    samples = nvml_direct.replacement("nvmlDeviceGetSamples", pynvml.nvmlDeviceGetSamples, pynvml)
-    putil = nvml_direct.replacement("nvmlDeviceGetProcessUtilization",
-                                    pynvml.nvmlDeviceGetProcessUtilization, pynvml)
-    assert samples is not pynvml.nvmlDeviceGetSamples and putil is not pynvml.nvmlDeviceGetProcessUtilization
-    since = int((time.time() - 1.5) * 1e6)
-    for _ in range(3):
-        ours = samples(h, 0, since)
-        theirs = pynvml.nvmlDeviceGetSamples(h, 0, since)
-        ours_t = [s.timeStamp for s in ours[1]]
-        theirs_t = [s.timeStamp for s in theirs[1]]
-        assert ours[0] == theirs[0] and len(ours_t) >= 40  # ~50 a second on an H100
-        assert theirs_t[:len(ours_t)] == ours_t and len(theirs_t) - len(ours_t) <= 2
-        time.sleep(0.3)
-    ours_p = {s.pid for s in putil(h, since) if s.smUtil > 0}
-    theirs_p = {s.pid for s in pynvml.nvmlDeviceGetProcessUtilization(h, since) if s.smUtil > 0}
-    assert steady_load in ours_p and ours_p == theirs_p
