@@ -107,7 +107,7 @@ def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) ->
 
     from radtrack.store import credentials
 
-    headers = credentials.plain(uri)
+    headers = credentials.plain(uri, plugins=False)  # a refusal asks about plugins
     try:
         credentials.status(uri, "/health", headers or {}, timeout)
     except (urllib.error.URLError, OSError, ValueError) as exc:
@@ -142,6 +142,8 @@ def check_credentials(uri: str, headers: dict[str, str] | None, timeout: float =
         except OSError:
             return  # it answered /health a moment ago: anything else shows up where it matters
         code = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED"}.get(status, "")
+        if code and credentials.header_plugins():  # a plugin's headers might be accepted
+            return check_credentials(uri, None, timeout)
     if "UNAUTHENTICATED" in code or "401" in text:
         user = os.environ.get(TRACKING_USERNAME)
         who = f"user {user!r} was refused" if user else "no credentials were given"

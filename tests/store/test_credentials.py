@@ -73,3 +73,65 @@ def test_the_request_leaves_the_users_info_out_of_the_url() -> None:
     req = credentials.request("https://bo:secret@tracking.example/prefix/", "/health", {"X": "1"})
     assert req.full_url == "https://tracking.example/prefix/health"
     assert req.get_header("X") == "1"
+
+
+def _server(search_status: int):
+    """A real HTTP server on 127.0.0.1 answering /health 200 and the credentials read
+    ``search_status``; returns (uri, the requests' paths, stop)."""
+    import http.server
+    import threading
+
+    seen: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            seen.append(self.path)
+            code = 200 if self.path == "/health" else search_status
+            self.send_response(code)
+            self.end_headers()
+            self.wfile.write(b"{}" if code == 200 else b'{"error_code": "UNAUTHENTICATED"}')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}", seen, server.shutdown
+
+
+def test_installed_plugins_are_asked_about_only_when_the_server_refuses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plugin scan (importlib.metadata over every installed distribution, 20-50 ms) is
+    left out of a launch the server accepts; a refused one with a request-header plugin
+    installed is asked again through MLflow's client, which sends the plugin's headers."""
+    from radtrack.store import tracking
+
+    asked = []
+    monkeypatch.setattr(credentials, "header_plugins", lambda: asked.append("scan") or True)
+    assert credentials.plain(URI) is None and credentials.plain(URI, plugins=False) == {}
+    asked.clear()
+    uri, seen, stop = _server(200)
+    try:
+        tracking.check_reachable(uri)
+        assert seen == ["/health", credentials.SEARCH + "?max_results=1"] and asked == []
+    finally:
+        stop()
+
+    class Client:  # MLflow's client, as far as check_credentials uses it
+        def search_experiments(self, max_results: int) -> list:
+            asked.append("mlflow client")
+            return []
+
+    monkeypatch.setattr(tracking, "client", lambda uri: Client())
+    uri, seen, stop = _server(401)
+    try:
+        tracking.check_reachable(uri)  # the plugin's headers (MLflow's client) are accepted
+        assert asked == ["scan", "mlflow client"]
+    finally:
+        stop()
+    monkeypatch.setattr(credentials, "header_plugins", lambda: False)
+    uri, seen, stop = _server(401)
+    try:
+        with pytest.raises(Exception, match="requires authentication"):
+            tracking.check_reachable(uri)
+    finally:
+        stop()
