@@ -1,14 +1,17 @@
 """Find listeners through the ``radtrack.listeners`` entry-point group.
 
 Built-in and third-party listeners register the same way; one that fails to import is
-a warning, never a crash.
+a warning, never a crash. A name radtrack itself registers is looked up in radtrack's own
+metadata (0.3 ms); every installed package's is read (15 ms for 247 packages on the H100
+host, before the scripts start) only for a name radtrack does not register, or to list
+them all. A built-in name is radtrack's listener, whatever else registers it.
 """
 
 from __future__ import annotations
 
 import warnings
 from functools import cache
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint, PackageNotFoundError, distribution, entry_points
 
 from radtrack.errors import RadtrackError
 from radtrack.listeners.base import Availability, Listener
@@ -22,12 +25,28 @@ __all__ = ["ALIASES", "GROUP", "Plugin", "availability", "canonical", "default_n
            "parse_names", "sampling_names", "split", "unknown"]
 
 GROUP = "radtrack.listeners"
+DIST = "radtrack"
+
+
+@cache
+def _own() -> dict[str, EntryPoint]:
+    """radtrack's own listeners -> their entry points, from its metadata alone."""
+    try:
+        eps = distribution(DIST).entry_points
+    except PackageNotFoundError:  # run from a tree that is not installed
+        return {}
+    return {ep.name: ep for ep in eps if ep.group == GROUP}
 
 
 @cache
 def _registered() -> dict[str, EntryPoint]:
-    """Every registered listener name -> its entry point (nothing imported yet)."""
-    return {ep.name: ep for ep in entry_points(group=GROUP)}
+    """Every registered listener name -> its entry point (nothing imported yet); radtrack's
+    own over another package's of the same name."""
+    return {**{ep.name: ep for ep in entry_points(group=GROUP)}, **_own()}
+
+
+def _known(name: str) -> bool:
+    return name in _own() or name in _registered()  # every package read only when not own
 
 
 @cache
@@ -35,7 +54,7 @@ def _load(name: str) -> Plugin | Exception:
     """The class of one registered listener, or the exception that stopped its import. Only
     the listeners a run names are imported (the launcher imports them before its scripts
     start: each module it can skip starts them sooner)."""
-    ep = _registered()[name]
+    ep = _own().get(name) or _registered()[name]
     try:
         cls = ep.load()
         if not (isinstance(cls, type) and issubclass(cls, Listener | CommandWrapper)):
@@ -54,7 +73,7 @@ def installed() -> dict[str, Plugin | Exception]:
 def get(name: str) -> Plugin:
     """The listener class registered under ``name`` (aliases accepted)."""
     key = canonical(name)
-    if key not in _registered():
+    if not _known(key):
         raise RadtrackError(f"unknown listener {name!r}; installed: {', '.join(sorted(_registered()))}")
     cls = _load(key)
     if isinstance(cls, Exception):
@@ -88,7 +107,7 @@ def parse_names(text: str | None) -> list[str] | None:
 
 
 def unknown(names: list[str]) -> list[str]:
-    return [n for n in names if canonical(ListenerChoice.parse(n).name) not in _registered()]
+    return [n for n in names if not _known(canonical(ListenerChoice.parse(n).name))]
 
 
 def sampling_names() -> list[str]:

@@ -79,3 +79,35 @@ def test_registry_lists_plugin_and_broken_one(site):
     assert {"loadavg", "broken", "smi", "dcgm", "top"} <= set(got["names"])
     assert "ModuleNotFoundError" in got["broken"]
     assert any("broken" in w for w in got["warnings"])
+
+
+def test_a_built_in_name_reads_radtracks_metadata_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run naming radtrack's own listeners does not read every installed package's metadata
+    (15 ms on the H100 host before the scripts start); a name radtrack does not register
+    does, and a built-in name stays radtrack's whatever else registers it."""
+    from importlib.metadata import EntryPoint
+
+    from radtrack.listeners import registry
+    from radtrack.listeners.smi import SmiListener
+
+    scans = []
+    other = EntryPoint("smi", "tests_plugin_nowhere:Impostor", registry.GROUP)
+    extra = EntryPoint("extra", "tests_plugin_nowhere:Extra", registry.GROUP)
+
+    def entry_points(group: str):
+        scans.append(group)
+        return [other, extra]
+
+    monkeypatch.setattr(registry, "entry_points", entry_points)
+    for fn in (registry._own, registry._registered, registry._load):
+        fn.cache_clear()
+    monkeypatch.setattr(registry, "_load", registry._load.__wrapped__)  # no cached classes
+    try:
+        assert registry.get("smi") is SmiListener and registry.unknown(["smi", "top"]) == []
+        assert scans == []
+        assert registry.unknown(["top", "nosuch"]) == ["nosuch"] and scans == [registry.GROUP]
+        assert registry._registered()["smi"].value.startswith("radtrack.listeners.smi")
+        assert "extra" in registry._registered()
+    finally:
+        for fn in (registry._own, registry._registered):
+            fn.cache_clear()
