@@ -59,12 +59,9 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     barrier_w: list[int] = []
     try:
         barrier_w = spawn_rows(rows, grace, spool_root)
-        for row in rows:
-            check_listeners(row)  # while the scripts' processes start up
-        for row in rows:
-            if not row.spec.manual:
-                start_row_listeners(row)
-        if wait_listeners or (wait_listeners is None and holds_start(rows)):
+        waiting = wait_listeners or (wait_listeners is None and holds_start(rows))
+        if waiting:
+            _start_listeners(rows)
             recorder.start()  # the launcher only waits now: MLflow's import costs nothing
             await_listeners(rows)
         for row in rows:
@@ -74,6 +71,15 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
         abort(rows, barrier_w)
         raise
     released = release(barrier_w)
+    if not waiting:
+        # after the release: their start (the availability check starts NVML, each process
+        # is forked from this one) would otherwise hold the scripts at the barrier, 0.1-0.15 s
+        # on an H100 host; each is told the run's start, so smi still reads its energy back
+        try:
+            _start_listeners(rows)
+        except BaseException:
+            abort(rows, [])
+            raise
     # the runs are created while the scripts run (started after the release: MLflow's import
     # holds the interpreter for seconds and would slow everything before it)
     recorder.start()
@@ -88,6 +94,15 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     if client is None and not recorder.outage:
         say(f"could not create the runs in the tracking store: {scrub(str(recorder.error))}")
     return [row for row in rows if not store_row(client, row, env_threads, deadline)]
+
+
+def _start_listeners(rows: list[Row]) -> None:
+    """Keep each row's listeners this host can run (check_listeners), then start them."""
+    for row in rows:
+        check_listeners(row)
+    for row in rows:
+        if not row.spec.manual:
+            start_row_listeners(row)
 
 
 def script_env(spool: Path) -> dict[str, str]:

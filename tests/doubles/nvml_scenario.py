@@ -18,7 +18,7 @@ NVML error that is not "not supported" (a broken reading, not an absent one).
 Optional at the top level: ``"listener_init_delay_s": s`` makes ``nvmlInit`` take that long
 in listener processes (``python -m radtrack.listeners``): a slow driver start;
 ``"init_log": path`` appends, for every ``nvmlInit`` outside a listener process, one JSON
-line: the process's pid, argv and how many of its children run a tracked script then.
+line: the process's pid, argv, the time and how many of its children run a tracked script then.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ class ScenarioNvml(FakeNvml):
             scripts = [c for c in psutil.Process().children()
                        if "radtrack.script.bootstrap" in " ".join(_cmdline(c))]
             with open(self.init_log, "a") as f:
-                f.write(json.dumps({"pid": os.getpid(), "argv": sys.argv,
+                f.write(json.dumps({"pid": os.getpid(), "argv": sys.argv, "t": time.time(),
                                     "script_children": len(scripts)}) + "\n")
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: FakeGpu) -> int:

@@ -1,6 +1,7 @@
-"""Which listeners a row runs is settled once its script's process exists (radtrack/run/start.py
-``check_listeners``): the availability check starts NVML, which overlaps the script's own
-start-up instead of coming before it. Through the real CLI and a SQLite store."""
+"""Which listeners a row runs is settled once its script has been released (radtrack/run/start.py
+``check_listeners``, radtrack/run/launch.py): the availability check starts NVML and the
+listeners are forked from the launcher, which would otherwise hold the script at its barrier.
+Through the real CLI and a SQLite store."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ def _row(store: str, experiment: str):
                 if r.data.tags.get("radtrack.role") == "row")
 
 
-def test_the_nvml_check_comes_after_the_script_process_exists(store, tmp_path, monkeypatch):
+def test_the_nvml_check_comes_after_the_script_is_released(store, tmp_path, monkeypatch):
     FakeHost(tmp_path, monkeypatch)
     log = tmp_path / "init.jsonl"
     env = nvml_scenario.write(tmp_path / "s.json", [{"uuid": H100_UUID, "watts": 300.0}],
@@ -38,6 +39,8 @@ def test_the_nvml_check_comes_after_the_script_process_exists(store, tmp_path, m
     assert "radtrack" in " ".join(first["argv"]), first
     assert first["script_children"] == 1, first  # the script's process was already there
     run = _row(store, "check")
+    # the row's start (its run's start time) is its release: the check came after it
+    assert first["t"] * 1000 >= run.info.start_time, (first, run.info.start_time)
     assert run.data.params["listeners"] == "smi+top"
     assert "radtrack.listener.smi" not in run.data.tags or \
         not run.data.tags["radtrack.listener.smi"].startswith("unavailable")
