@@ -6,8 +6,8 @@ import re
 import time
 from collections.abc import Mapping
 
-import psutil
-
+# psutil is imported where it is used, not here: the launcher imports this module (the
+# listener's class) before its scripts start, and psutil's import takes ~15 ms
 from radtrack.listeners.base import HOST_SAMPLER, Listener, MetricSpec, rate_window
 
 _SAFE = re.compile(r"[^A-Za-z0-9_\-.]")
@@ -25,6 +25,7 @@ class IostatListener(Listener):
         return HOST_SAMPLER  # psutil's counters share the wake-ups of smi's or top's sampler
 
     def probe(self) -> list[MetricSpec]:
+        import psutil
         disks = psutil.disk_io_counters(perdisk=True) or {}
         nics = psutil.net_io_counters(pernic=True) or {}
         self._disks = sorted(d for d in disks if not d.startswith(("loop", "ram")))
@@ -46,6 +47,8 @@ class IostatListener(Listener):
         return specs
 
     def _read(self) -> tuple[float, dict[str, tuple[int, int, int, int]], tuple[int, int]]:
+        import psutil
+
         disks = psutil.disk_io_counters(perdisk=True) or {}
         nics = psutil.net_io_counters(pernic=True) or {}
         d = {k: (v.read_bytes, v.write_bytes, v.read_count, v.write_count)

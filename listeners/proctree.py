@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import time
 
-import psutil
-
+# psutil is imported where it is used, not here: the launcher imports this module (the
+# listener's class) before its scripts start, and psutil's import takes ~15 ms
 from radtrack.listeners import procfs
 
 
@@ -42,6 +42,7 @@ class ProcessTree:
         self._scanned = float("-inf")
 
     def _scan(self, root: int) -> list[int]:
+        import psutil
         if self._use_proc:
             try:
                 return procfs.descendants(root)

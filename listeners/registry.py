@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import warnings
 from functools import cache
-from importlib.metadata import EntryPoint, PackageNotFoundError, distribution, entry_points
+from typing import TYPE_CHECKING
 
 from radtrack.errors import RadtrackError
 from radtrack.listeners.base import Availability, Listener
 from radtrack.listeners.protocol import ALIASES, ListenerChoice, canonical, parse_choices
 from radtrack.listeners.wrappers import CommandWrapper
+
+if TYPE_CHECKING:  # importlib.metadata (with email, zipfile, ...: 12-40 ms) only when looked up
+    from importlib.metadata import EntryPoint
 
 #: what the entry-point group registers: a sampling listener or a command wrapper (nsys, ncu)
 Plugin = type[Listener] | type[CommandWrapper]
@@ -31,6 +34,8 @@ DIST = "radtrack"
 @cache
 def _own() -> dict[str, EntryPoint]:
     """radtrack's own listeners -> their entry points, from its metadata alone."""
+    from importlib.metadata import PackageNotFoundError, distribution
+
     try:
         eps = distribution(DIST).entry_points
     except PackageNotFoundError:  # run from a tree that is not installed
@@ -42,6 +47,8 @@ def _own() -> dict[str, EntryPoint]:
 def _registered() -> dict[str, EntryPoint]:
     """Every registered listener name -> its entry point (nothing imported yet); radtrack's
     own over another package's of the same name."""
+    from importlib.metadata import entry_points
+
     return {**{ep.name: ep for ep in entry_points(group=GROUP)}, **_own()}
 
 

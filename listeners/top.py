@@ -6,8 +6,8 @@ import os
 import time
 from collections.abc import Mapping
 
-import psutil
-
+# psutil is imported where it is used, not here: the launcher imports this module (the
+# listener's class) before its scripts start, and psutil's import takes ~15 ms
 from radtrack.listeners import procfs
 from radtrack.listeners.base import (
     HOST_SAMPLER,
@@ -53,6 +53,7 @@ def core_every_s(environ: dict[str, str] | None = None) -> float:
 
 def _psutil_cpu_times() -> list[tuple[float, float]]:
     """(total, busy) seconds for all CPUs (first) and each core, where /proc is absent."""
+    import psutil
     cores = []
     for t in psutil.cpu_times(percpu=True):
         total = sum(t)
@@ -62,6 +63,7 @@ def _psutil_cpu_times() -> list[tuple[float, float]]:
 
 def _temperatures() -> dict[str, float]:
     """Host CPU temperature sensors (°C) where the host exposes them."""
+    import psutil
     if not hasattr(psutil, "sensors_temperatures"):
         return {}
     try:
@@ -109,6 +111,7 @@ class TopListener(Listener):
         self.clock = time.monotonic  # replaceable in tests
 
     def probe(self) -> list[MetricSpec]:
+        import psutil
         self.ncpu = len(procfs.cpu_times()) - 1 if self.fast else (psutil.cpu_count() or 1)
         src = "/proc/stat" if self.fast else "psutil.cpu_times"
         mem = "/proc/meminfo" if self.fast else "psutil.virtual_memory"
@@ -156,6 +159,7 @@ class TopListener(Listener):
 
     def _memory(self) -> tuple[float, float, float, float]:
         """(total, available, swap total, swap free) bytes."""
+        import psutil
         if self.fast:
             return procfs.memory()
         vm, sw = psutil.virtual_memory(), psutil.swap_memory()
@@ -192,6 +196,7 @@ class TopListener(Listener):
     # -- the run's process tree ---------------------------------------------------------
     def _proc(self, pid: int) -> tuple[float, float, float, float]:
         """(CPU seconds, threads, RSS bytes, start time) of one process."""
+        import psutil
         if self.fast:
             return procfs.proc_stat(pid)
         p = psutil.Process(pid)
@@ -201,6 +206,7 @@ class TopListener(Listener):
 
     def _proc_slow(self, pid: int) -> tuple[float, float, float]:
         """(bytes read, bytes written, context switches) of one process."""
+        import psutil
         if self.fast:
             ctx = procfs.proc_ctx_switches(pid)
             try:
@@ -220,6 +226,7 @@ class TopListener(Listener):
     def _tree_sample(self, now: float, slow: bool) -> dict[str, float]:
         """Tree totals; rates from per-process counter deltas, so a process that appeared
         since the last sample counts from its start, not as 0, and an exited one drops out."""
+        import psutil
         rss = threads = d_cpu = 0.0
         d_slow = [0.0, 0.0, 0.0]
         cpu_now: dict[tuple[int, float], float] = {}

@@ -98,7 +98,7 @@ def test_a_built_in_name_reads_radtracks_metadata_alone(monkeypatch: pytest.Monk
         scans.append(group)
         return [other, extra]
 
-    monkeypatch.setattr(registry, "entry_points", entry_points)
+    monkeypatch.setattr("importlib.metadata.entry_points", entry_points)
     for fn in (registry._own, registry._registered, registry._load):
         fn.cache_clear()
     monkeypatch.setattr(registry, "_load", registry._load.__wrapped__)  # no cached classes
