@@ -132,8 +132,10 @@ def check_credentials(uri: str, headers: dict[str, str] | None, timeout: float =
         try:
             client(uri).search_experiments(max_results=1)
             return
-        except MlflowException as exc:
+        except MlflowException as exc:  # MLflow's exception says it in its code or its text
             code, text = str(getattr(exc, "error_code", "")), str(exc)
+        unauthenticated = "UNAUTHENTICATED" in code or "401" in text
+        denied = "PERMISSION_DENIED" in code or "403" in text
     else:
         from radtrack.store import credentials
 
@@ -141,17 +143,18 @@ def check_credentials(uri: str, headers: dict[str, str] | None, timeout: float =
             status, text = credentials.status(uri, credentials.SEARCH + "?max_results=1", headers, timeout)
         except OSError:
             return  # it answered /health a moment ago: anything else shows up where it matters
-        code = {401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED"}.get(status, "")
-        if code and credentials.header_plugins():  # a plugin's headers might be accepted
-            return check_credentials(uri, None, timeout)
-    if "UNAUTHENTICATED" in code or "401" in text:
+        # the status alone: an accepted answer's body holds timestamps with any digits in them
+        unauthenticated, denied = status == 401, status == 403
+        if (unauthenticated or denied) and credentials.header_plugins():
+            return check_credentials(uri, None, timeout)  # a plugin's headers might be accepted
+    if unauthenticated:
         user = os.environ.get(TRACKING_USERNAME)
         who = f"user {user!r} was refused" if user else "no credentials were given"
         raise RadtrackError(
             f"tracking server {redact(uri)} requires authentication and {who}: set "
             "MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN)"
         ) from None
-    if "PERMISSION_DENIED" in code or "403" in text:
+    if denied:
         raise RadtrackError(f"tracking server {redact(uri)} refused user "
                             f"{os.environ.get('MLFLOW_TRACKING_USERNAME')!r}: {text[:200]}") from None
     # anything else (an old server without this endpoint, ...) shows up where it matters

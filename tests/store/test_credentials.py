@@ -135,3 +135,30 @@ def test_installed_plugins_are_asked_about_only_when_the_server_refuses(monkeypa
             tracking.check_reachable(uri)
     finally:
         stop()
+
+
+def test_an_accepted_answer_is_never_read_as_a_refusal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 200 answer whose body holds "401" or "403" (experiment timestamps in ms do, now and
+    then) is an accepted one: only the status says refused."""
+    import http.server
+    import threading
+
+    from radtrack.store import tracking
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 - http.server's name
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b'{"experiments": [{"experiment_id": "401", "creation_time": 1795575192403}]}')
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "carol")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "pw")
+    try:
+        tracking.check_reachable(f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
