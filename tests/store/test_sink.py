@@ -194,10 +194,12 @@ def test_store_outage_mid_run_loses_nothing(tmp_path: Path, monkeypatch: pytest.
             stderr=subprocess.STDOUT, text=True)
         spool = tmp_path / ".radtrack" / "spool"
         deadline = time.monotonic() + 120
-        while not any(spool.glob("*/top.jsonl")):  # the run is sampling (a slow start on a
-            assert launcher.poll() is None and time.monotonic() < deadline  # loaded host)
+        # the run is sampling and its run exists, so its sink ships (meta.json: Sink.bind);
+        # on a loaded host MLflow's import and the run's creation take seconds after the start
+        while not (any(spool.glob("*/top.jsonl")) and any(spool.glob("*/meta.json"))):
+            assert launcher.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
-        time.sleep(3)
+        time.sleep(2)  # a shipment or two (every 2 s) before the outage
         _stop_server(server)  # the store goes away mid-run...
         time.sleep(4)
         server = _start_server(db, arts, port)  # ...and comes back
