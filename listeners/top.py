@@ -159,9 +159,9 @@ class TopListener(Listener):
 
     def _memory(self) -> tuple[float, float, float, float]:
         """(total, available, swap total, swap free) bytes."""
-        import psutil
         if self.fast:
             return procfs.memory()
+        import psutil  # the fallback only: not on /proc's every-interval path
         vm, sw = psutil.virtual_memory(), psutil.swap_memory()
         return vm.total, vm.available, sw.total, sw.free
 
@@ -196,9 +196,9 @@ class TopListener(Listener):
     # -- the run's process tree ---------------------------------------------------------
     def _proc(self, pid: int) -> tuple[float, float, float, float]:
         """(CPU seconds, threads, RSS bytes, start time) of one process."""
-        import psutil
         if self.fast:
             return procfs.proc_stat(pid)
+        import psutil
         p = psutil.Process(pid)
         with p.oneshot():
             t = p.cpu_times()
