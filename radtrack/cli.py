@@ -46,12 +46,20 @@ def main(argv: list[str] | None = None) -> int:
             args = again
     try:
         _detach_end(args)
+        from radtrack import gpus
+
+        # nvidia-smi runs while the launcher imports the rest (in the launcher, not the
+        # front that the detached end forked off)
+        gpus.prefetch_inventory()
         with _sheet_lock(args):
             return _launch(args)
     except RadtrackError as exc:
         print(f"radtrack: error: {exc}", file=sys.stderr)
         return exc.exit_code
     finally:
+        gpus_mod = sys.modules.get("radtrack.gpus")
+        if gpus_mod is not None:
+            gpus_mod.forget_launch()
         detached = sys.modules.get("radtrack.run.detach")
         if detached is not None:
             detached.done()  # a launcher that stored in the background: its pid file goes

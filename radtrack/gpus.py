@@ -95,12 +95,84 @@ def parse_inventory(text: str) -> list[Gpu]:
     return gpus
 
 
+def _inventory_args() -> list[str]:
+    return [f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv,noheader,nounits"]
+
+
+# a launch's inventory query, started before the launcher's own imports (prefetch_inventory):
+# nvidia-smi takes 30-130 ms on an H100 host, which the scripts' start would otherwise wait for
+_PREFETCHED: list[subprocess.Popen[str]] = []
+_AT_LAUNCH: list[list[Gpu]] = []
+_REAPER: list[bool] = []
+
+
+def prefetch_inventory() -> None:
+    """Start the inventory query in the background now; the next :func:`inventory` call takes
+    its answer instead of running nvidia-smi again, and :func:`launch_inventory` keeps it."""
+    forget_launch()  # a launch of its own (tests run several in one process)
+    try:
+        proc = subprocess.Popen([SMI, *_inventory_args()], stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL, text=True)
+    except OSError:  # no nvidia-smi: no GPU, answered at once
+        _AT_LAUNCH.append([])
+        return
+    _PREFETCHED.append(proc)
+    if not _REAPER:
+        import atexit
+
+        atexit.register(_reap)
+        _REAPER.append(True)
+
+
+def _reap() -> None:
+    """A prefetched query nothing asked for (a launch refused before its checks): not left
+    running or unreaped behind the launcher."""
+    for proc in _PREFETCHED:
+        proc.kill()
+        proc.communicate()
+    _PREFETCHED.clear()
+
+
+def forget_launch() -> None:
+    """The launch is over: its answer is not the next one's (tests run several in one process)."""
+    _reap()
+    _AT_LAUNCH.clear()
+
+
+def _take_prefetched() -> list[Gpu] | None:
+    if not _PREFETCHED:
+        return None
+    proc = _PREFETCHED.pop()
+    try:
+        out, _ = proc.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        out = ""
+    gpus = parse_inventory(out) if proc.returncode == 0 else []
+    _AT_LAUNCH.append(gpus)
+    return gpus
+
+
 def inventory() -> list[Gpu]:
-    """Every GPU on this host; [] when nvidia-smi is missing or fails."""
-    proc = run_smi([f"--query-gpu={','.join(QUERY_FIELDS)}", "--format=csv,noheader,nounits"])
+    """Every GPU on this host; [] when nvidia-smi is missing or fails. The first call after
+    :func:`prefetch_inventory` returns the prefetched answer; every other call asks anew."""
+    prefetched = _take_prefetched()
+    if prefetched is not None:
+        return prefetched
+    proc = run_smi(_inventory_args())
     if proc is None or proc.returncode != 0:
         return []
     return parse_inventory(proc.stdout)
+
+
+def launch_inventory() -> list[Gpu]:
+    """The GPUs as this launch found them (the prefetched answer, waited for if nobody took it
+    yet), else :func:`inventory` now: for the runs' host tags, without a second query."""
+    prefetched = _take_prefetched()
+    if prefetched is not None:
+        return prefetched
+    return _AT_LAUNCH[0] if _AT_LAUNCH else inventory()
 
 
 # "|   0  MIG 1g.10gb         19     7/7        9.75       No     16     1     0   |"
@@ -168,7 +240,7 @@ def parse_cuda_version(text: str) -> str | None:
 @cache
 def host_tags() -> dict[str, str]:
     """``radtrack.gpu.*`` run tags describing this host's GPUs; {} without a GPU."""
-    gpus = inventory()
+    gpus = launch_inventory()
     if not gpus:
         return {}
     tags = {

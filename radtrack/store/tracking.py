@@ -108,8 +108,12 @@ def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) ->
     from radtrack.store import credentials
 
     headers = credentials.plain(uri, plugins=False)  # a refusal asks about plugins
+    # where urllib sends what MLflow's client would, one authenticated read answers both
+    # questions before the scripts start (one round trip, not two): does the server answer,
+    # and does it accept us; else /health, and MLflow's own client asks the second
+    endpoint = "/health" if headers is None else credentials.SEARCH + "?max_results=1"
     try:
-        credentials.status(uri, "/health", headers or {}, timeout)
+        answer = credentials.status(uri, endpoint, headers or {}, timeout)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         if run_anyway and isinstance(reason, (ConnectionError, TimeoutError)):
@@ -119,13 +123,15 @@ def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) ->
                   file=sys.stderr, flush=True)
             return
         raise RadtrackError(f"tracking server {redact(uri)} is unreachable: {reason}") from None
-    check_credentials(uri, headers, timeout)
+    check_credentials(uri, headers, timeout, answer=None if headers is None else answer)
 
 
-def check_credentials(uri: str, headers: dict[str, str] | None, timeout: float = 20.0) -> None:
+def check_credentials(uri: str, headers: dict[str, str] | None, timeout: float = 20.0,
+                      answer: tuple[int, str] | None = None) -> None:
     """One authenticated read, with what MLflow's client would send (``headers``, from
     radtrack/store/credentials.py; None: only MLflow's own client can send it, so it asks):
-    a server behind basic auth that refuses us is one message naming the variables to set."""
+    a server behind basic auth that refuses us is one message naming the variables to set.
+    ``answer``: the (status, body) of that read where the caller made it already."""
     if headers is None:
         from mlflow.exceptions import MlflowException
 
@@ -140,9 +146,10 @@ def check_credentials(uri: str, headers: dict[str, str] | None, timeout: float =
         from radtrack.store import credentials
 
         try:
-            status, text = credentials.status(uri, credentials.SEARCH + "?max_results=1", headers, timeout)
+            status, text = answer or credentials.status(uri, credentials.SEARCH + "?max_results=1",
+                                                         headers, timeout)
         except OSError:
-            return  # it answered /health a moment ago: anything else shows up where it matters
+            return  # it answered a moment ago: anything else shows up where it matters
         # the status alone: an accepted answer's body holds timestamps with any digits in them
         unauthenticated, denied = status == 401, status == 403
         if (unauthenticated or denied) and credentials.header_plugins():
