@@ -140,9 +140,10 @@ def forget_launch() -> None:
 
 
 def _take_prefetched() -> list[Gpu] | None:
-    if not _PREFETCHED:
+    try:
+        proc = _PREFETCHED.pop()  # atomic: a second thread finds it taken, not half-taken
+    except IndexError:
         return None
-    proc = _PREFETCHED.pop()
     try:
         out, _ = proc.communicate(timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
