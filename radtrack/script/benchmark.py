@@ -70,8 +70,19 @@ class RADTBenchmark:
     def __enter__(self) -> RADTBenchmark:
         if not self.active:
             return self
+        self._entered = True
         if self._log is not None:  # values go through the spool; plain mlflow calls of the
-            self._attach_quietly()  # script still land in the row run when the store answers
+            # script still land in the row run when the store answers: attached now where the
+            # script imported MLflow already, else once it does. Importing MLflow here (and
+            # waiting for the launcher to create the row run) held a script that never calls
+            # MLflow itself for 3-4 s before its first step.
+            if not self._attach_deferred:
+                from radtrack.script import run_events
+
+                self._attach_deferred = run_events.when_imported(
+                    "mlflow", lambda _module: self._attach_quietly())
+                if not self._attach_deferred:
+                    self._attach_quietly()
         elif self.run_id is not None:
             import mlflow
 
@@ -173,6 +184,7 @@ class RADTBenchmark:
         return True
 
     _entered = False
+    _attach_deferred = False
 
     def log_param(self, key: str, value: Any) -> None:
         self.log_params({key: value})
@@ -227,6 +239,10 @@ class RADTBenchmark:
         else:
             if self._mlflow is None:
                 self.__enter__()
+            if self._mlflow is None:  # the attach waits for the script's own import of MLflow
+                import mlflow
+
+                self._mlflow = mlflow
             self._mlflow.log_metric(key, value, step=step, **kwargs)
         self._check_limits(epoch)
         return None
@@ -243,6 +259,10 @@ class RADTBenchmark:
         else:
             if self._mlflow is None:
                 self.__enter__()
+            if self._mlflow is None:  # the attach waits for the script's own import of MLflow
+                import mlflow
+
+                self._mlflow = mlflow
             self._mlflow.log_metrics(metrics, step=step, **kwargs)
         self._check_limits(epoch)
         return None

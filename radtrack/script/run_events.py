@@ -239,6 +239,17 @@ class _Loader:
         return getattr(self.inner, name)
 
 
+def when_imported(name: str, callback: Callable[[ModuleType], None]) -> bool:
+    """Call ``callback(module)`` once module ``name`` has been imported, by whoever imports it
+    (RADTBenchmark attaches the row run when the script imports MLflow, instead of importing
+    it itself: radtrack/script/benchmark.py). False when it is imported already: nothing is
+    registered, the caller acts now."""
+    if name in sys.modules:
+        return False
+    sys.meta_path.insert(0, _AfterImport({name: callback}))
+    return True
+
+
 def install(path: str | None = None) -> bool:
     """Record the script's MLflow runs into ``path`` (default ``$RADTRACK_RUN_EVENTS``).
     False when there is nowhere to record or MLflow was already imported."""
