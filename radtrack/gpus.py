@@ -6,6 +6,7 @@ fails: a host without GPUs is a normal state, not an error.
 
 from __future__ import annotations
 
+import atexit
 import re
 import subprocess
 from dataclasses import dataclass
@@ -103,7 +104,6 @@ def _inventory_args() -> list[str]:
 # nvidia-smi takes 30-130 ms on an H100 host, which the scripts' start would otherwise wait for
 _PREFETCHED: list[subprocess.Popen[str]] = []
 _AT_LAUNCH: list[list[Gpu]] = []
-_REAPER: list[bool] = []
 
 
 def prefetch_inventory() -> None:
@@ -117,11 +117,6 @@ def prefetch_inventory() -> None:
         _AT_LAUNCH.append([])
         return
     _PREFETCHED.append(proc)
-    if not _REAPER:
-        import atexit
-
-        atexit.register(_reap)
-        _REAPER.append(True)
 
 
 def _reap() -> None:
@@ -131,6 +126,9 @@ def _reap() -> None:
         proc.kill()
         proc.communicate()
     _PREFETCHED.clear()
+
+
+atexit.register(_reap)
 
 
 def forget_launch() -> None:

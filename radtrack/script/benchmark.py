@@ -157,13 +157,19 @@ class RADTBenchmark:
             raise AttributeError(name)
         if not self.active:
             return _noop
-        if self._mlflow is None:  # used without ``with``
+        return getattr(self._mlflow_now(), name)
+
+    def _mlflow_now(self) -> Any:
+        """MLflow, for a call the spool does not take: the handle entered first (one used
+        without ``with``), MLflow imported here where the row run's attach still waits for the
+        script's own import of it."""
+        if not self._entered:
             self.__enter__()
-        if self._log is not None and self._mlflow is None:
+        if self._mlflow is None:
             import mlflow
 
             self._mlflow = mlflow
-        return getattr(self._mlflow, name)
+        return self._mlflow
 
     # Values through the spool (radtrack/store/scriptlog.py) -------------------------------
     def _spooling(self) -> bool:
@@ -171,8 +177,7 @@ class RADTBenchmark:
         MLflow at a store of its own (its values go there directly, as MLflow sends them)."""
         if self._log is None:
             return False
-        if self._mlflow is None and not self._entered:
-            self._entered = True
+        if not self._entered:
             self.__enter__()
         mlflow = self._mlflow or sys.modules.get("mlflow")
         if mlflow is not None:
@@ -237,13 +242,7 @@ class RADTBenchmark:
         if self._spooling() and set(kwargs) <= {"timestamp"}:
             self._log.metric(self._target(), key, value, step, kwargs.get("timestamp"))
         else:
-            if self._mlflow is None:
-                self.__enter__()
-            if self._mlflow is None:  # the attach waits for the script's own import of MLflow
-                import mlflow
-
-                self._mlflow = mlflow
-            self._mlflow.log_metric(key, value, step=step, **kwargs)
+            self._mlflow_now().log_metric(key, value, step=step, **kwargs)
         self._check_limits(epoch)
         return None
 
@@ -257,13 +256,7 @@ class RADTBenchmark:
             for key, value in metrics.items():
                 self._log.metric(target, key, value, step, kwargs.get("timestamp"))
         else:
-            if self._mlflow is None:
-                self.__enter__()
-            if self._mlflow is None:  # the attach waits for the script's own import of MLflow
-                import mlflow
-
-                self._mlflow = mlflow
-            self._mlflow.log_metrics(metrics, step=step, **kwargs)
+            self._mlflow_now().log_metrics(metrics, step=step, **kwargs)
         self._check_limits(epoch)
         return None
 
