@@ -142,6 +142,8 @@ def workload_main(argv: list[str]) -> int:
     p.add_argument("--pid-file", type=Path, required=True)
     p.add_argument("--max-s", type=float, default=900.0, help="stop after this long anyway")
     p.add_argument("--log-every", type=int, default=0, help="log step_time_s every N steps")
+    p.add_argument("--range-file", type=Path, default=None,
+                   help="write the NVTX range's openings and closings here (JSON: [time, open])")
     p.add_argument("--smoke", action="store_true")
     a = p.parse_args(argv)
     step, warmup, what = _make_step(a.kind, a.smoke)
@@ -164,13 +166,16 @@ def workload_main(argv: list[str]) -> int:
         ends = array.array("d")
         written = 0
         in_range = False
+        switches: list[tuple[float, bool]] = []  # (monotonic time, opened) of the range
         start = last = time.monotonic()
         next_flush, next_poll = start + FLUSH_S, start + POLL_S
         with a.steps_file.open("ab") as out:
             while True:
-                if want[0] != in_range and nvtx is not None:
-                    (nvtx.range_push("profile") if want[0] else nvtx.range_pop())
+                if want[0] != in_range:  # at a step boundary, as a profiled script would
+                    if nvtx is not None:
+                        (nvtx.range_push("profile") if want[0] else nvtx.range_pop())
                     in_range = want[0]
+                    switches.append((time.monotonic(), in_range))
                 step()
                 now = time.monotonic()
                 ends.append(now)
@@ -190,6 +195,8 @@ def workload_main(argv: list[str]) -> int:
             ends[written:].tofile(out)
         if in_range and nvtx is not None:
             nvtx.range_pop()
+    if a.range_file is not None:
+        a.range_file.write_text(json.dumps(switches))
     print(f"overhead_ab workload: {len(ends)} steps in {ends[-1] - start:.1f} s", flush=True)
     return 0
 
@@ -404,6 +411,10 @@ def stopped_left(root_pids: list[int]) -> list[int]:
 
 
 def arm_label(arm: str, listeners: str, interval: str) -> str:
+    """The configuration's name in the tables: ``smi@0.1``, ``smi+top@0.1`` (all of -l), and
+    for a profiler ``ncu range`` (its phases switch the NVTX range; no sampling interval)."""
+    if arm == "nvtx":
+        return f"{listeners} range"
     if arm == "all":
         return f"{listeners}@{interval}"
     return f"{arm}@{interval}"
@@ -427,6 +438,9 @@ def run_one(a: argparse.Namespace, run_no: int, work: Path) -> dict:
             str(Path(__file__).resolve()), "workload", "--kind", a.workload,
             "--steps-file", str(steps), "--stop-file", str(stop), "--pid-file", str(pidf),
             "--log-every", str(a.log_every)]
+    ranges = folder / "range.json"
+    if profiler:
+        argv += ["--range-file", str(ranges)]
     if a.smoke:
         argv.append("--smoke")
     rng = random.Random(f"{a.seed}-{run_no}")
@@ -456,10 +470,13 @@ def run_one(a: argparse.Namespace, run_no: int, work: Path) -> dict:
         with steps.open("rb") as f:
             ends.frombytes(f.read())
     rec["steps"] = len(ends)
+    if profiler:  # the range the workload opened: once per "on" phase, at a step boundary
+        rec["range_switches"] = json.loads(ranges.read_text()) if ranges.exists() else None
     assign_steps(list(ends), rec["phases"], a.drop)
     s = summarise(pair_log_ratios(rec["phases"]))
     rec["summary"] = s
-    rec["ok"] = rec["rc"] == 0 and s["pairs"] > 0 and not rec["stopped_left_after_phases"]
+    rec["ok"] = (rec["rc"] == 0 and s["pairs"] > 0 and not rec["stopped_left_after_phases"]
+                 and (not profiler or bool(rec["range_switches"])))  # a range never opened measured nothing
     if not rec["ok"]:
         rec["tail"] = log.read_text(errors="replace")[-2000:]
     return rec

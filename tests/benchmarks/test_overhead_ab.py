@@ -176,3 +176,56 @@ def test_one_run_with_top_on_the_cpu_workload(tmp_path):
         except psutil.NoSuchProcess:
             pass  # the launcher stopped it at the run's end, as it should
     assert "| top@0.1 | cpu | 1 | 3 |" in res.stdout
+
+
+STAND_IN_NCU = textwrap.dedent("""\
+    #!{python}
+    # Nsight Compute's stand-in: records its arguments, drops its options, runs the workload
+    import json, os, sys
+    args = sys.argv[1:]
+    with open({log!r}, "a") as f:
+        f.write(json.dumps(args) + "\\n")
+    takes_value = {{"--export", "--target-processes", "--nvtx-include"}}
+    i = 0
+    while args[i].startswith("-"):
+        i += 2 if args[i] in takes_value else 1
+    rc = os.spawnvp(os.P_WAIT, args[i], args[i:])
+    open(args[args.index("--export") + 1] + ".ncu-rep", "w").write("report")
+    sys.exit(rc)
+""")
+
+
+def test_a_profiler_run_switches_its_nvtx_range_with_the_phases(tmp_path):
+    """``-l ncu``: the profiler wraps the workload (never paused from outside); each "on"
+    phase opens the NVTX range ``profile`` at a step boundary and each "off" one closes it,
+    and the table names the configuration ``ncu range``."""
+    tools, log = tmp_path / "bin", tmp_path / "ncu.jsonl"
+    tools.mkdir()
+    (tools / "ncu").write_text(STAND_IN_NCU.format(python=sys.executable, log=str(log)))
+    (tools / "ncu").chmod(0o755)
+    out = tmp_path / "ab.json"
+    argv = [sys.executable, str(BENCH / "overhead_ab.py"), "--workload", "cpu", "-l", "ncu",
+            "--pairs", "3", "--phase-s", "1", "--warmup-s", "0.3", "--out", str(out)]
+    env = {**os.environ, "RADTRACK_HOME": str(tmp_path / "home"),
+           "PATH": f"{tools}:{os.environ['PATH']}"}
+    res = subprocess.run(argv, capture_output=True, text=True, timeout=240, cwd=tmp_path, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (rec,) = json.loads(out.read_text())
+    assert rec["ok"] and rec["arms"] == ["nvtx"] and "listener_procs" not in rec
+    (ncu_args,) = [json.loads(line) for line in log.read_text().splitlines()]
+    assert ncu_args[ncu_args.index("--nvtx-include") + 1] == "profile/"
+    phases = rec["phases"]
+    assert len(phases) == 6 and {p["config"] for p in phases} == {"ncu range"}
+    # the range is open through every "on" phase and closed through every "off" one: it
+    # switches at the first step boundary after each change of state (and closes at the end)
+    switches = rec["range_switches"]
+
+    def open_at(t: float) -> bool:
+        return ([is_open for at, is_open in switches if at <= t] or [False])[-1]
+
+    for p in phases:
+        assert open_at((p["t0"] + p["t1"]) / 2) == (p["state"] == "on"), (p, switches)
+    changes = sum(a["state"] != b["state"] for a, b in zip(phases, phases[1:], strict=False))
+    changes += phases[0]["state"] == "on"  # the range starts closed
+    assert len(switches) in (changes, changes + 1)
+    assert "| ncu range | cpu | 1 | 3 |" in res.stdout
