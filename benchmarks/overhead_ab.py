@@ -39,11 +39,13 @@ from __future__ import annotations
 
 import argparse
 import array
+import bisect
 import contextlib
 import json
 import math
 import os
 import random
+import re
 import signal
 import statistics
 import subprocess
@@ -224,6 +226,44 @@ def assign_steps(ends: list[float], phases: list[dict], drop: int = 1) -> None:
         kept = durs[drop:]
         ph["steps"] = len(kept)
         ph["mean_step_s"] = statistics.fmean(kept) if kept else None
+
+
+def range_segments(ends: list[float], phases: list[dict],
+                   switches: list[tuple[float, bool]]) -> list[dict]:
+    """A profiler run's phases as its workload really ran them.
+
+    The workload opens and closes the NVTX range at the first step boundary after each
+    signal, so a profiled step that outlasts its phase (an ncu kernel replay can take a
+    light step from 9 ms to 10 s) runs whole inside the range, past the phase's end. Each
+    segment here spans from one switch to the next, snapped to the step end just before the
+    switch (the switch follows it by microseconds), so every step lies whole in one segment;
+    back-to-back phases of one state are one segment. The k-th open segment pairs with the
+    k-th closed one; the closed stretch before the first phase's start is left out."""
+    if not phases:
+        return []
+    lo, hi = phases[0]["t0"], phases[-1]["t1"]
+
+    def snap(t: float) -> float:
+        i = bisect.bisect_right(ends, t)
+        return ends[i - 1] if i else t
+
+    bounds = [(lo, False)] + [(snap(t), bool(is_open)) for t, is_open in switches if t >= lo]
+    segments = []
+    for (t0, is_open), nxt in zip(bounds, [*bounds[1:], None], strict=True):
+        if nxt is not None:
+            t1 = nxt[0]
+        elif not is_open:
+            t1 = hi
+        else:
+            continue  # the range never closed: its last step's end is unknown
+        if t1 > t0:
+            segments.append({"state": "on" if is_open else "off", "t0": t0, "t1": t1,
+                             "config": phases[0]["config"]})
+    seen = {"on": 0, "off": 0}
+    for seg in segments:
+        seg["pair"] = seen[seg["state"]]
+        seen[seg["state"]] += 1
+    return segments
 
 
 def pair_log_ratios(phases: list[dict]) -> list[float]:
@@ -410,6 +450,14 @@ def stopped_left(root_pids: list[int]) -> list[int]:
 # ---------------------------------------------------------------------------------------
 
 
+def profiled_kernels(log: str) -> dict:
+    """What ncu's log says it profiled: kernels (``==PROF== Profiling "name" - N: ... - P
+    passes``) and replay passes per kernel (min, max)."""
+    passes = [int(m) for m in re.findall(r"==PROF== Profiling .* - (\d+) passes", log)]
+    return {"kernels": len(passes), "passes_min": min(passes, default=None),
+            "passes_max": max(passes, default=None)}
+
+
 def arm_label(arm: str, listeners: str, interval: str) -> str:
     """The configuration's name in the tables: ``smi@0.1``, ``smi+top@0.1`` (all of -l), and
     for a profiler ``ncu range`` (its phases switch the NVTX range; no sampling interval)."""
@@ -453,6 +501,8 @@ def run_one(a: argparse.Namespace, run_no: int, work: Path) -> dict:
         proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=folder, env=env)
         try:
             rec.update(_phases(a, proc, pauser, pidf, steps, arms, profiler, rng, rec))
+        except KeyboardInterrupt as exc:  # SIGINT/SIGTERM (a time limit): keep what was measured
+            rec["error"] = f"interrupted during the phases ({exc})"
         finally:
             pauser.resume_all()
             time.sleep(0.05)
@@ -461,21 +511,34 @@ def run_one(a: argparse.Namespace, run_no: int, work: Path) -> dict:
             rec["stopped_left_after_phases"] = left
             try:
                 proc.wait(a.max_wait_s)
-            except subprocess.TimeoutExpired:
+            except (subprocess.TimeoutExpired, KeyboardInterrupt) as exc:
+                if isinstance(exc, KeyboardInterrupt):
+                    rec["error"] = f"interrupted waiting for the run's end ({exc})"
                 proc.terminate()
-                proc.wait(30)
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
     rec["rc"] = proc.returncode
     ends = array.array("d")
     if steps.exists():
         with steps.open("rb") as f:
             ends.frombytes(f.read())
     rec["steps"] = len(ends)
+    drop = a.drop
     if profiler:  # the range the workload opened: once per "on" phase, at a step boundary
         rec["range_switches"] = json.loads(ranges.read_text()) if ranges.exists() else None
-    assign_steps(list(ends), rec["phases"], a.drop)
+        rec["profiled_kernels"] = profiled_kernels(log.read_text(errors="replace"))
+        if rec["range_switches"]:  # phases as the range ran them, every step whole in one
+            rec["phases_signalled"] = rec["phases"]
+            rec["phases"] = range_segments(list(ends), rec["phases"], rec["range_switches"])
+            drop = 0  # a segment starts at the step boundary where the range switched
+    assign_steps(list(ends), rec["phases"], drop)
     s = summarise(pair_log_ratios(rec["phases"]))
     rec["summary"] = s
-    rec["ok"] = (rec["rc"] == 0 and s["pairs"] > 0 and not rec["stopped_left_after_phases"]
+    rec["ok"] = ("error" not in rec and rec["rc"] == 0 and s["pairs"] > 0
+                 and not rec["stopped_left_after_phases"]
                  and (not profiler or bool(rec["range_switches"])))  # a range never opened measured nothing
     if not rec["ok"]:
         rec["tail"] = log.read_text(errors="replace")[-2000:]
@@ -613,6 +676,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"run {r + 1} FAILED rc={rec['rc']} {rec.get('error', '')} "
                           f"left stopped: {rec['stopped_left_after_phases']}\n"
                           f"{rec.get('tail', '')}", file=sys.stderr, flush=True)
+                    if rec.get("error", "").startswith("interrupted"):
+                        break  # stopped from outside: no further runs
     rows = pooled([r for r in records if r.get("ok")])
     print(table(rows))
     return 1 if failed else 0

@@ -23,7 +23,15 @@ import pytest
 
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCH))
-from overhead_ab import assign_steps, pair_log_ratios, pooled, summarise, table  # noqa: E402
+from overhead_ab import (  # noqa: E402
+    assign_steps,
+    pair_log_ratios,
+    pooled,
+    profiled_kernels,
+    range_segments,
+    summarise,
+    table,
+)
 
 
 def synthetic(effect: float, pairs: int = 40, phase_s: float = 2.0, step_s: float = 0.01,
@@ -214,7 +222,7 @@ def test_a_profiler_run_switches_its_nvtx_range_with_the_phases(tmp_path):
     assert rec["ok"] and rec["arms"] == ["nvtx"] and "listener_procs" not in rec
     (ncu_args,) = [json.loads(line) for line in log.read_text().splitlines()]
     assert ncu_args[ncu_args.index("--nvtx-include") + 1] == "profile/"
-    phases = rec["phases"]
+    phases = rec["phases_signalled"]
     assert len(phases) == 6 and {p["config"] for p in phases} == {"ncu range"}
     # the range is open through every "on" phase and closed through every "off" one: it
     # switches at the first step boundary after each change of state (and closes at the end)
@@ -228,4 +236,92 @@ def test_a_profiler_run_switches_its_nvtx_range_with_the_phases(tmp_path):
     changes = sum(a["state"] != b["state"] for a, b in zip(phases, phases[1:], strict=False))
     changes += phases[0]["state"] == "on"  # the range starts closed
     assert len(switches) in (changes, changes + 1)
-    assert "| ncu range | cpu | 1 | 3 |" in res.stdout
+    # the measured phases are the range's own segments, alternating, each with whole steps
+    segments = rec["phases"]
+    assert [s["state"] for s in segments] == [["off", "on"][i % 2] for i in range(len(segments))] \
+        or [s["state"] for s in segments] == [["on", "off"][i % 2] for i in range(len(segments))]
+    assert all(s["steps"] > 0 for s in segments)
+    assert rec["summary"]["pairs"] == min(sum(s["state"] == st for s in segments) for st in ("on", "off"))
+    assert rec["profiled_kernels"] == {"kernels": 0, "passes_min": None, "passes_max": None}
+    assert f"| ncu range | cpu | 1 | {rec['summary']['pairs']} |" in res.stdout
+
+
+def test_a_profiled_step_longer_than_its_phase_counts_whole():
+    """On the H100, ncu's kernel replay took a light step from 9 ms to 10 s: no step lay
+    whole inside a 10-s "on" phase, and the run had no pair. The segments follow the
+    range, which switches at step boundaries, so the long step counts whole."""
+    ends, t = [], 100.0
+    while t < 110:  # off: 10-ms steps
+        t += 0.01
+        ends.append(t)
+    opened = ends[-1] + 1e-5  # the range opens just after the step end following the signal
+    t += 10.3  # one profiled step, past the 10-s phase
+    ends.append(t)
+    closed = t + 1e-5
+    while t < 130:
+        t += 0.01
+        ends.append(t)
+    phases = [{"pair": 0, "state": "off", "t0": 100.005, "t1": 110.0, "config": "ncu range"},
+              {"pair": 0, "state": "on", "t0": 110.0, "t1": 120.0, "config": "ncu range"},
+              {"pair": 1, "state": "off", "t0": 120.0, "t1": 130.0, "config": "ncu range"}]
+    signalled = [dict(p) for p in phases]
+    assign_steps(ends, signalled, drop=1)
+    assert signalled[1]["steps"] == 0 and pair_log_ratios(signalled) == []  # the old way
+    segs = range_segments(ends, phases, [(opened, True), (closed, False)])
+    assert [s["state"] for s in segs] == ["off", "on", "off"]
+    assert [s["pair"] for s in segs] == [0, 0, 1]
+    assign_steps(ends, segs, drop=0)
+    assert segs[1]["steps"] == 1 and segs[1]["mean_step_s"] == pytest.approx(10.3)
+    assert segs[0]["mean_step_s"] == pytest.approx(0.01) and segs[2]["mean_step_s"] == pytest.approx(0.01)
+    # every step between the first phase's start and the last one's end, once
+    assert sum(s["steps"] for s in segs) == sum(1 for e in ends[1:] if e <= 130.0)
+    (log_ratio,) = pair_log_ratios(segs)
+    assert math.exp(log_ratio) == pytest.approx(1030, rel=0.01)
+
+
+def test_a_range_left_open_is_not_measured():
+    ends = [1.0, 2.0, 3.0, 4.0]
+    phases = [{"pair": 0, "state": "on", "t0": 1.5, "t1": 2.5, "config": "ncu range"}]
+    assert range_segments(ends, phases, [(2.0 + 1e-6, True)]) == [
+        {"state": "off", "t0": 1.5, "t1": 2.0, "config": "ncu range", "pair": 0}]
+
+
+def test_ncu_log_gives_kernels_and_passes():
+    log = ('==PROF== Connected to process 516\n'
+           '==PROF== Profiling "elementwise_kernel" - 58: 0%....50%....100% - 10 passes\n'
+           '==PROF== Profiling "sm80_xmma_fprop_implicit_gemm..." - 61: 0%....50%....100% - 12 passes\n')
+    assert profiled_kernels(log) == {"kernels": 2, "passes_min": 10, "passes_max": 12}
+
+
+def test_a_run_stopped_by_a_time_limit_keeps_what_it_measured(tmp_path):
+    """SIGTERM (``timeout``) in the middle of the phases: the phases so far and the run's
+    steps are written to --out, marked as interrupted, and no listener is left stopped."""
+    out = tmp_path / "ab.json"
+    argv = [sys.executable, str(BENCH / "overhead_ab.py"), "--workload", "cpu", "-l", "top",
+            "--interval", "0.1", "--pairs", "50", "--phase-s", "0.5", "--warmup-s", "0.3",
+            "--out", str(out)]
+    env = {**os.environ, "RADTRACK_HOME": str(tmp_path / "home"), "TMPDIR": str(tmp_path)}
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=tmp_path, env=env)
+    try:
+        deadline = time.monotonic() + 120
+        steps: list[Path] = []
+        while not steps and time.monotonic() < deadline:  # the timed steps have begun
+            steps = [p for p in tmp_path.glob("overhead-ab-*/run-*/steps.f64") if p.stat().st_size > 8]
+            time.sleep(0.2)
+        time.sleep(2.5)  # a few phases
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, err
+    (rec,) = json.loads(out.read_text())
+    assert not rec["ok"] and rec["error"].startswith("interrupted"), rec.get("error")
+    assert 1 <= len(rec["phases"]) < 100 and rec["steps"] > 0
+    assert rec["stopped_left_after_phases"] == []
+    for pid in map(int, rec["listener_procs"]):
+        try:
+            assert psutil.Process(pid).status() != psutil.STATUS_STOPPED
+        except psutil.NoSuchProcess:
+            pass
