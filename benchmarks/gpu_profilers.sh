@@ -5,7 +5,8 @@
 # $LIGHT_PAIRS x 2 phases of $LIGHT_PHASE_S (default 3 x 10 s), $HEAVY_PAIRS x 2 of
 # $HEAVY_PHASE_S (default 2 x 25 s); $HEAVY_NCU_ARGS (default "--section SpeedOfLight": one
 # section, fewer replay passes, so that whole ResNet-50 steps fit inside a phase);
-# each run's limit $LIGHT_S / $HEAVY_S (default 140 / 180 s; a run killed there records nothing). Results: OUTDIR/overhead_ab-profilers.json, logs beside it.
+# each run's limit $LIGHT_S / $HEAVY_S (default 140 / 180 s; a run stopped there records
+# what it measured, marked interrupted). Results: OUTDIR/overhead_ab-profilers.json, logs beside it.
 set -uo pipefail
 out=${1:?usage: gpu_profilers.sh OUTDIR}
 export PYTHONUNBUFFERED=1 MLFLOW_DISABLE_TELEMETRY=true

@@ -178,6 +178,8 @@ def workload_main(argv: list[str]) -> int:
                         (nvtx.range_push("profile") if want[0] else nvtx.range_pop())
                     in_range = want[0]
                     switches.append((time.monotonic(), in_range))
+                    if a.range_file is not None:  # at once: a run cut short keeps them
+                        a.range_file.write_text(json.dumps(switches))
                 step()
                 now = time.monotonic()
                 ends.append(now)
@@ -197,8 +199,6 @@ def workload_main(argv: list[str]) -> int:
             ends[written:].tofile(out)
         if in_range and nvtx is not None:
             nvtx.range_pop()
-    if a.range_file is not None:
-        a.range_file.write_text(json.dumps(switches))
     print(f"overhead_ab workload: {len(ends)} steps in {ends[-1] - start:.1f} s", flush=True)
     return 0
 
