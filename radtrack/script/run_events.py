@@ -28,6 +28,7 @@ from typing import Any
 from radtrack.script import handshake
 from radtrack.script.env import NEW_STORE
 from radtrack.script.env import RUN_EVENTS as EVENTS_ENV  # the file the hook appends to
+from radtrack.script.env import RUN_ID as ROW_RUN_ENV
 
 START, RESUME, RENAME, END = "start", "resume", "rename", "end"
 _CLIENT_MODULE = "mlflow.tracking._tracking_service.client"
@@ -78,6 +79,15 @@ def absolute_uri(uri: str) -> str:
 
 
 # -- the writing side (inside the script's process) ---------------------------------------
+def _row_run_id() -> str | None:
+    """The row run's id where it is known by now (never waits for it)."""
+    row = os.environ.get(ROW_RUN_ENV)
+    if row:
+        return row
+    folder = os.environ.get(handshake.ROW_DIR)
+    return handshake.read(Path(folder)).get(handshake.RUN_ID) if folder else None
+
+
 class _Recorder:
     def __init__(self, path: str, tracking_uri: str | None):
         self.path = path
@@ -85,6 +95,29 @@ class _Recorder:
         self.created: set[str] = set()
         self.exiting = False
         self.lock = threading.Lock()
+        self.row_aside: dict[int, Any] = {}  # thread -> the row run's ActiveRun, set aside
+
+    # RADTBenchmark makes the row run MLflow's active run (radtrack/script/benchmark.py), so
+    # that plain mlflow calls in its block land there. A start_run() of the script's own in
+    # that block would meet "Run ... is already active": the row run steps aside for it
+    # instead (taken off MLflow's active-run stack, not ended) and is the active run again
+    # once the script's runs have all ended.
+    def set_row_aside(self, module: ModuleType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        wanted = kwargs.get("run_id", args[0] if args else None)
+        nested = kwargs.get("nested", args[3] if len(args) > 3 else False)
+        stack = module._active_run_stack.get()
+        if nested or len(stack) != 1:
+            return False
+        row = _row_run_id()
+        if row is None or stack[0].info.run_id != row or wanted == row:
+            return False
+        self.row_aside[threading.get_ident()] = stack.pop()
+        return True
+
+    def take_row_back(self, module: ModuleType) -> None:
+        stack = module._active_run_stack.get()
+        if not stack and threading.get_ident() in self.row_aside:
+            stack.append(self.row_aside.pop(threading.get_ident()))
 
     def emit(self, event: str, run_id: str, t: float | None = None, **fields: Any) -> None:
         line = json.dumps({"event": event, "run_id": run_id, "t": t or time.time(), **fields})
@@ -137,7 +170,16 @@ class _Recorder:
         rec = self
 
         def start_run(*args: Any, **kwargs: Any) -> Any:
-            active = start(*args, **kwargs)
+            try:
+                aside = rec.set_row_aside(module, args, kwargs)
+            except Exception:  # noqa: BLE001 - an MLflow whose internals moved: as before
+                aside = False
+            try:
+                active = start(*args, **kwargs)
+            except BaseException:
+                if aside:
+                    rec.take_row_back(module)
+                raise
             try:
                 run_id = active.info.run_id
                 if run_id not in rec.created:  # an existing run taken up again
@@ -153,6 +195,16 @@ class _Recorder:
 
         start_run.__doc__, start_run.__wrapped__ = start.__doc__, start  # type: ignore[attr-defined]
         module.start_run = start_run
+        end = module.end_run
+
+        def end_run(*args: Any, **kwargs: Any) -> Any:
+            out = end(*args, **kwargs)
+            if rec.row_aside:
+                rec.take_row_back(module)
+            return out
+
+        end_run.__doc__, end_run.__wrapped__ = end.__doc__, end  # type: ignore[attr-defined]
+        module.end_run = end_run
         default_experiment = module._get_experiment_id
 
         def _get_experiment_id() -> Any:

@@ -94,6 +94,7 @@ def fluent(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, subprocess.
         ("fails_in_run.py", ""),
         ("benchmark_own_experiment.py", "--lr 1e-2"),
         ("lost_store.py", ""),
+        ("benchmark_around_own_run.py", ""),
     ])
     return Store(uri), proc, sheet
 
@@ -177,6 +178,23 @@ def test_radtbenchmark_next_to_set_experiment_and_own_params(fluent: tuple[Store
     assert row.data.params["lr"] == "0.01"  # the script's value wins ...
     assert row.data.tags["radtrack.param.lr"] == "1e-2"  # ... radtrack's is kept aside
     assert s.system(row)
+
+
+def test_own_start_run_inside_radtbenchmark(fluent: tuple[Store, Any, Path]) -> None:
+    """The script's own start_run() inside a RADTBenchmark block (whose row run MLflow has
+    as its active run) makes the script's own run instead of failing with "Run ... is
+    already active"; around it, plain calls still land in the row run."""
+    s, proc, _ = fluent
+    row, own = s.row(9), s.named("own-inside")
+    assert row.info.status == "FINISHED" and own.info.status == "FINISHED", proc.stderr[-3000:]
+    assert own.data.params["lr"] == "0.1"
+    assert [m.value for m in s.c.get_metric_history(own.info.run_id, "loss")] == [1.0, 0.5, 1.0 / 3]
+    assert [m.value for m in s.c.get_metric_history(own.info.run_id, "acc")] == pytest.approx([0.5, 0.6, 0.7])
+    assert row.data.params["stage"] == "before" and row.data.metrics["after"] == 1.0
+    assert not {"loss", "acc"} & set(row.data.metrics) and "after" not in own.data.metrics
+    assert s.experiment(own) == s.experiment(row) == "compat"
+    assert "mlflow.parentRunId" not in own.data.tags  # its own top-level run, not the row's child
+    s.assert_bound(own, row)
 
 
 def test_unwritable_script_store_is_said_once(fluent: tuple[Store, Any, Path]) -> None:
