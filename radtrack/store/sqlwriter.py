@@ -54,6 +54,8 @@ class SqlMetricWriter:
 
     def log_metrics(self, run_id: str, points: list[tuple[str, float, int, int]]) -> None:
         """Store (key, value, timestamp ms, step) points exactly as log_batch would."""
+        if not points:  # a script run shorter than every listener's interval: nothing to
+            return  # write (an empty executemany is an error to the DB-API, not a no-op)
         if not self.enabled:
             self._log_batch(run_id, points)
             return

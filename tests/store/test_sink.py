@@ -331,6 +331,23 @@ def test_sql_bulk_path_stores_what_log_batch_stores(tmp_path: Path, monkeypatch:
     _assert_same_store(states["bulk"], states["reference"])
 
 
+def test_an_empty_batch_writes_nothing_and_keeps_the_bulk_path(tmp_path: Path,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    """A script run shorter than every listener's interval has no point to store: the
+    writer stores nothing, says nothing, and keeps its fast path (an empty executemany made
+    it warn "SQL bulk path failed" and fall back to log_batch for the rest of the run)."""
+    from radtrack.store.sqlwriter import SqlMetricWriter
+
+    c = _client(f"sqlite:///{tmp_path / 'empty.db'}")
+    rid = c.create_run(c.create_experiment("empty")).info.run_id
+    w = SqlMetricWriter(c)
+    with caplog.at_level("WARNING"):
+        w.log_metrics(rid, [])
+        w.log_metrics(rid, [("m", 1.0, 1000, 0)])
+    assert w.enabled and not caplog.records
+    assert [(m.key, m.value) for m in c.get_metric_history(rid, "m")] == [("m", 1.0)]
+
+
 def test_rest_path_stores_what_log_batch_stores(mlflow_server_uri: str,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """Against a real mlflow server over PostgreSQL, the sink's REST writer (JSON log_batch
