@@ -97,12 +97,14 @@ class _Recorder:
         self.lock = threading.Lock()
         self.row_aside: dict[int, Any] = {}  # thread -> the row run's ActiveRun, set aside
 
-    # RADTBenchmark makes the row run MLflow's active run (radtrack/script/benchmark.py), so
-    # that plain mlflow calls in its block land there. A start_run() of the script's own in
-    # that block would meet "Run ... is already active": the row run steps aside for it
-    # instead (taken off MLflow's active-run stack, not ended) and is the active run again
-    # once the script's runs have all ended.
     def set_row_aside(self, module: ModuleType, args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+        """Before a ``start_run(*args, **kwargs)`` of the script's own: take the row run off
+        MLflow's active-run stack (not ended) where it is the active run, True if so.
+
+        RADTBenchmark makes the row run MLflow's active run (radtrack/script/benchmark.py) so
+        that plain mlflow calls in its block land there; a new top-level run of the script's
+        own in that block would meet "Run ... is already active". The row run is the active
+        run again once the script's runs have all ended (:meth:`take_row_back`)."""
         wanted = kwargs.get("run_id", args[0] if args else None)
         nested = kwargs.get("nested", args[3] if len(args) > 3 else False)
         stack = module._active_run_stack.get()
