@@ -527,7 +527,7 @@ def run_one(a: argparse.Namespace, run_no: int, work: Path) -> dict:
             ends.frombytes(f.read())
     rec["steps"] = len(ends)
     drop = a.drop
-    if profiler:  # the range the workload opened: once per "on" phase, at a step boundary
+    if profiler:  # when the workload opened and closed the range (at step boundaries)
         rec["range_switches"] = json.loads(ranges.read_text()) if ranges.exists() else None
         rec["profiled_kernels"] = profiled_kernels(log.read_text(errors="replace"))
         if rec["range_switches"]:  # phases as the range ran them, every step whole in one
