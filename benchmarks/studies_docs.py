@@ -4,7 +4,7 @@
 
 OUTDIR holds, per study, ``<study>.csv`` (+ ``<study>.<table>.csv``), ``<study>.png`` when
 the GPU host could render it, ``gpu.txt`` (nvidia-smi name and driver, then the date),
-``host.txt`` (gpu_session.sh) and ``studies-store.tgz``. A missing chart is rendered here
+``host.txt`` (device_stages.sh) and ``studies-store.tgz``. A missing chart is rendered here
 from the store through the same ``radtrack report --study --chart`` path. Each page says
 whether the classic finding was reproduced, decided from the tables by the rule it states.
 """
@@ -154,7 +154,7 @@ def page(study: str, outdir: Path, docs: Path) -> str:
     readme = f"../../examples/studies/{study}/README.md"
     parts = [f"# {study}: measured on an {name}", "",
              f"{name}, driver {driver}, {date}; the short version of `benchmarks/studies_gpu.sh` "
-             f"(`bash benchmarks/gpu_session.sh OUT studies`). The question, the sheet and how to "
+             f"(`bash benchmarks/device_stages.sh OUT studies`). The question, the sheet and how to "
              f"read the table: [examples/studies/{study}]({readme}). Raw output: the tables below "
              f"come from `radtrack report {STUDIES[study]} --study {study}` on the returned store.",
              "", "## Classic finding", "", _finding(study, outdir), ""]

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # One call on the GPU host: install from the carried wheelhouse, then the named stages.
-#   bash benchmarks/gpu_session.sh OUTDIR tests|bench|suite|accounting|studies ...
+#   bash benchmarks/device_stages.sh OUTDIR tests|bench|suite|accounting|studies ...
 # Logs go to OUTDIR. Never changes GPU settings; quits any MPS daemon it may have left.
 set -uo pipefail
-out=${1:?usage: gpu_session.sh OUTDIR STAGE...}; shift
+out=${1:?usage: device_stages.sh OUTDIR STAGE...}; shift
 export PYTHONUNBUFFERED=1 MLFLOW_DISABLE_TELEMETRY=true
 # anchored: a shell whose command line merely mentions the daemon must not be killed
 cleanup() { pkill -f '^(/[^ ]*/)?nvidia-cuda-mps-(control|server)' >/dev/null 2>&1; true; }

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Issue 29's run on a host with two or more GPUs, in one call (about 7 minutes on 2 x H200),
+# The two-GPU runs on a host with two or more GPUs, in one call (about 7 minutes on 2 x H200),
 # results in at most 8 files of OUTDIR:
 #
-#   bash benchmarks/gpu_two.sh OUTDIR
+#   bash benchmarks/two_gpus.sh OUTDIR
 #
 # 1. the two-GPU `gpu` tests (tests/placement/test_gpu_two.py: rows on GPU 0 and 1 at once, a
 #    time-shared pair beside a solo row, an MPS pair on GPU 1 and a 0+1 row, each charged
@@ -12,11 +12,11 @@
 #    sheet.csv's solo copy (workload 1), MaxTime $PV_MINUTES (default 0.25), then
 #    `radtrack report power-variation --study power-variation` -> spaceshare.log,
 #    power-variation.txt / .csv, and the store as spaceshare-store.tgz
-# Installs like benchmarks/gpu_final.sh (carry .whl). NVLink multicast stays off (the host's
+# Installs like benchmarks/device_call.sh (carry .whl). NVLink multicast stays off (the host's
 # NCCL_NVLS_ENABLE=0 and companions, set again here); no GPU setting is changed; radtrack
 # quits the MPS daemons it starts.
 set -uo pipefail
-out=${1:?usage: gpu_two.sh OUTDIR}; mkdir -p "$out"; out=$(cd "$out" && pwd)
+out=${1:?usage: two_gpus.sh OUTDIR}; mkdir -p "$out"; out=$(cd "$out" && pwd)
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export PYTHONUNBUFFERED=1 MLFLOW_DISABLE_TELEMETRY=true
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call (H100) for the end of a session: install, then the sections asked for.
-#   bash benchmarks/gpu_final.sh OUTDIR [SECTIONS]   (tests, fixed, lcpu, ab; default tests)
+#   bash benchmarks/device_call.sh OUTDIR [SECTIONS]   (tests, fixed, lcpu, ab; default tests)
 # tests: every `gpu` test of $TESTS (default tests/) (-v, log in OUTDIR/gpu_tests.log);
 # fixed: benchmarks/fixed_cost.py ($FIXED_MODES, default plain and none, smi, smi+dcgm+top
 #   each waiting for its end and with the detached end; $FIXED_REPEATS, default 3) and
@@ -16,7 +16,7 @@
 #   this one ($START_MODES), $FIXED_REPEATS each (OUTDIR/start-{before,after}.{txt,json}),
 #   after the host's Python set-up (PYTHON* variables, import times) in OUTDIR/python.txt.
 set -uo pipefail
-out=${1:?usage: gpu_final.sh OUTDIR [SECTIONS]}; sections=${2:-tests}
+out=${1:?usage: device_call.sh OUTDIR [SECTIONS]}; sections=${2:-tests}
 has() { [[ ",$sections," == *",$1,"* ]]; }  # a whole comma-separated name ("startab" is not "ab")
 export PYTHONUNBUFFERED=1 MLFLOW_DISABLE_TELEMETRY=true
 python3 -m pip install -q --no-index --no-deps --no-compile .whl/*.whl 2>&1 | tail -3
