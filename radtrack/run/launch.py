@@ -31,7 +31,7 @@ from radtrack.run.start import (
 )
 from radtrack.run.supervise import supervise
 from radtrack.script import env as renv
-from radtrack.store import schema
+from radtrack.store import newstore, schema
 from radtrack.store.outage import scrub, wait_s
 
 if TYPE_CHECKING:
@@ -56,6 +56,9 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     spool_root = spool_root or renv.radtrack_home() / "spool"
     for row in rows:
         row.env.update(script_env(spool_root / row.key))
+    # a new SQLite store is made whole before any script (or a child of it) can open it:
+    # milliseconds, and only where no check before the launch made it (radtrack/store/newstore.py)
+    newstore.prepare(recorder.uri)
     barrier_w: list[int] = []
     try:
         barrier_w = spawn_rows(rows, grace, spool_root)

@@ -8,11 +8,10 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.errors import RadtrackError
-from radtrack.store import reach
+from radtrack.store import newstore, reach
 from radtrack.store.identity import (
     LAUNCH_ID_ENV,
     TRACKING_USERNAME,
@@ -98,10 +97,9 @@ def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) ->
             return
         raise RadtrackError(f"tracking store {redact(uri)} is unreachable: {why}")
     if not uri.startswith(("http://", "https://")):
-        if uri.startswith("sqlite:///"):
-            folder = Path(uri.removeprefix("sqlite:///")).absolute().parent
-            if not folder.is_dir():
-                raise RadtrackError(f"tracking store {uri}: folder {folder} does not exist")
+        # a SQLite store: made now when new (whole, once: radtrack/store/newstore.py), before
+        # any script can open it; a half-made, outdated or read-only one said in one line
+        newstore.prepare(uri)
         return
     import urllib.error  # 7 ms: only where a server is asked
 
@@ -192,6 +190,9 @@ def client(uri: str) -> MlflowClient:
     # everything spooled meanwhile, so a long blocking retry inside MLflow gains nothing.
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
+    # a new SQLite store is made whole before MLflow opens it (MLflow would make its tables
+    # in place, racing any other process opening it: radtrack/store/newstore.py)
+    newstore.prepare(uri)
     from mlflow import MlflowClient
 
     c = MlflowClient(tracking_uri=uri)
