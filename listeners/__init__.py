@@ -5,7 +5,7 @@ under themselves (nsys, ncu) in :mod:`radtrack.listeners.wrappers`; both are fou
 the ``radtrack.listeners`` entry-point group (:mod:`radtrack.listeners.registry`).
 """
 
-from radtrack.listeners.base import Availability, Listener, ListenerConfig, MetricSpec
+from radtrack.listeners.base import Availability, Listener, ListenerConfig, MetricSpec, Series
 from radtrack.listeners.wrappers import CommandWrapper
 
-__all__ = ["Availability", "CommandWrapper", "Listener", "ListenerConfig", "MetricSpec"]
+__all__ = ["Availability", "CommandWrapper", "Listener", "ListenerConfig", "MetricSpec", "Series"]

@@ -14,7 +14,14 @@ import threading
 import time
 from collections.abc import Mapping
 
-from radtrack.listeners.base import HOST_SAMPLER, Availability, Listener, ListenerConfig, MetricSpec
+from radtrack.listeners.base import (
+    HOST_SAMPLER,
+    Availability,
+    Listener,
+    ListenerConfig,
+    MetricSpec,
+    Series,
+)
 from radtrack.listeners.cmdstream import CommandStream
 from radtrack.listeners.devices import GpuDevice, run_devices
 from radtrack.listeners.gpm import GPM_METRICS, GpmSampler, device_supported, gpm_supported
@@ -55,6 +62,27 @@ DESCRIPTIONS = {
     "nvlink_tx_bytes_per_s": "NVLink bytes sent, all links",
     "nvlink_rx_bytes_per_s": "NVLink bytes received, all links",
 }
+
+# quantity -> (role, label, unit as a reader needs it); every key is a whole device's
+# (a MIG instance's through GPM); docs/metrics.md is checked against it
+MEANINGS: dict[str, tuple[str, str, str]] = {
+    "gr_engine_active_pct": ("utilisation", "GPU graphics/compute engine active", "% of time"),
+    "sm_active_pct": ("utilisation", "GPU SM active", "% of SM cycles"),
+    "sm_occupancy_pct": ("utilisation", "GPU SM occupancy", "% of the maximum resident warps"),
+    "tensor_active_pct": ("utilisation", "GPU tensor pipes active", "% of SM cycles"),
+    "dram_active_pct": ("utilisation", "GPU memory (DRAM) active", "% of cycles"),
+    "fp64_active_pct": ("utilisation", "GPU FP64 pipe active", "% of SM cycles"),
+    "fp32_active_pct": ("utilisation", "GPU FP32 pipe active", "% of SM cycles"),
+    "fp16_active_pct": ("utilisation", "GPU FP16 pipe active", "% of SM cycles"),
+    "pcie_tx_bytes_per_s": ("io", "GPU PCIe sent", "B/s"),
+    "pcie_rx_bytes_per_s": ("io", "GPU PCIe received", "B/s"),
+    "nvlink_tx_bytes_per_s": ("io", "GPU NVLink sent", "B/s"),
+    "nvlink_rx_bytes_per_s": ("io", "GPU NVLink received", "B/s"),
+}
+SERIES = tuple(Series(f"dcgm/gpu<i>/{q}", "B/s" if q.endswith("_bytes_per_s") else "%", role,
+                      "device", label, text, DESCRIPTIONS[q])
+               for q, (role, label, text) in MEANINGS.items())
+_SERIES = {s.pattern.rsplit("/", 1)[1]: s for s in SERIES}
 
 
 class DcgmiError(RuntimeError):
@@ -150,6 +178,7 @@ def _any_gpm_gpu() -> bool:
 
 class DcgmListener(Listener):
     name = "dcgm"
+    series = SERIES
 
     def __init__(self, config: ListenerConfig):
         super().__init__(config)
@@ -192,8 +221,7 @@ class DcgmListener(Listener):
             for q in self._quantities:
                 source = (f"dcgmi dmon -e {_field_of(q)}" if self.backend == "dcgmi"
                           else f"nvmlGpmMetricsGet(metric {GPM_METRICS[q][0]})")
-                unit = "B/s" if q.endswith("_bytes_per_s") else "%"
-                specs.append(MetricSpec(f"dcgm/{dev.scope}/{q}", unit, DESCRIPTIONS[q], source))
+                specs.append(_SERIES[q].spec(f"dcgm/{dev.scope}/{q}", source=source))
         return specs
 
     def _start_dcgmi(self, dcgmi: str) -> None:

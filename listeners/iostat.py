@@ -8,9 +8,29 @@ from collections.abc import Mapping
 
 # psutil is imported where it is used, not here: the launcher imports this module (the
 # listener's class) before its scripts start, and psutil's import takes ~15 ms
-from radtrack.listeners.base import HOST_SAMPLER, Listener, MetricSpec, rate_window
+from radtrack.listeners.base import HOST_SAMPLER, Listener, MetricSpec, Series, rate_window
 
 _SAFE = re.compile(r"[^A-Za-z0-9_\-.]")
+
+
+_DISK = "psutil.disk_io_counters"
+_NET = "psutil.net_io_counters"
+# every key iostat emits, with what it is: the host's devices, whoever moved the bytes
+SERIES = (
+    Series("iostat/<disk>/read_bytes_per_s", "B/s", "io", "host", "host disk <disk> reads", "B/s",
+           source=_DISK),
+    Series("iostat/<disk>/write_bytes_per_s", "B/s", "io", "host", "host disk <disk> writes", "B/s",
+           source=_DISK),
+    Series("iostat/<disk>/read_ops_per_s", "1/s", "io", "host", "host disk <disk> read operations",
+           "operations/s", source=_DISK),
+    Series("iostat/<disk>/write_ops_per_s", "1/s", "io", "host", "host disk <disk> write operations",
+           "operations/s", source=_DISK),
+    Series("iostat/net/recv_bytes_per_s", "B/s", "io", "host", "host network received", "B/s",
+           "bytes received, all NICs but lo", _NET),
+    Series("iostat/net/sent_bytes_per_s", "B/s", "io", "host", "host network sent", "B/s",
+           "bytes sent, all NICs but lo", _NET),
+)
+_BY_DISK = SERIES[:4]
 
 
 def _scope(name: str) -> str:
@@ -19,6 +39,7 @@ def _scope(name: str) -> str:
 
 class IostatListener(Listener):
     name = "iostat"
+    series = SERIES
 
     @classmethod
     def shared_sampler(cls, env: Mapping[str, str]) -> str | None:
@@ -32,17 +53,10 @@ class IostatListener(Listener):
         self._nics = sorted(n for n in nics if n != "lo")
         specs = []
         for d in self._disks:
-            s = _scope(d)
-            specs += [
-                MetricSpec(f"iostat/{s}/read_bytes_per_s", "B/s", f"bytes read from {d}", "psutil.disk_io_counters"),
-                MetricSpec(f"iostat/{s}/write_bytes_per_s", "B/s", f"bytes written to {d}", "psutil.disk_io_counters"),
-                MetricSpec(f"iostat/{s}/read_ops_per_s", "1/s", f"read operations on {d}", "psutil.disk_io_counters"),
-                MetricSpec(f"iostat/{s}/write_ops_per_s", "1/s", f"write operations on {d}", "psutil.disk_io_counters"),
-            ]
-        specs += [
-            MetricSpec("iostat/net/recv_bytes_per_s", "B/s", "bytes received, all NICs but lo", "psutil.net_io_counters"),
-            MetricSpec("iostat/net/sent_bytes_per_s", "B/s", "bytes sent, all NICs but lo", "psutil.net_io_counters"),
-        ]
+            what = ("bytes read from", "bytes written to", "read operations on", "write operations on")
+            specs += [s.spec(s.pattern.replace("<disk>", _scope(d)), f"{w} {d}")
+                      for s, w in zip(_BY_DISK, what, strict=True)]
+        specs += [s.spec(s.pattern) for s in SERIES[4:]]
         self._prev = self._read()
         return specs
 

@@ -64,6 +64,7 @@ from radtrack.listeners.base import (
     Listener,
     ListenerConfig,
     MetricSpec,
+    Series,
     TimedSample,
     rate_window,
 )
@@ -140,6 +141,40 @@ QUANTITIES: dict[str, tuple[str, str, str]] = {
     "mps_sm_util_pct": ("%", "SM utilisation of the MPS server the run is a client of",
                         "nvmlDeviceGetProcessUtilization + nvmlDeviceGetMPSComputeRunningProcesses"),
 }
+# quantity -> (role, scope, label, unit as a reader needs it): what each series is
+# (listeners/base.py ROLES, SCOPES); docs/metrics.md is checked against it
+MEANINGS: dict[str, tuple[str, str, str, str]] = {
+    "power_w": ("device_power", "device", "GPU power", "W"),
+    "power_sample_w": ("device_power", "device", "GPU power, driver samples", "W"),
+    "power_avg_w": ("device_power", "device", "GPU power, 1-s average", "W"),
+    "energy_j": ("energy_counter", "device", "GPU energy counter", "J"),
+    "gpu_util_pct": ("utilisation", "device", "GPU utilisation", "% of time a kernel ran"),
+    "mem_util_pct": ("utilisation", "device", "GPU memory utilisation", "% of time memory was busy"),
+    "mem_used_mib": ("memory", "device", "GPU memory used, all processes", "MiB"),
+    "mem_total_mib": ("memory", "device", "GPU memory size", "MiB"),
+    "temp_c": ("temperature", "device", "GPU temperature", "°C"),
+    "mem_temp_c": ("temperature", "device", "GPU memory temperature", "°C"),
+    "sm_clock_mhz": ("clock", "device", "GPU SM clock", "MHz"),
+    "mem_clock_mhz": ("clock", "device", "GPU memory clock", "MHz"),
+    "pstate_level": ("clock", "device", "GPU P-state", "P-state, 0 = fastest"),
+    "fan_pct": ("other", "device", "GPU fan speed", "% of maximum"),
+    "clock_reasons_mask": ("other", "device", "GPU clock-event reasons", "bitmask"),
+    "throttle_sw_power_cap_flag": ("other", "device", "GPU held by the power cap", "0/1"),
+    "throttle_hw_slowdown_flag": ("other", "device", "GPU hardware slowdown", "0/1"),
+    "throttle_thermal_flag": ("other", "device", "GPU thermal slowdown", "0/1"),
+    "pcie_tx_bytes_per_s": ("io", "device", "GPU PCIe sent", "B/s"),
+    "pcie_rx_bytes_per_s": ("io", "device", "GPU PCIe received", "B/s"),
+    "ecc_corrected_volatile_count": ("other", "device", "GPU corrected ECC errors", "errors"),
+    "ecc_uncorrected_volatile_count": ("other", "device", "GPU uncorrected ECC errors", "errors"),
+    "proc_mem_used_mib": ("memory", "device_share", "run's GPU memory", "MiB"),
+    "proc_sm_util_pct": ("proc_share", "device_share", "run's GPU SM share", "% of the GPU's SM time"),
+    "all_procs_sm_util_pct": ("proc_share", "device", "every process's GPU SM share",
+                              "% of the GPU's SM time"),
+    "mps_sm_util_pct": ("proc_share", "device", "MPS server's GPU SM share", "% of the GPU's SM time"),
+}
+SERIES = tuple(Series(f"smi/gpu<i>/{q}", unit, *MEANINGS[q], description=desc, source=source)
+               for q, (unit, desc, source) in QUANTITIES.items())
+_SERIES = {s.pattern.rsplit("/", 1)[1]: s for s in SERIES}
 PROCESS_QUANTITIES = ("proc_mem_used_mib", "proc_sm_util_pct", "all_procs_sm_util_pct",
                       "mps_sm_util_pct")
 _UTIL_QUANTITIES = PROCESS_QUANTITIES[1:]
@@ -201,6 +236,7 @@ class _DeviceState:
 
 class SmiListener(Listener):
     name = "smi"
+    series = SERIES
 
     def __init__(self, config: ListenerConfig):
         super().__init__(config)
@@ -262,8 +298,7 @@ class SmiListener(Listener):
             st.probed = True
             for q in wanted:
                 if q in ok:
-                    unit, desc, source = QUANTITIES[q]
-                    specs.append(MetricSpec(f"smi/{st.dev.scope}/{q}", unit, desc, source))
+                    specs.append(_SERIES[q].spec(f"smi/{st.dev.scope}/{q}"))
         for st in self._states:  # the first sample reads everything again
             st.force()
         return specs

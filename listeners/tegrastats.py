@@ -15,7 +15,7 @@ import shutil
 import threading
 import time
 
-from radtrack.listeners.base import Availability, Listener, ListenerConfig, MetricSpec
+from radtrack.listeners.base import Availability, Listener, ListenerConfig, MetricSpec, Series
 from radtrack.listeners.cmdstream import CommandStream
 
 _RAM = re.compile(r"\bRAM (\d+)/(\d+)MB")
@@ -31,6 +31,39 @@ _SENSOR_OFF = -256.0  # what a powered-down thermal zone reports
 _NOT_RAILS = {"RAM", "SWAP", "IRAM", "NC"}  # "NC": an unconnected monitor channel
 
 _UNITS = {"_mb": "MB", "_pct": "%", "_mhz": "MHz", "_c": "°C", "_mw": "mW", "_count": "count"}
+
+
+def _series(pattern: str, unit: str, role: str, scope: str, label: str, unit_text: str = "",
+            description: str = "") -> Series:
+    return Series(f"tegrastats/{pattern}", unit, role, scope, label, unit_text, description, "tegrastats")
+
+
+# every key tegrastats may print, with what it is; the board is both the host and its GPU.
+# The module's input rail (VDD_IN on Orin, POM_5V_IN on TX1/TX2/Nano) is the board's whole
+# power; every other rail is a part of it (Xavier prints no input rail: its rails are parts)
+SERIES = (
+    _series("mem/ram_used_mb", "MB", "memory", "host", "board RAM used", "MB"),
+    _series("mem/ram_total_mb", "MB", "memory", "host", "board RAM size", "MB"),
+    _series("mem/swap_used_mb", "MB", "memory", "host", "board swap used", "MB"),
+    _series("mem/swap_total_mb", "MB", "memory", "host", "board swap size", "MB"),
+    _series("cpu/online_count", "count", "other", "host", "board CPU cores online", "cores"),
+    _series("cpu<n>/util_pct", "%", "host_cpu", "host", "board core <n> CPU", "% of one core"),
+    _series("cpu<n>/freq_mhz", "MHz", "clock", "host", "board core <n> clock", "MHz"),
+    _series("gpu/util_pct", "%", "utilisation", "device", "GPU (GR3D) utilisation", "% of time"),
+    _series("gpu/freq_mhz", "MHz", "clock", "device", "GPU (GR3D) clock", "MHz"),
+    _series("emc/util_pct", "%", "utilisation", "host", "memory controller (EMC) utilisation",
+            "% of time"),
+    _series("emc/freq_mhz", "MHz", "clock", "host", "memory controller (EMC) clock", "MHz"),
+    _series("temp/<sensor>_c", "°C", "temperature", "host", "board temperature <sensor>", "°C"),
+    *(_series(f"power/{rail}{avg}_mw", "mW", "device_power", "device",
+              f"board input power{' (running average)' if avg else ''}", "mW",
+              f"the module's input rail {rail.upper()}: the whole board")
+      for rail in ("vdd_in", "pom_5v_in") for avg in ("_avg", "")),
+    _series("power/<rail>_avg_mw", "mW", "power_rail", "device", "rail <rail> power (running average)",
+            "mW", "a supply rail, part of the board's power"),
+    _series("power/<rail>_mw", "mW", "power_rail", "device", "rail <rail> power", "mW",
+            "a supply rail, part of the board's power"),
+)
 
 
 def _name(raw: str) -> str:
@@ -80,8 +113,15 @@ def unit_of(key: str) -> str:
     return next((u for suffix, u in _UNITS.items() if key.endswith(suffix)), "")
 
 
+def _spec(key: str) -> MetricSpec:
+    """A key's spec from :data:`SERIES`; one of a shape not foreseen keeps the unit of its suffix."""
+    found = next((s for s in SERIES if s.match(key) is not None), None)
+    return found.spec(key) if found is not None else MetricSpec(key, unit_of(key), "", "tegrastats")
+
+
 class TegrastatsListener(Listener):
     name = "tegrastats"
+    series = SERIES
     holds_start = True  # its power rails keep no history to read back to the run's start
 
     def __init__(self, config: ListenerConfig):
@@ -113,7 +153,7 @@ class TegrastatsListener(Listener):
                 tail = " | ".join(self._stream.tail) or "no output"
                 raise RuntimeError(f"tegrastats printed no statistics: {tail}")
             time.sleep(0.02)
-        return [MetricSpec(k, unit_of(k), "", "tegrastats") for k in sorted(self._snapshot())]
+        return [_spec(k) for k in sorted(self._snapshot())]
 
     def _snapshot(self) -> dict[str, float]:
         with self._lock:

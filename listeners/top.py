@@ -15,19 +15,54 @@ from radtrack.listeners.base import (
     Listener,
     ListenerConfig,
     MetricSpec,
+    Series,
     rate_window,
 )
 from radtrack.listeners.proctree import ProcessTree
 
-_PROC_FIELDS = [
-    ("top/proc/cpu_pct", "%", "CPU of the run's process tree (100 = one core)", "/proc/<pid>/stat utime+stime"),
-    ("top/proc/rss_mib", "MiB", "resident memory of the run's process tree", "/proc/<pid>/stat rss"),
-    ("top/proc/threads_count", "count", "threads in the run's process tree", "/proc/<pid>/stat num_threads"),
-    ("top/proc/procs_count", "count", "processes in the run's process tree", "/proc/<pid>/task/*/children"),
-    ("top/proc/read_bytes_per_s", "B/s", "bytes read by the tree, over 1 s", "/proc/<pid>/io read_bytes"),
-    ("top/proc/write_bytes_per_s", "B/s", "bytes written by the tree, over 1 s", "/proc/<pid>/io write_bytes"),
-    ("top/proc/ctx_switches_per_s", "1/s", "context switches of the tree, over 1 s", "/proc/<pid>/status"),
-]
+
+def _series(pattern: str, unit: str, role: str, scope: str, label: str, unit_text: str = "",
+            description: str = "", source: str = "") -> Series:
+    return Series(f"top/{pattern}", unit, role, scope, label, unit_text, description, source)
+
+
+# every key top emits, with what it is (docs/metrics.md is checked against it); the host's
+# CPU is a share of all its cores, the run's a sum over its processes of one core each
+SERIES = (
+    _series("cpu_pct", "%", "host_cpu", "host", "host CPU", "% of all cores",
+            "system CPU utilisation, all cores"),
+    _series("cpu<n>/util_pct", "%", "host_cpu", "host", "host core <n> CPU", "% of one core",
+            "utilisation of one core"),
+    _series("load1_count", "count", "other", "host", "host load average, 1 min", "runnable processes",
+            "1-minute load average (every 5 s)", "os.getloadavg"),
+    _series("mem_used_mib", "MiB", "memory", "host", "host memory used", "MiB",
+            "host memory used (total - available)"),
+    _series("mem_used_pct", "%", "memory", "host", "host memory used", "% of host memory",
+            "host memory used"),
+    _series("swap_used_mib", "MiB", "memory", "host", "host swap used", "MiB", "swap used (every 1 s)"),
+    _series("temp/<sensor>_c", "°C", "temperature", "host", "host temperature <sensor>", "°C",
+            "host temperature sensor (every 1 s)", "psutil.sensors_temperatures"),
+    _series("proc/cpu_pct", "%", "proc_cpu", "run", "run CPU", "% of one core",
+            "CPU of the run's process tree (100 = one core)", "/proc/<pid>/stat utime+stime"),
+    _series("proc/rss_mib", "MiB", "memory", "run", "run memory (RSS)", "MiB",
+            "resident memory of the run's process tree", "/proc/<pid>/stat rss"),
+    _series("proc/threads_count", "count", "other", "run", "run threads", "threads",
+            "threads in the run's process tree", "/proc/<pid>/stat num_threads"),
+    _series("proc/procs_count", "count", "other", "run", "run processes", "processes",
+            "processes in the run's process tree", "/proc/<pid>/task/*/children"),
+    _series("proc/read_bytes_per_s", "B/s", "io", "run", "run disk reads", "B/s",
+            "bytes read by the tree, over 1 s", "/proc/<pid>/io read_bytes"),
+    _series("proc/write_bytes_per_s", "B/s", "io", "run", "run disk writes", "B/s",
+            "bytes written by the tree, over 1 s", "/proc/<pid>/io write_bytes"),
+    _series("proc/ctx_switches_per_s", "1/s", "other", "run", "run context switches", "1/s",
+            "context switches of the tree, over 1 s", "/proc/<pid>/status"),
+)
+_PROC_FIELDS = [s for s in SERIES if s.pattern.startswith("top/proc/")]
+
+
+def _spec(key: str, description: str | None = None, source: str | None = None) -> MetricSpec:
+    """The spec of one key, from the first of :data:`SERIES` it belongs to."""
+    return next(s for s in SERIES if s.match(key) is not None).spec(key, description, source)
 SLOW_EVERY_S = 1.0  # swap, temperatures, the tree's I/O and context switches
 LOAD_EVERY_S = 5.0  # the kernel recomputes the load average every 5 s
 # Per-core CPU at its own pace: a 128-core host at 0.1 s would log 1,280 points a second
@@ -86,6 +121,7 @@ class TopListener(Listener):
     psutil elsewhere."""
 
     name = "top"
+    series = SERIES
 
     @classmethod
     def shared_sampler(cls, env: Mapping[str, str]) -> str | None:
@@ -115,22 +151,20 @@ class TopListener(Listener):
         self.ncpu = len(procfs.cpu_times()) - 1 if self.fast else (psutil.cpu_count() or 1)
         src = "/proc/stat" if self.fast else "psutil.cpu_times"
         mem = "/proc/meminfo" if self.fast else "psutil.virtual_memory"
+        cores = f"every {max(self.core_every_s, self.config.interval):g} s"
         specs = [
-            MetricSpec("top/cpu_pct", "%", "system CPU utilisation, all cores", src),
-            *[MetricSpec(f"top/cpu{i}/util_pct", "%",
-                         f"utilisation of core {i} (every {max(self.core_every_s, self.config.interval):g} s)",
-                         src)
+            _spec("top/cpu_pct", source=src),
+            *[_spec(f"top/cpu{i}/util_pct", f"utilisation of core {i} ({cores})", src)
               for i in range(self.ncpu)],
-            MetricSpec("top/load1_count", "count", "1-minute load average (every 5 s)", "os.getloadavg"),
-            MetricSpec("top/mem_used_mib", "MiB", "host memory used (total - available)", mem),
-            MetricSpec("top/mem_used_pct", "%", "host memory used", mem),
-            MetricSpec("top/swap_used_mib", "MiB", "swap used (every 1 s)", mem if self.fast else "psutil.swap_memory"),
+            _spec("top/load1_count"),
+            _spec("top/mem_used_mib", source=mem),
+            _spec("top/mem_used_pct", source=mem),
+            _spec("top/swap_used_mib", source=mem if self.fast else "psutil.swap_memory"),
         ]
         self._temps = sorted(_temperatures())
-        specs += [MetricSpec(k, "°C", "host temperature sensor (every 1 s)", "psutil.sensors_temperatures")
-                  for k in self._temps]
+        specs += [_spec(k) for k in self._temps]
         if self.config.pid is not None:
-            specs += [MetricSpec(*f) for f in _PROC_FIELDS]
+            specs += [s.spec(s.pattern) for s in _PROC_FIELDS]
         # Rates (CPU %, I/O, context switches) need a previous reading; the first sample
         # takes it and reports none, so every rate spans a whole interval: a window of a
         # few ms right after the probe would turn 10-ms CPU ticks into 0 or 1000 %.

@@ -1,0 +1,296 @@
+"""What every figure radtrack stores is: its scope, unit, role and label, from one owner.
+
+:func:`describe` answers for any name a reader meets: a listener series (``top/proc/cpu_pct``,
+as stored ``system/top/proc/cpu_pct``), its summaries (``summary/top/proc/cpu_pct/mean``,
+``summary/smi/gpu0/energy_j``), co-location accounting (``attribution/gpu0/attributed_power_w``,
+``summary/attribution/gpu0/energy_j``), workload totals (``summary/workload/gpu0/idle_energy_j``),
+code windows (``window/warmup/energy_j``), error bars (``..._ci95_pct``), the cost of watching
+(``summary/monitoring/...``), the summary and report columns (``proc_cpu_pct_mean``,
+``energy_j``) and the script's own metrics (``loss``). Listener series are described by
+their listener's declaration (``Listener.series``, listeners/base.py; third-party listeners
+alike, through the registry), and from the key's shape where no listener declares them
+(``<listener>/<scope>/<quantity>_<unit>``: the unit from the suffix, never a power or
+energy role). The page's charts and headers, the exports and the report label by it;
+docs/metrics.md is checked against it (tests/store/test_meaning_docs.py).
+
+Pure: no MLflow, no store access. Labels are what a reader sees, so they say whose figure
+it is before what it is: ``run CPU (% of one core)`` vs ``host CPU (% of all cores)``.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import cache
+
+from radtrack.listeners.base import (
+    ROLES,
+    SCOPES,
+    MetricSpec,
+    Series,
+    derived_label,
+    derived_role,
+    derived_scope,
+    describe_by,
+    split_unit,
+)
+from radtrack.store import schema
+
+__all__ = ["ROLES", "SCOPES", "SUMMARY_COLUMNS", "Meaning", "describe"]
+
+#: the statistics a summary key or a summary column ends in
+STATS = {"mean": "mean", "min": "min", "max": "max", "p95": "95th percentile"}
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """What one figure is. ``label`` is what a title or a header shows: the name, then the
+    unit as a reader needs it (``run CPU, mean (% of one core)``); ``unit`` is the bare unit
+    (``%``), ``unit_text`` the unit with what it is a part of (``% of one core``)."""
+
+    key: str  # the name described, without MLflow's ``system/`` prefix
+    scope: str  # listeners.base.SCOPES: host, run, device, device_share, mig, workload
+    unit: str  # "W", "%", "J"; "" for a number without a unit
+    unit_text: str  # "% of one core", "W"; "" for a number without a unit
+    role: str  # listeners.base.ROLES
+    name: str  # "run CPU, mean": the label without its unit
+    label: str  # "run CPU, mean (% of one core)"
+    stat: str = ""  # a summary's statistic (mean, min, max, p95, total), "" for a series
+    declared: bool = True  # False: read from the key's shape, no listener declares it
+
+    @property
+    def scope_text(self) -> str:
+        """The scope as a word: ``host``, ``run``, ``GPU``, ``run's share of GPU``."""
+        return SCOPES[self.scope]
+
+
+def _meaning(key: str, scope: str, unit: str, role: str, name: str, unit_text: str | None = None,
+             stat: str = "", declared: bool = True) -> Meaning:
+    text = unit if unit_text is None else unit_text
+    return Meaning(key, scope, unit, text, role, name, f"{name} ({text})" if text else name, stat,
+                   declared)
+
+
+def _from_spec(key: str, spec: MetricSpec) -> Meaning:
+    return _meaning(key, spec.scope, spec.unit, spec.role, spec.label, spec.unit_text)
+
+
+def _with(base: Meaning, key: str, name: str, stat: str = "", **changes: str) -> Meaning:
+    """``base`` renamed (and re-labelled) for a figure derived from it."""
+    out = replace(base, key=key, name=name, stat=stat, **changes)
+    return replace(out, label=f"{name} ({out.unit_text})" if out.unit_text else name)
+
+
+# -- radtrack's own figures (besides the listeners') ---------------------------------------
+
+#: summary and report columns (analysis/summary.py, run_summaries.py) -> the series they
+#: summarise, or their own meaning; a column <quantity>_<stat> is <quantity>'s series' stat
+SUMMARY_COLUMNS: dict[str, str | tuple[str, str, str, str, str]] = {
+    "power_w": "smi/gpu0/power_w",
+    "gpu_util_pct": "smi/gpu0/gpu_util_pct",
+    "sm_active_pct": "dcgm/gpu0/sm_active_pct",
+    "tensor_active_pct": "dcgm/gpu0/tensor_active_pct",
+    "mem_used_mib": "smi/gpu0/mem_used_mib",
+    "temp_c": "smi/gpu0/temp_c",
+    "sm_clock_mhz": "smi/gpu0/sm_clock_mhz",
+    "proc_sm_util_pct": "smi/gpu0/proc_sm_util_pct",
+    "proc_mem_used_mib": "smi/gpu0/proc_mem_used_mib",
+    "cpu_pct": "top/cpu_pct",
+    "proc_cpu_pct": "top/proc/cpu_pct",
+    "rss_mib": "top/proc/rss_mib",
+    # (scope, unit, role, name, unit text)
+    "duration_s": ("run", "s", "other", "run duration", "s"),
+    "energy_j": ("device_share", "J", "energy", "run's GPU energy, attributed", "J"),
+    "gpu_energy_j": ("device", "J", "energy", "GPU energy over the run's span", "J"),
+    "co2e_g": ("run", "g", "other", "run footprint", "g CO2e"),
+    "activity_energy_j": ("device", "J", "energy", "GPU energy, activity model", "J"),
+    "energy_note": ("run", "", "other", "why the energy's interval is wide", ""),
+    "attribution": ("run", "", "other", "how the energy was split", ""),
+}
+#: summary/workload/<key> on a co-located workload's parent run (postrun/accounting.py)
+_WORKLOAD: dict[str, tuple[str, str, str, str]] = {  # key -> (unit, role, name, unit text)
+    "energy_j": ("J", "energy", "workload GPU energy", "J"),
+    "idle_energy_j": ("J", "energy", "workload GPU idle energy", "J"),
+    "other_energy_j": ("J", "energy", "GPU energy of processes outside the workload", "J"),
+    "duration_s": ("s", "other", "workload duration", "s"),
+    "co2e_g": ("g", "other", "workload footprint", "g CO2e"),
+    "stp": ("", "other", "workload system throughput (STP)", "solo runs' worth"),
+    "antt": ("", "other", "workload average normalised turnaround (ANTT)", "x solo time"),
+    "serial_energy_j": ("J", "energy", "energy of the same work run solo, one after another", "J"),
+    "energy_vs_serial_pct": ("%", "other", "workload energy vs serial", "% of the serial energy"),
+}
+#: attribution/<scope>/<key> series and summary/attribution/<scope>/<key> totals
+_ATTRIBUTION: dict[str, tuple[str, str, str, str, str]] = {  # -> (scope, unit, role, name, text)
+    "attributed_power_w": ("device_share", "W", "attributed_power", "run's share of GPU power", "W"),
+    "sm_share_pct": ("device_share", "%", "proc_share", "run's share of GPU SM time", "% of the whole GPU"),
+    "idle_power_w": ("device", "W", "attributed_power", "GPU idle power, no run's", "W"),
+    "other_power_w": ("device", "W", "attributed_power", "GPU power of processes outside the workload", "W"),
+    "energy_j": ("device_share", "J", "energy", "run's GPU energy, attributed", "J"),
+}
+#: window/<name>/<key>: a code window's figures (postrun/window_energy.py)
+_WINDOW: dict[str, tuple[str, str, str, str, str]] = {
+    "duration_s": ("run", "s", "other", "duration", "s"),
+    "below_resolution_flag": ("run", "0/1", "other", "shorter than the power sensor resolves", "0/1"),
+    "energy_j": ("device_share", "J", "energy", "run's GPU energy, attributed", "J"),
+    "gpu_energy_j": ("device", "J", "energy", "GPU energy", "J"),
+    "power_w": ("device", "W", "device_power", "GPU power, mean", "W"),
+    "gpu_util_pct": ("device", "%", "utilisation", "GPU utilisation, mean", "% of time a kernel ran"),
+    "sm_active_pct": ("device", "%", "utilisation", "GPU SM active, mean", "% of SM cycles"),
+    "activity_energy_j": ("device", "J", "energy", "GPU energy, activity model", "J"),
+}
+#: summary/monitoring/<key>: what watching the run cost (run/cost.py)
+_MONITORING: dict[str, tuple[str, str, str]] = {  # -> (unit, name, unit text)
+    "listeners_cpu_s": ("s", "monitoring: listeners' CPU time", "CPU s"),
+    "store_cpu_s": ("s", "monitoring: storing's CPU time", "CPU s"),
+    "cpu_pct": ("%", "monitoring CPU over the run", "% of one core"),
+    "points": ("", "monitoring: points stored", ""),
+    "spool_bytes": ("B", "monitoring: spool size", "B"),
+    "missed": ("", "monitoring: sampling deadlines missed", ""),
+    "cpu_s": ("s", "monitoring: <listener>'s CPU time", "CPU s"),
+    "samples": ("", "monitoring: <listener>'s samples", ""),
+}
+_CI = ((schema.CI95_SUFFIX, "%", "95 % interval", "± % of the figure"),
+       (schema.CI95_FLAG_SUFFIX, "", "interval flag", "0 ok, 1 bursty load, 2 span too short"))
+_GPU = re.compile(r"gpu\d+")
+
+
+def describe(key: str, tags: Mapping[str, object] | None = None) -> Meaning:
+    """What ``key`` is: a stored metric key (``system/`` prefix or not), a summary or
+    report column, or a script's own metric; ``tags`` (a run's tags, ``tag.``-prefixed as
+    in a runs frame or bare) say whether a GPU was a MIG slice. Never raises for a name of
+    an unknown shape: it is described as the run's own figure, ``declared`` False."""
+    meaning = _describe(schema.canonical_key(key.strip()))
+    if tags and meaning.scope == "device" and meaning.role not in ("device_power", "energy_counter"):
+        parts = meaning.key.split("/")
+        scope = next((p for p in parts if _GPU.fullmatch(p)), None)
+        mig = scope and (tags.get(schema.gpu_tag(scope, "mig"))
+                         or tags.get("tag." + schema.gpu_tag(scope, "mig")))
+        if mig and str(mig).lower() == "true":
+            name = re.sub(r"^GPU\b", "MIG slice", meaning.name)
+            return _with(meaning, meaning.key, name, meaning.stat, scope="mig")
+    return meaning
+
+
+@cache
+def _describe(key: str) -> Meaning:
+    for suffix, unit, what, text in _CI:
+        if key.endswith(suffix) and len(key) > len(suffix):
+            base = _describe(key[: -len(suffix)])
+            return _meaning(key, base.scope, unit, "other", f"{base.name}: {what}", text, base.stat)
+    if key.startswith(schema.SUMMARY_PREFIX):
+        return _summary(key, key[len(schema.SUMMARY_PREFIX):])
+    if key.startswith(schema.ATTRIBUTION_PREFIX):
+        return _table(key, key.rsplit("/", 1)[-1], _ATTRIBUTION)
+    if key.startswith(schema.WINDOW_PREFIX):
+        name, _, quantity = key[len(schema.WINDOW_PREFIX):].rpartition("/")
+        base = _table(key, quantity, _WINDOW)
+        return _with(base, key, f"code window {name or '?'}: {base.name}")
+    if key == schema.SPOOL_DROPPED_KEY:
+        return _meaning(key, "run", "", "other", "samples the full disk dropped", "samples")
+    if "/" in key:
+        return _listener(key)
+    return _column(key)
+
+
+def _table(key: str, quantity: str, table: Mapping[str, tuple[str, str, str, str, str]]) -> Meaning:
+    if quantity in table:
+        scope, unit, role, name, text = table[quantity]
+        return _meaning(key, scope, unit, role, name, text)
+    return _shape(key)
+
+
+def _summary(key: str, rest: str) -> Meaning:
+    """``summary/...``: a series' statistic or total, or one of radtrack's own totals."""
+    if rest.startswith("workload/"):
+        parts = rest.split("/")[1:]
+        quantity = parts[-1]
+        if quantity in _WORKLOAD:
+            unit, role, name, text = _WORKLOAD[quantity]
+        elif quantity.startswith("work_"):
+            unit, role, name, text = quantity[5:], "other", "workload work", quantity[5:]
+        elif quantity.startswith("energy_per_") and quantity.endswith("_j"):
+            per = quantity[len("energy_per_"):-2]
+            unit, role, name, text = f"J/{per}", "energy", f"workload energy per {per}", f"J/{per}"
+        else:
+            return _shape(key)
+        gpu = next((p for p in parts[:-1] if _GPU.fullmatch(p)), "")
+        return _meaning(key, "workload", unit, role, name.replace("GPU", f"GPU {gpu[3:]}") if gpu
+                        else name, text, "total")
+    if rest.startswith("attribution/"):
+        return replace(_table(key, rest.rsplit("/", 1)[-1], _ATTRIBUTION), stat="total")
+    if rest.startswith("monitoring/"):
+        parts = rest.split("/")[1:]
+        if parts[-1] not in _MONITORING:
+            return _shape(key)
+        unit, name, text = _MONITORING[parts[-1]]
+        listener = parts[0] if len(parts) > 1 else "listeners"
+        return _meaning(key, "run", unit, "other", name.replace("<listener>", listener), text, "total")
+    if key.startswith(schema.ENERGY_MODEL_PREFIX):
+        return _meaning(key, "device", "J", "energy", "GPU energy, activity model", "J", "total")
+    if rest in ("duration_s", "co2e_g"):
+        return _column(rest, key)
+    series, _, stat = rest.rpartition("/")
+    if series and stat in STATS and not series.startswith(schema.SUMMARY_PREFIX):
+        base = _describe(series)
+        return _with(base, key, f"{base.name}, {STATS[stat]}", stat)
+    base = _describe(rest)
+    if base.role == "energy_counter":  # summary/<counter> = last - first: the run's total
+        name = (base.name.removesuffix(" counter") + " over the run" if base.name.endswith(" counter")
+                else f"{base.name}, total")
+        return _with(base, key, name, "total", role="energy")
+    return _with(base, key, f"{base.name}, total", "total")
+
+
+def _column(column: str, key: str | None = None) -> Meaning:
+    """A summary or report column (``proc_cpu_pct_mean``, ``energy_j``), or a script's own metric."""
+    key = key or column
+    own = SUMMARY_COLUMNS.get(column)
+    if isinstance(own, tuple):
+        scope, unit, role, name, text = own
+        return _meaning(key, scope, unit, role, name, text, "total" if role == "energy" else "")
+    if isinstance(own, str):
+        return _with(_describe(own), key, _describe(own).name)
+    quantity, _, stat = column.rpartition("_")
+    if stat in STATS and quantity:
+        target = SUMMARY_COLUMNS.get(quantity)
+        base = _describe(target) if isinstance(target, str) else _describe(quantity)
+        return _with(base, key, f"{base.name}, {STATS[stat]}", stat)
+    if column.startswith("energy_per_") and column.endswith("_j"):
+        per = column[len("energy_per_"):-2]
+        return _meaning(key, "device_share", f"J/{per}", "energy", f"run's energy per {per}")
+    name, unit = split_unit(column)
+    return _meaning(key, "run", unit, "other", name.replace("_", " ") if unit else column,
+                    declared=False)
+
+
+def _listener(key: str) -> Meaning:
+    """A listener's series: from its listener's declaration, else from the key's shape."""
+    spec = describe_by(_declared(key.split("/", 1)[0]), key)
+    return _from_spec(key, spec) if spec is not None else _shape(key)
+
+
+def _shape(key: str) -> Meaning:
+    """A key no one declares, read as ``<listener>/<scope>/<quantity>_<unit>``."""
+    unit = split_unit(key)[1]
+    scope = derived_scope(key)
+    return _meaning(key, scope, unit, derived_role(key), derived_label(key, scope), declared=False)
+
+
+@cache
+def _declared(listener: str) -> tuple[Series, ...]:
+    """The series a registered listener declares; () for a name no package registers or one
+    that does not load (its keys are then read from their shape)."""
+    from radtrack.errors import RadtrackError
+    from radtrack.listeners import registry
+
+    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", listener) or registry.unknown([listener]):
+        return ()
+    try:
+        with warnings.catch_warnings():  # a broken plugin is reported where listeners are listed
+            warnings.simplefilter("ignore")
+            cls = registry.get(listener)
+    except RadtrackError:
+        return ()
+    return tuple(getattr(cls, "series", ()))
