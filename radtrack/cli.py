@@ -68,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
 def _detach_end(args: argparse.Namespace) -> None:
     """The detached end (radtrack/run/front.py): fork the front that gives the shell back
     once the launch is durable; this process goes on as the launcher."""
+    if args.nodes is not None:
+        return  # node 0 of a multi-node row waits for every node's end (radtrack/nodes/)
     from radtrack.executors import resolve
     from radtrack.run import front
 
@@ -211,15 +213,17 @@ def _launch(args: argparse.Namespace) -> int:
             raise RadtrackError(f"{target} is a sheet: arguments after it ({' '.join(args.script_args)}) "
                                 "belong in its Params column")
         defaults = _defaults(args)
-        specs = _for_plan(lambda host: sheets.read_sheet(target.absolute(), defaults,
-                                                         check_host=host), args.dry_run)
+        specs = _for_plan(lambda host: sheets.read_sheet(
+            target.absolute(), defaults, check_host=host, cpu_fallback=args.allow_cpu_fallback,
+            warn=_warn), args.dry_run)
         sheet_path: Path | None = target.absolute()
     else:
         if target.suffix != ".py":
             raise RadtrackError(f"{target}: expected a Python script (.py) or a sheet (.csv)")
         specs = [_single_spec(args, target)]
-        _for_plan(lambda host: sheets.validate_command_line(specs[0], check_host=host),
-                  args.dry_run)
+        _for_plan(lambda host: sheets.validate_command_line(
+            specs[0], check_host=host, cpu_fallback=args.allow_cpu_fallback, warn=_warn),
+            args.dry_run)
         sheet_path = None
     from radtrack.plan import format_plan, group_workloads
 
@@ -258,13 +262,26 @@ def _launch(args: argparse.Namespace) -> int:
     # a CLI launch's workload number (Workload 0: the next one) is taken when its run is made
     from radtrack.executors import local
 
+    if args.nodes is not None or args.node_rank is not None or args.master is not None:
+        from radtrack.nodes.launch import check, launch
+
+        check(args.nodes, args.node_rank, args.master, args.collocation)
+        if sheet_path is not None:
+            raise RadtrackError("--nodes/--node-rank/--master run one script on each node by "
+                                "hand; a sheet's rows go over nodes with --executor slurm")
+        return launch(specs[0], uri, args.grace, args.nodes, args.node_rank, args.master)
     return local.run(workloads, uri, args.grace, sheet_path)
+
+
+def _warn(message: str) -> None:
+    print(f"radtrack: warning: {message}", file=sys.stderr)
 
 
 def _for_plan(validate: Callable[[bool], T], dry_run: bool) -> T:
     """``validate(check_host)``; for --dry-run, what this host lacks (no GPU, no MPS tool, a
     MIG profile) is a warning under the plan, so a sheet can be planned on a laptop before
-    it goes to the GPU host. A real run refuses it, and every other problem stays an error."""
+    it goes to the GPU host (a GPU row included: a real run refuses it unless
+    --allow-cpu-fallback). A real run refuses it, and every other problem stays an error."""
     try:
         return validate(True)
     except SheetError as exc:
@@ -275,7 +292,7 @@ def _for_plan(validate: Callable[[bool], T], dry_run: bool) -> T:
         except SheetError:
             raise exc from None
         for problem in exc.problems:
-            print(f"radtrack: warning: {problem}", file=sys.stderr)
+            _warn(problem)
         print("radtrack: warning: this host cannot run it as planned (above); the plan is "
               "printed for a host that can, where a real run checks again", file=sys.stderr)
         return result

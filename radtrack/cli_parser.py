@@ -62,7 +62,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="radT's flag; a no-op: radtrack always runs in the current environment")
     p.add_argument("--conda", action="store_true",
                    help="radT's per-run conda environments: not supported (refused)")
-    p.add_argument("--dry-run", action="store_true", help="print the plan and exit")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the plan and exit; what this host lacks (no GPU, no MPS tool) "
+                        "is a warning")
+    p.add_argument("--allow-cpu-fallback", action="store_true",
+                   help="run rows that ask for GPUs (Devices, -d) on a host without one, on "
+                        "CPU, with a warning (refused otherwise); MPS, MIG, Clocks and "
+                        "PowerLimit still need a GPU")
     end = p.add_mutually_exclusive_group()
     end.add_argument("--detach-end", dest="end", action="store_const", const="detach",
                      help="give the shell back once the scripts ended and their status and "
@@ -104,4 +110,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "node mounts (otherwise such a store is refused)")
     s.add_argument("--detach", action="store_true",
                    help="slurm: return after submitting; 'radtrack status SHEET' refreshes it")
+    n = p.add_argument_group("multi-node (one run over several nodes; docs/sheets.md)")
+    n.add_argument("--nodes", type=inputs.argument(inputs.integer), default=None, metavar="N",
+                   help="run the script as one run over N nodes: started by hand on each node "
+                        "with --node-rank and --master")
+    n.add_argument("--node-rank", type=inputs.argument(inputs.integer), default=None, metavar="K",
+                   help="this node's rank, 0..N-1; node 0 creates the run and hosts the rendezvous")
+    n.add_argument("--master", default=None, metavar="HOST[:PORT]",
+                   help="node 0's host as every node reaches it (MASTER_ADDR) and radtrack's "
+                        "rendezvous port there (default 29450)")
     return p

@@ -3,6 +3,7 @@ cells that cannot work, and co-located rows that disagree about a shared GPU."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from radtrack import gpus as gpus_mod
@@ -120,21 +121,26 @@ _CLI_OPTION = {"Experiment": "-e/--experiment", "RunName": "--run-name",
                "PowerLimit": "PowerLimit"}
 
 
-def validate_command_line(spec: RunSpec, *, check_host: bool = True) -> None:
+def validate_command_line(spec: RunSpec, *, check_host: bool = True, cpu_fallback: bool = False,
+                          warn: Callable[[str], None] | None = None) -> None:
     """The row checks of a sheet, for a single-run launch (a one-row sheet): raise a
-    SheetError whose lines name the command-line option at fault."""
+    SheetError whose lines name the command-line option at fault (``warn`` gets the lines
+    about this host that do not stop the launch, worded the same way)."""
     problems = Problems(Path("command line"))
     check_row(spec, problems)
-    from radtrack.sheet.host import check_against_host
+    from radtrack.sheet.host import check_against_host, check_gpu_requests
 
     host = gpus_mod.inventory() if check_host else []
     check_workloads([spec], problems, host)
     if check_host:
         check_against_host([spec], problems, host)
+        check_gpu_requests([spec], problems, host, cpu_fallback=cpu_fallback,
+                           warn=(lambda m: warn(_cli_words(m))) if warn else None)
     if problems.items:
-        out = []
-        for item in problems.items:
-            for column, option in _CLI_OPTION.items():
-                item = item.replace(f"column {column}:", f"{option}:")
-            out.append(item)
-        raise SheetError(out)
+        raise SheetError([_cli_words(item) for item in problems.items])
+
+
+def _cli_words(item: str) -> str:
+    for column, option in _CLI_OPTION.items():
+        item = item.replace(f"column {column}:", f"{option}:")
+    return item

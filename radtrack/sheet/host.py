@@ -1,9 +1,12 @@
-"""Checks of a sheet's rows against this host: devices present, MIG profiles offered and
-free, MIG mode, power and clock ranges, the MPS control tool."""
+"""Checks of a sheet's rows against this host: a GPU at all for rows that ask for one,
+devices present, MIG profiles offered and free, MIG mode, power and clock ranges, the MPS
+control tool."""
 
 from __future__ import annotations
 
+import os
 import shutil
+from collections.abc import Callable, Mapping
 
 from radtrack import gpus as gpus_mod
 from radtrack.placement.clocks import clock_range
@@ -11,6 +14,10 @@ from radtrack.sheet.records import Problems
 from radtrack.spec import RunSpec
 
 MPS_CONTROL = "nvidia-cuda-mps-control"
+NO_GPU = "nvidia-smi reports none on this host"
+CPU_FALLBACK_FLAG = "--allow-cpu-fallback"
+# CUDA_VISIBLE_DEVICES values that ask for no GPU (SLURM writes NoDevFiles)
+_NO_DEVICE_VALUES = ("", "-1", "none", "nodevfiles")
 
 
 def check_against_host(specs: list[RunSpec], problems: Problems, host: list[gpus_mod.Gpu]) -> None:
@@ -24,12 +31,14 @@ def check_against_host(specs: list[RunSpec], problems: Problems, host: list[gpus
             problems.add(f"MPS needs {MPS_CONTROL} on PATH (it comes with the NVIDIA driver)",
                          s.row, "Collocation")
             mps_missing_reported = True
-        needs_gpu = kind == "mig" or s.clocks or s.power_limit is not None
         if not host:
-            if needs_gpu:
-                what = ("MIG" if kind == "mig" else "Clocks" if s.clocks else "PowerLimit")
-                problems.add(f"{what} needs an NVIDIA GPU, but nvidia-smi reports none on this "
-                             "host", s.row, "Collocation" if kind == "mig" else what)
+            # each GPU feature in its own column; Devices alone: check_gpu_requests
+            for what, column, wanted_here in (
+                    ("MIG", "Collocation", kind == "mig"), ("MPS", "Collocation", kind == "mps"),
+                    ("Clocks", "Clocks", bool(s.clocks)),
+                    ("PowerLimit", "PowerLimit", s.power_limit is not None)):
+                if wanted_here:
+                    problems.add(f"{what} needs an NVIDIA GPU, but {NO_GPU}", s.row, column)
             continue
         indices = []
         for d in s.devices:
@@ -78,3 +87,41 @@ def check_against_host(specs: list[RunSpec], problems: Problems, host: list[gpus
             problems.add(f"workload {experiment}-{workload} needs {len(rows)} instances of "
                          f"{profile} on GPU {idx} but only {free} are free", rows[-1].row,
                          "Collocation")
+
+
+def check_gpu_requests(specs: list[RunSpec], problems: Problems, host: list[gpus_mod.Gpu], *,
+                       cpu_fallback: bool = False, warn: Callable[[str], None] | None = None,
+                       environ: Mapping[str, str] | None = None) -> None:
+    """Rows that ask for a GPU on a host where nvidia-smi sees none: their scripts would run
+    on CPU without a word. A Devices cell is refused (with ``cpu_fallback``, the launch's
+    ``--allow-cpu-fallback``, a warning instead); a CUDA_VISIBLE_DEVICES naming GPUs, in a
+    row's Env or in the launcher's environment, is a warning (radtrack did not pick those
+    GPUs). MPS, MIG, Clocks and PowerLimit: check_against_host."""
+    if host:
+        return
+    environ = os.environ if environ is None else environ
+    say = warn or (lambda _message: None)
+    warnings = Problems(problems.path)
+    for s in specs:
+        if s.devices:
+            if s.collocation_kind in ("mps", "mig") or s.clocks or s.power_limit is not None:
+                continue  # refused in its own column (check_against_host): no CPU run of it
+            asked = "+".join(s.devices)
+            if cpu_fallback:
+                warnings.add(f"asks for GPU {asked}, but {NO_GPU}: the script runs on CPU "
+                             f"({CPU_FALLBACK_FLAG})", s.row, "Devices")
+            else:
+                problems.add(f"asks for GPU {asked}, but {NO_GPU} (no NVIDIA driver, or "
+                             "nvidia-smi not on PATH), so the script would run on CPU: remove "
+                             f"the devices to run it on CPU, or pass {CPU_FALLBACK_FLAG} to run "
+                             "it as it is", s.row, "Devices")
+        elif s.env.get("CUDA_VISIBLE_DEVICES", "").strip().lower() not in _NO_DEVICE_VALUES:
+            warnings.add(f"CUDA_VISIBLE_DEVICES={s.env['CUDA_VISIBLE_DEVICES']} asks for GPUs, "
+                         f"but {NO_GPU}: the script runs on CPU", s.row, "Env")
+    inherited = environ.get("CUDA_VISIBLE_DEVICES")
+    if inherited is not None and inherited.strip().lower() not in _NO_DEVICE_VALUES \
+            and any(not s.devices and "CUDA_VISIBLE_DEVICES" not in s.env for s in specs):
+        warnings.items.append(f"the environment's CUDA_VISIBLE_DEVICES={inherited} asks for "
+                              f"GPUs, but {NO_GPU}: the script(s) run on CPU")
+    for item in warnings.items:
+        say(item)

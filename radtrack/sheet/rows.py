@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import shlex
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
@@ -32,7 +33,7 @@ from radtrack.sheet.cells import (
 )
 from radtrack.sheet.checks import check_row, check_workloads
 from radtrack.sheet.columns import COLUMNS, OPTIONAL, REQUIRED, SLURM_COLUMNS, column_key
-from radtrack.sheet.host import check_against_host
+from radtrack.sheet.host import check_against_host, check_gpu_requests
 from radtrack.sheet.records import Problems, Record, line_of, open_quote, read_records, read_text
 from radtrack.sheet.slurm_checks import parse_cpus
 from radtrack.spec import RunSpec
@@ -41,12 +42,15 @@ _SPEC_FIELDS = {f.name for f in fields(RunSpec)}
 
 
 def read_sheet(path: Path, defaults: dict[str, Any] | None = None, *,
-               check_host: bool = True) -> list[RunSpec]:
+               check_host: bool = True, cpu_fallback: bool = False,
+               warn: Callable[[str], None] | None = None) -> list[RunSpec]:
     """Parse and validate a sheet into RunSpec rows, or raise SheetError naming every problem.
 
     ``defaults`` maps RunSpec field names to values from command-line flags; a non-empty
     sheet cell wins over them, and they win over RunSpec's own defaults. ``check_host=False``
-    skips the checks against this host's GPUs (devices present, MIG profiles, MPS tool).
+    skips the checks against this host's GPUs (a GPU at all, devices present, MIG profiles,
+    MPS tool). ``cpu_fallback`` (``--allow-cpu-fallback``) lets Devices rows run on a host
+    without a GPU; ``warn`` gets each line about this host that does not stop the launch.
     """
     path = Path(path).expanduser().absolute()
     defaults = dict(defaults or {})
@@ -91,6 +95,7 @@ def read_sheet(path: Path, defaults: dict[str, Any] | None = None, *,
     if check_host and parsed:
         # Rows with other problems are checked too, so that one run shows every problem.
         check_against_host(parsed, problems, host)
+        check_gpu_requests(parsed, problems, host, cpu_fallback=cpu_fallback, warn=warn)
     problems.items.sort(key=line_of)
     if problems.items:
         raise SheetError(problems.items)

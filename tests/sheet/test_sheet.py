@@ -109,13 +109,24 @@ def test_check_host_false_skips_host_checks(tmp_path, host):
     assert "device 7 is not on this host" in problems_of(path)[0]
 
 
-def test_without_gpus_devices_are_not_checked_but_gpu_features_are(tmp_path, monkeypatch):
+def test_without_gpus_a_devices_row_and_gpu_features_are_refused(tmp_path, monkeypatch):
     FakeHost(tmp_path, monkeypatch, present=False)
     path = make(tmp_path, f"{HEADER}\ne,1,,,3,-,train.py,,\n")
-    assert read_sheet(path)[0].devices == ["3"]
+    assert problems_of(path) == [
+        f"{path}:2: column Devices: asks for GPU 3, but nvidia-smi reports none on this host "
+        "(no NVIDIA driver, or nvidia-smi not on PATH), so the script would run on CPU: remove "
+        "the devices to run it on CPU, or pass --allow-cpu-fallback to run it as it is"]
+    seen: list[str] = []
+    assert read_sheet(path, cpu_fallback=True, warn=seen.append)[0].devices == ["3"]
+    assert seen == [f"{path}:2: column Devices: asks for GPU 3, but nvidia-smi reports none "
+                    "on this host: the script runs on CPU (--allow-cpu-fallback)"]
+    assert read_sheet(path, check_host=False)[0].devices == ["3"]  # a plan, not this host
     path = make(tmp_path, f"{HEADER}\ne,1,,,0,1g.10gb,train.py,,\n", "mig.csv")
-    assert problems_of(path) == [f"{path}:2: column Collocation: MIG needs an NVIDIA GPU, but "
-                                 "nvidia-smi reports none on this host"]
+    # the fallback does not cover what cannot run on CPU
+    with pytest.raises(SheetError) as err:
+        read_sheet(path, cpu_fallback=True)
+    assert err.value.problems == [f"{path}:2: column Collocation: MIG needs an NVIDIA GPU, but "
+                                  "nvidia-smi reports none on this host"]
 
 
 def test_mps_needs_the_control_tool(tmp_path, monkeypatch):
