@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -33,6 +34,23 @@ if TYPE_CHECKING:
 
 def say(text: str) -> None:
     print(f"[radtrack] {text}", file=sys.stderr, flush=True)
+
+
+#: the folder whose sitecustomize.py gives every Python process of the script's tree the
+#: run_events hook (radtrack/script/hook/sitecustomize.py; docs/mlflow-code.md)
+HOOK_DIR = Path(__file__).resolve().parents[1] / "script" / "hook"
+
+
+def script_env(row: Row) -> dict[str, str]:
+    """The script process's environment: the row's, with the hook folder first on
+    ``PYTHONPATH`` (the user's entries kept after it) and the row's tree marker, by which
+    radtrack finds the processes the script left behind (stopping.leftovers). Listeners get
+    ``row.env`` without either."""
+    e = dict(row.env)
+    kept = [p for p in e.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(HOOK_DIR)]
+    e["PYTHONPATH"] = os.pathsep.join([str(HOOK_DIR), *kept])
+    e[renv.TREE] = row.key
+    return e
 
 
 def command_for(script: Path, args: list[str]) -> list[str]:
@@ -57,6 +75,7 @@ def spawn_rows(rows: list[Row], grace: float, spool_root: Path) -> list[int]:
         row.env[handshake.ROW_DIR] = str(row.folder)
         if row.spec.manual:
             row.env[renv.CONTROL_DIR] = str(row.folder / "control")
+        keep_long_params(row)
         argv = command_for(row.spec.file, row.spec.args)
         for cls in row.wrappers:
             from radtrack.listeners.base import ListenerConfig
@@ -71,19 +90,47 @@ def spawn_rows(rows: list[Row], grace: float, spool_root: Path) -> list[int]:
         log_lock = threading.Lock()
         try:
             row.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        stdin=subprocess.DEVNULL, env=row.env, pass_fds=(r,),
+                                        stdin=subprocess.DEVNULL, env=script_env(row), pass_fds=(r,),
                                         start_new_session=True,
                                         preexec_fn=set_parent_death_signal)
         finally:
             os.close(r)
             if row.proc is None:
                 log.close()
-        row.stopper = GroupStopper(row.proc, grace)
+        row.stopper = GroupStopper(row.proc, grace, before=_stop_note(row))
         prefix = prefix_for(row.spec.letter, i) if prefixed else None
         assert row.proc.stdout is not None and row.proc.stderr is not None
         row.pumps = [pump(row.proc.stdout, sys.stdout.buffer, log, log_lock, prefix),
                      pump(row.proc.stderr, sys.stderr.buffer, log, log_lock, prefix)]
     return barrier_w
+
+
+def keep_long_params(row: Row) -> None:
+    """The row's command-line params longer than MLflow keeps (stored cut: store/runs.py
+    row_params): their whole values kept for the end of the row, as the script's own are
+    (script/run_events.py keep_param; bound in radtrack/postrun/script_runs.py)."""
+    import shlex
+
+    from radtrack.script.params import over_long, parse_script_args
+    from radtrack.script.run_events import keep_param
+
+    full = parse_script_args(row.spec.args, cut=False)
+    full["command"] = shlex.join(command_for(row.spec.file, row.spec.args))
+    for key, value in over_long(full).items():
+        keep_param("", key, value, events=str(row.folder / "mlflow-runs.jsonl"), folder=row.folder)
+
+
+def _stop_note(row: Row) -> Callable[[], None]:
+    """Before radtrack's first stop signal to a row: its stop file (script/handshake.py), so
+    the processes of the row end quietly and the script's runs with the row's status."""
+
+    def note() -> None:
+        from radtrack.run.finish import decide_status
+
+        handshake.request_stop(row.folder, row.stopped_by or "signal",
+                               decide_status(row.stopped_by or "signal", None))
+
+    return note
 
 
 def unavailable(tags: dict[str, str], name: str, reason: str) -> None:

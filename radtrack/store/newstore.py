@@ -180,7 +180,8 @@ def _fsync(path: Path) -> None:
 class State:
     """What :func:`inspect` found in a store file."""
 
-    kind: str  # "whole", "empty", "half-made", "outdated", "newer", "not-sqlite", "unreadable"
+    # "whole", "empty", "half-made", "outdated", "newer", "not-sqlite", "unreadable", "missing"
+    kind: str
     revision: str = ""
     runs: int = 0
     detail: str = ""
@@ -196,11 +197,28 @@ def inspect(path: Path) -> State:
     try:
         if path.stat().st_size == 0:
             return State("empty")
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    except FileNotFoundError:
+        return State("missing")
     except OSError as exc:
         return State("unreadable", detail=exc.strerror or str(exc))
-    except sqlite3.Error as exc:
-        return State("unreadable", detail=str(exc))
+    # read-write where it can: a transaction cut short by a kill left a hot journal, which
+    # SQLite rolls back on the first read (a read-only connection cannot, and fails)
+    con = None
+    for mode in ("rw", "ro"):
+        try:
+            con = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, timeout=5)
+            con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+            break
+        except sqlite3.Error as exc:
+            if con is not None:
+                con.close()
+                con = None
+            text = str(exc)
+            if "not a database" in text or "malformed" in text:
+                return State("not-sqlite", detail=text)
+            if mode == "ro":
+                return State("unreadable", detail=text)
+    assert con is not None
     try:
         tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         revision = ""

@@ -72,6 +72,8 @@ SCRIPT_RUNS = "radtrack.script_runs"  # on the row run: its script's run ids, co
 SCRIPT_TRACKING_URI = "radtrack.script_tracking_uri"  # on the row run: their other store(s)
 STATUS_NOTE = "radtrack.status_note"  # on a script's run whose status radtrack set
 PARAM_TAG_PREFIX = TAG_PREFIX + "param."  # radtrack's value of a param the script set differently
+SCRIPT_RANK = "radtrack.rank"  # on a script's run: $RANK of the process that made it (DDP, torchrun)
+PARAM_CUT_PREFIX = TAG_PREFIX + "param_cut."  # a param value longer than MLflow keeps: how, where
 LISTENER_TAG_PREFIX = TAG_PREFIX + "listener."
 ATTRIBUTION_TAG_PREFIX = TAG_PREFIX + "attribution."
 SMI = "smi"  # the listener whose probe tags name each GPU (gpu_tag)
@@ -105,6 +107,13 @@ TAG_PATTERNS: tuple[str, ...] = (
     attribution_tag("gpu<i>"), attribution_tag("gpu<i>", "gpu"),
     attribution_tag("gpu<i>", "note"), attribution_tag("gpu<i>", "uuid"),
     PARAM_TAG_PREFIX + "<name>")
+TAG_PATTERNS += (PARAM_CUT_PREFIX + "<name>",)
+
+
+def param_cut_tag(name: str) -> str:
+    """``radtrack.param_cut.<name>``: param ``name`` was longer than MLflow keeps."""
+    return PARAM_CUT_PREFIX + name
+
 
 # -- metric keys (besides the listeners' own <listener>/<scope>/<quantity>_<unit>) ---------
 DURATION_KEY = SUMMARY_PREFIX + "duration_s"  # the run's wall time
@@ -222,6 +231,7 @@ PROFILES_DIR = "profiles"  # nsys / ncu reports
 PLACEMENT_DIR = "placement"  # on the parent: placement logs (MPS control logs)
 POWER_ARTIFACT = "attribution/power.parquet"  # on the parent
 WINDOWS_ARTIFACT = "windows/windows.parquet"  # code windows, out of telemetry/
+PARAMS_DIR = "params"  # the whole value of a param longer than MLflow keeps: params/<name>.txt
 
 
 def trace_artifact(listener: str) -> str:
@@ -244,7 +254,8 @@ ARTIFACTS: tuple[str, ...] = (
     LOG_ARTIFACT, trace_artifact("<listener>"), probe_artifact("<listener>"),
     *(environment_artifact(f)
       for f in (PIP_FREEZE_FILE, PLATFORM_FILE, NVIDIA_SMI_FILE, CONDA_LIST_FILE)),
-    PROFILES_DIR + "/", PLACEMENT_DIR + "/", WINDOWS_ARTIFACT, POWER_ARTIFACT)
+    PROFILES_DIR + "/", PLACEMENT_DIR + "/", WINDOWS_ARTIFACT, POWER_ARTIFACT,
+    PARAMS_DIR + "/<name>.txt")
 
 
 def documented_tags() -> set[str]:

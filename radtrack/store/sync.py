@@ -272,7 +272,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--spool", default=None, help="spool folder (default: $RADTRACK_HOME/spool)")
     p.add_argument("--tracking-uri", default=None,
                    help="store to ship to (default: the one recorded with each run)")
+    p.add_argument("--repair-store", action="store_true",
+                   help="first make the SQLite store (--tracking-uri, else MLFLOW_TRACKING_URI) "
+                        "whole at this MLflow's schema, its runs kept: one left half-made by a "
+                        "migration cut short, or with an older schema (a copy of it as it was "
+                        "is kept beside it)")
     a = p.parse_args(argv)
+    if a.repair_store:
+        from radtrack.errors import RadtrackError
+        from radtrack.store.storerepair import repair
+        from radtrack.store.uris import resolve_uri
+
+        try:
+            repair(resolve_uri(a.tracking_uri), log=lambda m: print(f"radtrack sync: {m}"))
+        except RadtrackError as exc:
+            print(f"radtrack sync: {exc}", file=sys.stderr)
+            return 2
     root = Path(a.spool) if a.spool else renv.radtrack_home() / SPOOL_DIR
     if not root.is_dir():
         print(f"radtrack sync: nothing to do ({root} does not exist)")
