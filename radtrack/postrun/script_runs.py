@@ -1,13 +1,19 @@
 """Bind a row's telemetry to the MLflow runs its script made (docs/mlflow-code.md).
 
 The row run stays the record (status, sheet, workload, co-location accounting). Each run
-the script created or resumed (radtrack/script/run_events.py) gets, for the time it was
+the script, or any Python process of its tree (child scripts, spawned workers, ranks),
+created or resumed (radtrack/script/run_events.py) gets, for the time it was
 active, what the row run got for the whole row: the listener series under ``system/``,
 the Parquet trace slices and probes under ``telemetry/``, the summary metrics (means,
 energy, attributed energy on a shared GPU, CO2e), the listener and GPU tags; and the two
 point at each other (``radtrack.row_run`` / ``radtrack.script_runs``). A run the script
 left open, or that MLflow's exit handler closed although the script failed, ends with the
-row's status: the script's exit code decides.
+row's status: the script's exit code decides; one that ended FAILED or KILLED because
+radtrack stopped the row (``--max-time``, Ctrl-C) ends with the row's status too, tagged
+``radtrack.stopped_by``. Each run's name is read back from the store (a rename by tag,
+``update_run`` or a framework shows). Over-long params are kept whole
+(radtrack/postrun/long_params.py); runs made by a process without the hook are named
+(radtrack/postrun/unbound.py).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from radtrack.script import handshake
 from radtrack.script.run_events import Span, absolute_uri, read_spans
 from radtrack.store import schema
 from radtrack.store.sqlwriter import SqlMetricWriter
@@ -50,13 +57,28 @@ class Bound:
 
 def bind_row(row: Row, client: MlflowClient, uri: str, accounts: dict[str, GpuAccount],
              carbon: Carbon | None, say: Callable[[str], None]) -> list[Bound]:
-    """Bind ``row``'s telemetry to every run its script made; link them with the row run."""
+    """Bind ``row``'s telemetry to every run its script's tree made; link them with the row
+    run; store over-long params whole; name the runs made without the hook."""
+    from radtrack.postrun.long_params import store_long_params
+    from radtrack.postrun.unbound import say_unbound
+
     spans = [s for s in read_spans(row.folder / "mlflow-runs.jsonl") if s.run_id != row.run_id]
-    if not spans:
-        return []
     home = absolute_uri(uri)
     clients: dict[str, Any] = {home: client}
+    out = _bind_spans(row, client, uri, spans, clients, accounts, carbon, say) if spans else []
+    where = {b.span.run_id: clients.get(b.span.tracking_uri, client) for b in out if not b.error}
+    names = {row.run_id: row.name, **{b.span.run_id: b.span.name or b.span.run_id for b in out}}
+    store_long_params(row, lambda run_id: where.get(run_id, client), names, say)
+    say_unbound(row, client, say)
+    return out
+
+
+def _bind_spans(row: Row, client: MlflowClient, uri: str, spans: list[Span], clients: dict[str, Any],
+                accounts: dict[str, GpuAccount], carbon: Carbon | None,
+                say: Callable[[str], None]) -> list[Bound]:
+    home = absolute_uri(uri)
     out: list[Bound] = []
+    stop = handshake.stop_request(row.folder)
     for span in spans:
         b = Bound(span)
         out.append(b)
@@ -68,7 +90,7 @@ def bind_row(row: Row, client: MlflowClient, uri: str, accounts: dict[str, GpuAc
                 from radtrack.store.tracking import client as make_client
 
                 c = clients[span.tracking_uri] = make_client(span.tracking_uri)
-            _bind(row, c, span, span.tracking_uri != home, uri, accounts, carbon)
+            _bind(row, c, span, span.tracking_uri != home, uri, accounts, carbon, stop)
         except Exception as exc:  # noqa: BLE001 - the row run keeps everything regardless
             b.error = f"{type(exc).__name__}: {exc}"[:300]
     failed = [b for b in out if b.error]
@@ -103,11 +125,14 @@ def _check_exists(uri: str) -> None:
 
 
 def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
-          accounts: dict[str, GpuAccount], carbon: Carbon | None) -> None:
+          accounts: dict[str, GpuAccount], carbon: Carbon | None, stop: dict | None) -> None:
     from mlflow.entities import Metric
 
     from radtrack.store.tracking import set_tags
 
+    # the name the store holds now: renamed by a tag, update_run or a framework, it reads
+    # the same in the closing line, the report and the page
+    span.name = c.get_run(span.run_id).info.run_name or span.name
     end_of_row = row.ended or time.time()
     start, end = span.start, span.end if span.end is not None else end_of_row
     frames = row.sink.frames if row.sink is not None else {}
@@ -128,24 +153,44 @@ def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
     tags = {k: v for k, v in {**row.record_tags, **row.tags}.items()
             if k.startswith(_COPIED_TAGS) or k in _COPIED_EXACT}
     tags.update({schema.ROLE: schema.ROLE_SCRIPT, schema.ROW_RUN: row.run_id})
+    if span.rank:
+        tags[schema.SCRIPT_RANK] = span.rank
+    stopped = _stopped(row, span, stop)
+    if stopped:
+        tags[schema.STOPPED_BY] = row.stopped_by
     if elsewhere:
         tags[schema.ROW_TRACKING_URI] = redact(row_uri)
     if carbon is not None:
         tags.update(carbon.tags())
-    status = _status(row, span)
+    status = _status(row, span, stopped)
     if status is not None:
+        how = ("ended by the stop radtrack asked for" if stopped and span.end is not None else
+               "closed by MLflow at exit" if span.at_exit else "still open")
         tags[schema.STATUS_NOTE] = (f"ended {status} by radtrack: the script exited {row.exit_code} "
-                             f"(row {row.status}) with this run "
-                             f"{'closed by MLflow at exit' if span.at_exit else 'still open'}")
+                                    f"(row {row.status}) with this run {how}")
     set_tags(c, span.run_id, tags)
     if status is not None:
         c.set_terminated(span.run_id, status, end_time=int(end * 1000))
 
 
-def _status(row: Row, span: Span) -> str | None:
+def _stopped(row: Row, span: Span, stop: dict | None) -> bool:
+    """Whether radtrack's stop of the row (its stop file) ended this run: still open, or
+    ended after the stop was asked for."""
+    if not row.stopped_by or stop is None:
+        return False
+    try:
+        asked = float(stop.get("t", 0.0))
+    except (TypeError, ValueError):
+        asked = 0.0
+    return span.end is None or span.end >= asked
+
+
+def _status(row: Row, span: Span, stopped: bool = False) -> str | None:
     """The status a script run must end with, or None to leave it as the script ended it."""
     if span.end is None:
         return row.status or "FAILED"
+    if stopped and row.status and span.status in ("FAILED", "KILLED") and span.status != row.status:
+        return row.status
     if row.status and row.status != "FINISHED" and span.at_exit and span.status == "FINISHED":
         return row.status
     return None

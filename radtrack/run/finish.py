@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from radtrack.run import cost
 from radtrack.run.listen import hello_tags
+from radtrack.run.procs import drain
 from radtrack.run.start import say, stop_row_listeners
 from radtrack.store import schema
 from radtrack.store.ending import finish_run, store_row_params
@@ -34,8 +35,7 @@ def end_row(row: Row) -> None:
     """Stop listeners, drain output, decide the status and the listener tags (no store I/O)."""
     assert row.proc is not None and row.sink is not None
     stop_row_listeners(row)
-    for t in row.pumps:
-        t.join(timeout=10)
+    drain(row, say)  # bounded: what the script's tree left running is stopped and named
     row.exit_code = row.proc.returncode
     row.status = decide_status(row.stopped_by, row.exit_code)
     for lp in row.lprocs:

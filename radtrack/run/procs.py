@@ -1,4 +1,5 @@
-"""Child-process plumbing: output pumps with per-row prefixes, and the parent-death signal.
+"""Child-process plumbing: output pumps with per-row prefixes, draining them at the row's
+end, and the parent-death signal.
 
 Stopping children is radtrack/run/stopping.py's job."""
 
@@ -9,7 +10,18 @@ import os
 import signal
 import sys
 import threading
-from typing import BinaryIO
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from radtrack.run.rows import Row
+
+#: after the script's process group ended, how long its output may take to reach its end
+#: before radtrack looks for the processes still holding it
+DRAIN_S = 1.0
+#: after those were stopped, how long the rest of the output may take
+DRAIN_AFTER_STOP_S = 2.0
 
 _COLORS = [32, 34, 35, 36, 33, 31, 92, 94, 95, 96]
 _term_lock = threading.Lock()
@@ -78,3 +90,38 @@ def pump(src: BinaryIO, dest: BinaryIO, log: BinaryIO, log_lock: threading.Lock,
     t = threading.Thread(target=run, daemon=True)
     t.start()
     return t
+
+
+def drain(row: Row, say: Callable[[str], None]) -> None:
+    """After the script's process (and its group) ended: read its output to the end, and stop
+    what its tree left running (docs/cli.md, "The script's environment").
+
+    A descendant that left the script's process group (``setsid``, a daemon) is not ended
+    with the group and may hold the output pipes open. The pumps get :data:`DRAIN_S`; then
+    every process still marked as the row's (its inherited ``RADTRACK_TREE``) or holding the
+    pipes is stopped (SIGTERM, then SIGKILL) and named in one line with its pid, and the
+    pumps get :data:`DRAIN_AFTER_STOP_S` more. The launch is never held longer than that."""
+    from radtrack.run import stopping
+    from radtrack.script.env import TREE
+
+    deadline = time.monotonic() + DRAIN_S
+    for t in row.pumps:
+        t.join(timeout=max(0.0, deadline - time.monotonic()))
+    pipes = []
+    if any(t.is_alive() for t in row.pumps) and row.proc is not None:
+        for f in (row.proc.stdout, row.proc.stderr):
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                pipes.append(os.fstat(f.fileno()).st_ino)
+    left = stopping.leftovers((TREE, row.key), pipes)
+    if left:
+        survivors = stopping.stop_pids(left)
+        named = ", ".join(f"pid {pid} ({cmd[:60]})" for pid, cmd in sorted(left.items()))
+        tail = (f"; still running: pid {', '.join(map(str, survivors))}" if survivors else "")
+        say(f"{row.spec.letter}: the script left {len(left)} process(es) running outside its "
+            f"process group, stopped with the run: {named}{tail}")
+    deadline = time.monotonic() + DRAIN_AFTER_STOP_S
+    for t in row.pumps:
+        t.join(timeout=max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() for t in row.pumps):
+        say(f"{row.spec.letter}: the script's output is still held open by a process radtrack "
+            "could not find or stop; its further output is not shown or logged")

@@ -5,6 +5,8 @@ Every place the launcher stops something goes through here, each with its own es
 - a row's workload at the end or on Ctrl-C: :class:`GroupStopper`, :data:`ROW_ESCALATION` to
   the process group, stepped by the supervisor loop so that it never blocks;
 - what a row's group left behind after its leader exited: :func:`reap_group`;
+- what the script's tree left running outside its group (a ``setsid`` daemon, a process
+  holding the script's output): :func:`leftovers`, then :func:`stop_pids`;
 - a listener: :func:`stop` with SIGTERM then SIGKILL to the listener process;
 - a held row after a failed start: :func:`stop` waiting first (it exits on its own once the
   barrier closes), then SIGKILL.
@@ -17,7 +19,8 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 #: a row's workload: ask (SIGINT, Python's KeyboardInterrupt), insist, then kill
 ROW_ESCALATION = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
@@ -78,8 +81,9 @@ class GroupStopper:
     ``grace``, then SIGKILL after ``grace`` more), as :meth:`tick` finds it still running."""
 
     def __init__(self, proc: subprocess.Popen[bytes], grace: float,
-                 steps: Sequence[int] = ROW_ESCALATION):
+                 steps: Sequence[int] = ROW_ESCALATION, before: Callable[[], None] | None = None):
         self.proc = proc
+        self.before = before  # called once, before the first signal (the row's stop file)
         self.grace = grace
         self.steps = tuple(steps)
         self.started: float | None = None
@@ -88,6 +92,9 @@ class GroupStopper:
     def request(self) -> None:
         if self.started is None:
             self.started = time.monotonic()
+            if self.before is not None:
+                with contextlib.suppress(Exception):
+                    self.before()
             self._next()
 
     def tick(self) -> None:
@@ -99,3 +106,84 @@ class GroupStopper:
     def _next(self) -> None:
         signal_group(self.proc.pid, self.steps[self.stage])
         self.stage += 1
+
+
+def leftovers(marker: tuple[str, str], pipes: Iterable[int] = ()) -> dict[int, str]:
+    """Processes still running that belong to a row's script (Linux ``/proc``): those whose
+    environment holds ``marker`` (name, value), which every descendant inherits unless it
+    cleared its environment, and those holding one of ``pipes`` (the script's stdout and
+    stderr pipes, by inode) open. pid -> its command line. This process and processes of
+    other users are never listed."""
+    want = f"{marker[0]}={marker[1]}".encode()
+    links = {f"pipe:[{inode}]" for inode in pipes}
+    uid, me = os.getuid(), os.getpid()
+    found: dict[int, str] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        proc = Path("/proc", entry)
+        try:
+            if proc.stat().st_uid != uid:
+                continue
+            ours = want in (proc / "environ").read_bytes().split(b"\0")
+            if not ours and links:
+                ours = any(_link(proc / "fd" / fd) in links for fd in os.listdir(proc / "fd"))
+            if ours and _state(proc) != "Z":
+                cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").strip()
+                found[int(entry)] = cmd.decode(errors="replace") or f"[{_name(proc)}]"
+        except OSError:
+            continue  # gone meanwhile, or not readable
+    return found
+
+
+def _link(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
+def _state(proc: Path) -> str:
+    try:
+        return (proc / "stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _name(proc: Path) -> str:
+    try:
+        return (proc / "comm").read_text().strip()
+    except OSError:
+        return "?"
+
+
+def stop_pids(pids: Iterable[int], timeout: float = 2.0) -> list[int]:
+    """:data:`TERM_THEN_KILL` to each of ``pids`` (not our children: nothing to reap), each
+    step followed by up to ``timeout`` s for them to go; returns those still there after it."""
+    left = list(pids)
+    for sig in TERM_THEN_KILL:
+        for pid in left:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        end = time.monotonic() + timeout
+        while left and time.monotonic() < end:
+            left = [p for p in left if _alive(p)]
+            if left:
+                time.sleep(POLL_S)
+        if not left:
+            break
+    return left
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return _state(Path("/proc", str(pid))) not in ("Z", "")

@@ -21,6 +21,7 @@ from typing import Any
 
 from radtrack.script import env, handshake
 from radtrack.script.codewindows import WindowRecorder
+from radtrack.script.params import MAX_PARAM_LEN
 from radtrack.store.scriptlog import SCRIPT_SPOOL_ENV, ScriptLog
 
 STOPPED_BY_TAG = "radtrack.stopped_by"
@@ -200,7 +201,13 @@ class RADTBenchmark:
         if self._spooling():
             target = self._target()
             for key, value in params.items():
-                self._log.param(target, key, value)
+                text = str(value)
+                if len(text) > MAX_PARAM_LEN:  # as MLflow would store it, the rest kept aside
+                    from radtrack.script.run_events import keep_param
+
+                    keep_param(target or "", str(key), text)
+                    text = text[:MAX_PARAM_LEN]
+                self._log.param(target, key, text)
             return None
         return self.__getattr__("log_params")(params)
 

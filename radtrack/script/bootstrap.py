@@ -4,6 +4,12 @@
 pipe the launcher writes one byte to once every row's process exists: co-located rows
 start together. The release time is written to ``RADTRACK_RELEASE_FILE`` so the
 launcher can log the start skew.
+
+The script runs as ``python SCRIPT`` would run it: an exception it does not catch prints its
+traceback from the script's own first frame (none of this module's or runpy's frames) and
+exits 1; a ``KeyboardInterrupt`` exits as Python's does (killed by SIGINT, exit -2), without
+a traceback when radtrack itself stopped the row (``--max-time``, Ctrl-C to the launcher:
+script/handshake.py's stop file), with one when the interrupt is the user's.
 """
 
 from __future__ import annotations
@@ -12,6 +18,8 @@ import os
 import runpy
 import sys
 import time
+from collections.abc import Callable
+from types import TracebackType
 
 BARRIER_FD = "RADTRACK_BARRIER_FD"
 RELEASE_FILE = "RADTRACK_RELEASE_FILE"
@@ -56,7 +64,44 @@ def main() -> None:
             f.write(repr(released))
     sys.argv = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    runpy.run_path(script, run_name="__main__")
+    try:
+        runpy.run_path(script, run_name="__main__")
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        # Python prints it and exits (1, or by SIGINT for a KeyboardInterrupt) as it would for
+        # ``python SCRIPT``; only the traceback's first frames (this module's, runpy's) go
+        sys.excepthook = from_the_script(sys.excepthook, script, isinstance(exc, KeyboardInterrupt))
+        raise
+
+
+def script_frames(tb: TracebackType | None, script: str) -> TracebackType | None:
+    """``tb`` from the script's first frame on: this module's and runpy's frames dropped
+    (all of ``tb`` where the script's file is not in it: a failure before its first line)."""
+    want = os.path.realpath(script)
+    t = tb
+    while t is not None:
+        if os.path.realpath(t.tb_frame.f_code.co_filename) == want:
+            return t
+        t = t.tb_next
+    return tb
+
+
+def from_the_script(hook: Callable[..., object], script: str, interrupted: bool) -> Callable[..., None]:
+    """``hook`` (Python's, or the script's own ``sys.excepthook``) given the traceback from the
+    script's first frame; nothing printed for a KeyboardInterrupt radtrack asked for."""
+    quiet = False
+    if interrupted:
+        from radtrack.script import run_events
+
+        quiet = run_events.stop_requested() is not None
+
+    def excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+        if not quiet:
+            tb = script_frames(tb, script)
+            hook(kind, value.with_traceback(tb), tb)  # Python prints value.__traceback__
+
+    return excepthook
 
 
 if __name__ == "__main__":

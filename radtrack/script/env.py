@@ -20,6 +20,10 @@ WINDOWS_FILE = "RADTRACK_WINDOWS_FILE"  # RADTBenchmark appends its code windows
 # script's MLflow waits for them before opening that store (script/run_events.py)
 NEW_STORE = "RADTRACK_NEW_STORE"
 
+#: set in the script's process only (not the listeners'): its value, the row's launch key,
+#: marks every process of the script's tree, including those that left its process group
+TREE = "RADTRACK_TREE"
+
 DEFAULT_TRACKING_URI = "sqlite:///mlflow.db"
 
 

@@ -22,6 +22,11 @@ EXPERIMENT_ID = "experiment_id"  # the row's experiment
 ERROR = "error"  # the launcher could not create them: waiters stop waiting
 AWAY = "store_away"  # the store is away for now: the launcher keeps trying, waiters stop waiting
 WAIT_S = 120.0
+#: written by the launcher just before it signals the row's processes to stop (--max-time,
+#: Ctrl-C to the launcher): {"stopped_by": ..., "status": <the row's status>, "t": unix s}.
+#: A KeyboardInterrupt in a process of the row with this file present is radtrack's stop,
+#: not the user's: no traceback, and the script's runs end with the row's status.
+STOP_FILE = "stop"
 
 
 def publish(folder: Path, **ids: str) -> None:
@@ -59,3 +64,27 @@ def wait_for(key: str, folder: Path | None = None, timeout: float = WAIT_S) -> s
             return None
         time.sleep(delay)
         delay = min(delay * 2, 0.1)
+
+
+def request_stop(folder: Path, stopped_by: str, status: str) -> None:
+    """Say in the row folder that radtrack is stopping the row (before the signal goes)."""
+    tmp = folder / f".{STOP_FILE}.{os.getpid()}.tmp"
+    try:
+        tmp.write_text(json.dumps({"stopped_by": stopped_by, "status": status, "t": time.time()}))
+        tmp.replace(folder / STOP_FILE)
+    except OSError:
+        pass  # a full disk: the stop still goes, with Python's traceback as before
+
+
+def stop_request(folder: Path | None = None) -> dict | None:
+    """The stop radtrack asked for in the row folder (``$RADTRACK_ROW_DIR`` by default), or None."""
+    if folder is None:
+        where = os.environ.get(ROW_DIR)
+        if not where:
+            return None
+        folder = Path(where)
+    try:
+        found = json.loads((folder / STOP_FILE).read_text())
+    except (OSError, ValueError):
+        return None
+    return found if isinstance(found, dict) else None

@@ -1,14 +1,16 @@
 """The MLflow runs a script makes, as the launcher learns of them: one owner of that contract.
 
-Inside the workload process (``radtrack.script.bootstrap``), :func:`install` puts a hook
-on MLflow's tracking client that appends one JSON line to ``$RADTRACK_RUN_EVENTS`` each
-time the script creates, resumes, renames or ends a run, by any route (fluent
-``start_run``, ``MlflowClient.create_run`` as Lightning does, HF's callback, autolog):
-every route goes through ``TrackingServiceClient``. The hook costs nothing until the script
-imports MLflow (it waits for that import; it never imports MLflow itself) and never raises
-into the script. After the script ended, the launcher reads the lines back with
-:func:`read_spans` and binds each run's share of the telemetry to it
-(radtrack/postrun/script_runs.py).
+Inside the workload process (``radtrack.script.bootstrap``) and every Python process
+descending from it (radtrack/script/hook/sitecustomize.py), :func:`install` puts a hook on
+MLflow's tracking client that appends one JSON line to ``$RADTRACK_RUN_EVENTS`` each time
+the process creates, resumes, renames or ends a run, by any route (fluent ``start_run``,
+``MlflowClient.create_run`` as Lightning does, HF's callback, autolog): every route goes
+through ``TrackingServiceClient``. Each line is one ``O_APPEND`` write, so the processes of
+a row (ranks, workers, child scripts) append to one file without tearing each other's
+lines. The hook costs nothing until the process imports MLflow (it waits for that import;
+it never imports MLflow itself) and never raises into the script. After the script ended,
+the launcher reads the lines back with :func:`read_spans` and binds each run's share of the
+telemetry to it (radtrack/postrun/script_runs.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from radtrack.script.env import RUN_EVENTS as EVENTS_ENV  # the file the hook ap
 from radtrack.script.env import RUN_ID as ROW_RUN_ENV
 
 START, RESUME, RENAME, END = "start", "resume", "rename", "end"
+PARAM_CUT = "param_cut"  # a param value over MLflow's limit: its full value kept in a file
+RUN_NAME_TAG = "mlflow.runName"
+#: the environment variables that say which rank of a distributed job a process is
+RANK_VARS = ("RANK", "LOCAL_RANK")
 _CLIENT_MODULE = "mlflow.tracking._tracking_service.client"
 _FLUENT_MODULE = "mlflow.tracking.fluent"
 _SQL_STORE_MODULE = "mlflow.store.tracking.sqlalchemy_store"
@@ -42,17 +48,19 @@ class Span:
     dataclasses' import (inspect with it) is 6-8 ms on the 2-core VM."""
 
     __slots__ = ("run_id", "tracking_uri", "experiment_id", "name", "parent_id", "start", "end",
-                 "status", "at_exit")
+                 "status", "at_exit", "pid", "rank")
 
     def __init__(self, run_id: str, tracking_uri: str, experiment_id: str, name: str = "",
                  parent_id: str = "", start: float = 0.0, end: float | None = None,
-                 status: str = "", at_exit: bool = False):
+                 status: str = "", at_exit: bool = False, pid: int = 0, rank: str = ""):
         self.run_id, self.tracking_uri, self.experiment_id = run_id, tracking_uri, experiment_id
         self.name, self.parent_id = name, parent_id
         self.start = start  # unix seconds: created or resumed
         self.end = end  # unix seconds: ended (None: never ended by the script)
         self.status = status  # the status the script ended it with
         self.at_exit = at_exit  # ended by MLflow's own exit handler, not by the script
+        self.pid = pid  # the process that created (or first resumed) it
+        self.rank = rank  # its $RANK (or $LOCAL_RANK) in a distributed job, "" outside one
 
     def _fields(self) -> tuple[object, ...]:
         return tuple(getattr(self, f) for f in self.__slots__)
@@ -122,7 +130,8 @@ class _Recorder:
             stack.append(self.row_aside.pop(threading.get_ident()))
 
     def emit(self, event: str, run_id: str, t: float | None = None, **fields: Any) -> None:
-        line = json.dumps({"event": event, "run_id": run_id, "t": t or time.time(), **fields})
+        line = json.dumps({"event": event, "run_id": run_id, "t": t or time.time(),
+                           "pid": os.getpid(), **fields})
         try:
             with self.lock:
                 fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -133,9 +142,19 @@ class _Recorder:
         except OSError:
             pass  # telemetry binding is best effort; the script must never notice
 
+    def check_params(self, run_id: str, params: Any) -> None:
+        """``params``: (key, value) pairs just logged; over-long ones go to :func:`keep_param`."""
+        from radtrack.script.params import MAX_PARAM_LEN
+
+        for key, value in params:
+            text = str(value)
+            if len(text) > MAX_PARAM_LEN:
+                keep_param(run_id, str(key), text, self.path)
+
     def patch_client(self, module: ModuleType) -> None:
         cls = module.TrackingServiceClient
         create, terminate, update = cls.create_run, cls.set_terminated, cls.update_run
+        log_param, log_batch, set_tag = cls.log_param, cls.log_batch, cls.set_tag
         rec = self
 
         def create_run(client: Any, experiment_id: Any, start_time: Any = None, tags: Any = None,
@@ -146,7 +165,8 @@ class _Recorder:
                 rec.created.add(run.info.run_id)
                 rec.emit(START, run.info.run_id, uri=absolute_uri(str(client.tracking_uri)),
                          experiment_id=str(run.info.experiment_id),
-                         name=run.info.run_name or "", parent=tag_map.get("mlflow.parentRunId", ""))
+                         name=run.info.run_name or "", parent=tag_map.get("mlflow.parentRunId", ""),
+                         rank=_rank())
             except Exception:  # noqa: BLE001 - never into the script
                 pass
             return run
@@ -155,6 +175,7 @@ class _Recorder:
             # the span ends when the script ends the run, not when the store (busy, or a
             # server far away) has written it
             asked = end_time / 1000 if isinstance(end_time, int | float) else time.time()
+            status = rec.stopped_status(client, run_id, status)
             out = terminate(client, run_id, status=status, end_time=end_time)
             rec.emit(END, run_id, t=asked, status=str(status or "FINISHED"), at_exit=rec.exiting)
             return out
@@ -165,7 +186,54 @@ class _Recorder:
                 rec.emit(RENAME, run_id, name=str(name))
             return out
 
+        def patched_log_param(client: Any, run_id: str, key: Any, value: Any, *args: Any,
+                              **kwargs: Any) -> Any:
+            out = log_param(client, run_id, key, value, *args, **kwargs)
+            try:
+                rec.check_params(run_id, [(key, value)])
+            except Exception:  # noqa: BLE001 - never into the script
+                pass
+            return out
+
+        def patched_log_batch(client: Any, run_id: str, *args: Any, **kwargs: Any) -> Any:
+            out = log_batch(client, run_id, *args, **kwargs)
+            try:
+                params = kwargs.get("params", args[1] if len(args) > 1 else ())
+                tags = kwargs.get("tags", args[2] if len(args) > 2 else ())
+                rec.check_params(run_id, [(p.key, p.value) for p in params or ()])
+                for t in tags or ():
+                    if t.key == RUN_NAME_TAG:
+                        rec.emit(RENAME, run_id, name=str(t.value))
+            except Exception:  # noqa: BLE001 - never into the script
+                pass
+            return out
+
+        def patched_set_tag(client: Any, run_id: str, key: Any, value: Any, *args: Any,
+                            **kwargs: Any) -> Any:
+            out = set_tag(client, run_id, key, value, *args, **kwargs)
+            if key == RUN_NAME_TAG:
+                rec.emit(RENAME, run_id, name=str(value))
+            return out
+
         cls.create_run, cls.set_terminated, cls.update_run = create_run, set_terminated, update_run
+        cls.log_param, cls.log_batch, cls.set_tag = patched_log_param, patched_log_batch, patched_set_tag
+
+    def stopped_status(self, client: Any, run_id: str, status: Any) -> Any:
+        """The status to end a run with: the row's, tagged ``radtrack.stopped_by``, where the
+        run ends FAILED or KILLED because radtrack is stopping the row (``--max-time``, Ctrl-C
+        to the launcher: MLflow's ``with`` block saw the KeyboardInterrupt); else ``status``."""
+        if str(status or "FINISHED") not in ("FAILED", "KILLED"):
+            return status
+        try:
+            stop = handshake.stop_request()
+            if stop is None or not stop.get("status"):
+                return status
+            from radtrack.store.schema import STOPPED_BY
+
+            client.set_tag(run_id, STOPPED_BY, str(stop.get("stopped_by", "")))
+            return str(stop["status"])
+        except Exception:  # noqa: BLE001 - never into the script
+            return status
 
     def patch_fluent(self, module: ModuleType) -> None:
         start = module.start_run
@@ -190,7 +258,8 @@ class _Recorder:
                     rec.emit(RESUME, run_id, uri=absolute_uri(get_tracking_uri()),
                              experiment_id=str(active.info.experiment_id),
                              name=active.info.run_name or "",
-                             parent=(active.data.tags or {}).get("mlflow.parentRunId", ""))
+                             parent=(active.data.tags or {}).get("mlflow.parentRunId", ""),
+                             rank=_rank())
             except Exception:  # noqa: BLE001 - never into the script
                 pass
             return active
@@ -231,6 +300,52 @@ class _Recorder:
 
     def _exiting(self) -> None:
         self.exiting = True
+
+
+_cuts = [0]
+_cuts_lock = threading.Lock()
+
+
+def keep_param(run_id: str, key: str, value: str, events: str | None = None,
+               folder: Path | None = None) -> None:
+    """A param value over MLflow's limit (script/params.py), logged to ``run_id`` ("": the
+    row run): keep the whole value in the row folder (``folder``, default
+    ``$RADTRACK_ROW_DIR``) and append one event to ``events`` (default
+    ``$RADTRACK_RUN_EVENTS``). After the row, the launcher stores the value as the run's
+    artifact ``params/<key>.txt``, tags the run and says it in one line
+    (radtrack/postrun/script_runs.py). Never raises."""
+    events = events or os.environ.get(EVENTS_ENV)
+    if not events:
+        return
+    where = folder or Path(os.environ.get(handshake.ROW_DIR) or os.path.dirname(events))
+    with _cuts_lock:
+        _cuts[0] += 1
+        path = where / "params" / f"{os.getpid()}-{_cuts[0]}.txt"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(value, encoding="utf-8")
+    except OSError:
+        path = Path("")  # a full disk: the tag and the line still tell
+    line = json.dumps({"event": PARAM_CUT, "run_id": run_id, "t": time.time(), "pid": os.getpid(),
+                       "key": key, "chars": len(value), "file": str(path) if path.name else ""})
+    try:
+        fd = os.open(events, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, (line + "\n").encode())
+        finally:
+            os.close(fd)
+    except OSError:
+        pass
+
+
+def _rank() -> str:
+    return next((os.environ[v] for v in RANK_VARS if os.environ.get(v)), "")
+
+
+def stop_requested() -> dict | None:
+    """The stop radtrack asked this row for (handshake.STOP_FILE), or None: a
+    KeyboardInterrupt then is radtrack's, not the user's."""
+    return handshake.stop_request()
 
 
 def patch_sql_store(module: ModuleType) -> None:
@@ -304,13 +419,24 @@ def when_imported(name: str, callback: Callable[[ModuleType], None]) -> bool:
     return True
 
 
+_installed: list[_Recorder] = []  # this process's recorder, once installed
+
+
+def recorder() -> _Recorder | None:
+    """This process's recorder (RADTBenchmark reports its cut params through it)."""
+    return _installed[0] if _installed else None
+
+
 def install(path: str | None = None) -> bool:
-    """Record the script's MLflow runs into ``path`` (default ``$RADTRACK_RUN_EVENTS``).
-    False when there is nowhere to record or MLflow was already imported."""
+    """Record the process's MLflow runs into ``path`` (default ``$RADTRACK_RUN_EVENTS``).
+    False when there is nowhere to record, MLflow was already imported, or the hook is
+    installed already (the bootstrap installs it, and so does the hook folder's
+    sitecustomize in every Python process of the row)."""
     path = path or os.environ.get(EVENTS_ENV)
-    if not path or _CLIENT_MODULE in sys.modules:
+    if not path or _CLIENT_MODULE in sys.modules or _installed:
         return False
     rec = _Recorder(path, os.environ.get("MLFLOW_TRACKING_URI"))
+    _installed.append(rec)
     hooks = {_CLIENT_MODULE: rec.patch_client, _FLUENT_MODULE: rec.patch_fluent}
     if os.environ.get(NEW_STORE) and _SQL_STORE_MODULE not in sys.modules:
         hooks[_SQL_STORE_MODULE] = patch_sql_store
@@ -337,7 +463,8 @@ def read_spans(path: Path) -> list[Span]:
         if kind in (START, RESUME):
             if span is None:
                 spans[run_id] = Span(run_id, str(ev.get("uri", "")), str(ev.get("experiment_id", "")),
-                                     str(ev.get("name", "")), str(ev.get("parent", "")), start=t)
+                                     str(ev.get("name", "")), str(ev.get("parent", "")), start=t,
+                                     pid=int(ev.get("pid") or 0), rank=str(ev.get("rank", "")))
             else:
                 span.end, span.status, span.at_exit = None, "", False
         elif span is None:
@@ -348,3 +475,31 @@ def read_spans(path: Path) -> list[Span]:
             span.end, span.status = t, str(ev.get("status", "FINISHED"))
             span.at_exit = bool(ev.get("at_exit", False))
     return list(spans.values())
+
+
+class ParamCut:
+    """A param value longer than MLflow keeps, logged to ``run_id`` ("" : the row run)."""
+
+    __slots__ = ("run_id", "key", "chars", "file")
+
+    def __init__(self, run_id: str, key: str, chars: int, file: str):
+        self.run_id, self.key, self.chars, self.file = run_id, key, chars, file
+
+
+def read_param_cuts(path: Path) -> list[ParamCut]:
+    """The over-long params recorded in ``path``, the last of each (run, key) pair."""
+    found: dict[tuple[str, str], ParamCut] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    for line in lines:
+        try:
+            ev = json.loads(line)
+            if ev["event"] != PARAM_CUT:
+                continue
+            cut = ParamCut(str(ev["run_id"] or ""), str(ev["key"]), int(ev["chars"]), str(ev["file"]))
+        except (ValueError, KeyError, TypeError):
+            continue
+        found[(cut.run_id, cut.key)] = cut
+    return list(found.values())
