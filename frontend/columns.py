@@ -3,12 +3,15 @@
 ``energy_j`` and ``gpu_energy_j`` sit side by side and differ exactly where co-location
 matters: the first is the energy the run is charged (its attributed share of each GPU it
 shared, the whole GPU's alone on it), the second what its GPUs used over its span,
-whoever used them (radtrack/analysis/run_summaries.py, docs/analysis.md).
+whoever used them (radtrack/analysis/run_summaries.py, docs/analysis.md). Every other
+figure's header gives its unit as a reader needs it (``cpu_pct_mean (% of all cores)``, the
+host's; ``proc_cpu_pct_mean (% of one core)``, the run's) and its tooltip says whose figure
+it is, from radtrack/store/meaning.py.
 """
 
 from __future__ import annotations
 
-from radtrack.frontend.units import split_unit
+from radtrack.store.meaning import describe
 
 _KNOWN: dict[str, tuple[str, str]] = {
     "energy_j": ("energy_j · attributed (J)",
@@ -30,18 +33,40 @@ _KNOWN: dict[str, tuple[str, str]] = {
 }
 
 
+#: what the run's identity columns hold (no unit, no scope)
+_IDENTITY: dict[str, str] = {
+    "run": "The run's name (its MLflow run name), the physical GPU(s) it used and how it shared them",
+    "run_name": "The run's MLflow run name",
+    "workload": "The sheet's workload number: rows of one workload run at the same time",
+    "letter": "The row's letter within its workload",
+    "status": "The run's MLflow status",
+    "file": "The script the row ran",
+    "devices": "The GPUs the row asked for (the sheet's Devices cell)",
+    "collocation": "How the row shared its GPU: '-' plain (time-slicing or CPU only), MPS, or a MIG profile",
+    "experiment": "The MLflow experiment",
+}
+
+
 def column_title(column: str) -> str:
     """The header: the column's name, what it is for energy, and its unit."""
     if column in _KNOWN:
         return _KNOWN[column][0]
-    _, unit = split_unit(column.removesuffix("_mean").removesuffix("_max"))
+    if column in _IDENTITY:
+        return column
+    unit = describe(column).unit_text
     return f"{column} ({unit})" if unit else column
 
 
 def column_help(column: str) -> str:
-    """The header's tooltip."""
+    """The header's tooltip: what the figure is, whose (its scope) and in what unit."""
+    if column in _IDENTITY:
+        return _IDENTITY[column]
+    meaning = describe(column)
+    said = f"{meaning.label}; scope: {meaning.scope_text}"
     if column in _KNOWN:
-        return _KNOWN[column][1]
+        return f"{_KNOWN[column][1]} ({said})"
     if column.startswith("energy_per_"):
-        return "energy_j (attributed) per unit of the script's work"
-    return column
+        return f"energy_j (attributed) per unit of the script's work ({said})"
+    if not meaning.declared:
+        return f"{said}; the script's own figure, or one no listener describes"
+    return said

@@ -21,7 +21,7 @@ from radtrack.analysis.plotting import (  # noqa: F401 (correlation_figure: re-e
 from radtrack.frontend.colocation import description
 from radtrack.frontend.data import Series
 from radtrack.frontend.downsample import DEFAULT_BUDGET, downsample, rolling_mean, visible_window
-from radtrack.frontend.units import axis_title, gpu_family, unit_of
+from radtrack.frontend.units import axis_title, gpu_family, unit_text
 
 # Plotly's D3 palette, then a darker set: distinguishable for the first ten runs.
 PALETTE: tuple[str, ...] = (
@@ -122,6 +122,19 @@ def subplots(metrics: Sequence[str], overlay: bool) -> list[tuple[str, list[str]
 
 
 _DASHES = ("solid", "dot", "dash", "dashdot", "longdash", "longdashdot")
+#: the longest y axis title one line of a subplot's height holds (SUBPLOT_HEIGHT at 12 px)
+TITLE_LINE_CHARS = 30
+
+
+def y_title(key: str) -> dict:
+    """A subplot's y axis title: what the series is and whose, with its unit (radtrack/store/
+    meaning.py: ``run CPU (% of one core)``, ``host CPU (% of all cores)``); a title longer
+    than the subplot is high breaks before its unit, rather than running into the next one."""
+    title = axis_title(key)
+    if len(title) > TITLE_LINE_CHARS and title.endswith(")") and " (" in title:
+        name, _, unit = title.rpartition(" (")
+        title = f"{name}<br>({unit}"
+    return {"text": title, "font": {"size": 12}}
 
 
 def trace_budget(n_traces: int, max_per_trace: int = DEFAULT_BUDGET,
@@ -234,7 +247,9 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     gap = min(0.08, 0.3 / rows)
     height = (1.0 - gap * (rows - 1)) / rows
     white = _white()
-    margin = {"l": 70, "r": 20, "t": 40, "b": 64 if options.xmode == "wall" else 50}
+    # a two-line y title (y_title) takes one more line's width at the left
+    two_lines = any("<br>" in y_title(key)["text"] for key, _ in groups)
+    margin = {"l": 84 if two_lines else 70, "r": 20, "t": 40, "b": 64 if options.xmode == "wall" else 50}
     total = SUBPLOT_HEIGHT * rows + 90
     layout: dict[str, object] = {
         **copy.deepcopy(white["top"]), "height": total, "uirevision": uirevision,
@@ -269,7 +284,7 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
         # zoomed to stays in view)
         yaxis: dict[str, object] = {"anchor": "x", "domain": [max(top - height, 0.0), top],
                                     "type": "log" if options.logy else "linear",
-                                    "fixedrange": True, "title": {"text": axis_title(title_key)}}
+                                    "fixedrange": True, "title": y_title(title_key)}
         if options.logy:
             yaxis["tickformat"] = "~s"  # 100, 200, 500 rather than a digit per minor tick
         layout[f"yaxis{suffix}"] = _merged(white["yaxis"], yaxis)
@@ -294,7 +309,7 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
         if attributed and (run_id, metric) in attributed:
             label += " (attributed)"
         group = label if metric in overlaid else run_id
-        unit = unit_of(metric)
+        unit = unit_text(metric)
         traces.append({
             "type": "scatter", "mode": "lines", "x": typed_array(x), "y": typed_array(y, "f4"),
             "xaxis": "x", "yaxis": f"y{suffix}", "name": label, "legendgroup": group,

@@ -8,6 +8,28 @@ from pathlib import Path
 DEFAULT_INTERVAL = 1.0
 
 
+def sharing_text(collocation: str, others: int, uses_gpu: bool | None) -> str:
+    """What a row shared, in the words the page, the report and the launcher use: ``solo``,
+    ``GPU time-slicing with 2``, ``CPU only, shared with 1``, ``MPS 50 % with 1``, ``MPS``,
+    ``MIG slice 3g.40gb``. ``collocation`` is the sheet's cell (``-``, ``mps``, ``mps:<pct>``,
+    a MIG profile); ``others``: how many other rows ran beside it; ``uses_gpu``: whether its
+    processes used a GPU (None: not known, e.g. no per-process GPU readings). A plain row
+    shares the host's CPUs with its partners in any case, and a GPU only where it used one."""
+    c = collocation.strip()
+    with_n = f" with {others}" if others else ""
+    kind = c.lower()
+    if kind == "mps" or kind.startswith("mps:"):
+        share = f" {c.split(':', 1)[1].strip()} %" if ":" in c else ""
+        return f"MPS{share}{with_n}"
+    if kind not in ("", "-"):
+        return f"MIG slice {c}"
+    if not others:
+        return "solo"
+    if uses_gpu is None:
+        return f"co-located with {others}"
+    return f"GPU time-slicing with {others}" if uses_gpu else f"CPU only, shared with {others}"
+
+
 @dataclass
 class RunSpec:
     """Everything needed to launch and record one run (one sheet row)."""
@@ -49,6 +71,10 @@ class RunSpec:
         if c == "mps" or c.startswith("mps:"):
             return "mps"
         return "mig"
+
+    def sharing(self, others: int, uses_gpu: bool | None) -> str:
+        """What this row shared with ``others`` co-located rows (:func:`sharing_text`)."""
+        return sharing_text(self.collocation, others, uses_gpu)
 
     @property
     def mps_percentage(self) -> int | None:

@@ -28,11 +28,19 @@ def _row(collocation: str | None, others: str = "", **extra: object) -> dict:
 
 @pytest.mark.parametrize(("row", "text"), [
     (_row("-"), "solo"),
-    (_row("-", "exp-1 B,exp-1 C"), "time-shared with 2"),
+    (_row("-", "exp-1 B,exp-1 C"), "CPU only, shared with 2"),  # no GPU seen
+    (_row("-", "exp-1 B", **{"tag.radtrack.listener.smi": "ok", "tag.radtrack.devices": "0"}),
+     "GPU time-slicing with 1"),  # placed on a GPU, no per-process readings
+    (_row("-", "exp-1 B", **{"tag.radtrack.listener.smi": "ok"}), "co-located with 1"),
+    (_row("-", "exp-1 B", **{"tag.radtrack.listener.smi": "ok", "tag.radtrack.devices": "0",
+                             "metric.summary/smi/gpu0/proc_mem_used_mib/max": 0.0}),
+     "CPU only, shared with 1"),  # on a GPU, but its processes never held GPU memory
+    (_row("-", "exp-1 B", **{"metric.summary/smi/gpu0/proc_sm_util_pct/max": 40.0}),
+     "GPU time-slicing with 1"),
     (_row("mps:50", "exp-1 B"), "MPS 50 % with 1"),
     (_row("MPS"), "MPS"),
-    (_row("3g.40gb", "exp-1 B"), "MIG 3g.40gb"),
-    (_row(None, **{"tag.radtrack.mig_profile": "1g.10gb"}), "MIG 1g.10gb"),
+    (_row("3g.40gb", "exp-1 B"), "MIG slice 3g.40gb"),
+    (_row(None, **{"tag.radtrack.mig_profile": "1g.10gb"}), "MIG slice 1g.10gb"),
     ({"run_id": "r"}, ""),  # a run radtrack did not launch says nothing
 ])
 def test_colocation_is_said_in_words(row: dict, text: str) -> None:
@@ -45,15 +53,39 @@ def test_description_adds_the_scripts_file_name() -> None:
 
 
 @pytest.mark.parametrize(("key", "unit", "title"), [
-    ("smi/gpu0/power_w", "W", "power (W)"),
-    ("dcgm/gpu3/sm_active_pct", "%", "sm active (%)"),
-    ("iostat/nvme0n1/read_bytes_per_s", "B/s", "read (B/s)"),
-    ("smi/gpu0/temp_c", "°C", "temp (°C)"),
-    ("top/proc/threads_count", "", "threads"),
+    ("smi/gpu0/power_w", "W", "GPU power (W)"),
+    ("system/smi/gpu0/power_w", "W", "GPU power (W)"),
+    ("dcgm/gpu3/sm_active_pct", "%", "GPU SM active (% of SM cycles)"),
+    ("iostat/nvme0n1/read_bytes_per_s", "B/s", "host disk nvme0n1 reads (B/s)"),
+    ("smi/gpu0/temp_c", "°C", "GPU temperature (°C)"),
+    ("top/proc/threads_count", "count", "run threads (threads)"),
+    ("top/proc/cpu_pct", "%", "run CPU (% of one core)"),
+    ("top/cpu_pct", "%", "host CPU (% of all cores)"),
+    ("newvendor/gpu0/power_w", "W", "GPU power (W)"),  # no declaration: read from the key
     ("loss", "", "loss"),
 ])
-def test_units_come_from_the_key_suffix(key: str, unit: str, title: str) -> None:
+def test_titles_say_whose_figure_and_its_unit(key: str, unit: str, title: str) -> None:
     assert unit_of(key) == unit and axis_title(key) == title
+
+
+def test_tops_two_cpu_series_are_told_apart_on_the_chart() -> None:
+    """top's host CPU (100 = all cores) and the run's CPU (100 = one core, reaching 169 %
+    with two busy threads) were both titled "cpu (%)"."""
+    keys = ["top/cpu_pct", "top/proc/cpu_pct"]
+    series = {("a", k): _series("a", k, v) for k, v in zip(keys, (99.9, 169.0), strict=True)}
+    fig = build_chart(keys, ["a"], {"a": "exp-1 A"}, series, ChartOptions())
+    layout = fig["layout"]
+    assert layout["yaxis"]["title"]["text"] == "host CPU (% of all cores)"
+    assert layout["yaxis2"]["title"]["text"] == "run CPU (% of one core)"
+    assert [t["hovertemplate"] for t in fig["data"]] == ["%{y:.4g} % of all cores", "%{y:.4g} % of one core"]
+    assert layout["margin"]["l"] == 70  # one-line titles
+
+
+def test_a_long_title_breaks_before_its_unit() -> None:
+    key = "dcgm/gpu0/sm_occupancy_pct"
+    fig = build_chart([key], ["a"], {"a": "A"}, {("a", key): _series("a", key, 5.0)}, ChartOptions())
+    assert fig["layout"]["yaxis"]["title"]["text"] == "GPU SM occupancy<br>(% of the maximum resident warps)"
+    assert fig["layout"]["margin"]["l"] > 70
 
 
 def test_gpus_overlay_in_one_subplot_per_quantity() -> None:
@@ -76,7 +108,7 @@ def test_chart_has_units_unified_hover_x_only_zoom_and_overlaid_gpu_names() -> N
                       attributed={("a", "smi/gpu0/power_w")})
     layout = fig["layout"]
     assert layout["hovermode"] == "x unified" and layout["yaxis"]["fixedrange"] is True
-    assert layout["yaxis"]["title"]["text"] == "power (W)" and "yaxis2" not in layout
+    assert layout["yaxis"]["title"]["text"] == "GPU power (W)" and "yaxis2" not in layout
     assert [t["name"] for t in fig["data"]] == ["exp-1 A · gpu0 (attributed)", "exp-1 A · gpu1"]
     assert fig["data"][0]["hovertemplate"] == "%{y:.4g} W"
     assert layout["legend"]["y"] > 1.05  # above the first subplot's title, not over it

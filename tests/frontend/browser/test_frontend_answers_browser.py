@@ -86,9 +86,9 @@ def trace_info(tab) -> list[dict]:
 
 def test_each_runs_label_says_its_workload_colocation_and_script(web, app, store, snap) -> None:
     expected = {"Workload 1": ["h100-colocation-1 A · solo · sgemm.py"],
-                "Workload 2": [f"h100-colocation-2 {x} · time-shared with 1 · sgemm.py" for x in "AB"],
+                "Workload 2": [f"h100-colocation-2 {x} · GPU time-slicing with 1 · sgemm.py" for x in "AB"],
                 "Workload 3": [f"h100-colocation-3 {x} · MPS 50 % with 1 · sgemm.py" for x in "AB"],
-                "Workload 4": [f"h100-colocation-4 {x} · MIG 3g.40gb · sgemm.py" for x in "AB"]}
+                "Workload 4": [f"h100-colocation-4 {x} · MIG slice 3g.40gb · sgemm.py" for x in "AB"]}
     open_workload(web, app.url, "Workload 1")
     for workload, labels in expected.items():
         web.locator("#workload label", has_text=workload).first.click()
@@ -126,12 +126,12 @@ def test_colocated_power_is_attributed_by_default_and_the_whole_gpu_on_request(
     wait_traces(web, 2)
     shown = trace_info(web)
     assert [t["name"] for t in shown] == [
-        f"h100-colocation-2 {x} · time-shared with 1 · sgemm.py (attributed)" for x in "AB"]
+        f"h100-colocation-2 {x} · GPU time-slicing with 1 · sgemm.py (attributed)" for x in "AB"]
     assert [t["y0"] for t in shown] == [300.0, 120.0]
     # units on the axis and in the hover; one hover box for every run; box zoom x only
     layout = web.evaluate(f"() => ({{title: {GD}.layout.yaxis.title.text, "
                           f"hover: {GD}.layout.hovermode, fixed: {GD}.layout.yaxis.fixedrange}})")
-    assert layout == {"title": "power (W)", "hover": "x unified", "fixed": True}
+    assert layout == {"title": "GPU power (W)", "hover": "x unified", "fixed": True}
     assert all(t["hover"].endswith(" W") for t in shown)
     web.locator("#power").get_by_text("whole GPU").click()
     web.wait_for_function(f"!{GD}._fullData[0].name.endsWith('(attributed)')")
@@ -192,7 +192,7 @@ def test_exports_are_files_that_open_with_every_label_and_a_title(web, app, stor
     assert width == 1200 and height >= 320
     assert files["jpg"].startswith(b"\xff\xd8\xff")
     text = pdf_text(files["pdf"])
-    for label in ("seconds since run start", "power (W)", "smi/gpu0/power_w", EXP):
+    for label in ("seconds since run start", "GPU power (W)", "smi/gpu0/power_w", EXP):
         assert label in text, (label, text[:500])
     title = re.search(rb"/Title\s*(<[0-9A-F]+>|\([^)]*\))", files["pdf"]).group(1)
     decoded = (bytes.fromhex(title[5:-1].decode()).decode("utf-16-be") if title.startswith(b"<")

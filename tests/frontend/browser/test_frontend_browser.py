@@ -16,7 +16,7 @@ pytestmark = pytest.mark.browser
 METRICS = ("smi/gpu0/power_w", "dcgm/gpu0/sm_active_pct", "top/cpu_pct")
 POINTS = 6000  # 10 minutes at 10 Hz: more than one trace's point budget
 GD = "document.querySelector('#chart .js-plotly-plot')"
-SHARED = " · time-shared with 1 · sgemm.py"  # a seeded pair's label after its name
+SHARED = " · GPU time-slicing with 1 · sgemm.py"  # a seeded pair's label after its name
 
 
 @pytest.fixture(scope="module")

@@ -33,7 +33,7 @@ def test_a_stale_and_malformed_link_is_restored_in_part_and_says_what_it_left_ou
     web.goto(link)
     wait_traces(web, 2)  # both real runs, the metric given in MLflow's stored form
     names = web.evaluate(f"() => {GD}._fullData.map(t => [t.name, t.meta[1]])")
-    shared = " · time-shared with 1 · sgemm.py"
+    shared = " · GPU time-slicing with 1 · sgemm.py"
     assert names == [["exp-1 A" + shared, "top/cpu_pct"], ["exp-1 B" + shared, "top/cpu_pct"]]
     message = web.locator("#link-msg").inner_text()
     assert "restored in part" in message

@@ -56,7 +56,7 @@ def test_script_runs_are_listed_under_their_row_and_overlay_with_power(web, app,
     choose_metric(web, "loss")
     wait_traces(web, 3)  # power of both, loss of the trial only (the row logged none)
     shown = web.evaluate(f"() => {GD}._fullData.map(t => [t.name, t.meta[1], t.x.length])")
-    assert [s[:2] for s in shown] == [["exp-1 A · time-shared with 1 · sgemm.py", "smi/gpu0/power_w"],
+    assert [s[:2] for s in shown] == [["exp-1 A · GPU time-slicing with 1 · sgemm.py", "smi/gpu0/power_w"],
                                       ["trial-0", "smi/gpu0/power_w"], ["trial-0", "loss"]]
     assert shown[1][2] == 200 and shown[2][2] == 5  # the trial's own span, its own epochs
 
