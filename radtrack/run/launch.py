@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from radtrack.device_entries import SHARED_GPUS_ENV, shared_entries, visible_entries
 from radtrack.run.envcapture import capture_in_background
 from radtrack.run.finish import end_row, store_row, store_row_params, write_finish
 from radtrack.run.rows import Interrupt, Row
@@ -56,9 +57,14 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     spool_root = spool_root or renv.radtrack_home() / "spool"
     for row in rows:
         row.env.update(script_env(spool_root / row.key))
+    # which of its GPUs another row may use too: smi reads the SM shares only there
+    for row, shared in zip(rows, shared_entries([visible_entries([], row.env) for row in rows]),
+                           strict=True):
+        row.env[SHARED_GPUS_ENV] = shared
     # a new SQLite store is made whole before any script (or a child of it) can open it:
     # milliseconds, and only where no check before the launch made it (radtrack/store/newstore.py)
     newstore.prepare(recorder.uri)
+    recorder.store_id = newstore.identity(recorder.uri)
     barrier_w: list[int] = []
     try:
         barrier_w = spawn_rows(rows, grace, spool_root)
@@ -96,7 +102,29 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     client = recorder.wait(deadline)
     if client is None and not recorder.outage:
         say(f"could not create the runs in the tracking store: {scrub(str(recorder.error))}")
-    return [row for row in rows if not store_row(client, row, env_threads, deadline)]
+    spooled = [row for row in rows if not store_row(client, row, env_threads, deadline)]
+    return rows if client is not None and store_lost(rows, recorder) else spooled
+
+
+def store_lost(rows: list[Row], recorder: Recorder) -> bool:
+    """Whether the store no longer holds the workload's runs (its SQLite file deleted or
+    replaced during the run: the launcher's own connections may have written them into the
+    old file). Each row's ``finish.json`` then says they are not stored, so that ``radtrack
+    sync`` re-creates them from the spool (radtrack/store/sync.py); ``recorder.lost`` says why."""
+    from radtrack.store import runfiles
+
+    ids = [recorder.parent_id, *(row.run_id for row in rows)]
+    if not newstore.missing_runs(recorder.uri, ids):
+        return False
+    recorder.lost = newstore.condition(recorder.uri, recorder.store_id) or "it no longer holds them"
+    for row in rows:
+        if row.sink is not None and row.sink.dir.is_dir():
+            try:
+                runfiles.update(row.sink.dir, runfiles.FINISH_FILE, stored=False,
+                                store_lost=recorder.lost)
+            except OSError:
+                pass  # a full disk: sync still finds the run missing and re-creates it
+    return True
 
 
 def _start_listeners(rows: list[Row]) -> None:
@@ -118,16 +146,28 @@ def script_env(spool: Path) -> dict[str, str]:
     return {**script_http_env(), SCRIPT_SPOOL_ENV: str(folder_in(spool))}
 
 
-def spooled_line(rows: list[Row], uri: str, why: str) -> str:
-    """The one line a launch prints when the store kept it from storing everything."""
+def spooled_line(rows: list[Row], uri: str, why: str, lost: str = "",
+                 since: tuple[int, int] | None = None) -> str:
+    """The one line a launch prints when the store kept it from storing everything: the store
+    away (``why``), its SQLite file deleted, replaced or read-only (said as such), or no longer
+    holding the runs it made (``lost``)."""
     from radtrack.store.tracking import redact
 
     first = rows[0].spec
     folders = sorted({str(row.sink.dir.parent) for row in rows if row.sink is not None})
     name = f"{first.experiment}-{first.workload}" if first.workload else first.experiment
+    kept = (f"the samples, output log and status of {len(rows)} row(s) are spooled in "
+            f"{', '.join(folders)}")
+    if lost:
+        return (f"{name}: tracking store {redact(uri)} does not hold the run(s) any more ({lost}): "
+                f"nothing of them is stored; {kept}: run `radtrack sync` to store them in it "
+                "again (it re-creates the runs with their times, status, tags, params and metrics)")
+    state = newstore.condition(uri, since)
+    if state:
+        return (f"{name}: tracking store {redact(uri)} could not store them: {state}; {kept}: "
+                "run `radtrack sync` once it is writable again to store them")
     return (f"{name}: tracking store {redact(uri)} unreachable "
-            f"({why}); the samples, output log and status of {len(rows)} row(s) are spooled in "
-            f"{', '.join(folders)}: run `radtrack sync` once the store is back to store them")
+            f"({why}); {kept}: run `radtrack sync` once the store is back to store them")
 
 
 def leave_for_sync(rows: list[Row], recorder: Recorder, uri: str,
@@ -146,13 +186,17 @@ def leave_for_sync(rows: list[Row], recorder: Recorder, uri: str,
     why = (recorder.outage or next((r.sink.last_error for r in spooled if r.sink is not None
                                     and r.sink.last_error), "") or scrub(str(recorder.error or ""))[:200])
     if syncable:
-        say(spooled_line(rows, uri, why or "no answer"))
+        say(spooled_line(rows, uri, why or "no answer", recorder.lost, recorder.store_id))
     out = []
     for row in rows:
         status = row.status
         if not syncable and status == "FINISHED":
             status = "FAILED"  # no run can be made for it (the error above): not done
         where = f"run {row.run_id}" if row.run_id else "its run not created yet"
+        if row.run_id and recorder.lost:
+            where = f"run {row.run_id} is not in the store: sync re-creates it"
+        elif row.run_id and row in spooled:
+            where = f"run {row.run_id}, its end not stored yet"
         name = row.name if row.spec.workload else f"{row.spec.experiment} {row.spec.letter}"
         say(f"{name}: {row.status} (exit {row.exit_code}, {where})")
         out.append((status, row.run_id, row.name))

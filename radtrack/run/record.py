@@ -64,6 +64,10 @@ class Recorder:
         self._wake = threading.Event()
         self._give_up_at: float | None = None  # time.monotonic(): stop retrying then
         self.made_at = time.time()  # before any run of this launch went to the background
+        # the SQLite store file's (device, inode) when the scripts were released, and why the
+        # store no longer holds the runs at the end ("": it does): radtrack/store/newstore.py
+        self.store_id: tuple[int, int] | None = None
+        self.lost = ""
 
     def start(self) -> None:
         if not self._started:

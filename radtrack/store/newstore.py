@@ -48,7 +48,8 @@ CORE_TABLES = frozenset({"experiments", "runs", "metrics", "params", "tags"})
 # database tables...", "Running upgrade ..."): silent while radtrack makes them
 _CREATION_LOGGERS = ("mlflow.store.db.utils", "mlflow.store.db_migrations", "alembic")
 
-_PREPARED: set[str] = set()  # stores this process checked (or made) already
+LOCK_WAIT_S = 0.2  # how long a check waits for a store another writer holds (then: not judged)
+_PREPARED: dict[str, tuple[int, int]] = {}  # stores this process checked or made: their file's identity
 
 
 def sqlite_path(uri: str) -> Path | None:
@@ -180,7 +181,8 @@ def _fsync(path: Path) -> None:
 class State:
     """What :func:`inspect` found in a store file."""
 
-    # "whole", "empty", "half-made", "outdated", "newer", "not-sqlite", "unreadable", "missing"
+    # "whole", "empty", "half-made", "outdated", "newer", "not-sqlite", "unreadable", "missing",
+    # "busy" (another writer holds it locked: not judged)
     kind: str
     revision: str = ""
     runs: int = 0
@@ -206,7 +208,7 @@ def inspect(path: Path) -> State:
     con = None
     for mode in ("rw", "ro"):
         try:
-            con = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, timeout=5)
+            con = sqlite3.connect(f"file:{path}?mode={mode}", uri=True, timeout=LOCK_WAIT_S)
             con.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
             break
         except sqlite3.Error as exc:
@@ -214,6 +216,8 @@ def inspect(path: Path) -> State:
                 con.close()
                 con = None
             text = str(exc)
+            if "locked" in text or "busy" in text:
+                return State("busy", detail=text)  # another writer holds it: not ours to judge
             if "not a database" in text or "malformed" in text:
                 return State("not-sqlite", detail=text)
             if mode == "ro":
@@ -228,6 +232,8 @@ def inspect(path: Path) -> State:
         runs = con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] if "runs" in tables else 0
     except sqlite3.DatabaseError as exc:
         text = str(exc)
+        if "locked" in text or "busy" in text:
+            return State("busy", detail=text)
         if "not a database" in text or "malformed" in text:
             return State("not-sqlite", detail=text)
         return State("unreadable", detail=text)
@@ -259,21 +265,26 @@ def prepare(uri: str) -> None:
     MLflow's schema older or newer than this MLflow's, no SQLite file, read-only. Other URIs,
     and a store this process prepared already, return at once."""
     path = sqlite_path(uri)
-    if path is None or str(path) in _PREPARED:
+    if path is None:
         return
-    if not path.exists():
+    now = identity(uri)
+    if now is not None and _PREPARED.get(str(path)) == now:
+        return  # the same file as checked before (one deleted or replaced since is looked at again)
+    if now is None:
         create(path)
     else:
         _check_existing(uri, path)
         _check_writable(uri, path)
-    _PREPARED.add(str(path))
+    made = identity(uri)
+    if made is not None:
+        _PREPARED[str(path)] = made
 
 
 def forget(uri: str) -> None:
     """Look at the store again on the next :func:`prepare` (it may have changed)."""
     path = sqlite_path(uri)
     if path is not None:
-        _PREPARED.discard(str(path))
+        _PREPARED.pop(str(path), None)
 
 
 def create(path: Path) -> bool:
@@ -370,7 +381,7 @@ def _check_existing(uri: str, path: Path) -> None:
     from radtrack.store.uris import redact
 
     state = inspect(path)
-    if state.kind == "whole":
+    if state.kind in ("whole", "busy"):  # busy: a writer holds it (reach.sqlite_busy says so)
         return
     shown = redact(uri)
     if state.kind in ("empty", "half-made") and state.runs == 0:
@@ -417,7 +428,7 @@ def writable_problem(path: Path) -> str:
     transaction that is rolled back (a few ms); a store locked by another writer is not
     this function's business (reach.sqlite_busy)."""
     try:
-        con = sqlite3.connect(path, timeout=2.0, isolation_level=None)
+        con = sqlite3.connect(path, timeout=LOCK_WAIT_S, isolation_level=None)
     except sqlite3.Error as exc:
         return str(exc)
     try:
@@ -460,3 +471,46 @@ def identity(uri: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return (st.st_dev, st.st_ino)
+
+
+def missing_runs(uri: str, run_ids: list[str]) -> list[str]:
+    """Those of ``run_ids`` the SQLite store at ``uri`` does not hold now, asked with a fresh
+    sqlite3 connection to the file at its path (the launcher's own MLflow connections may
+    still write to a file deleted or replaced since); [] for any other store, or when it
+    cannot be read now (a lock: the runs are taken as there)."""
+    path = sqlite_path(uri)
+    ids = [r for r in run_ids if r]
+    if path is None or not ids:
+        return []
+    if not path.exists():
+        return ids
+    try:
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            marks = ",".join("?" * len(ids))
+            found = {r[0] for r in con.execute(f"SELECT run_uuid FROM runs WHERE run_uuid IN ({marks})", ids)}
+        finally:
+            con.close()
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return ids  # a new, empty file in its place
+        return []
+    except sqlite3.Error:
+        return ids  # no SQLite database any more
+    return [r for r in ids if r not in found]
+
+
+def condition(uri: str, since: tuple[int, int] | None = None) -> str:
+    """What is wrong with the SQLite store at ``uri`` now, in words for a closing line ("" when
+    nothing is, or it is no SQLite store): deleted, replaced (its file is not the one it was
+    at ``since``, an identity()), read-only."""
+    path = sqlite_path(uri)
+    if path is None:
+        return ""
+    now = identity(uri)
+    if now is None:
+        return f"its file {path} was deleted"
+    if since is not None and now != since:
+        return f"its file {path} was replaced by another"
+    why = writable_problem(path)
+    return f"it is read-only ({why})" if why else ""

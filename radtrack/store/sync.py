@@ -23,6 +23,7 @@ from typing import IO, Any
 
 from radtrack.script import env as renv
 from radtrack.store import runfiles
+from radtrack.store.outage import describe
 from radtrack.store.schema import STOPPED_BY, STOPPED_BY_LAUNCHER_LOST
 from radtrack.store.spool import META_FILE, SPOOL_DIR, SPOOL_SUFFIX, hold, holder
 
@@ -39,7 +40,6 @@ def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, i
 def sync_folders(folders: list[Path], tracking_uri: str | None = None,
                  log=print) -> tuple[int, int]:
     """Finish the spooled runs of ``folders`` (spool folders); return (runs stored, runs left)."""
-    from radtrack.store.outage import describe
     from radtrack.store.recovery import read_meta
     from radtrack.store.syncruns import create_runs
     from radtrack.store.uris import redact
@@ -53,7 +53,8 @@ def sync_folders(folders: list[Path], tracking_uri: str | None = None,
             log(f"{run_dir.name}: skipped, its launcher ({holder(run_dir)}) is still running it")
             continue
         held.append((run_dir, owner))
-        if _run_id(run_dir):
+        run_id = _run_id(run_dir)
+        if run_id and not _lost(run_dir, run_id, tracking_uri, log):
             continue
         create = runfiles.read(run_dir, runfiles.CREATE_FILE)
         if create is None:
@@ -73,7 +74,7 @@ def sync_folders(folders: list[Path], tracking_uri: str | None = None,
                 uri = tracking_uri or (runfiles.read(group[0], runfiles.CREATE_FILE) or {}).get(
                     "tracking_uri", "")
                 log(f"{', '.join(f.name for f in group)}: could not create the run(s) in "
-                    f"{redact(uri)} ({describe(exc)}); spool kept")
+                    f"{redact(uri)} ({_why(exc)}); spool kept")
         ends: dict[str, list[tuple[Path, str, str]]] = {}  # workload run -> its rows awaiting its end step
         waiting: set[str] = set()  # workload runs a row of which could not be stored
         for run_dir, _ in held:
@@ -105,6 +106,60 @@ def sync_folders(folders: list[Path], tracking_uri: str | None = None,
         for _, owner in held:
             owner.close()
     return stored, left
+
+
+def _why(exc: BaseException) -> str:
+    """One line for a failure: radtrack's own refusals whole (they name the command that
+    fixes the store), anything else as outage.describe words it."""
+    from radtrack.errors import RadtrackError
+
+    return str(exc) if isinstance(exc, RadtrackError) else describe(exc)
+
+
+def _lost(run_dir: Path, run_id: str, tracking_uri: str | None, log) -> bool:
+    """Whether the store no longer holds the folder's run (its SQLite file was deleted or
+    replaced after the run was made): then the folder is set back to a run never created,
+    every sample and script value pending again, so that it is re-created (in the store now
+    there) from ``create.json`` and ended from ``finish.json``, with its true times, status,
+    tags, params and metrics. A store that cannot answer now is not judged (False)."""
+    from mlflow.exceptions import MlflowException
+
+    from radtrack.store.recovery import read_meta
+    from radtrack.store.scriptlog import SHIPPED, folder_in
+    from radtrack.store.spool import SHIPPED_SUFFIX
+    from radtrack.store.tracking import client as make_client
+    from radtrack.store.uris import redact
+
+    create = runfiles.read(run_dir, runfiles.CREATE_FILE)
+    if create is None:
+        return False
+    try:
+        meta = read_meta(run_dir) if (run_dir / META_FILE).exists() else {}
+    except (OSError, ValueError):
+        meta = {}
+    uri = _uri(run_dir, tracking_uri, meta)
+    try:
+        make_client(uri).get_run(run_id)
+        return False
+    except MlflowException as exc:
+        if str(getattr(exc, "error_code", "")) != "RESOURCE_DOES_NOT_EXIST":
+            return False
+    except Exception:  # noqa: BLE001 - away or refused: said where the folder is stored
+        return False
+    for key in ("experiment_id", "parent_id", "parent_name"):
+        create.pop(key, None)
+    runfiles.write(run_dir, runfiles.CREATE_FILE, create)
+    finish = runfiles.read(run_dir, runfiles.FINISH_FILE)
+    if finish is not None:
+        for key in ("run_id", "parent_id", "stored", "end_step_done"):
+            finish.pop(key, None)
+        runfiles.write(run_dir, runfiles.FINISH_FILE, finish)
+    (run_dir / META_FILE).unlink(missing_ok=True)
+    for marker in [*run_dir.glob(f"*{SHIPPED_SUFFIX}"), folder_in(run_dir) / SHIPPED]:
+        marker.unlink(missing_ok=True)
+    log(f"{run_id}: not in {redact(uri)} (its store was deleted or replaced after the run was "
+        "made); re-creating it there from the spool")
+    return True
 
 
 def _run_id(run_dir: Path) -> str:
@@ -147,7 +202,6 @@ def store_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
     """Store the folder's samples and script values and end its run as it ended; True when
     done (``finish.json`` then says so: a later sync does not store it again)."""
     from radtrack.store.ending import finish_run
-    from radtrack.store.outage import describe
     from radtrack.store.reach import raise_if_away
     from radtrack.store.sink import Sink
     from radtrack.store.tracking import client as make_client
@@ -187,7 +241,7 @@ def store_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
                 client.set_terminated(run_id, "KILLED")
                 log(f"{run_id}: was still RUNNING; marked KILLED")
     except Exception as exc:  # noqa: BLE001 - the store went away or refused: kept for next time
-        log(f"{run_id}: could not finish it in {redact(uri)} ({describe(exc)}); spool kept in "
+        log(f"{run_id}: could not finish it in {redact(uri)} ({_why(exc)}); spool kept in "
             f"{run_dir}")
         return False
     return True
@@ -198,7 +252,6 @@ def end_step(parent_id: str, group: list[tuple[Path, str, str]], log) -> bool:
     (spool folder, run id, store), from their spooled samples (radtrack/postrun/synced.py);
     True when done (each ``finish.json`` then says so: never run twice)."""
     from radtrack.postrun.synced import end_workload
-    from radtrack.store.outage import describe
     from radtrack.store.reach import raise_if_away
     from radtrack.store.tracking import client as make_client
     from radtrack.store.uris import redact
@@ -221,7 +274,6 @@ def close_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
     decided (KILLED when it was lost); the folder goes. False (kept) when the store is away."""
     import shutil
 
-    from radtrack.store.outage import describe
     from radtrack.store.tracking import client as make_client
     from radtrack.store.tracking import close_orphaned_parent
     from radtrack.store.uris import redact

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.errors import RadtrackError
@@ -195,6 +196,7 @@ def client(uri: str) -> MlflowClient:
     newstore.prepare(uri)
     from mlflow import MlflowClient
 
+    _store_errors_to_file()
     c = MlflowClient(tracking_uri=uri)
     # MLflow prints "View run ... / View experiment ..." on every set_terminated against a
     # server: a launch of many rows would print them per run. Not in this process (the
@@ -203,6 +205,39 @@ def client(uri: str) -> MlflowClient:
     if inner is not None and hasattr(inner, "_log_url"):
         inner._log_url = lambda run_id: None
     return c
+
+
+STORE_ERRORS_LOG = "store-errors.log"  # under $RADTRACK_HOME: MLflow's own store errors
+_ROUTED: list[str] = []
+
+
+def store_errors_log() -> Path:
+    """Where this process keeps MLflow's own store errors (their tracebacks)."""
+    from radtrack.script.env import radtrack_home
+
+    return radtrack_home() / STORE_ERRORS_LOG
+
+
+def _store_errors_to_file() -> None:
+    """MLflow logs every failed SQL session with its traceback (``mlflow.store.db.utils``):
+    a store that goes read-only or away would fill the terminal with them. In radtrack's own
+    processes (the launcher, sync) they go to :func:`store_errors_log` instead; radtrack says
+    in one line what failed and where the data is kept. The scripts keep MLflow's behaviour."""
+    import logging
+
+    if _ROUTED:
+        return
+    _ROUTED.append("done")
+    logger = logging.getLogger("mlflow.store.db.utils")
+    try:
+        path = store_errors_log()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler: logging.Handler = logging.FileHandler(path, delay=True, encoding="utf-8")
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    except OSError:
+        handler = logging.NullHandler()  # nowhere to keep them: radtrack's own line says it
+    logger.addHandler(handler)
+    logger.propagate = False
 
 
 def check_database_experiments(client: Callable[[], MlflowClient], uri: str,
