@@ -5,10 +5,16 @@ selection rules ``radtrack.gpus`` resolves with too); this module finds their NV
 scope of a device is ``gpu<i>`` with ``i`` its position in the list, i.e. the CUDA
 index the run sees. Indices are NVML (PCI bus) order, which is CUDA's order when
 ``CUDA_DEVICE_ORDER=PCI_BUS_ID``; the launcher sets that for the runs it starts.
+
+A listener watches only the run's GPUs (its ``--devices``, else its CUDA_VISIBLE_DEVICES;
+every GPU where neither is set): what watching costs grows with the GPUs watched. With
+``RADTRACK_ALL_GPUS=1`` in its environment (a sheet row's Env cell) it watches every GPU
+NVML sees instead, the host-wide view, scoped by NVML index (``gpu<i>`` = NVML GPU i).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +23,9 @@ from radtrack.device_entries import LEGACY_MIG_RE, uuid_matches, visible_entries
 from radtrack.errors import RadtrackError
 from radtrack.listeners.nvml import NA, nvml_query, text
 
-__all__ = ["GpuDevice", "resolve", "run_devices", "visible_entries"]
+__all__ = ["ALL_GPUS_ENV", "GpuDevice", "host_wide", "resolve", "run_devices", "visible_entries"]
+
+ALL_GPUS_ENV = "RADTRACK_ALL_GPUS"
 
 
 @dataclass(frozen=True)
@@ -149,6 +157,15 @@ def resolve(entries: list[str] | None) -> list[GpuDevice]:
     return out
 
 
+def host_wide(environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``RADTRACK_ALL_GPUS`` asks for every GPU of the host (``1``, ``true``, ``yes``)."""
+    env = os.environ if environ is None else environ
+    return env.get(ALL_GPUS_ENV, "").strip().lower() in ("1", "true", "yes")
+
+
 def run_devices(devices: list[str], environ: Mapping[str, str] | None = None) -> list[GpuDevice]:
-    """The GPUs a listener watches for a run configured with ``devices``."""
+    """The GPUs a listener watches for a run configured with ``devices``: the run's own,
+    or every GPU of the host where ``RADTRACK_ALL_GPUS`` asks for the host-wide view."""
+    if host_wide(environ):
+        return resolve(None)
     return resolve(visible_entries(devices, environ))

@@ -1,7 +1,8 @@
 """The run's own share of a GPU, and everyone else's, from NVML's per-process readings.
 
-Read once a second by smi (``nvmlDeviceGetProcessUtilization`` costs ~1.9 ms on an H100;
-the driver keeps every sample since the timestamp passed, so nothing is lost):
+Read once a second by smi where the GPU is shared (``nvmlDeviceGetProcessUtilization``
+costs ~1.9 ms on an H100; the driver keeps every sample since the timestamp passed, so
+nothing is lost):
 
 - ``proc_mem_used_mib``: device memory of the run's process tree;
 - ``proc_sm_util_pct``: SM utilisation of the run's process tree; never for an MPS client
@@ -10,10 +11,18 @@ the driver keeps every sample since the timestamp passed, so nothing is lost):
 - ``all_procs_sm_util_pct``: SM utilisation of every process on the device (the MPS
   server's included), so co-location accounting can tell processes outside radtrack;
 - ``mps_sm_util_pct``: the MPS server's SM utilisation, for a run that is an MPS client.
+
+On a GPU the run has to itself (``solo``: no co-located row, not an MPS client) only the
+list of contexts is read (``proc_mem_used_mib``; 0.2 ms), every few seconds: the SM
+shares only split a GPU's energy among those sharing it. Once a process outside the
+run's tree holds a context there, the GPU is shared from then on, and the first SM
+reading reaches back to the previous check (the driver keeps the samples), so the
+newcomer's share is not missed.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,6 +66,8 @@ class ProcessShare:
     # exited, still finds its last second of samples under the pid that is gone now
     known: set[int] = field(default_factory=set)
     mps_client: bool = False  # the tree was seen as an MPS client (stays so after it exits)
+    solo: bool = False  # only the contexts are read, until another process holds one
+    checked_us: int = 0  # wall clock (us) of the last contexts' check while solo
 
     def supported(self) -> tuple[bool, bool]:
         """(memory, SM utilisation) readings answer on this device."""
@@ -90,6 +101,14 @@ class ProcessShare:
             # usedGpuMemory is None where the driver cannot tell (Windows WDDM)
             if all(p.usedGpuMemory is not None for p in ours):
                 out["proc_mem_used_mib"] = sum(p.usedGpuMemory for p in ours) / _MIB
+        if self.solo:
+            if procs is NA or all(p.pid in self.known for p in procs):
+                self.checked_us = int(time.time() * 1e6)
+                return out
+            # someone else holds a context: shared from now on, its share read back to
+            # the previous check (the driver keeps the samples since then)
+            self.solo = False
+            self.util_ts = max(self.util_ts, self.checked_us)
         mps = nvml_query("nvmlDeviceGetMPSComputeRunningProcesses", self.handle)
         self.mps_client |= mps is not NA and any(p.pid in tree for p in mps)
         samples = self.samples()

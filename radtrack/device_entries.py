@@ -78,3 +78,51 @@ def matching(entry: str, gpus: Sequence[tuple[int, str]]) -> list[int]:
     if entry.isdigit():
         return [i for i, _ in gpus if i == int(entry)]
     return [i for i, uuid in gpus if uuid_matches(uuid, entry)]
+
+
+# The launcher tells each row's listeners which of the row's device entries another row of
+# the same workload may use too (comma-separated, as in the row's CUDA_VISIBLE_DEVICES;
+# "*": all of them; "": none). smi reads the per-process SM shares that co-location
+# accounting splits a GPU's energy by only where they can matter (listeners/smi_reads.py).
+SHARED_GPUS_ENV = "RADTRACK_SHARED_GPUS"
+ALL_SHARED = "*"
+
+
+def shared_hint(value: str | None) -> set[str] | None:
+    """``SHARED_GPUS_ENV`` as the listener reads it: the shared entries, None for "every one
+    may be shared" (``*``, or unset: a listener started without the launcher's word reads
+    the shares everywhere, as it always did)."""
+    if value is None or value.strip() == ALL_SHARED:
+        return None
+    return {e.strip() for e in value.split(",") if e.strip()}
+
+
+def shared_entries(rows: Sequence[Sequence[str] | None]) -> list[str]:
+    """``SHARED_GPUS_ENV`` for each of a workload's rows, given each row's device entries
+    (None: the row sees every GPU): the entries of the row that another row may use too.
+    Where that cannot be told from the entries alone (an index against a UUID, MIG
+    instances, a row seeing every GPU) the entry counts as shared."""
+    out = []
+    for i, mine in enumerate(rows):
+        others = [r for j, r in enumerate(rows) if j != i]
+        if mine is None:
+            out.append(ALL_SHARED if any(o is None or o for o in others) else "")
+            continue
+        out.append(",".join(e for e in mine if any(_may_share(e, o) for o in others)))
+    return out
+
+
+def _may_share(entry: str, other: Sequence[str] | None) -> bool:
+    if other is None:  # that row sees every GPU
+        return True
+    for o in other:
+        if entry.upper().startswith("MIG-") or o.upper().startswith("MIG-"):
+            return True  # instances of one GPU share its power and energy
+        if entry.isdigit() != o.isdigit():
+            return True  # an index against a UUID: not told apart without the inventory
+        if entry.isdigit():
+            if int(entry) == int(o):
+                return True
+        elif uuid_matches(entry, o) or uuid_matches(o, entry):
+            return True
+    return False

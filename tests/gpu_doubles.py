@@ -63,6 +63,9 @@ class FakeGpu:
     power_ring: list[tuple[int, int]] | None = None  # driver power samples (timestamp us, mW)
     ring_depth: int = 119  # driver-buffers.md: 119 samples, 20 ms apart
     ring_tick: int = 0  # samples the driver takes (20 ms apart) before each read of the ring
+    # field 83 (NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION) answers with the energy counter, each
+    # read advancing it as nvmlDeviceGetTotalEnergyConsumption does
+    energy_field: bool = False
 
     def take_power_samples(self, n: int, start_us: int, every_us: int = 20_000,
                            mw: int | list[int] = 300_000) -> list[tuple[int, int]]:
@@ -94,6 +97,22 @@ class FakeNvml:
                 double = create_autospec(_REAL[name], side_effect=impl)
                 self.calls[name] = double
                 monkeypatch.setattr(pynvml, name, double)
+
+    def count(self, func: str, handle: FakeGpu | None = None) -> int:
+        """Calls of ``func`` so far, all of them or those on ``handle`` (its first argument):
+        what tests assert a reading's pace by."""
+        calls = self.calls[func].call_args_list
+        if handle is None:
+            return len(calls)
+        return sum(1 for c in calls if c.args and c.args[0] is handle)
+
+    def counts(self, handle: FakeGpu | None = None) -> dict[str, int]:
+        """Every NVML function called so far -> its calls (on ``handle`` only, when given)."""
+        return {f: n for f in self.calls if (n := self.count(f, handle))}
+
+    def reset_counts(self) -> None:
+        for double in self.calls.values():
+            double.reset_mock()
 
     def _check(self, handle: FakeGpu, func: str) -> None:
         if func in handle.unsupported:
@@ -153,7 +172,11 @@ class FakeNvml:
         values = (pynvml.c_nvmlFieldValue_t * len(fieldIds))()
         for i, fid in enumerate(fieldIds):
             values[i].fieldId = fid
-            if fid in handle.fields:
+            if fid == pynvml.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION and handle.energy_field:
+                values[i].valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+                values[i].value.ullVal = int(self._energy(handle))
+                values[i].nvmlReturn = pynvml.NVML_SUCCESS
+            elif fid in handle.fields:
                 values[i].valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
                 values[i].value.ullVal = int(handle.fields[fid])
                 values[i].nvmlReturn = pynvml.NVML_SUCCESS
@@ -167,8 +190,12 @@ class FakeNvml:
 
     def nvmlDeviceGetTotalEnergyConsumption(self, handle: FakeGpu) -> int:
         self._check(handle, "nvmlDeviceGetTotalEnergyConsumption")
+        return int(self._energy(handle))
+
+    def _energy(self, handle: FakeGpu) -> float:
+        """The energy counter (mJ) at a read: one step further each time."""
         handle.energy_mj += handle.energy_step_mj
-        return int(handle.energy_mj)
+        return handle.energy_mj
 
     def nvmlDeviceGetSamples(self, device: FakeGpu, sampling_type: int, timeStamp: int) -> Any:
         self._check(device, "nvmlDeviceGetSamples")

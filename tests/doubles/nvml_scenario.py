@@ -18,11 +18,17 @@ NVML error that is not "not supported" (a broken reading, not an absent one).
 Optional at the top level: ``"listener_init_delay_s": s`` makes ``nvmlInit`` take that long
 in listener processes (``python -m radtrack.listeners``): a slow driver start;
 ``"init_log": path`` appends, for every ``nvmlInit`` outside a listener process, one JSON
-line: the process's pid, argv, the time and how many of its children run a tracked script then.
+line: the process's pid, argv, the time and how many of its children run a tracked script then;
+``"call_log": path`` appends, when a process that called NVML exits, one JSON line: its pid,
+argv and NVML calls per function, in all (``calls``) and per GPU UUID (``by_gpu``: the calls
+whose first argument is that GPU), which tests and benchmarks/listener_cpu.py read the paces
+from. Optional per GPU: ``"energy_field": true`` answers field 83
+(NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION) with the energy counter.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import sys
@@ -62,10 +68,25 @@ class ScenarioNvml(FakeNvml):
         for g in scenario["gpus"]:
             gpu = FakeGpu(uuid=g["uuid"], power_mw=int(g["watts"] * 1000),
                           fields={186: int(g["watts"] * 1000), 185: int(g["watts"] * 1000), 82: 39},
-                          util=(int(g.get("util_gpu", 0)), 0))
+                          util=(int(g.get("util_gpu", 0)), 0),
+                          energy_field=bool(g.get("energy_field", False)))
             self.spec[id(gpu)] = g
             gpus.append(gpu)
         super().__init__(_Patch(), gpus)  # type: ignore[arg-type]
+        if scenario.get("call_log"):
+            atexit.register(self._log_calls, scenario["call_log"])
+
+    def _log_calls(self, path: str) -> None:
+        calls = self.counts()
+        if not calls:
+            return
+        by_gpu = {g.uuid: c for g in self.gpus if (c := self.counts(g))}
+        with open(path, "a") as f:
+            f.write(json.dumps({"pid": os.getpid(), "argv": sys.argv, "calls": calls,
+                                "by_gpu": by_gpu}) + "\n")
+
+    def _energy(self, handle: FakeGpu) -> float:
+        return 1_000_000 + self.spec[id(handle)]["watts"] * 1000 * (time.time() - self.t0)
 
     def _matched(self, handle: FakeGpu) -> list[tuple[int, dict[str, Any]]]:
         out = []
@@ -88,10 +109,6 @@ class ScenarioNvml(FakeNvml):
             with open(self.init_log, "a") as f:
                 f.write(json.dumps({"pid": os.getpid(), "argv": sys.argv, "t": time.time(),
                                     "script_children": len(scripts)}) + "\n")
-
-    def nvmlDeviceGetTotalEnergyConsumption(self, handle: FakeGpu) -> int:
-        watts = self.spec[id(handle)]["watts"]
-        return int(1_000_000 + watts * 1000 * (time.time() - self.t0))
 
     def nvmlDeviceGetComputeRunningProcesses(self, handle: FakeGpu) -> list[Any]:
         handle.procs = [(pid, int(p["mem_mib"] * MIB)) for pid, p in self._matched(handle)]

@@ -15,7 +15,6 @@ import pynvml
 import pytest
 from gpu_doubles import H100_UUID, MIB, FakeGpu, FakeNvml, mig_gpu
 
-import radtrack.listeners.smi as smi_module
 from radtrack.errors import RadtrackError
 from radtrack.listeners import nvml, runner
 from radtrack.listeners.base import ListenerConfig
@@ -249,18 +248,21 @@ def test_each_reading_at_its_own_pace(monkeypatch):
 
 
 def test_at_one_second_every_reading_is_taken_every_sample(monkeypatch):
-    """--interval 1: nothing but the energy counter (every 5 s) skips a sample."""
+    """--interval 1: nothing but the counters read at their own pace (energy every 5 s,
+    ECC every 10 s, PCIe every 5 s, its blocking fallback every 10 s) skips a sample."""
     other = os.getppid()
     FakeNvml(monkeypatch, [FakeGpu(procs=[(other, PROC_400_BYTES)], putil=[(other, *PUTIL_400)])])
     smi = _listener(pid=os.getpid(), interval=1.0)
     now = [1000.0]
     smi.clock = lambda: now[0]
-    keys = {s.key for s in smi.probe()} - {"smi/gpu0/energy_j"}
+    paced = {f"smi/gpu0/{q}" for q in ("energy_j", "ecc_corrected_volatile_count",
+                                       "ecc_uncorrected_volatile_count", "pcie_tx_bytes_per_s",
+                                       "pcie_rx_bytes_per_s")}
+    keys = {s.key for s in smi.probe()} - paced
     for k in range(6):
         now[0] = 1000.0 + k * 1.0 + (0.02 if k % 2 else -0.02)
         got = set(smi.sample())
-        # the PCIe throughput fallback of these doubles is read every 10 s (it blocks 20 ms)
-        assert got >= keys - {"smi/gpu0/pcie_tx_bytes_per_s", "smi/gpu0/pcie_rx_bytes_per_s"}, k
+        assert got >= keys, k
 
 
 def test_instant_power_field_missing_falls_back_to_power_usage(monkeypatch):
@@ -281,13 +283,15 @@ def test_pcie_byte_counters_give_a_rate(monkeypatch):
     now = [100.0]
     smi.clock = lambda: now[0]
     assert "smi/gpu0/pcie_rx_bytes_per_s" in {s.key for s in smi.probe()}
-    gpu.fields[197] += 5_000_000
+    gpu.fields[197] += 25_000_000
     # right after the probe: too short a window for a rate, the probe's reading stays the baseline
     assert "smi/gpu0/pcie_tx_bytes_per_s" not in smi.sample()
     now[0] += 1.0
-    s = smi._read(smi._states[0], now[0])  # the next once-a-second reading
-    assert s["pcie_tx_bytes_per_s"] == pytest.approx(5_000_000)  # bytes over 1 s
-    assert s["pcie_rx_bytes_per_s"] == 0
+    assert "smi/gpu0/pcie_tx_bytes_per_s" not in smi.sample()  # read every 5 s, not every second
+    now[0] += 4.0
+    s = smi.sample()  # 5 s after the probe's reading
+    assert s["smi/gpu0/pcie_tx_bytes_per_s"] == pytest.approx(5_000_000)  # 25 MB over 5 s
+    assert s["smi/gpu0/pcie_rx_bytes_per_s"] == 0
     assert fake.calls["nvmlDeviceGetPcieThroughput"].call_count == 0  # 20 ms per call: avoided
 
 
@@ -440,7 +444,6 @@ def test_mig_instance_reports_what_nvml_offers(monkeypatch, child):
 
 
 def test_runner_json_lines_end_to_end(monkeypatch):
-    monkeypatch.setattr(smi_module, "SLOW_EVERY_S", 0.0)  # read the energy counter every sample
     FakeNvml(monkeypatch, [FakeGpu(unsupported={"nvmlDeviceGetFanSpeed"}), FakeGpu(uuid="GPU-2")])
     out = io.StringIO()
     code = runner.run("smi", ListenerConfig(interval=0.01, devices=["1", "0"]), out=out, count=3)
