@@ -21,7 +21,15 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from radtrack.cli_parser import SUBCOMMANDS, build_parser
+from radtrack import inputs
+from radtrack.cli_parser import (
+    DEFAULT_EXPERIMENT,
+    SINGLE_RUN_OPTIONS,
+    SUBCOMMANDS,
+    USAGE,
+    build_parser,
+    close_words,
+)
 from radtrack.errors import RadtrackError, SheetError
 from radtrack.spec import DEFAULT_INTERVAL, RunSpec
 
@@ -34,7 +42,10 @@ T = TypeVar("T")
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
-    if argv and argv[0] in SUBCOMMANDS:
+    if not argv:
+        print(USAGE, end="", file=sys.stderr)
+        return 2
+    if argv[0] in SUBCOMMANDS:
         return _subcommand(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     if args.target.lower().endswith(".csv") and args.script_args:
@@ -184,9 +195,10 @@ def _launch(args: argparse.Namespace) -> int:
     _check_options(args)
     target = Path(args.target)
     if not target.exists():
-        raise RadtrackError(f"{target}: no such file")
-    if not target.is_file() or not os.access(target, os.R_OK):
-        raise RadtrackError(f"{target}: not a readable file")
+        raise RadtrackError(_no_such_target(args.target))
+    problem = inputs.script_problem(args.target, target.absolute())
+    if problem:
+        raise RadtrackError(problem)
     uri = tracking.resolve_uri(args.tracking_uri)
     from radtrack.executors import resolve
 
@@ -202,6 +214,7 @@ def _launch(args: argparse.Namespace) -> int:
         if args.script_args:
             raise RadtrackError(f"{target} is a sheet: arguments after it "
                                 f"({' '.join(args.script_args)}) belong in its Params column")
+        _single_run_options_with_sheet(args, target)
         from radtrack.executors.slurm import SlurmOptions, launch_sheet
 
         opts = SlurmOptions(shared_fs=args.shared_fs, detach=args.detach,
@@ -212,6 +225,7 @@ def _launch(args: argparse.Namespace) -> int:
         if args.script_args:
             raise RadtrackError(f"{target} is a sheet: arguments after it ({' '.join(args.script_args)}) "
                                 "belong in its Params column")
+        _single_run_options_with_sheet(args, target)
         defaults = _defaults(args)
         specs = _for_plan(lambda host: sheets.read_sheet(
             target.absolute(), defaults, check_host=host, cpu_fallback=args.allow_cpu_fallback,
@@ -273,6 +287,52 @@ def _launch(args: argparse.Namespace) -> int:
     return local.run(workloads, uri, args.grace, sheet_path)
 
 
+def _no_such_target(text: str) -> str:
+    """'reprot: no such file or command; did you mean 'report'?', or a file beside it."""
+    path = Path(text)
+    if not path.suffix and "/" not in text:
+        close = close_words(text, SUBCOMMANDS)
+        hint = (f"did you mean '{close[0]}'?" if close else
+                f"the commands are {', '.join(SUBCOMMANDS)}")
+        return f"{text}: no such file or command; {hint}"
+    folder = path.parent
+    try:
+        siblings = [p.name for p in folder.iterdir() if p.suffix.lower() in (".py", ".csv")] \
+            if folder.is_dir() else []
+    except OSError:
+        siblings = []
+    close = close_words(path.name, siblings)
+    return f"{text}: no such file" + (f"; did you mean '{folder / close[0]}'?" if close else "")
+
+
+def _single_run_options_with_sheet(args: argparse.Namespace, sheet: Path) -> None:
+    """-e, -w, -d, -c and --run-name describe one run: with a sheet, whose rows set them in
+    their own columns, they are refused rather than ignored (-e naming the experiment every
+    row already names changes nothing, and is accepted)."""
+    given = [name for name in SINGLE_RUN_OPTIONS
+             if getattr(args, name) not in (None, "", *(("-",) if name == "collocation" else ()))]
+    if not given:
+        return
+    named = ""
+    if "experiment" in given:
+        from radtrack import sheet as sheets
+
+        try:
+            experiments = {s.experiment for s in sheets.read_sheet(sheet.absolute(),
+                                                                     check_host=False)}
+        except SheetError:
+            experiments = set()  # its problems are reported by the launch's own reading
+        if experiments == {args.experiment} and given == ["experiment"]:
+            return
+        named = f" (it names {', '.join(sorted(experiments))})" if experiments else ""
+    options = ", ".join(SINGLE_RUN_OPTIONS[n][0] for n in given)
+    columns = ", ".join(SINGLE_RUN_OPTIONS[n][1] for n in given)
+    raise RadtrackError(f"{options}: {'applies' if len(given) == 1 else 'apply'} to a single "
+                        f"script; the sheet {sheet} sets {'it' if len(given) == 1 else 'them'} "
+                        f"per row in its {columns} column{'s' if len(given) > 1 else ''}{named}: "
+                        f"edit the sheet (or a copy of it), or leave out {options}")
+
+
 def _warn(message: str) -> None:
     print(f"radtrack: warning: {message}", file=sys.stderr)
 
@@ -311,7 +371,7 @@ def _single_spec(args: argparse.Namespace, script: Path) -> RunSpec:
     except ValueError as exc:
         raise RadtrackError(f"--collocation: {exc}") from None
     return RunSpec(
-        experiment=args.experiment,
+        experiment=args.experiment if args.experiment is not None else DEFAULT_EXPERIMENT,
         workload=args.workload if args.workload is not None else 0,  # 0: next free, set later
         file=script.absolute(),
         args=list(args.script_args),
@@ -376,10 +436,13 @@ def _list_listeners(rest: list[str]) -> int:
 
     from radtrack.listeners import registry
 
-    if rest:
-        print(f"radtrack: error: 'radtrack listeners' takes no arguments, got {' '.join(rest)}",
-              file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(
+        prog="radtrack listeners",
+        description="List every listener installed (radtrack.listeners entry points, built-in "
+                    "and third-party), whether this host can run it, and why not. "
+                    "'python -m radtrack.listeners NAME --interval 0.1' runs one alone "
+                    "(docs/listeners.md).")
+    parser.parse_args(rest)  # --help; anything else: one line, exit 2
     with warnings.catch_warnings(record=True):
         warnings.simplefilter("always")
         found = registry.installed()

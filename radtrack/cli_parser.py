@@ -4,18 +4,74 @@ the subcommands (``SUBCOMMANDS``) parse their own."""
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+import difflib
+from collections.abc import Sequence
+from typing import Any, NoReturn
 
 from radtrack import inputs
 from radtrack.spec import DEFAULT_INTERVAL
 
 SUBCOMMANDS = ("listeners", "sync", "status", "report", "export", "ui")
+DEFAULT_EXPERIMENT = "Default"
+# options that describe a single run; a sheet's rows set them in their own columns
+SINGLE_RUN_OPTIONS = {"experiment": ("-e/--experiment", "Experiment"),
+                      "workload": ("-w/--workload", "Workload"),
+                      "devices": ("-d/--devices", "Devices"),
+                      "collocation": ("-c/--collocation", "Collocation"),
+                      "run_name": ("--run-name", "RunName")}
+
+USAGE = """\
+usage: radtrack [options] SCRIPT.py [script args...]   run a script as a tracked run
+       radtrack [options] SHEET.csv                    run an experiment sheet
+       radtrack COMMAND [--help]
+
+commands:
+  listeners   the listeners installed and whether this host can run them
+  report      analysis tables of an experiment (radtrack report EXPERIMENT)
+  export      a wide, time-aligned table of an experiment's runs
+  ui          the page to explore runs (http://127.0.0.1:8050)
+  sync        store what a killed or disconnected launcher left spooled
+  status      refresh a sheet run with --executor slurm from its jobs
+
+radtrack --help lists the options; radtrack --version prints the version.
+docs/cli.md has it all.
+"""
+
+
+def close_words(word: str, choices: Sequence[str]) -> list[str]:
+    """The choices a mistyped ``word`` is likely to mean, best first."""
+    return difflib.get_close_matches(word, list(choices), n=3, cutoff=0.6)
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         # One line saying what is wrong, exit 2, before anything starts.
-        self.exit(2, f"radtrack: error: {message} (see radtrack --help)\n")
+        self.exit(2, f"radtrack: error: {self._did_you_mean(message)} (see radtrack --help)\n")
+
+    def _did_you_mean(self, message: str) -> str:
+        """'--dry-rn (did you mean --dry-run?)' for an option argparse does not know."""
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix):
+            return message
+        known = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+        words = []
+        for word in message[len(prefix):].split():
+            close = close_words(word.split("=", 1)[0], known) if word.startswith("-") else []
+            words.append(f"{word} (did you mean {close[0]}?)" if close else word)
+        return prefix + " ".join(words)
+
+
+class _Version(argparse.Action):
+    """``--version``: the release and, from a git checkout, its commit (radtrack/version.py)."""
+
+    def __init__(self, option_strings: list[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        from radtrack.version import describe
+
+        print(f"radtrack {describe()}")
+        parser.exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,8 +85,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("target", help="a Python script or an experiment sheet (.csv)")
     p.add_argument("script_args", nargs=argparse.REMAINDER,
                    help="arguments passed to the script verbatim")
-    p.add_argument("-e", "--experiment", default="Default",
-                   type=inputs.argument(inputs.text_argument), help="MLflow experiment name or id")
+    p.add_argument("-V", "--version", action=_Version,
+                   help="print radtrack's version (with the git commit from a checkout) and exit")
+    p.add_argument("-e", "--experiment", default=None,
+                   type=inputs.argument(inputs.text_argument),
+                   help=f"MLflow experiment name or id of a single run (default "
+                        f"{DEFAULT_EXPERIMENT}); a sheet names its own in its Experiment column")
     p.add_argument("-w", "--workload", type=inputs.argument(inputs.count), default=None,
                    help="workload number (default: the next free one in the experiment)")
     p.add_argument("-d", "--devices", default="", help="GPUs: 0, 0+1, or a GPU UUID")

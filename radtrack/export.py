@@ -2,6 +2,7 @@
 
     radtrack export EXPERIMENT [--workload N] [--every 1s] [--metrics a,b] \
                     [--format parquet|csv] --out FILE
+    radtrack export EXPERIMENT [--workload N] --list-metrics
 
 A row per run and time step, a column per metric, the run's identity, params and tags as
 columns: what a researcher feeds to pandas, scikit-learn or a notebook. The series are
@@ -21,13 +22,14 @@ metric history for the script's own), put on a common grid per run:
 from __future__ import annotations
 
 import argparse
+import difflib
 import re
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
+from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.resample import is_counter, resample  # noqa: F401 (is_counter: re-export)
 from radtrack.analysis.script_runs import load_script_runs
 from radtrack.csvsafe import safe_frame
@@ -54,6 +56,29 @@ def export_table(experiment: str, workload: int | None = None, every: float = 1.
     """The wide table of ``experiment`` (or one workload of it): identity, ``seconds``,
     ``time``, one column per metric, then ``param.*`` and ``tag.*``."""
     uri = resolve_tracking_uri(tracking_uri)
+    runs = _export_runs(experiment, workload, uri)
+    try:
+        series = load_series(list(runs["run_id"]), metrics=metrics, tracking_uri=uri)
+    except RadtrackError:
+        if metrics:  # which of them, the close names, and the command that lists them all
+            _unknown_metrics(experiment, workload, metrics, list(runs["run_id"]), uri)
+        raise
+    wide = resample(series, every)
+    metric_cols = [c for c in wide.columns if c not in ("run_id", "seconds")]
+    info = runs[IDENTITY + ["start_time"]
+                + [c for c in runs.columns if c.startswith(("param.", "tag."))]]
+    out = wide.merge(info, on="run_id", how="left")
+    out["time"] = out.pop("start_time") + pd.to_timedelta(out["seconds"], unit="s")
+    extra = [c for c in info.columns if c.startswith(("param.", "tag."))]
+    out = out[IDENTITY + ["seconds", "time"] + metric_cols + extra]
+    order = {run_id: i for i, run_id in enumerate(runs["run_id"])}
+    out = out.sort_values(["run_id", "seconds"], key=lambda c: c.map(order) if c.name == "run_id"
+                          else c, kind="stable")
+    return out.reset_index(drop=True)
+
+
+def _export_runs(experiment: str, workload: int | None, uri: str) -> pd.DataFrame:
+    """The runs an export covers: the experiment's (or one workload's) and their scripts'."""
     runs = load_runs(experiment, tracking_uri=uri)
     if workload is not None:
         if not (runs["workload"] == workload).any():
@@ -70,19 +95,32 @@ def export_table(experiment: str, workload: int | None = None, every: float = 1.
                          ignore_index=True)
     if runs.empty:
         raise RadtrackError(f"experiment {experiment!r} has no runs to export")
-    series = load_series(list(runs["run_id"]), metrics=metrics, tracking_uri=uri)
-    wide = resample(series, every)
-    metric_cols = [c for c in wide.columns if c not in ("run_id", "seconds")]
-    info = runs[IDENTITY + ["start_time"]
-                + [c for c in runs.columns if c.startswith(("param.", "tag."))]]
-    out = wide.merge(info, on="run_id", how="left")
-    out["time"] = out.pop("start_time") + pd.to_timedelta(out["seconds"], unit="s")
-    extra = [c for c in info.columns if c.startswith(("param.", "tag."))]
-    out = out[IDENTITY + ["seconds", "time"] + metric_cols + extra]
-    order = {run_id: i for i, run_id in enumerate(runs["run_id"])}
-    out = out.sort_values(["run_id", "seconds"], key=lambda c: c.map(order) if c.name == "run_id"
-                          else c, kind="stable")
-    return out.reset_index(drop=True)
+    return runs
+
+
+def metric_names(experiment: str, workload: int | None = None,
+                 tracking_uri: str | None = None) -> list[str]:
+    """Every metric key ``--metrics`` takes for these runs (``radtrack export --list-metrics``)."""
+    uri = resolve_tracking_uri(tracking_uri)
+    return list_metrics(list(_export_runs(experiment, workload, uri)["run_id"]), tracking_uri=uri)
+
+
+def _unknown_metrics(experiment: str, workload: int | None, metrics: list[str],
+                     run_ids: list[str], uri: str) -> None:
+    """RadtrackError naming the metrics these runs do not have, with the close names."""
+    known = list_metrics(run_ids, tracking_uri=uri)
+    missing = [m for m in metrics if m not in known]
+    if not missing:
+        return
+    lines = []
+    for m in missing:
+        close = [k for k in known if m.lower() in k.lower()]
+        close += [k for k in difflib.get_close_matches(m, known, n=5, cutoff=0.5)
+                  if k not in close]
+        lines.append(f"{m!r}" + (f" (close: {', '.join(close[:5])})" if close else ""))
+    scope = experiment if workload is None else f"{experiment} --workload {workload}"
+    raise RadtrackError(f"unknown metric {'; '.join(lines)} in experiment {experiment!r}; "
+                        f"'radtrack export {scope} --list-metrics' lists all {len(known)}")
 
 
 def write(frame: pd.DataFrame, out: Path, fmt: str, raw: bool = False) -> None:
@@ -105,7 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics", help="comma-separated metric keys (default: every metric)")
     p.add_argument("--format", choices=FORMATS, default=None, dest="fmt",
                    help="parquet or csv (default: from the --out suffix, else parquet)")
-    p.add_argument("--out", type=Path, required=True, help="the file to write")
+    p.add_argument("--out", type=Path, help="the file to write (required unless --list-metrics)")
+    p.add_argument("--list-metrics", action="store_true",
+                   help="print the metric keys --metrics takes for these runs, and exit")
     p.add_argument("--raw", action="store_true", help="csv: write text cells as they are, "
                    "without neutralising those a spreadsheet would run as formulas")
     p.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, "
@@ -114,7 +154,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list_metrics:
+        try:
+            print("\n".join(metric_names(args.experiment, args.workload, args.tracking_uri)))
+        except RadtrackError as exc:
+            print(f"radtrack export: {exc}", file=sys.stderr)
+            return exc.exit_code
+        return 0
+    if args.out is None:
+        parser.error("--out FILE is required (or --list-metrics)")
     try:
         every = parse_every(args.every)
     except ValueError as exc:

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import unicodedata
 from collections.abc import Callable
+from pathlib import Path
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -136,3 +138,16 @@ def text_argument(text: str) -> str:
         return check_text(text)
     except ValueError as exc:
         raise ValueError(f"{text!r} {exc}") from None
+
+
+def script_problem(text: str, path: Path) -> str | None:
+    """What stops ``path`` (typed as ``text``: a File cell, the command line's script) from
+    being run, in the same words wherever it was typed; None for a readable file. The file's
+    kind (.py) is the caller's to check."""
+    if path.is_dir():
+        return f"{text!r} is a directory ({path}); give the Python script to run"
+    if not path.exists():
+        return f"script {text!r} not found (looked for {path})"
+    if not path.is_file() or not os.access(path, os.R_OK):
+        return f"{text!r} is not a readable file ({path}): check its permissions"
+    return None

@@ -297,10 +297,9 @@ def _script(text: str, sheet: Path) -> tuple[Path, str | None]:
         script = sheet.parent / script
     try:
         script = script.resolve()
-        if script.is_dir():
-            return script, f"{text!r} is a directory ({script}); give the Python script to run"
-        if not script.is_file():
-            return script, f"script {text!r} not found (looked for {script})"
+        problem = inputs.script_problem(text, script)
+        if problem:
+            return script, problem
     except (OSError, RuntimeError) as exc:  # a symlink loop: RuntimeError on Python 3.11
         return script, (f"{text!r} cannot be resolved to a file ({exc}); give the path of a "
                         "Python script (a symbolic link loop never reaches one)")
