@@ -17,6 +17,13 @@ metric history for the script's own), put on a common grid per run:
   differences between rows are the energy used in between;
 - a step without a sample of a metric holds NaN for it (nothing is interpolated); every
   step from the run's first sample to its last has a row.
+
+What each metric column is (whose figure, in what unit: ``top/cpu_pct`` is the host's CPU
+in % of all cores, ``top/proc/cpu_pct`` the run's in % of one core) travels with it, from
+radtrack/store/meaning.py: a Parquet file carries it in each column's field metadata
+(``radtrack.label``, ``radtrack.scope``, ``radtrack.unit``, ``radtrack.unit_text``,
+``radtrack.role``); a CSV file, which has no place for it, gets a data dictionary beside it,
+``<name>.columns.csv``: a row per metric column with those five.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from radtrack.analysis.resample import is_counter, resample  # noqa: F401 (is_co
 from radtrack.analysis.script_runs import load_script_runs
 from radtrack.csvsafe import safe_frame
 from radtrack.errors import RadtrackError
+from radtrack.store.meaning import describe
 
 FORMATS = ("parquet", "csv")
 IDENTITY = ["run_id", "run_name", "experiment", "workload", "letter", "status", "file",
@@ -123,12 +131,49 @@ def _unknown_metrics(experiment: str, workload: int | None, metrics: list[str],
                         f"'radtrack export {scope} --list-metrics' lists all {len(known)}")
 
 
-def write(frame: pd.DataFrame, out: Path, fmt: str, raw: bool = False) -> None:
+#: what the data dictionary says of each metric column (Meaning's fields)
+MEANING_FIELDS = ("label", "scope", "unit", "unit_text", "role")
+
+
+def metric_columns(frame: pd.DataFrame) -> list[str]:
+    """The wide table's metric columns: those between ``time`` and the params and tags."""
+    fixed = {*IDENTITY, "seconds", "time"}
+    return [c for c in frame.columns if c not in fixed and not c.startswith(("param.", "tag."))]
+
+
+def column_meanings(frame: pd.DataFrame) -> pd.DataFrame:
+    """The data dictionary of ``frame``: a row per metric column with :data:`MEANING_FIELDS`."""
+    rows = []
+    for column in metric_columns(frame):
+        meaning = describe(column)
+        rows.append({"column": column, **{f: getattr(meaning, f) for f in MEANING_FIELDS}})
+    return pd.DataFrame(rows, columns=["column", *MEANING_FIELDS])
+
+
+def dictionary_path(out: Path) -> Path:
+    """Where a CSV export's data dictionary goes: ``wide.csv`` -> ``wide.columns.csv``."""
+    return out.with_name(f"{out.stem}.columns{out.suffix or '.csv'}")
+
+
+def write(frame: pd.DataFrame, out: Path, fmt: str, raw: bool = False) -> Path | None:
+    """Write the table; returns the CSV's data dictionary's path (None for Parquet, whose
+    columns carry their meaning in their field metadata)."""
     out.parent.mkdir(parents=True, exist_ok=True)
+    meanings = column_meanings(frame)
     if fmt == "csv":  # formula-like text cells neutralised unless --raw (radtrack/csvsafe.py)
         (frame if raw else safe_frame(frame)).to_csv(out, index=False)
-    else:
-        frame.to_parquet(out, index=False)
+        side = dictionary_path(out)
+        (meanings if raw else safe_frame(meanings)).to_csv(side, index=False)
+        return side
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    said = {row["column"]: row for row in meanings.to_dict("records")}
+    fields = [f.with_metadata({f"radtrack.{k}": str(said[f.name][k]) for k in MEANING_FIELDS})
+              if f.name in said else f for f in table.schema]
+    pq.write_table(table.cast(pa.schema(fields, metadata=table.schema.metadata)), out)
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -174,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     metrics = [m.strip() for m in args.metrics.split(",") if m.strip()] if args.metrics else None
     try:
         frame = export_table(args.experiment, args.workload, every, metrics, args.tracking_uri)
-        write(frame, args.out, fmt, args.raw)
+        side = write(frame, args.out, fmt, args.raw)
     except RadtrackError as exc:
         print(f"radtrack export: {exc}", file=sys.stderr)
         return exc.exit_code
@@ -182,8 +227,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"radtrack export: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     runs = frame["run_id"].nunique()
+    said = (f"; what each metric column is (label, scope, unit) in {side}" if side is not None
+            else "; what each metric column is (label, scope, unit) in its field metadata")
     print(f"wrote {args.out}: {len(frame)} rows ({runs} run(s), every {every:g} s), "
-          f"{len(frame.columns)} columns ({fmt})")
+          f"{len(frame.columns)} columns ({fmt}){said}")
     return 0
 
 

@@ -132,3 +132,46 @@ def test_every_parsing_and_counter_rule():
     assert is_counter("smi/gpu0/energy_j") and not is_counter("smi/gpu0/power_w")
     empty = resample(pd.DataFrame(columns=["run_id", "metric", "seconds", "step", "value"]), 1.0)
     assert list(empty.columns) == ["run_id", "seconds"] and empty.empty
+
+
+def test_every_metric_column_says_whose_figure_and_its_unit(store, tmp_path):
+    """top's host CPU (% of all cores) and the run's (% of one core) share a unit symbol;
+    the export says which is which: the CSV's data dictionary, the Parquet's field metadata."""
+    run_id = _known_run(store, tmp_path)
+    client = MlflowClient(store)
+    t = START + np.arange(0.0, 4.0, 0.5)
+    top = pd.DataFrame({"time": t, "step": np.arange(len(t), dtype="int64"),
+                        "top/cpu_pct": np.full(len(t), 99.9), "top/proc/cpu_pct": np.full(len(t), 169.0)})
+    path = tmp_path / "top" / "top.parquet"
+    path.parent.mkdir()
+    top.to_parquet(path, index=False)
+    client.log_artifact(run_id, str(path), "telemetry")
+    out = tmp_path / "wide.csv"
+    p = radtrack_cli("export", "known", "--out", str(out))
+    assert p.returncode == 0, p.stderr
+    side = tmp_path / "wide.columns.csv"
+    assert f"in {side}" in p.stdout
+    wide = pd.read_csv(out)  # the table itself is unchanged: one header line, the same columns
+    assert wide["top/proc/cpu_pct"].tolist()[0] == 169.0
+    said = pd.read_csv(side).set_index("column")
+    assert sorted(said.index) == sorted(["smi/gpu0/power_w", "smi/gpu0/energy_j", "throughput_samples_per_s",
+                                         "top/cpu_pct", "top/proc/cpu_pct"])
+    assert said.loc["top/cpu_pct", "label"] == "host CPU (% of all cores)"
+    assert said.loc["top/cpu_pct", "scope"] == "host" and said.loc["top/cpu_pct", "role"] == "host_cpu"
+    assert said.loc["top/proc/cpu_pct", "label"] == "run CPU (% of one core)"
+    assert said.loc["top/proc/cpu_pct", "scope"] == "run" and said.loc["top/proc/cpu_pct", "unit"] == "%"
+    assert said.loc["smi/gpu0/power_w", "unit"] == "W" and said.loc["smi/gpu0/power_w", "scope"] == "device"
+    assert said.loc["smi/gpu0/energy_j", "role"] == "energy_counter"
+    assert said.loc["throughput_samples_per_s", "scope"] == "run"
+
+    import pyarrow.parquet as pq
+    parquet = tmp_path / "wide.parquet"
+    p = radtrack_cli("export", "known", "--out", str(parquet))
+    assert p.returncode == 0, p.stderr
+    assert "field metadata" in p.stdout and not (tmp_path / "wide.columns.parquet").exists()
+    schema = pq.read_schema(parquet)
+    meta = {k.decode(): v.decode() for k, v in schema.field("top/proc/cpu_pct").metadata.items()}
+    assert meta["radtrack.label"] == "run CPU (% of one core)" and meta["radtrack.scope"] == "run"
+    assert meta["radtrack.unit_text"] == "% of one core" and meta["radtrack.role"] == "proc_cpu"
+    assert schema.field("run_id").metadata is None
+    assert pd.read_parquet(parquet)["top/cpu_pct"].tolist()[0] == 99.9
