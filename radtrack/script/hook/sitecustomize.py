@@ -11,7 +11,8 @@ workers) runs this module at start-up, as Python runs any ``sitecustomize``. It:
   import; one that does gets radtrack/script/run_events.py's hook, appending its runs to
   the row's ``$RADTRACK_RUN_EVENTS`` like the script's own;
 - keeps a stop radtrack asked for (``--max-time``, Ctrl-C to the launcher) free of a
-  ``KeyboardInterrupt`` traceback in every process of the tree (run_events.quiet_stop);
+  ``KeyboardInterrupt`` traceback in every process of the tree (script/handshake.py's stop
+  file tells radtrack's stop from the user's Ctrl-C);
 - then runs the ``sitecustomize`` this one hides (a distribution's or a virtual
   environment's), if there is one, so nothing the user had is lost.
 """
@@ -58,7 +59,8 @@ class _WhenMlflow:
 
 def _quiet_stop_hook(previous):
     def hook(kind, value, tb):
-        if issubclass(kind, KeyboardInterrupt):
+        # SIGINT is a KeyboardInterrupt; torchrun's agent turns it into its SignalException
+        if issubclass(kind, KeyboardInterrupt) or kind.__name__ == "SignalException":
             try:
                 run_events = _import_run_events()
                 if run_events is not None and run_events.stop_requested() is not None:
