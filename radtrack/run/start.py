@@ -41,7 +41,7 @@ def say(text: str) -> None:
 HOOK_DIR = Path(__file__).resolve().parents[1] / "script" / "hook"
 
 
-def script_env(row: Row) -> dict[str, str]:
+def tree_env(row: Row) -> dict[str, str]:
     """The script process's environment: the row's, with the hook folder first on
     ``PYTHONPATH`` (the user's entries kept after it) and the row's tree marker, by which
     radtrack finds the processes the script left behind (stopping.leftovers). Listeners get
@@ -90,7 +90,7 @@ def spawn_rows(rows: list[Row], grace: float, spool_root: Path) -> list[int]:
         log_lock = threading.Lock()
         try:
             row.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        stdin=subprocess.DEVNULL, env=script_env(row), pass_fds=(r,),
+                                        stdin=subprocess.DEVNULL, env=tree_env(row), pass_fds=(r,),
                                         start_new_session=True,
                                         preexec_fn=set_parent_death_signal)
         finally:
