@@ -13,10 +13,14 @@ from radtrack.analysis.plotting import CHROMIUM  # noqa: F401 (re-export)
 from radtrack.csvsafe import safe_frame
 from radtrack.frontend.data import Series
 from radtrack.frontend.image_export import IMAGE_FORMATS, ExportError, render  # noqa: F401
+from radtrack.store.meaning import describe
 
-#: run: the run's display name (its MLflow run name, as in the legend); time: ISO 8601 UTC;
-#: seconds: since the run's start; unix_time: seconds since the epoch
-SERIES_COLUMNS = ["run", "run_id", "metric", "time", "seconds", "unix_time", "value"]
+#: run: the run's display name (its MLflow run name, as in the legend); label, scope, unit:
+#: what the metric is, whose figure and in what unit (radtrack/store/meaning.py: ``run CPU
+#: (% of one core)``, ``run``, ``%``); time: ISO 8601 UTC; seconds: since the run's start;
+#: unix_time: seconds since the epoch
+SERIES_COLUMNS = ["run", "run_id", "metric", "label", "scope", "unit", "time", "seconds",
+                  "unix_time", "value"]
 
 
 def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str],
@@ -42,8 +46,10 @@ def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str
             # ISO 8601 to the millisecond (what the listeners' clocks resolve)
             stamps = pd.to_datetime(np.round(times * 1000.0).astype("int64"), unit="ms", utc=True)
             iso = stamps.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
+            said = describe(metric)
             parts.append(pd.DataFrame({
                 "run": (names or {}).get(run_id, run_id), "run_id": run_id, "metric": metric,
+                "label": said.label, "scope": said.scope, "unit": said.unit_text,
                 "time": iso, "seconds": seconds, "unix_time": times, "value": values}))
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=float if c in ("seconds", "unix_time", "value")
@@ -58,7 +64,8 @@ def series_csv(frame: pd.DataFrame) -> str:
 
 
 def series_json(frame: pd.DataFrame) -> str:
-    """A JSON list of {run, metric, time, value} records (NaN as null)."""
+    """A JSON list of {run, run_id, metric, label, scope, unit, time, seconds, unix_time,
+    value} records (NaN as null)."""
     records = frame.replace({np.nan: None}).to_dict("records")
     return json.dumps(records)
 

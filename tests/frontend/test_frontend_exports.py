@@ -22,18 +22,18 @@ from pdf_text import pdf_text  # noqa: E402 (tests/frontend/browser/pdf_text.py)
 START = 1_700_000_000.0
 
 
-def _series() -> dict[tuple[str, str], Series]:
+def _series(metric: str = "m") -> dict[tuple[str, str], Series]:
     seconds = np.arange(100, dtype=np.float64)
     return {
-        ("r1", "m"): Series("r1", "m", START, seconds, np.arange(100), seconds * 2),
-        ("r2", "m"): Series("r2", "m", START + 10, seconds, np.arange(100), seconds * 3),
+        ("r1", metric): Series("r1", metric, START, seconds, np.arange(100), seconds * 2),
+        ("r2", metric): Series("r2", metric, START + 10, seconds, np.arange(100), seconds * 3),
     }
 
 
 def test_series_frame_names_runs_and_gives_time_as_iso_and_seconds() -> None:
     frame = exports.series_frame(_series(), ["r1", "r2"], ["m"], names={"r1": "exp-1 A"})
-    assert list(frame.columns) == ["run", "run_id", "metric", "time", "seconds", "unix_time",
-                                   "value"]
+    assert list(frame.columns) == ["run", "run_id", "metric", "label", "scope", "unit", "time",
+                                   "seconds", "unix_time", "value"]
     assert len(frame) == 200
     assert frame["run"].iloc[0] == "exp-1 A" and frame["run"].iloc[100] == "r2"  # no name: id
     assert frame["time"].iloc[0] == "2023-11-14T22:13:20.000Z"
@@ -54,14 +54,26 @@ def test_csv_and_json_parse_back_to_the_same_samples() -> None:
     assert list(back.columns) == exports.SERIES_COLUMNS
     np.testing.assert_allclose(back["value"], frame["value"])
     records = json.loads(exports.series_json(frame))
-    assert records[3] == {"run": "r1", "run_id": "r1", "metric": "m",
+    assert records[3] == {"run": "r1", "run_id": "r1", "metric": "m", "label": "m",
+                          "scope": "run", "unit": "",  # the script's own: no unit
                           "time": "2023-11-14T22:13:23.000Z", "seconds": 3.0,
                           "unix_time": START + 3, "value": 6.0}
 
 
 def test_empty_selection_exports_an_empty_table_with_headers() -> None:
     frame = exports.series_frame({}, ["r1"], ["m"])
-    assert exports.series_csv(frame).strip() == "run,run_id,metric,time,seconds,unix_time,value"
+    assert exports.series_csv(frame).strip() == (
+        "run,run_id,metric,label,scope,unit,time,seconds,unix_time,value")
+
+
+def test_each_sample_says_whose_figure_and_its_unit() -> None:
+    host = exports.series_frame(_series("top/cpu_pct"), ["r1"], ["top/cpu_pct"])
+    run = exports.series_frame(_series("top/proc/cpu_pct"), ["r1"], ["top/proc/cpu_pct"])
+    assert set(host["label"]) == {"host CPU (% of all cores)"} and set(host["scope"]) == {"host"}
+    assert set(run["label"]) == {"run CPU (% of one core)"} and set(run["scope"]) == {"run"}
+    assert set(run["unit"]) == {"% of one core"}
+    back = pd.read_csv(io.StringIO(exports.series_csv(run)))
+    assert back["label"].iloc[0] == "run CPU (% of one core)"
 
 
 def test_view_json_names_the_store_the_view_and_the_runs() -> None:
