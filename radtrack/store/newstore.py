@@ -186,6 +186,7 @@ class State:
     kind: str
     revision: str = ""
     runs: int = 0
+    held: int = 0  # runs, experiments (but Default) and registered models: 0, nothing to lose
     detail: str = ""
     tables: set[str] = field(default_factory=set)
 
@@ -230,6 +231,10 @@ def inspect(path: Path) -> State:
             row = con.execute("SELECT version_num FROM alembic_version").fetchone()
             revision = str(row[0]) if row else ""
         runs = con.execute("SELECT COUNT(*) FROM runs").fetchone()[0] if "runs" in tables else 0
+        held = runs
+        for table, where in (("experiments", " WHERE experiment_id != 0"), ("registered_models", "")):
+            if table in tables:
+                held += con.execute(f"SELECT COUNT(*) FROM {table}{where}").fetchone()[0]
     except sqlite3.DatabaseError as exc:
         text = str(exc)
         if "locked" in text or "busy" in text:
@@ -239,7 +244,7 @@ def inspect(path: Path) -> State:
         return State("unreadable", detail=text)
     finally:
         con.close()
-    state = State("whole", revision=revision, runs=int(runs), tables=tables)
+    state = State("whole", revision=revision, runs=int(runs), held=int(held), tables=tables)
     leftovers = sorted(t for t in tables if t.startswith("_alembic_tmp_"))
     if not tables:
         state.kind = "empty"
@@ -321,6 +326,9 @@ def create(path: Path) -> bool:
             tmp.unlink()
 
 
+# what a store holding nothing (no run, experiment or model) is rebuilt from: a creation cut
+# short (empty, half-made, or stopped between two migrations: outdated)
+REBUILT = ("empty", "half-made", "outdated")
 _NO_LINKS = {1, 18, 38, 95}  # EPERM, EXDEV, ENOSYS, EOPNOTSUPP: no hard links here
 
 
@@ -384,15 +392,15 @@ def _check_existing(uri: str, path: Path) -> None:
     if state.kind in ("whole", "busy"):  # busy: a writer holds it (reach.sqlite_busy says so)
         return
     shown = redact(uri)
-    if state.kind in ("empty", "half-made") and state.runs == 0:
+    if state.kind in REBUILT and state.held == 0:
         with store_lock(path):
             again = inspect(path)
-            if again.kind in ("empty", "half-made") and again.runs == 0:
+            if again.kind in REBUILT and again.held == 0:
                 rebuild(path)
-                if again.kind == "half-made":
-                    print(f"[radtrack] tracking store {shown} was left half-made ({again.detail}) "
-                          "and held no runs: made whole again", file=sys.stderr,
-                          flush=True)
+                if again.kind != "empty":
+                    detail = again.detail or f"MLflow schema {again.revision}, not {revisions()[0]}"
+                    print(f"[radtrack] tracking store {shown} was left half-made ({detail}) and "
+                          "held no runs: made whole again", file=sys.stderr, flush=True)
         return
     if state.kind == "half-made":
         raise RadtrackError(

@@ -47,9 +47,9 @@ def repair(uri: str, log: Callable[[str], None] = print) -> bool:
         if state.kind == "whole":
             log(f"{shown}: whole at MLflow schema {state.revision} ({state.runs} run(s)); nothing to repair")
             return False
-        if state.kind in ("empty", "half-made") and state.runs == 0:
+        if state.kind in newstore.REBUILT and state.held == 0:
             newstore.rebuild(path)
-            log(f"{shown}: held no runs ({state.detail or 'no tables'}); made whole again")
+            log(f"{shown}: held no runs ({state.detail or state.kind}); made whole again")
             newstore.forget(uri)
             return True
         if state.kind not in ("outdated", "half-made"):
