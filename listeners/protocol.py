@@ -2,7 +2,8 @@
 
 Messages travel one JSON object a line, on a listener's stdout and in the sink's spool:
 
-  {"type": "hello", "listener": NAME, "metrics": [{key, unit, description, source}],
+  {"type": "hello", "listener": NAME, "metrics": [{key, unit, description, source, role,
+   scope, label, unit_text}],
    "tags": {...}, "interval": SECONDS[, "pid": PID]}
   {"type": "sample", "t": UNIX_SECONDS, "v": {KEY: VALUE, ...}[, "resume": {KEY: POS}]
    [, "listener": NAME]}
@@ -53,7 +54,8 @@ class Hello:
     """A listener's first line: what it will emit, with units, and tags describing its probe."""
 
     listener: str
-    metrics: list[dict[str, Any]]  # MetricSpec fields: key, unit, description, source
+    metrics: list[dict[str, Any]]  # MetricSpec fields: key, unit, description, source (older
+    # hellos end there), role, scope, label, unit_text
     tags: dict[str, Any]
     interval: float | None = None  # seconds between its samples
     pid: int | None = None  # the shared sampler process it runs in

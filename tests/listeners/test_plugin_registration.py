@@ -56,6 +56,26 @@ def test_installed_plugin_samples(site):
     assert "broken" not in proc.stderr
 
 
+def test_installed_plugin_says_what_its_series_are(site):
+    """The plugin's declaration reaches its hello line and radtrack's readers alike
+    (radtrack/store/meaning.py describe), with no change outside the plugin's own files."""
+    proc = _listeners(site, "loadavg", "--count", "1", "--interval", "0.05")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    hello = json.loads(proc.stdout.splitlines()[0])
+    spec = next(m for m in hello["metrics"] if m["key"] == "loadavg/host/load5_count")
+    assert (spec["role"], spec["scope"], spec["label"], spec["unit_text"]) == (
+        "other", "host", "host load average, 5 min", "runnable processes")
+    code = ("import json\n"
+            "from radtrack.store.meaning import describe\n"
+            "m = describe('system/loadavg/host/load15_count')\n"
+            "print(json.dumps([m.label, m.scope, m.declared]))\n")
+    env = {**os.environ, "PYTHONPATH": str(site), "MLFLOW_DISABLE_TELEMETRY": "true"}
+    got = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=60)
+    assert got.returncode == 0, got.stderr
+    assert json.loads(got.stdout) == ["host load average, 15 min (runnable processes)", "host", True]
+
+
 def test_broken_plugin_is_one_clear_error(site):
     proc = _listeners(site, "broken", "--count", "1")
     assert proc.returncode == 1
