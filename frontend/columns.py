@@ -16,10 +16,13 @@ from radtrack.store.meaning import describe
 _KNOWN: dict[str, tuple[str, str]] = {
     "energy_j": ("energy_j · attributed (J)",
                  "Energy charged to the run: its attributed share of each GPU it shared "
-                 "(co-location accounting), the whole GPU's energy for a run alone on it"),
+                 "(co-location accounting), the whole GPU's energy for a run alone on it. "
+                 "Blank where there is none to charge: no GPU power was recorded (a CPU-only "
+                 "run, or no smi listener), or a co-located run has no co-location accounting"),
     "gpu_energy_j": ("gpu_energy_j · whole GPU (J)",
                      "Energy its GPUs used over the run's span, whoever used them (for a "
-                     "co-located run this includes the other runs' share)"),
+                     "co-located run this includes the other runs' share). Blank where no GPU "
+                     "power was recorded (a CPU-only run, or no smi listener)"),
     "attribution": ("attribution", "How energy_j was split between co-located runs "
                                    "(docs/analysis.md#co-location-accounting)"),
     "co2e_g": ("co2e_g (g CO2e)", "Footprint of energy_j at the run's carbon intensity and PUE"),

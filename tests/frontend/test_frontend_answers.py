@@ -165,3 +165,16 @@ def test_zoom_power_and_overlay_travel_in_the_link() -> None:
     assert (back.xrange, back.power, back.overlay, problems) == ([20.0, 50.5], "gpu", True, [])
     bad, problems = read_link("?runs=a&range=50,20&power=watts")
     assert bad.xrange is None and bad.power == "attributed" and len(problems) == 2
+
+
+def test_summary_headers_give_the_unit_and_tooltips_whose_figure() -> None:
+    from radtrack.frontend.columns import column_help
+    assert column_title("cpu_pct_mean") == "cpu_pct_mean (% of all cores)"
+    assert column_title("proc_cpu_pct_mean") == "proc_cpu_pct_mean (% of one core)"
+    assert column_help("cpu_pct_mean") == "host CPU, mean (% of all cores); scope: host"
+    assert column_help("proc_cpu_pct_mean") == "run CPU, mean (% of one core); scope: run"
+    assert "scope: GPU" in column_help("power_w_max")
+    assert "Blank where" in column_help("energy_j") and "scope: run's share of GPU" in column_help("energy_j")
+    assert column_help("loss_mean").startswith("loss, mean; scope: run; the script's own")
+    for column in ("run", "status", "collocation", "cpu_pct_mean", "energy_j", "duration_s", "loss"):
+        assert column_help(column) != column, "a tooltip says more than the header's name"
