@@ -39,7 +39,8 @@ PURE_ANALYSIS = frozenset({
     "radtrack.analysis.interference", "radtrack.analysis.resample", "radtrack.analysis.summary",
     "radtrack.analysis.variability", "radtrack.analysis.energy_error",
     "radtrack.analysis.activity_power", "radtrack.analysis.energy_figures",
-    "radtrack.analysis.sensor_model",
+    "radtrack.analysis.sensor_model", "radtrack.analysis.baselines",
+    "radtrack.analysis.result_checks",
 })
 #: (importer, imported) -> why this back-edge is sanctioned
 ALLOWED = {

@@ -1,7 +1,7 @@
 """Co-located workloads as a whole: measured energy, work, STP, ANTT, energy vs serial.
 
 For a workload of n co-located runs, each with a solo baseline (radtrack/analysis/interference.py:
-the same File and params run alone in the same experiment), with slowdown
+the same File and params run alone on the same host, radtrack/analysis/baselines.py), with slowdown
 ``s_i = solo rate / co-located rate`` (or co-located / solo duration):
 
 - system throughput ``STP = sum(1 / s_i)``: how many solo machines' worth of work the
@@ -129,7 +129,7 @@ def workload_totals(stored: WorkloadRuns, workload: int | str,
                     launch: str | None = None) -> dict[str, object] | None:
     """The :func:`workload_table` row of ``workload`` (of its launch ``launch`` where the
     workload number has several; None when it has none)."""
-    table = workload_table(stored.runs, interference(stored.runs, stored.summaries))
+    table = workload_table(stored.runs, interference(stored.runs, stored.summaries, elsewhere=True))
     table = table[table["workload"].astype(str) == str(workload)]
     if launch is not None and (table["launch"] == launch).any():
         table = table[table["launch"] == launch]

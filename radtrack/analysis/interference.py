@@ -1,8 +1,11 @@
 """Co-location interference: each co-located run against the solo run(s) of its configuration.
 
-A co-located run is a row of a workload with more than one row; its baseline is every
-FINISHED run in the same experiment whose workload has exactly one row and whose File +
-params match (:mod:`radtrack.analysis.configs`). Repeated solo runs are averaged.
+A co-located run is a row of a workload with more than one row; its baseline is the
+FINISHED solo runs of the same File + params (:mod:`radtrack.analysis.configs`) on the same
+host, in its own experiment, else in any other experiment of ``runs``, or those of an
+explicit baseline experiment (:mod:`radtrack.analysis.baselines` says the rule). Repeated
+solo runs are averaged; with repeats (:func:`radtrack.analysis.variability.variability`)
+the slowdown gets a 95 % interval (``slowdown_lo``, ``slowdown_hi``).
 
 Slowdown is solo throughput / co-located throughput when both logged the same
 throughput rate (``throughput_<unit>_per_s`` or ``throughput_<prefix>flops``; a
@@ -17,13 +20,16 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from radtrack.analysis.baselines import choose, is_colocated, missing_note, solo_pool
 from radtrack.analysis.configs import with_config, without_parents
 from radtrack.analysis.summary import work_unit
+from radtrack.analysis.variability import group_spread, ratio_interval
 
 PREFERRED_THROUGHPUT = "throughput_samples_per_s_mean"
 COLUMNS = [
     "run_id", "run_name", "experiment", "workload", "letter", "collocation", "file", "params",
-    "solo_run_ids", "slowdown", "slowdown_basis", "duration_s", "solo_duration_s",
+    "solo_run_ids", "solo_runs", "baseline_experiment", "baseline_rule", "baseline_mismatch",
+    "slowdown", "slowdown_lo", "slowdown_hi", "slowdown_basis", "duration_s", "solo_duration_s",
     "throughput", "solo_throughput", "work_unit", "energy_j", "attribution", "energy_per_unit_j",
     "solo_energy_per_unit_j", "energy_per_unit_change_pct", "note",
 ]
@@ -39,12 +45,18 @@ def _unit(column: str) -> str:
     return work_unit(column.removesuffix("_mean")) or "run"
 
 
-def interference(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+def interference(runs: pd.DataFrame, summary: pd.DataFrame, *, baseline: str | None = None,
+                 spread: pd.DataFrame | None = None, elsewhere: bool = False) -> pd.DataFrame:
     """One row per co-located run: slowdown and energy-per-unit change against its solo runs.
 
     ``runs`` is a :func:`load_runs` frame of the experiment (all workloads, so the solo
-    runs are there), ``summary`` the :func:`summarize_runs` frame of the same runs. A run
-    without a solo baseline gets NaN figures and a ``note`` saying what is missing.
+    runs are there) and of any solo runs of other experiments to look among
+    (:func:`radtrack.analysis.baselines.load_candidates`), ``summary`` the
+    :func:`summarize_runs` frame of the same runs; ``baseline`` an experiment (name or id)
+    to take every baseline from; ``spread`` the :func:`variability` table of the same runs
+    (the slowdown's interval); ``elsewhere``: the caller looked in every other experiment
+    of the store too. A run without a solo baseline gets NaN figures and a ``note``
+    saying what is missing and where it was looked for.
     """
     runs = without_parents(runs)
     if runs.empty:
@@ -52,23 +64,27 @@ def interference(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     stats = summary.set_index("run_id")
     runs = with_config(runs)
     tput_cols = _throughput_columns(summary)
-    solos = runs[(runs["rows_in_workload"] == 1) & (runs["status"] == "FINISHED")]
+    pool = solo_pool(runs)
+    pool = pool[pool["run_id"].isin(stats.index)]
     rows = []
-    for _, run in runs[runs["rows_in_workload"] > 1].iterrows():
-        base = solos[(solos["experiment_id"] == run["experiment_id"])
-                     & (solos["file"] == run["file"]) & (solos["params"] == run["params"])]
+    for _, run in runs[is_colocated(runs)].iterrows():
+        if run["run_id"] not in stats.index:
+            continue
+        chosen = choose(run, pool, baseline)
         me = stats.loc[run["run_id"]]
         energy = float(me.get("energy_j", np.nan))
         row = {c: run.get(c) for c in ("run_id", "run_name", "experiment", "workload", "letter",
                                        "collocation", "file", "params")}
-        row.update(solo_run_ids=",".join(base["run_id"]), duration_s=me["duration_s"],
-                   energy_j=energy, attribution=me.get("attribution", ""), note="")
-        if base.empty:
-            row["note"] = (f"no solo run of {run['file']} with params [{run['params']}] "
-                           f"in experiment {run['experiment']!r}")
+        row.update(solo_run_ids=",".join(chosen.run_ids), solo_runs=chosen.describe(),
+                   baseline_experiment=",".join(dict.fromkeys(chosen.experiments)),
+                   baseline_rule=chosen.how, baseline_mismatch=chosen.mismatch,
+                   duration_s=me["duration_s"], energy_j=energy,
+                   attribution=me.get("attribution", ""), note="")
+        if not chosen.run_ids:
+            row["note"] = missing_note(run, baseline, elsewhere)
             rows.append(row)
             continue
-        solo = stats.loc[list(base["run_id"])]
+        solo = stats.loc[chosen.run_ids]
         row["solo_duration_s"] = float(solo["duration_s"].mean())
         column = next((c for c in tput_cols if not np.isnan(me.get(c, np.nan))
                        and solo[c].notna().any()), None)
@@ -76,12 +92,17 @@ def interference(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
             row.update(throughput=me[column], solo_throughput=float(solo[column].mean()),
                        slowdown_basis=column.removesuffix("_mean"), work_unit=_unit(column))
             row["slowdown"] = row["solo_throughput"] / row["throughput"]
+            measure = column.removesuffix("_mean")
             work, solo_work = (me[column] * me["duration_s"],
                                solo[column] * solo["duration_s"])
         else:
             row.update(slowdown_basis="duration_s", work_unit="run")
             row["slowdown"] = row["duration_s"] / row["solo_duration_s"]
+            measure = "duration_s"
             work, solo_work = 1.0, pd.Series(1.0, index=solo.index)
+        row["slowdown_lo"], row["slowdown_hi"] = ratio_interval(
+            float(row["slowdown"]), group_spread(spread, chosen.run_ids, measure),
+            group_spread(spread, [run["run_id"]], measure), len(chosen.run_ids))
         if "energy_j" in solo:
             row["energy_per_unit_j"] = energy / work if work else np.nan
             row["solo_energy_per_unit_j"] = float((solo["energy_j"] / solo_work).mean())

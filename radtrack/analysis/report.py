@@ -1,7 +1,8 @@
 """``radtrack report``: per-run summary, interference and variability tables of an experiment,
 or the correlation matrix of one run's metrics.
 
-    radtrack report EXPERIMENT [--workload N] [--user NAME] [--target METRIC=VALUE] [--format F] [--out FILE]
+    radtrack report EXPERIMENT [--workload N] [--user NAME] [--target METRIC=VALUE] [--baseline EXP]
+                    [--wide] [--format F] [--out FILE]
     radtrack report --correlate RUN_ID [--metrics a,b,c] [--bin S] [--method M]
 
 Also runs as ``python -m radtrack.analysis.report ...``. Exit code 2 with one line on
@@ -13,11 +14,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
+from radtrack.analysis.baseline_runs import with_candidates
 from radtrack.analysis.colocation import workload_table
 from radtrack.analysis.correlation import METHODS, correlate
 from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
@@ -26,68 +27,35 @@ from radtrack.analysis.gpulabel import physical_gpus_of_row
 from radtrack.analysis.interference import interference
 from radtrack.analysis.monitoring_cost import monitoring_table
 from radtrack.analysis.report_files import emit_tables
+from radtrack.analysis.report_text import ExperimentReport, render_report
+from radtrack.analysis.result_checks import (
+    blank_reasons,
+    codes_by_run,
+    flags_frame,
+    interference_checks,
+    run_checks,
+)
 from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.analysis.script_runs import is_script_run, load_script_runs, own_metric_columns
-from radtrack.analysis.text_table import render
 from radtrack.analysis.variability import time_to_target, variability
 from radtrack.errors import RadtrackError
 from radtrack.store import schema
 
 FORMATS = ("table", "csv", "json", "parquet")
-TABLES = ("runs", "interference", "workloads", "variability", "scripts", "monitoring")
-
-# The columns worth a glance in the printed table; files carry every column.
-# energy_j_ci95_pct: the energy's 95 % interval (%); energy_note: why it is over the
-# threshold; activity_energy_j: the activity model's estimate (radtrack/analysis/energy_columns.py)
-_RUN_VIEW = ["run_name", "user", "launch", "gpu_used", "workload", "letter", "status", "collocation", "duration_s",
-             "energy_j", "energy_j_ci95_pct", "attribution", "gpu_energy_j", "activity_energy_j", "co2e_g",
-             "power_w_mean", "power_w_p95", "power_w_max", "gpu_util_pct_mean",
-             "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max", "sm_clock_mhz_mean",
-             "cpu_pct_mean", "rss_mib_max", "energy_note"]
-_ENERGY_LEGEND = ("energy_j_ci95_pct: the 95 % interval of energy_j, % of it (the power sensor's "
-                  "error); energy_note: why one is wider than the threshold (docs/analysis.md, "
-                  "Energy error bars)")
-_INTERFERENCE_VIEW = ["run_name", "collocation", "slowdown", "slowdown_basis", "duration_s",
-                      "solo_duration_s", "work_unit", "energy_j", "energy_j_ci95_pct", "attribution", "energy_per_unit_j",
-                      "solo_energy_per_unit_j", "energy_per_unit_change_pct", "note"]
-_WORKLOAD_VIEW = ["workload", "launch", "rows", "collocation", "duration_s", "energy_j", "energy_j_ci95_pct", "co2e_g", "idle_energy_j",
-                  "other_energy_j", "work", "work_unit", "energy_per_unit_j", "stp", "antt",
-                  "serial_energy_j", "energy_vs_serial_pct", "note"]
-_SCRIPT_VIEW = ["run_name", "row_run_name", "script_experiment", "status", "duration_s",
-                "energy_j", "power_w_mean", "gpu_util_pct_mean", "cpu_pct_mean"]
-_VARIABILITY_VIEW_FIXED = ["file", "params", "collocation", "rows_in_workload", "gpu", "n"]
-
-
-@dataclass
-class ExperimentReport:
-    experiment: str
-    runs: pd.DataFrame  # per-run summary: identity columns + summary statistics
-    interference: pd.DataFrame
-    variability: pd.DataFrame
-    workloads: pd.DataFrame  # co-located workloads: energy, STP, ANTT, energy vs serial
-    footprint: str = ""  # the experiment's energy and CO2e, one line
-    scripts: pd.DataFrame | None = None  # the runs the scripts made (analysis/script_runs.py)
-    monitoring: pd.DataFrame | None = None  # what watching each run cost (monitoring_cost.py)
-
-    def tables(self) -> dict[str, pd.DataFrame]:
-        out = {"runs": self.runs, "interference": self.interference,
-               "workloads": self.workloads, "variability": self.variability}
-        if self.scripts is not None and not self.scripts.empty:  # runs the scripts made
-            out["scripts"] = self.scripts
-        if self.monitoring is not None and not self.monitoring.empty:
-            out["monitoring"] = self.monitoring
-        return out
+TABLES = ("runs", "interference", "workloads", "variability", "checks", "scripts", "monitoring")
 
 
 def analyze_experiment(experiment: str, workload: int | None = None,
                        tracking_uri: str | None = None, target: tuple[str, float] | None = None,
-                       target_mode: str = "max", user: str | None = None) -> ExperimentReport:
+                       target_mode: str = "max", user: str | None = None,
+                       baseline: str | None = None) -> ExperimentReport:
     """Summaries of every run of ``experiment`` (or one workload of it), its co-location
-    interference and its run-to-run variability.
+    interference, its run-to-run variability and the checks on its results.
 
     Solo baselines and repeats come from the whole experiment even when ``workload`` is
-    given; only the rows shown are restricted to that workload (and to ``user``'s launches:
-    MLflow's ``mlflow.user`` tag).
+    given (and, for a script without a solo run there, from every other experiment; all
+    from ``baseline`` when given: radtrack/analysis/baselines.py); only the rows shown are
+    restricted to that workload (and to ``user``'s launches: MLflow's ``mlflow.user`` tag).
     """
     uri = resolve_tracking_uri(tracking_uri)
     everything = load_runs(experiment, tracking_uri=uri, include_parents=True)
@@ -108,6 +76,8 @@ def analyze_experiment(experiment: str, workload: int | None = None,
                                                         "step": "time_to_target_step"}),
                                 on="run_id", how="left")
     table = runs[["run_id", "experiment", "start_time"]].merge(summary, on="run_id")
+    if "samples" in table:  # a count: printed and written as a whole number
+        table["samples"] = pd.to_numeric(table["samples"], errors="coerce").round().astype("Int64")
     energy_cols = energy_error_columns(runs)
     table = table.merge(energy_cols, on="run_id", how="left")
     # next to the run: the physical GPU(s), as every run names its own GPUs gpu0..
@@ -121,7 +91,15 @@ def analyze_experiment(experiment: str, workload: int | None = None,
     launches = everything.get(f"tag.{schema.LAUNCH_ID}", pd.Series("", index=everything.index))
     table.insert(table.columns.get_loc("user") + 1, "launch", table["run_id"].map(
         dict(zip(everything["run_id"], launches.fillna(""), strict=True))).fillna(""))
-    inter = interference(runs, summary)
+    # solo runs of other experiments (or of --baseline EXP) and their summaries
+    foreign = with_candidates(runs, uri, baseline)
+    pooled, pooled_summary = runs, summary
+    if len(foreign):
+        pooled = pd.concat([runs, foreign], ignore_index=True)
+        pooled_summary = pd.concat([summary, summarize_runs(foreign, tracking_uri=uri, quantiles=False)],
+                                   ignore_index=True)
+    inter = interference(pooled, pooled_summary, baseline=baseline, elsewhere=True,
+                         spread=variability(pooled, pooled_summary))
     if "run_id" in inter:
         inter = inter.merge(energy_cols[["run_id", "energy_j_ci95_pct"]], on="run_id", how="left")
     workloads = workload_table(everything, inter)
@@ -129,6 +107,15 @@ def analyze_experiment(experiment: str, workload: int | None = None,
         workloads.insert(workloads.columns.get_loc("energy_j") + 1, "energy_j_ci95_pct",
                          workload_intervals(workloads, everything, energy_cols))
     var = variability(runs, summary, targets)
+    records = {r["run_id"]: r for r in pooled.to_dict("records")}
+    flags = run_checks([records[r] for r in runs["run_id"]], summary, extra=energy_cols) + \
+        interference_checks(inter, records, pooled_summary)
+    checks = flags_frame(flags)
+    table["checks"] = table["run_id"].map(codes_by_run(flags)).fillna("")
+    if "run_id" in inter:
+        inter["checks"] = inter["run_id"].map(codes_by_run(flags, ["slowdown"])).fillna("")
+    blanks = {r: blank_reasons(records[r], row) for r, row in
+              zip(table["run_id"], table.to_dict("records"), strict=True) if r in records}
     if workload is not None:
         table = table[table["workload"] == workload]
         inter = inter[inter["workload"] == workload]
@@ -136,6 +123,7 @@ def analyze_experiment(experiment: str, workload: int | None = None,
         in_workload = set(table["run_id"])
         var = var[var["run_ids"].map(lambda ids: bool(in_workload & set(ids.split(","))))
                   .astype(bool)]
+        checks = checks[checks["run_id"].isin(in_workload)]
     if user is not None:
         theirs = set(everything.loc[users == user, "run_id"])
         if not theirs:
@@ -150,6 +138,7 @@ def analyze_experiment(experiment: str, workload: int | None = None,
             if len(workloads) else workloads
         var = var[var["run_ids"].map(lambda ids: bool(theirs & set(ids.split(",")))).astype(bool)] \
             if len(var) else var
+        checks = checks[checks["run_id"].isin(theirs)]
     # grouped by launch within a workload, launches in the order they started
     first = table.groupby(["workload", "launch"])["start_time"].transform("min")
     table = table.assign(_launched=first).sort_values(
@@ -166,7 +155,9 @@ def analyze_experiment(experiment: str, workload: int | None = None,
                             workloads.reset_index(drop=True),
                             footprint_line(shown, _parent_intervals(shown, everything, energy_cols)),
                             scripts=script_table(runs[runs["run_id"].isin(table["run_id"])], uri),
-                            monitoring=monitoring_table(runs[runs["run_id"].isin(table["run_id"])]))
+                            monitoring=monitoring_table(runs[runs["run_id"].isin(table["run_id"])]),
+                            checks=checks.reset_index(drop=True),
+                            blanks={r: b for r, b in blanks.items() if r in set(table["run_id"])})
 
 
 def script_table(rows: pd.DataFrame, uri: str) -> pd.DataFrame:
@@ -221,42 +212,6 @@ def footprint_line(parents: pd.DataFrame, intervals: pd.Series | None = None) ->
     return f"{line}; footprint {co2.sum():.4g} g CO2e at {', '.join(figures)}"
 
 
-# Rendering ------------------------------------------------------------------------------
-
-def render_report(report: ExperimentReport) -> str:
-    runs = report.runs
-    extra = [c for c in runs.columns
-             if (c.startswith("throughput_") and c.endswith("_mean"))
-             or (c.startswith("energy_per_") and c.endswith("_j")) or c.startswith("time_to_target")]
-    var_cols = _VARIABILITY_VIEW_FIXED + [c for c in report.variability.columns
-                                          if c.endswith(("_mean", "_cv"))]
-    parts = [f"experiment {report.experiment}: {len(runs)} run(s)",
-             *([report.footprint] if report.footprint else []),
-             "", "Per-run summary", render(runs, _RUN_VIEW + extra),
-             *([_ENERGY_LEGEND] if runs.get("energy_j_ci95_pct", pd.Series(dtype=float)).notna().any() else []),
-             "", "Co-location interference (against solo runs of the same File + params)",
-             render(report.interference, _INTERFERENCE_VIEW)
-             if not report.interference.empty else "(no co-located workloads)",
-             "", "Co-located workloads (measured GPU energy; STP, ANTT and energy vs the same "
-             "rows run one after another, against their solo runs)",
-             render(report.workloads, _WORKLOAD_VIEW)
-             if not report.workloads.empty else "(no co-located workloads)",
-             "", "Run-to-run variability (repeats of one configuration, per GPU model)",
-             render(report.variability, var_cols)
-             if not report.variability.empty else "(no configuration was run more than once)"]
-    scripts = report.scripts
-    if scripts is not None and not scripts.empty:
-        own = [c for c in scripts.columns if c not in _SCRIPT_VIEW and c not in report.runs.columns
-               and c != "run_id"]
-        parts += ["", "Runs the scripts made (their own metrics; hardware of each run's span)",
-                  render(scripts, _SCRIPT_VIEW[:4] + own + _SCRIPT_VIEW[4:])]
-    cost = report.monitoring
-    if cost is not None and not cost.empty:
-        parts += ["", "Monitoring cost (CPU-seconds of the listeners and of the launcher's storing, "
-                  "% of one core over the run)", render(cost, [c for c in cost.columns if c != "run_id"])]
-    return "\n".join(parts)
-
-
 # CLI ------------------------------------------------------------------------------------
 
 def _target(text: str) -> tuple[str, float]:
@@ -304,6 +259,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--bin", type=_positive, default=1.0, metavar="SECONDS",
                    help="time grid for --correlate (default 1 s)")
     p.add_argument("--method", choices=METHODS, default="pearson", help="correlation method")
+    p.add_argument("--baseline", metavar="EXP", help="take every co-located run's solo baseline "
+                   "from experiment EXP (default: the same script, params and host in the "
+                   "experiment itself, else in any other; docs/analysis.md)")
+    p.add_argument("--wide", action="store_true", help="print every column, one line per row "
+                   "(default: within 120 columns)")
     p.add_argument("--format", choices=FORMATS, default="table", dest="fmt")
     p.add_argument("--out", type=Path, help="write the result here in --format")
     p.add_argument("--raw", action="store_true", help="csv: write text cells as they are, "
@@ -346,8 +306,8 @@ def main(argv: list[str] | None = None) -> int:
             emit_study(args, uri, emit_tables)
             return 0
         report = analyze_experiment(args.experiment, args.workload, uri, args.target,
-                                    args.target_mode, user=args.user)
-        emit_tables(report.tables(), "runs", render_report(report), args)
+                                    args.target_mode, user=args.user, baseline=args.baseline)
+        emit_tables(report.tables(), "runs", render_report(report, wide=args.wide), args)
         return 0
     except RadtrackError as exc:
         print(f"radtrack report: {exc}", file=sys.stderr)

@@ -6,6 +6,9 @@ the series where they do not, and each run's attributed energy.
 ``summary/attribution/<scope>/energy_j``), the whole GPU for a run alone on it, NaN for a
 co-located run recorded without attribution. ``gpu_energy_j`` is the energy its GPUs used
 over its span, whoever used it; ``energy_per_<unit>_j`` is based on ``energy_j``.
+``samples`` is the fewest readings any of its summarised hardware series holds (a mean of
+3 readings is not a measurement: radtrack/analysis/result_checks.py flags it): the stored
+count ``summary/<key>/n`` where the run has one, else counted in the series read anyway.
 """
 
 from __future__ import annotations
@@ -151,6 +154,46 @@ def _plan_from_stored(keys: set[str], stored: Mapping[str, float], quantiles: bo
     return plan
 
 
+#: the stored count of a series' readings, ``summary/<key>/<stat>``, by the names it may take
+_COUNT_STATS = ("n", "count", "samples")
+
+
+def _hardware_keys(keys: list[str] | set[str]) -> list[str]:
+    """The keys of ``keys`` that a summarised quantity reads (listener series)."""
+    ordered = sorted(keys)
+    return sorted({k for q in QUANTITIES for k in _keys_for(q, ordered)})
+
+
+def sample_count(keys: list[str] | set[str], stored: Mapping[str, float],
+                 series: pd.DataFrame | None) -> float:
+    """The fewest readings among a run's summarised hardware series ``keys``: their stored
+    counts where every one has one, else counted in ``series`` (a long frame of the run);
+    NaN when neither answers."""
+    hardware = _hardware_keys(keys)
+    if not hardware:
+        return float("nan")
+    counts = []
+    for key in hardware:
+        found = next((stored[f"{SUMMARY_PREFIX}{key}/{s}"] for s in _COUNT_STATS
+                      if f"{SUMMARY_PREFIX}{key}/{s}" in stored), None)
+        counts.append(found)
+    if all(c is not None for c in counts):
+        return float(min(counts))  # type: ignore[type-var]
+    if series is None or series.empty:
+        return float("nan")
+    held = series[series["metric"].isin(hardware)].groupby("metric")["value"].count()
+    # every series read (the frontend reads only what the stored summaries cannot answer)
+    return float(held.min()) if len(held) == len(hardware) else float("nan")
+
+
+def _with_samples_after_duration(table: pd.DataFrame) -> pd.DataFrame:
+    if "samples" not in table or "duration_s" not in table:
+        return table
+    cols = [c for c in table.columns if c != "samples"]
+    at = cols.index("duration_s") + 1
+    return table[[*cols[:at], "samples", *cols[at:]]]
+
+
 def _default_loader(uri: str) -> SeriesLoader:
     def load(run_ids: list[str], keys: list[str]) -> pd.DataFrame:
         return load_series(run_ids, metrics=keys, tracking_uri=uri)
@@ -182,13 +225,18 @@ def summarize_runs(runs: list[str] | pd.DataFrame, tracking_uri: str | None = No
     else:
         stats_ = _summaries(frame, uri, quantiles, load or _default_loader(uri))
     identity = frame[[c for c in IDENTITY_COLUMNS if c in frame.columns]]
-    return identity.merge(apply_attribution(frame, stats_, uri), on="run_id", how="left")
+    out = identity.merge(apply_attribution(frame, stats_, uri), on="run_id", how="left")
+    return _with_samples_after_duration(out)
 
 
 def _from_series(series: pd.DataFrame, ids: list[str], durations: Mapping[str, float],
                  quantiles: bool) -> pd.DataFrame:
     stats_ = (summarize_series(series, durations, quantiles) if not series.empty
               else pd.DataFrame(columns=["run_id", "duration_s", "energy_j"]))
+    if not series.empty:
+        counts = {run_id: sample_count(set(one["metric"]), {}, one)
+                  for run_id, one in series.groupby("run_id")}
+        stats_["samples"] = stats_["run_id"].map(counts)
     missing = [i for i in ids if i not in set(stats_["run_id"])]
     if missing:
         filler = pd.DataFrame({"run_id": missing, "duration_s": [durations[i] for i in missing],
@@ -201,9 +249,10 @@ def _summaries(frame: pd.DataFrame, uri: str, quantiles: bool, load: SeriesLoade
     plans: dict[str, _StoredPlan] = {}
     needed: dict[str, list[str]] = {}
     stored_durations: dict[str, float] = {}
+    found: dict[str, tuple[set[str], dict[str, float]]] = {}
     for row in frame.to_dict("records"):
         run_id = str(row["run_id"])
-        keys, stored = _stored_metrics(row)
+        keys, stored = found[run_id] = _stored_metrics(row)
         if DURATION_KEY in stored:
             stored_durations[run_id] = stored[DURATION_KEY]
         if row.get("status") == "FINISHED" and _has_stored_summaries(stored):
@@ -228,7 +277,8 @@ def _summaries(frame: pd.DataFrame, uri: str, quantiles: bool, load: SeriesLoade
                              "energy_j": np.nan})
                 continue
             energy, quantities, rates = _series_parts(one, quantiles)
-            rows.append(_assemble(run_id, _series_duration(one, duration), energy, quantities, rates))
+            rows.append({**_assemble(run_id, _series_duration(one, duration), energy, quantities, rates),
+                         "samples": sample_count(set(one["metric"]), found[run_id][1], one)})
             continue
         energy, quantities, rates = (_series_parts(one, quantiles) if has_series
                                      else (float("nan"), {}, {}))
@@ -243,5 +293,7 @@ def _summaries(frame: pd.DataFrame, uri: str, quantiles: bool, load: SeriesLoade
             duration = _series_duration(one, None) if has_series else float("nan")
         quantities = {name: {s: v[s] for s in ("mean", "p95", "max") if s in v}
                       for name, v in quantities.items()}
-        rows.append(_assemble(run_id, duration, energy, quantities, rates))
+        keys, stored = found[run_id]
+        rows.append({**_assemble(run_id, duration, energy, quantities, rates),
+                     "samples": sample_count(keys, stored, one if has_series else None)})
     return pd.DataFrame(rows)

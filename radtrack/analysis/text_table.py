@@ -25,3 +25,76 @@ def render(frame: pd.DataFrame, columns: list[str] | None = None) -> str:
         return "(none)"
     view = frame[[c for c in columns if c in frame.columns]] if columns else frame
     return view.to_string(index=False, na_rep="-", formatters={c: _fmt for c in view.columns})
+
+
+WIDTH = 120  # the printed report's line width (radtrack report; --wide lifts it)
+MAX_CELL = 40  # a longer text cell is cut (with '…') in the fitted view
+
+
+def _missing(value: object) -> bool:
+    if value is None or value is pd.NA or value is pd.NaT:
+        return True
+    return isinstance(value, float) and math.isnan(value)
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def fit(frame: pd.DataFrame, columns: list[str] | None = None, key: list[str] | None = None,
+        headers: dict[str, str] | None = None, width: int = WIDTH, max_cell: int = MAX_CELL) -> str:
+    """``frame`` as aligned text no line of which is wider than ``width``: the columns
+    shown in order, split into as many blocks as it takes, each block led by the ``key``
+    columns (the run's name), text cells longer than ``max_cell`` cut with '…'.
+    ``headers`` renames columns for the eye (the frame's own names stay in files); NaN
+    prints as '-'. Every row keeps its place in every block."""
+    if frame.empty:
+        return "(none)"
+    names = [c for c in (columns or list(frame.columns)) if c in frame.columns]
+    key = [c for c in (key or []) if c in names]
+    headers = headers or {}
+    cells: dict[str, list[str]] = {}
+    numeric: dict[str, bool] = {}
+    for c in names:
+        numeric[c] = pd.api.types.is_numeric_dtype(frame[c])
+        cells[c] = [_cut("-" if _missing(v) else _fmt(v), max_cell).replace("\n", " ")
+                    for v in frame[c].tolist()]
+    label = {c: _cut(headers.get(c, c), max_cell) for c in names}
+    widths = {c: max(len(label[c]), *(len(x) for x in cells[c])) for c in names}
+    base = sum(widths[c] + 2 for c in key)
+    blocks: list[list[str]] = []
+    current: list[str] = []
+    used = base
+    for c in names:
+        if c in key:
+            continue
+        need = widths[c] + 2
+        if current and used + need > width + 2:
+            blocks.append(current)
+            current, used = [], base
+        current.append(c)
+        used += need
+    if current or not blocks:
+        blocks.append(current)
+    out = []
+    for block in blocks:
+        shown = key + block
+
+        def line(values: dict[str, str], shown: list[str] = shown) -> str:
+            parts = [values[c].rjust(widths[c]) if numeric[c] else values[c].ljust(widths[c])
+                     for c in shown]
+            return "  ".join(parts).rstrip()
+
+        rows = [line({c: label[c] for c in shown})]
+        rows += [line({c: cells[c][i] for c in shown}) for i in range(len(frame))]
+        out.append("\n".join(rows))
+    return "\n\n".join(out)
+
+
+def wrap(text: str, width: int = WIDTH, indent: str = "", first: str = "") -> str:
+    """Prose of the report (titles, legends, notes) wrapped to ``width``: the first line
+    starts with ``first``, the next ones with ``indent``."""
+    import textwrap
+
+    return textwrap.fill(text, width=width, initial_indent=first, subsequent_indent=indent,
+                         break_on_hyphens=False, break_long_words=True)

@@ -73,3 +73,40 @@ def variability(runs: pd.DataFrame, summary: pd.DataFrame,
     if not out_rows:
         return pd.DataFrame(columns=[*GROUP_COLUMNS, "n", "run_ids"])
     return pd.DataFrame(out_rows)
+
+
+def group_spread(var: pd.DataFrame | None, run_ids: list[str], measure: str) -> tuple[int, float]:
+    """(n, CV) of ``measure`` (``duration_s``, ``throughput_samples_per_s``, ...) in the
+    :func:`variability` group that holds every run of ``run_ids``; (0, NaN) when none does
+    (no repeats of that configuration)."""
+    column = f"{measure}_cv"
+    if var is None or var.empty or column not in var or not run_ids:
+        return 0, float("nan")
+    wanted = set(run_ids)
+    for row in var.to_dict("records"):
+        if wanted <= set(str(row.get("run_ids", "")).split(",")):
+            return int(row["n"]), float(row[column])
+    return 0, float("nan")
+
+
+def ratio_interval(ratio: float, solo: tuple[int, float], run: tuple[int, float],
+                   solo_count: int) -> tuple[float, float]:
+    """The 95 % interval of ``ratio`` = (mean of ``solo_count`` solo runs) / (one co-located
+    run), from the run-to-run spread (n, CV) of the solo configuration and of the co-located
+    one (:func:`group_spread`). Where only one of them was repeated its CV stands for both;
+    where neither was, (NaN, NaN): the runs give no spread. A t quantile on the repeats'
+    degrees of freedom, on the log of the ratio."""
+    from scipy.stats import t as student
+
+    (n_solo, cv_solo), (n_run, cv_run) = solo, run
+    known = [(n, cv) for n, cv in (solo, run) if n >= 2 and np.isfinite(cv)]
+    if not known or not np.isfinite(ratio) or ratio <= 0:
+        return float("nan"), float("nan")
+    if not (n_solo >= 2 and np.isfinite(cv_solo)):
+        cv_solo = known[0][1]
+    if not (n_run >= 2 and np.isfinite(cv_run)):
+        cv_run = known[0][1]
+    sd = float(np.sqrt(cv_solo ** 2 / max(solo_count, 1) + cv_run ** 2))
+    df = sum(n - 1 for n, _ in known)
+    half = float(student.ppf(0.975, df)) * sd
+    return float(ratio * np.exp(-half)), float(ratio * np.exp(half))

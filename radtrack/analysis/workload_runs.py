@@ -1,8 +1,9 @@
 """The one store read of the end of a workload: its runs and the solo baselines of its scripts.
 
 STP, ANTT and energy vs serial (radtrack/analysis/colocation.py) compare a co-located
-workload's rows with solo runs of the same scripts from earlier workloads, using the
-throughput the scripts logged themselves: both are only in the store. The experiment loop
+workload's rows with solo runs of the same scripts from earlier workloads (of its own
+experiment, else of any other: radtrack/analysis/baselines.py, the report's rule), using
+the throughput the scripts logged themselves: both are only in the store. The experiment loop
 (radtrack/run/experiment.py) reads them here and hands them to radtrack/postrun/accounting.py,
 which computes and records the totals without reading the store itself.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from radtrack.analysis.baseline_runs import with_candidates
+from radtrack.analysis.baselines import is_colocated
 from radtrack.analysis.colocation import WorkloadRuns
 from radtrack.analysis.configs import with_config
 from radtrack.analysis.data import load_runs
@@ -19,15 +22,19 @@ from radtrack.store.schema import ROLE, ROLE_WORKLOAD
 
 
 def read_workload_runs(experiment: str, workload: int | str, tracking_uri: str) -> WorkloadRuns | None:
-    """The workload's parent and rows and every solo run of its scripts in ``experiment``,
-    with the summaries of the rows and solo runs; None for a workload of fewer than two rows."""
+    """The workload's parent and rows and every solo run of its scripts in ``experiment``
+    (and, for a script without one there, the solo runs of other experiments), with the
+    summaries of the rows and solo runs; None for a workload of fewer than two rows."""
     everything = load_runs(experiment, tracking_uri=tracking_uri, include_parents=True)
     parent = everything.get(f"tag.{ROLE}") == ROLE_WORKLOAD
     rows = with_config(everything[~parent])
     mine = rows["workload"].astype(str) == str(workload)
     if int(mine.sum()) < 2:
         return None
-    solo = (rows["rows_in_workload"] == 1) & rows["file"].isin(set(rows.loc[mine, "file"]))
+    solo = ~is_colocated(rows) & rows["file"].isin(set(rows.loc[mine, "file"]))
     chosen = everything[~parent][(mine | solo).to_numpy()]
+    elsewhere = with_candidates(chosen, tracking_uri)
+    if len(elsewhere):
+        chosen = pd.concat([chosen, elsewhere], ignore_index=True)
     return WorkloadRuns(pd.concat([everything[parent], chosen]),
                         summarize_runs(chosen, tracking_uri, quantiles=False))

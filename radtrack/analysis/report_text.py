@@ -1,0 +1,228 @@
+"""The printed ``radtrack report``: its tables as text a person can read.
+
+By default every line fits :data:`radtrack.analysis.text_table.WIDTH` (120) columns: each
+table shows a chosen set of columns, split into blocks led by the run's name where they do
+not fit side by side, long text cut with '…', and what would be a wide text column (notes,
+solo runs, checks) printed as lines below it. Headers name the scope where a bare name
+would mislead (``host_cpu_pct`` is the whole host's CPU, ``run_cpu_pct`` the run's own
+processes'), a legend gives each column's meaning and unit, and a '-' cell says why it is
+blank. ``--wide`` prints every column of the old view, one line per row, uncut;
+``--format csv/json/parquet`` files carry every column of every table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from radtrack.analysis.text_table import fit, render, wrap
+
+
+@dataclass
+class ExperimentReport:
+    experiment: str
+    runs: pd.DataFrame  # per-run summary: identity columns + summary statistics
+    interference: pd.DataFrame
+    variability: pd.DataFrame
+    workloads: pd.DataFrame  # co-located workloads: energy, STP, ANTT, energy vs serial
+    footprint: str = ""  # the experiment's energy and CO2e, one line
+    scripts: pd.DataFrame | None = None  # the runs the scripts made (analysis/script_runs.py)
+    monitoring: pd.DataFrame | None = None  # what watching each run cost (monitoring_cost.py)
+    checks: pd.DataFrame | None = None  # results that cannot be trusted as they stand (result_checks.py)
+    blanks: dict[str, dict[str, str]] | None = None  # run id -> column -> why it is blank
+
+    def tables(self) -> dict[str, pd.DataFrame]:
+        out = {"runs": self.runs, "interference": self.interference,
+               "workloads": self.workloads, "variability": self.variability}
+        if self.checks is not None and not self.checks.empty:
+            out["checks"] = self.checks
+        if self.scripts is not None and not self.scripts.empty:  # runs the scripts made
+            out["scripts"] = self.scripts
+        if self.monitoring is not None and not self.monitoring.empty:
+            out["monitoring"] = self.monitoring
+        return out
+
+
+
+# --wide: the columns worth a glance, one line per row (files carry every column)
+WIDE_RUN_VIEW = ["run_name", "user", "launch", "gpu_used", "workload", "letter", "status", "collocation",
+                 "duration_s", "samples", "energy_j", "energy_j_ci95_pct", "attribution", "gpu_energy_j",
+                 "activity_energy_j", "co2e_g", "power_w_mean", "power_w_p95", "power_w_max",
+                 "gpu_util_pct_mean", "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max",
+                 "sm_clock_mhz_mean", "proc_cpu_pct_mean", "cpu_pct_mean", "rss_mib_max", "energy_note",
+                 "checks"]
+WIDE_INTERFERENCE_VIEW = ["run_name", "collocation", "slowdown", "slowdown_lo", "slowdown_hi",
+                          "slowdown_basis", "duration_s", "solo_duration_s", "work_unit", "energy_j",
+                          "energy_j_ci95_pct", "attribution", "energy_per_unit_j", "solo_energy_per_unit_j",
+                          "energy_per_unit_change_pct", "solo_runs", "baseline_rule", "checks", "note"]
+WIDE_WORKLOAD_VIEW = ["workload", "launch", "rows", "collocation", "duration_s", "energy_j",
+                      "energy_j_ci95_pct", "co2e_g", "idle_energy_j", "other_energy_j", "work", "work_unit",
+                      "energy_per_unit_j", "stp", "antt", "serial_energy_j", "energy_vs_serial_pct", "note"]
+SCRIPT_VIEW = ["run_name", "row_run_name", "script_experiment", "status", "duration_s",
+               "energy_j", "power_w_mean", "gpu_util_pct_mean", "proc_cpu_pct_mean", "cpu_pct_mean"]
+VARIABILITY_VIEW_FIXED = ["file", "params", "collocation", "rows_in_workload", "gpu", "n"]
+
+# the default (fitted) views: the run's name leads every block
+RUN_VIEW = ["run_name", "status", "collocation", "duration_s", "samples", "energy_j", "energy_j_ci95_pct",
+            "power_w_mean", "gpu_util_pct_mean", "proc_cpu_pct_mean", "cpu_pct_mean", "checks",
+            "gpu_used", "user", "launch", "attribution", "gpu_energy_j", "activity_energy_j", "co2e_g",
+            "power_w_p95", "power_w_max", "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max",
+            "sm_clock_mhz_mean", "rss_mib_max"]
+INTERFERENCE_VIEW = ["run_name", "collocation", "slowdown", "slowdown_lo", "slowdown_hi", "slowdown_basis",
+                     "duration_s", "solo_duration_s", "energy_j", "energy_per_unit_j",
+                     "solo_energy_per_unit_j", "energy_per_unit_change_pct", "checks"]
+WORKLOAD_VIEW = ["workload", "rows", "collocation", "duration_s", "energy_j", "energy_j_ci95_pct", "stp",
+                 "antt", "serial_energy_j", "energy_vs_serial_pct", "launch", "co2e_g", "idle_energy_j",
+                 "other_energy_j", "work", "work_unit", "energy_per_unit_j"]
+
+#: the printed header of a column whose bare name would mislead (files keep the name)
+HEADERS = {
+    "duration_s": "span_s",
+    "solo_duration_s": "solo_span_s",
+    "cpu_pct_mean": "host_cpu_pct",
+    "proc_cpu_pct_mean": "run_cpu_pct",
+    "energy_j_ci95_pct": "energy_ci95_pct",
+    "gpu_util_pct_mean": "gpu_util_pct",
+    "power_w_mean": "power_w",
+}
+
+#: what each printed column means: scope and unit (docs/analysis.md, What each figure means)
+LEGEND = {
+    "duration_s": "span_s: the run's span, its script's first to last process (s)",
+    "solo_duration_s": "solo_span_s: the solo runs' mean span (s)",
+    "samples": "samples: the fewest readings any of the run's hardware series holds in its span",
+    "energy_j": "energy_j: energy charged to the run, its attributed share of each GPU it used (J)",
+    "energy_j_ci95_pct": "energy_ci95_pct: half-width of energy_j's 95 % interval (% of it)",
+    "gpu_energy_j": "gpu_energy_j: its GPUs' whole energy over its span, whoever used them (J)",
+    "activity_energy_j": "activity_energy_j: the activity model's estimate of energy_j (J)",
+    "co2e_g": "co2e_g: footprint of energy_j (g CO2e)",
+    "power_w_mean": "power_w: its GPUs' power, whole devices, mean over the span (W)",
+    "gpu_util_pct_mean": "gpu_util_pct: its GPUs' utilisation, whole devices (%)",
+    "sm_active_pct_mean": "sm_active_pct_mean: SMs active, whole devices (%)",
+    "mem_used_mib_max": "mem_used_mib_max: GPU memory used, whole devices (MiB)",
+    "temp_c_max": "temp_c_max: GPU temperature (°C)",
+    "sm_clock_mhz_mean": "sm_clock_mhz_mean: SM clock (MHz)",
+    "proc_cpu_pct_mean": "run_cpu_pct: CPU of the run's own processes (% of one core: 200 = two cores)",
+    "cpu_pct_mean": "host_cpu_pct: the whole host's CPU, every process (% of all cores), not the run's own",
+    "rss_mib_max": "rss_mib_max: resident memory of the run's processes (MiB)",
+    "slowdown": "slowdown: solo rate / co-located rate (or co-located / solo span): 1 = no interference",
+    "slowdown_lo": "slowdown_lo/_hi: its 95 % interval from the repeats' spread (- without repeats)",
+    "energy_per_unit_change_pct": "energy_per_unit_change_pct: energy per unit of work vs solo (%)",
+    "stp": "stp: system throughput, sum of 1/slowdown (n = no interference)",
+    "antt": "antt: mean slowdown",
+    "energy_vs_serial_pct": "energy_vs_serial_pct: the workload's energy vs its rows run solo one after another (%)",
+    "checks": "checks: results that cannot be trusted as they stand (see Checks below)",
+}
+
+
+def _legend(columns: list[str], frame: pd.DataFrame, wide: bool) -> str | None:
+    shown = [c for c in columns if c in frame.columns and c in LEGEND]
+    if not shown or wide:
+        return None
+    return wrap("Columns: " + "; ".join(LEGEND[c] for c in shown) + ".", indent="  ")
+
+
+def _blank_legend(report: ExperimentReport, table: pd.DataFrame) -> str:
+    """Why the '-' cells of the runs table are blank, grouped by reason."""
+    names = dict(zip(table.get("run_id", []), table.get("run_name", []), strict=True))
+    by_reason: dict[str, list[str]] = {}
+    for run_id, blanks in (report.blanks or {}).items():
+        for reason in dict.fromkeys(blanks.values()):
+            by_reason.setdefault(reason, []).append(str(names.get(run_id, run_id[:8])))
+    lines = ["'-': no value. " + ("Blank because: " if by_reason else "")
+             + "; ".join(f"{reason} ({', '.join(runs)})" for reason, runs in by_reason.items())]
+    return wrap(lines[0], indent="  ")
+
+
+def _view(frame: pd.DataFrame, columns: list[str], wide: bool, key: str | None) -> str:
+    if wide:
+        return render(frame, columns)
+    return fit(frame, columns, key=[key] if key else None, headers=HEADERS)
+
+
+def _notes(frame: pd.DataFrame, label: str, column: str) -> list[str]:
+    if column not in frame:
+        return []
+    return [wrap(f"{row.get(label)}: {row[column]}", first="    ", indent="      ")
+            for row in frame.to_dict("records") if isinstance(row.get(column), str) and row[column]]
+
+
+def _baselines(inter: pd.DataFrame) -> list[str]:
+    """Which solo runs each co-located run was measured against (or why none)."""
+    lines = []
+    for row in inter.to_dict("records"):
+        if row.get("solo_runs"):
+            lines.append(wrap(f"{row['run_name']}: {row['solo_runs']} ({row.get('baseline_rule', '')})",
+                              first="    ", indent="      "))
+        elif row.get("note"):
+            lines.append(wrap(f"{row['run_name']}: {row['note']}", first="    ", indent="      "))
+    return lines
+
+
+def _checks(checks: pd.DataFrame | None) -> list[str]:
+    if checks is None or checks.empty:
+        return ["", "Checks: none of the results above is flagged"]
+    out = ["", f"Checks ({len(checks)}): results that cannot be trusted as they stand"]
+    for row in checks.to_dict("records"):
+        figure = "" if row["figure"] == "*" else f" [{row['figure']}]"
+        out.append(wrap(f"- {row['run_name']}{figure} {row['check']}: {row['why']}. Do: {row['todo']}.",
+                        indent="    "))
+    return out
+
+
+def render_report(report: ExperimentReport, wide: bool = False) -> str:
+    """The printed report: every line within 120 columns unless ``wide``."""
+    runs = report.runs
+    extra = [c for c in runs.columns
+             if (c.startswith("throughput_") and c.endswith("_mean"))
+             or (c.startswith("energy_per_") and c.endswith("_j")) or c.startswith("time_to_target")]
+    var_cols = VARIABILITY_VIEW_FIXED + [c for c in report.variability.columns
+                                         if c.endswith(("_mean", "_cv"))]
+    run_view = (WIDE_RUN_VIEW if wide else RUN_VIEW) + extra
+    inter_view = WIDE_INTERFERENCE_VIEW if wide else INTERFERENCE_VIEW
+    parts: list[str | None] = [f"experiment {report.experiment}: {len(runs)} run(s)",
+             *([wrap(report.footprint)] if report.footprint else []),
+             "", "Per-run summary", _view(runs, run_view, wide, "run_name")]
+    if not runs.empty:
+        parts += [_legend(run_view, runs, wide), _blank_legend(report, runs)]
+        notes = [] if wide else _notes(runs, "run_name", "energy_note")
+        parts += ["  energy notes:", *notes] if notes else []
+    parts += ["", wrap("Co-location interference (against solo runs of the same File + params on the same "
+                       "host: docs/analysis.md, How baselines are found)")]
+    inter = report.interference
+    if inter.empty:
+        parts.append("(no co-located workloads)")
+    else:
+        parts.append(_view(inter, inter_view, wide, "run_name"))
+        if not wide:
+            parts.append(_legend(inter_view, inter, wide))
+        parts += ["  Baselines used:", *_baselines(inter)]
+    parts += ["", wrap("Co-located workloads (measured GPU energy; STP, ANTT and energy vs the same rows "
+                       "run one after another, against their solo runs)")]
+    workloads = report.workloads
+    if workloads.empty:
+        parts.append("(no co-located workloads)")
+    else:
+        parts.append(_view(workloads, WIDE_WORKLOAD_VIEW if wide else WORKLOAD_VIEW, wide, "workload"))
+        if not wide:
+            notes = [wrap(f"workload {w['workload']}: {w['note']}", first="    ", indent="      ")
+                     for w in workloads.to_dict("records") if isinstance(w.get("note"), str) and w["note"]]
+            parts += ["  notes:", *notes] if notes else []
+    parts += ["", "Run-to-run variability (repeats of one configuration, per GPU model)",
+              _view(report.variability, var_cols, wide, None)
+              if not report.variability.empty else "(no configuration was run more than once)"]
+    scripts = report.scripts
+    if scripts is not None and not scripts.empty:
+        own = [c for c in scripts.columns if c not in SCRIPT_VIEW and c not in report.runs.columns
+               and c != "run_id"]
+        parts += ["", "Runs the scripts made (their own metrics; hardware of each run's span)",
+                  _view(scripts, SCRIPT_VIEW[:4] + own + SCRIPT_VIEW[4:], wide, "run_name")]
+    cost = report.monitoring
+    if cost is not None and not cost.empty:
+        parts += ["", wrap("Monitoring cost (CPU-seconds of the listeners and of the launcher's storing, "
+                           "% of one core over the run)"),
+                  _view(cost, [c for c in cost.columns if c != "run_id"], wide,
+                        "run_name" if "run_name" in cost else None)]
+    parts += _checks(report.checks)
+    return "\n".join(p for p in parts if p is not None)
