@@ -28,12 +28,10 @@ from functools import cache
 from radtrack.listeners.base import (
     ROLES,
     SCOPES,
-    MetricSpec,
     Series,
     derived_label,
     derived_role,
     derived_scope,
-    describe_by,
     split_unit,
 )
 from radtrack.store import schema
@@ -71,10 +69,6 @@ def _meaning(key: str, scope: str, unit: str, role: str, name: str, unit_text: s
     text = unit if unit_text is None else unit_text
     return Meaning(key, scope, unit, text, role, name, f"{name} ({text})" if text else name, stat,
                    declared)
-
-
-def _from_spec(key: str, spec: MetricSpec) -> Meaning:
-    return _meaning(key, spec.scope, spec.unit, spec.role, spec.label, spec.unit_text)
 
 
 def _with(base: Meaning, key: str, name: str, stat: str = "", **changes: str) -> Meaning:
@@ -154,6 +148,7 @@ _MONITORING: dict[str, tuple[str, str, str]] = {  # -> (unit, name, unit text)
 _CI = ((schema.CI95_SUFFIX, "%", "95 % interval", "± % of the figure"),
        (schema.CI95_FLAG_SUFFIX, "", "interval flag", "0 ok, 1 bursty load, 2 span too short"))
 _GPU = re.compile(r"gpu\d+")
+_OWN_PREFIXES = (schema.SUMMARY_PREFIX, schema.ATTRIBUTION_PREFIX, schema.WINDOW_PREFIX)
 
 
 def describe(key: str, tags: Mapping[str, object] | None = None) -> Meaning:
@@ -161,7 +156,12 @@ def describe(key: str, tags: Mapping[str, object] | None = None) -> Meaning:
     report column, or a script's own metric; ``tags`` (a run's tags, ``tag.``-prefixed as
     in a runs frame or bare) say whether a GPU was a MIG slice. Never raises for a name of
     an unknown shape: it is described as the run's own figure, ``declared`` False."""
-    meaning = _describe(schema.canonical_key(key.strip()))
+    key = key.strip()
+    name = schema.canonical_key(key)
+    # a key stored under system/ is a listener's series, whatever its shape
+    own = name.startswith(_OWN_PREFIXES) or name == schema.SPOOL_DROPPED_KEY
+    meaning = (_series_shape(name) if name != key and not own and _script_like(name)
+               else _describe(name))
     if tags and meaning.scope == "device" and meaning.role not in ("device_power", "energy_counter"):
         parts = meaning.key.split("/")
         scope = next((p for p in parts if _GPU.fullmatch(p)), None)
@@ -189,6 +189,10 @@ def _describe(key: str) -> Meaning:
         return _with(base, key, f"code window {name or '?'}: {base.name}")
     if key == schema.SPOOL_DROPPED_KEY:
         return _meaning(key, "run", "", "other", "samples the full disk dropped", "samples")
+    if key.startswith(schema.SYSTEM_PREFIX):  # MLflow's own system metrics: the host's
+        name, unit = split_unit(key)
+        return _meaning(key, "host", unit, derived_role(key),
+                        f"host {name.replace('_', ' ')} (MLflow)", declared=False)
     if "/" in key:
         return _listener(key)
     return _column(key)
@@ -260,15 +264,42 @@ def _column(column: str, key: str | None = None) -> Meaning:
     if column.startswith("energy_per_") and column.endswith("_j"):
         per = column[len("energy_per_"):-2]
         return _meaning(key, "device_share", f"J/{per}", "energy", f"run's energy per {per}")
-    name, unit = split_unit(column)
-    return _meaning(key, "run", unit, "other", name.replace("_", " ") if unit else column,
-                    declared=False)
+    return _script(column, key)
+
+
+def _script(name: str, key: str | None = None) -> Meaning:
+    """A script's own metric (``loss``, ``val/acc_pct``): the run's, its unit from its suffix."""
+    quantity, unit = split_unit(name)
+    path = name.rpartition("/")[0]
+    label = (f"{path}/" if path else "") + quantity.replace("_", " ") if unit else name
+    return _meaning(key or name, "run", unit, "other", label, declared=False)
 
 
 def _listener(key: str) -> Meaning:
-    """A listener's series: from its listener's declaration, else from the key's shape."""
-    spec = describe_by(_declared(key.split("/", 1)[0]), key)
-    return _from_spec(key, spec) if spec is not None else _shape(key)
+    """A listener's series: from its listener's declaration, else from the key's shape; a
+    key of no installed listener that is not of a listener's shape is the script's own
+    (``train/loss``)."""
+    if _script_like(key):
+        return _script(key)
+    for series in _declared(key.split("/", 1)[0]) or ():
+        values = series.match(key)
+        if values is not None:  # a family key (smi/gpu*/power_w) as well as a stored one
+            label = re.sub(r"<([a-z_]+)>", lambda m, found=values: found.get(m[1], m[0]), series.label)
+            return _meaning(key, series.scope, series.unit, series.role, label,
+                            series.unit_text or series.unit)
+    return _shape(key)
+
+
+def _script_like(key: str) -> bool:
+    """No installed listener's key and not ``<listener>/<host|proc|gpu<i>>/<quantity>``."""
+    parts = key.split("/")
+    shaped = len(parts) >= 3 and (parts[1] in ("host", "proc") or _GPU.fullmatch(parts[1]) is not None)
+    return not shaped and _declared(parts[0]) is None
+
+
+@cache
+def _series_shape(key: str) -> Meaning:
+    return _shape(key)
 
 
 def _shape(key: str) -> Meaning:
@@ -279,14 +310,14 @@ def _shape(key: str) -> Meaning:
 
 
 @cache
-def _declared(listener: str) -> tuple[Series, ...]:
-    """The series a registered listener declares; () for a name no package registers or one
-    that does not load (its keys are then read from their shape)."""
+def _declared(listener: str) -> tuple[Series, ...] | None:
+    """The series a registered listener declares (() for one that declares none or does not
+    load: its keys are read from their shape); None for a name no package registers."""
     from radtrack.errors import RadtrackError
     from radtrack.listeners import registry
 
     if not re.fullmatch(r"[A-Za-z0-9_.\-]+", listener) or registry.unknown([listener]):
-        return ()
+        return None
     try:
         with warnings.catch_warnings():  # a broken plugin is reported where listeners are listed
             warnings.simplefilter("ignore")

@@ -131,10 +131,20 @@ def test_a_key_nobody_declares_is_read_from_its_shape() -> None:
     host = describe("loadavg/host/load1_count")
     assert host.scope == "host" and host.unit == "count" and host.label == "host load1 (count)"
     assert describe("x/proc/cpu_pct").scope == "run"
-    assert describe("x/y/temp_c").role == "temperature"
+    assert describe("x/host/temp_c").role == "temperature"
+    # stored under system/, a key is a listener's whatever its shape (the sink puts only
+    # listener series there); without the prefix, a key of no installed listener and of no
+    # listener's shape is the script's own
+    assert describe("system/x/y/temp_c").role == "temperature"
+    assert describe("system/x/y/temp_c").scope == "host"
+    script = describe("train/loss")
+    assert (script.scope, script.role, script.label, script.declared) == ("run", "other", "train/loss", False)
+    assert describe("val/acc_pct").label == "val/acc (%)"
+    assert describe("summary/train/loss/mean").label == "train/loss, mean"
     mlflow_own = describe("system/cpu_utilization_percentage")
-    assert mlflow_own.scope == "host" and mlflow_own.unit == "%"
+    assert mlflow_own.scope == "host" and mlflow_own.unit == "%" and "MLflow" in mlflow_own.label
     assert describe("odd key: \u00e9").label == "odd key: \u00e9"
+    assert describe("radtrack/spool_dropped_samples").declared
 
 
 def test_mig_slices_are_named_from_the_runs_tags() -> None:
