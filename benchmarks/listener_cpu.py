@@ -1,24 +1,41 @@
-"""CPU a listener costs per sample: the real listener processes, started as the launcher
-starts them, for ``--seconds`` at ``--interval``, their lines taken by a real spooling sink.
+"""Listener CPU by GPUs watched, beside MLflow's system-metrics monitor, in one run.
 
-  python benchmarks/listener_cpu.py --out DIR [--seconds 20] [--interval 0.1] \
-      [--sets smi,top,smi+top,smi+dcgm+top,smi+top+dcgm@1] [--fake auto|yes|no]
+  python benchmarks/listener_cpu.py --out DIR [--gpus 1,2,4] [--intervals 0.1,1] \
+      [--sets smi+top] [--seconds 30] [--slices 3] [--mlflow-seconds 20] [--no-mlflow] \
+      [--sharing solo|shared] [--fake auto|yes|no] [--gpu-load]
 
-Per set of listeners (``smi+top``: a run with those listeners; smi and dcgm share one
-sampler process as in a run), after ``--warmup`` seconds, over the window:
+For each GPU count n of ``--gpus`` (``CUDA_VISIBLE_DEVICES`` = the first n GPUs, in NVML
+order) and each interval of ``--intervals``:
 
-- CPU % of one core of each listener process (the scheduler's run time of its threads,
-  /proc/<pid>/task/*/schedstat, to the ns), and per line (µs/line) and per value
-  (µs/point) it wrote;
-- the launcher's intake: CPU % of its reader threads (parsing the lines, spooling them),
-  from the threads' own CPU clocks (pthread_getcpuclockid);
-- lines/s and points/s.
+- radtrack: the listener set(s) of ``--sets`` started as the launcher starts a row's
+  listeners (radtrack/run/listen.py ``start_listeners``: smi and top in one shared sampler
+  process), their lines taken by a real spooling sink; CPU = the listener processes (the
+  scheduler's run time of all their threads, /proc/<pid>/task/*/schedstat) plus the
+  launcher's intake (its reader threads' CPU clocks). The row is told its GPUs are its own
+  (``RADTRACK_SHARED_GPUS`` empty, what the launcher says for a row alone on its GPUs;
+  ``--sharing shared``: as a co-located row, every GPU's per-process SM shares read);
+- MLflow: ``mlflow.system_metrics``' ``SystemMetricsMonitor`` (what ``log_system_metrics``
+  starts) at the same sampling interval, logging to a SQLite store, in a process of its
+  own; CPU = that whole process. Its GPUMonitor reads every GPU NVML sees whatever
+  ``CUDA_VISIBLE_DEVICES`` says; here it is given the same n GPUs as radtrack (its handles
+  cut to them), so both watch the same GPUs.
 
-NVML: real pynvml where a GPU answers (the H100 host), else the NVML doubles of
-tests/doubles (one GPU with the driver's power sample ring, ``--fake auto``; the doubles
-are autospec mocks, so their own Python cost is in the listener's CPU there: compare runs
-of the same kind only). Writes ``DIR/listener_cpu.json`` and ``DIR/listener_cpu.md``.
-On the GPU host: ``python benchmarks/listener_cpu.py --out DIR --fake no --gpu-load``.
+Each measured window (``--seconds``; MLflow's ``--mlflow-seconds``: it reads everything
+every sample) follows ``--warmup`` seconds and is cut into ``--slices`` equal slices; the
+table gives the median slice and the range of slices (% of one core), the JSON the whole
+window's mean too, and the per-GPU slope is the least-squares slope of the window means
+over the GPU counts (the marginal CPU of one more GPU watched). The default 30-s window
+holds one of smi's 30-s energy counter reads per GPU, as a long run does.
+
+NVML: real pynvml where a GPU answers, else the NVML doubles of tests/doubles (``--fake
+auto``: as many H100s as the largest count, with the driver's power sample ring, the PCIe
+and ECC fields; the doubles are Python, so their own cost is in the listener's CPU: compare
+runs of the same kind only); with the doubles the NVML calls each listener process made
+are counted per GPU (the scenario's ``call_log``) and reported per second.
+Writes ``DIR/listener_cpu.json`` (appended: a list of runs) and ``DIR/listener_cpu.md``.
+
+On a 4-GPU host: ``python benchmarks/listener_cpu.py --out DIR --fake no --gpu-load``
+(about 7 minutes: 12 windows, each with its start-up and warm-up).
 """
 
 from __future__ import annotations
@@ -27,6 +44,8 @@ import argparse
 import json
 import os
 import platform
+import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -38,28 +57,34 @@ import psutil
 
 HERE = Path(__file__).resolve()
 ROOT = HERE.parent.parent
-DEFAULT_SETS = "smi,top,smi+top,smi+dcgm+top,smi+top+dcgm@1"
+os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 
-def _fake_env(tmp: Path) -> dict[str, str]:
+# -- NVML: real or the doubles ---------------------------------------------------------------
+def _fake_env(tmp: Path, gpus: int) -> tuple[dict[str, str], Path]:
     sys.path.insert(0, str(ROOT / "tests" / "doubles"))
     import nvml_scenario
 
-    return nvml_scenario.write(tmp / "scenario.json", [
-        {"uuid": "GPU-00000000-0000-0000-0000-000000000001", "watts": 300, "procs": [],
-         "power_ring": True}])
+    log = tmp / "nvml-calls.jsonl"
+    env = nvml_scenario.write(tmp / "scenario.json", [
+        {"uuid": f"GPU-00000000-0000-0000-0000-{i:012d}", "watts": 300, "procs": [],
+         "power_ring": True, "energy_field": True,
+         "fields": {"197": 1_000_000, "198": 2_000_000, "3": 0, "4": 0}}
+        for i in range(gpus)], call_log=str(log))
+    return env, log
 
 
-def _nvml_present() -> bool:
+def _nvml_count() -> int:
     try:
         import pynvml
 
         pynvml.nvmlInit()
-        return pynvml.nvmlDeviceGetCount() > 0
+        return int(pynvml.nvmlDeviceGetCount())
     except Exception:
-        return False
+        return 0
 
 
+# -- CPU clocks ------------------------------------------------------------------------------
 def _thread_cpu(t: threading.Thread | None) -> float:
     """CPU seconds of a live thread of this process (0 when it is gone), to the ns."""
     if t is None or t.ident is None or not t.is_alive():
@@ -88,186 +113,322 @@ def _proc_cpu(pid: int) -> float:
         return 0.0
 
 
-def _counts(sink: Any, names: list[str]) -> dict[str, tuple[int, int, int]]:
-    """listener -> (lines, samples, points) taken so far."""
-    out = {}
-    with sink.spool.lock:
-        for n in names:
-            s = sink.spool.streams.get(n)
-            out[n] = (s.lines, s.samples, sum(len(p.values) for p in s.pending)) if s else (0, 0, 0)
-    return out
+def _slices(cpu: Any, seconds: float, slices: int) -> tuple[list[float], float]:
+    """``cpu()`` (CPU seconds so far) read at the edges of ``slices`` equal slices of
+    ``seconds``: each slice's CPU % of one core, and the whole window's."""
+    pct = []
+    c0 = cpu()
+    t0 = time.monotonic()
+    c, t = c0, t0
+    for k in range(1, slices + 1):
+        time.sleep(max(t0 + k * seconds / slices - time.monotonic(), 0.0))
+        c1, t1 = cpu(), time.monotonic()
+        pct.append(100 * (c1 - c) / (t1 - t))
+        c, t = c1, t1
+    return pct, 100 * (c - c0) / (t - t0)
 
 
-def measure(spec: str, interval: float, seconds: float, warmup: float, env: dict[str, str],
-            tmp: Path) -> dict[str, Any]:
+def _summary(pct: list[float], mean: float) -> dict[str, Any]:
+    return {"median_pct": statistics.median(pct), "min_pct": min(pct), "max_pct": max(pct),
+            "mean_pct": mean, "slices_pct": pct}
+
+
+# -- radtrack ------------------------------------------------------------------------------
+def measure_radtrack(spec: str, interval: float, env: dict[str, str], tmp: Path, a: Any) -> dict[str, Any]:
     from radtrack.listeners.protocol import parse_choices
     from radtrack.run.listen import start_listeners
     from radtrack.store.sink import Sink
 
     choices = parse_choices(spec) or []
     entries = [(c.name, c.interval or interval) for c in choices]
-    names = [n for n, _ in entries]
     work = Path(tempfile.mkdtemp(dir=tmp, prefix=spec.replace("+", "_").replace("@", "at")))
     sink = Sink.unbound(work / "spool", "bench")  # spools, as a run does before its run exists
+    started = time.monotonic()
     procs = start_listeners(entries, sink, [], os.getpid(), work, env)
     try:
         deadline = time.monotonic() + 60
         for p in procs:
             if not p.wait_ready(deadline):
                 return {"error": f"{p.name} not ready: {p.failure or 'no hello'}"}
-        time.sleep(warmup)
-        pids = {p.proc.pid: "+".join(q.name for q in procs if q.proc is p.proc) for p in procs}
+        time.sleep(a.warmup)
+        pids = {p.proc.pid for p in procs}
         readers = {id(p.reader): p.reader for p in procs}
-        cpu0 = {pid: _proc_cpu(pid) for pid in pids}
-        rd0 = sum(_thread_cpu(t) for t in readers.values())
-        n0 = _counts(sink, names)
-        t0 = time.monotonic()
-        time.sleep(seconds)
-        cpu1 = {pid: _proc_cpu(pid) for pid in pids}
-        rd1 = sum(_thread_cpu(t) for t in readers.values())
-        n1 = _counts(sink, names)
-        wall = time.monotonic() - t0
+
+        def cpu() -> float:
+            return (sum(_proc_cpu(pid) for pid in pids)
+                    + sum(_thread_cpu(t) for t in readers.values()))
+
+        pct, mean = _slices(cpu, a.seconds, a.slices)
         failed = [p.name for p in procs if p.proc.poll() is not None]
     finally:
         for p in procs:
             p.stop()
         sink.spool.close_files()
-    out: dict[str, Any] = {"set": spec, "interval_s": interval, "window_s": round(wall, 2),
-                           "processes": {}}
+    out = {"set": spec, "interval_s": interval, **_summary(pct, mean),
+           "lifetime_s": time.monotonic() - started}
     if failed:
         out["error"] = f"listener process ended during the window: {', '.join(failed)}"
-    for pid, label in pids.items():
-        members = label.split("+")
-        lines = sum(n1[m][0] - n0[m][0] for m in members)
-        points = sum(n1[m][2] - n0[m][2] for m in members)
-        cpu = cpu1[pid] - cpu0[pid]
-        out["processes"][label] = {
-            "cpu_pct_of_core": 100 * cpu / wall, "lines_per_s": lines / wall,
-            "points_per_s": points / wall,
-            "us_per_line": 1e6 * cpu / lines if lines else None,
-            "us_per_point": 1e6 * cpu / points if points else None}
-    lines = sum(n1[m][0] - n0[m][0] for m in names)
-    points = sum(n1[m][2] - n0[m][2] for m in names)
-    out["listeners_cpu_pct"] = sum(p["cpu_pct_of_core"] for p in out["processes"].values())
-    out["intake_cpu_pct"] = 100 * (rd1 - rd0) / wall
-    out["intake_us_per_line"] = 1e6 * (rd1 - rd0) / lines if lines else None
-    out["lines_per_s"], out["points_per_s"] = lines / wall, points / wall
     return out
 
 
-def wire_costs(n: int = 300) -> dict[str, float]:
-    """CPU per second of smi's lines for one GPU at 0.1 s (a 10-value reading and the 50
-    driver power samples read once a second), in this process: the listener's side (clean
-    and encode the lines: runner) and the launcher's intake (decode, spool, queue:
-    Spool.append), with whatever wire format this tree writes."""
-    from radtrack.listeners import runner
-    from radtrack.listeners.base import TimedSample
-    from radtrack.store.spool import Spool
+# -- MLflow's monitor ------------------------------------------------------------------------
+def _mlflow_main(uri: str, interval: float) -> None:
+    """In its own process: MLflow's system-metrics monitor on the GPUs of CUDA_VISIBLE_DEVICES,
+    logging to ``uri``, until a line on stdin."""
+    import logging
 
-    key = "smi/gpu0/power_sample_w"
-    values = {f"smi/gpu0/q{i}_w": 1.5 + i for i in range(10)}
-    keys = set(values) | {key}
-    timed = [TimedSample(1.0 + i * 0.02, {key: 300.25}, {key: 5} if i == 49 else None)
-             for i in range(50)]
+    logging.disable(logging.WARNING)
+    from mlflow import MlflowClient
+    from mlflow.system_metrics.metrics.gpu_monitor import GPUMonitor
+    from mlflow.system_metrics.system_metrics_monitor import SystemMetricsMonitor
 
-    def lines() -> list[str]:
-        out = [runner._line(1.0, values, keys)]
-        if hasattr(runner, "_batches"):  # columnar batch lines (issue 25)
-            return out + runner._batches(timed, keys, None)
-        return out + [runner._line(ts.t, ts.values, keys, ts.resume) for ts in timed]
-
-    c = time.thread_time()
-    for _ in range(n):
-        "".join(lines())
-    listener = (time.thread_time() - c) / n
-    spool = Spool(Path(tempfile.mkdtemp(prefix="wire-")))
-    spool.dir.mkdir(exist_ok=True)
-    batch = lines()
-    c = time.thread_time()
-    for _ in range(n):
-        for line in batch:
-            spool.append("smi", line)
-    intake = (time.thread_time() - c) / n
-    spool.close_files()
-    return {"lines_per_s": float(len(batch)), "listener_us_per_s": 1e6 * listener,
-            "intake_us_per_s": 1e6 * intake}
+    client = MlflowClient(uri)
+    exp = client.get_experiment_by_name("listener_cpu") or client.get_experiment(
+        client.create_experiment("listener_cpu"))
+    run = client.create_run(exp.experiment_id)
+    monitor = SystemMetricsMonitor(run.info.run_id, sampling_interval=interval,
+                                   samples_before_logging=1, tracking_uri=uri)
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    watched = None
+    for m in monitor.monitors:
+        if isinstance(m, GPUMonitor) and visible is not None:
+            keep = [int(e) for e in visible.split(",") if e.strip().isdigit()]
+            m.gpu_handles = [m.gpu_handles[i] for i in keep if i < len(m.gpu_handles)]
+            m.num_gpus = len(m.gpu_handles)
+        if isinstance(m, GPUMonitor):
+            watched = m.num_gpus
+    monitor.start()
+    print(json.dumps({"ready": True, "gpus": watched}), flush=True)
+    sys.stdin.readline()
+    monitor.finish()
+    client.set_terminated(run.info.run_id)
 
 
-def table(results: list[dict[str, Any]], header: str) -> str:
-    rows = [header, "",
-            "| set | process | CPU % of a core | lines/s | points/s | µs CPU/line | µs CPU/point |",
-            "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+def measure_mlflow(uri: str, interval: float, env: dict[str, str], a: Any) -> dict[str, Any]:
+    p = subprocess.Popen([sys.executable, str(HERE), "_mlflow", uri, repr(interval)], env=env,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert p.stdin is not None and p.stdout is not None
+    try:
+        line = p.stdout.readline()
+        try:
+            hello = json.loads(line)
+        except ValueError:
+            return {"error": f"MLflow's monitor did not start: {line.strip()[:200]}"}
+        time.sleep(a.warmup)
+        pct, mean = _slices(lambda: _proc_cpu(p.pid), a.mlflow_seconds, a.slices)
+        ended = p.poll() is not None
+    finally:
+        try:
+            p.stdin.write("stop\n")
+            p.stdin.flush()
+        except OSError:
+            pass
+        try:
+            p.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            p.kill()
+    out = {"set": "mlflow", "interval_s": interval, "gpus_watched": hello.get("gpus"),
+           **_summary(pct, mean)}
+    if ended:
+        out["error"] = "MLflow's monitor process ended during the window"
+    return out
 
-    def f(v: float | None, d: int = 1) -> str:
-        return "-" if v is None else f"{v:,.{d}f}"
 
-    for r in results:
-        if "processes" not in r:
-            rows.append(f"| {r['set']} | {r.get('error', '?')} | | | | | |")
+# -- GPU load --------------------------------------------------------------------------------
+def _gpu_load(n: int) -> list[subprocess.Popen]:
+    """A bursty bf16 matmul on each of the first ``n`` GPUs (benchmarks/listeners.py's: 20
+    matmuls, then 20 ms of sleep), one process per GPU, children of this process: the
+    listeners follow this process's tree, so the load is the run's own."""
+    code = ("import torch,time\n"
+            "a=torch.randn(8192,8192,device='cuda',dtype=torch.bfloat16);b=a.clone()\n"
+            "while True:\n"
+            "    for _ in range(20): c=a@b\n"
+            "    torch.cuda.synchronize(); time.sleep(0.02)\n")
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return []
+    except ImportError:
+        return []
+    env = {**os.environ, "CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    procs = [subprocess.Popen([sys.executable, "-c", code], env={**env, "CUDA_VISIBLE_DEVICES": str(i)})
+             for i in range(n)]
+    time.sleep(8)
+    return procs
+
+
+# -- tables ----------------------------------------------------------------------------------
+def slope(points: list[tuple[int, float]]) -> float | None:
+    """Least-squares slope of (GPUs, CPU %): the CPU of one more GPU watched."""
+    if len({g for g, _ in points}) < 2:
+        return None
+    gm = statistics.fmean(g for g, _ in points)
+    cm = statistics.fmean(c for _, c in points)
+    return (sum((g - gm) * (c - cm) for g, c in points)
+            / sum((g - gm) ** 2 for g, _ in points))
+
+
+def _cell(r: dict[str, Any] | None) -> str:
+    if r is None:
+        return "-"
+    if "median_pct" not in r:
+        return f"error: {r.get('error', '?')}"
+    return f"{r['median_pct']:.2f} % [{r['min_pct']:.2f}-{r['max_pct']:.2f}]"
+
+
+def table(results: list[dict[str, Any]], gpus: list[int], intervals: list[float],
+          sets: list[str]) -> tuple[str, dict[str, float | None]]:
+    """The "listener CPU by GPUs watched" table and the per-GPU slopes (column -> % per GPU)."""
+    columns = [(s, i) for s in [*sets, "mlflow"] for i in intervals
+               if any(r["set"] == s and r["interval_s"] == i for r in results)]
+
+    def name(s: str, i: float) -> str:
+        return f"{'MLflow monitor' if s == 'mlflow' else s} at {i:g} s"
+
+    def find(s: str, i: float, n: int) -> dict[str, Any] | None:
+        return next((r for r in results if r["set"] == s and r["interval_s"] == i and r["gpus"] == n), None)
+
+    rows = ["| GPUs watched | " + " | ".join(name(s, i) for s, i in columns) + " |",
+            "| --- |" + " ---: |" * len(columns)]
+    for n in gpus:
+        rows.append(f"| {n} | " + " | ".join(_cell(find(s, i, n)) for s, i in columns) + " |")
+    slopes: dict[str, float | None] = {}
+    cells = []
+    for s, i in columns:
+        pts = [(n, r["mean_pct"]) for n in gpus if (r := find(s, i, n)) and "mean_pct" in r]
+        slopes[name(s, i)] = slope(pts)
+        v = slopes[name(s, i)]
+        cells.append("-" if v is None else f"{v:+.3f} %")
+    rows.append("| per GPU (slope of the means) | " + " | ".join(cells) + " |")
+    return "\n".join(rows) + "\n", slopes
+
+
+def verdicts(results: list[dict[str, Any]], slopes: dict[str, float | None], gpus: list[int],
+             intervals: list[float], sets: list[str]) -> list[str]:
+    """The issue's targets, each with the figures it was judged on."""
+    out = []
+    limits = {0.1: 0.3, 1.0: 0.15}
+    for s in sets:
+        for i in intervals:
+            v = slopes.get(f"{s} at {i:g} s")
+            if i in limits and v is not None:
+                out.append(f"{s} at {i:g} s: {v:.3f} % of a core per GPU "
+                           f"({'meets' if v <= limits[i] else 'MISSES'} <= {limits[i]:g} %)")
+            for n in gpus:
+                ours = next((r for r in results if r["set"] == s and r["interval_s"] == i
+                             and r["gpus"] == n and "mean_pct" in r), None)
+                theirs = next((r for r in results if r["set"] == "mlflow" and r["interval_s"] == i
+                               and r["gpus"] == n and "mean_pct" in r), None)
+                if ours and theirs:
+                    below = ours["mean_pct"] < theirs["mean_pct"]
+                    out.append(f"{s} at {i:g} s, {n} GPU(s): {ours['mean_pct']:.2f} % vs MLflow "
+                               f"{theirs['mean_pct']:.2f} % ({'below' if below else 'NOT below'})")
+    return out
+
+
+def _calls(log: Path, seen: int, lifetime: float) -> tuple[int, dict[str, float]]:
+    """NVML calls per second per GPU of the listener processes that exited since line ``seen``."""
+    if not log.exists():
+        return seen, {}
+    lines = log.read_text().splitlines()
+    per: dict[str, float] = {}
+    for line in lines[seen:]:
+        x = json.loads(line)
+        if "listeners" not in Path(x["argv"][0] if x["argv"] else "").parts:
             continue
-        for label, p in r["processes"].items():
-            rows.append(f"| {r['set']} | {label} | {f(p['cpu_pct_of_core'], 2)} | {f(p['lines_per_s'])} "
-                        f"| {f(p['points_per_s'])} | {f(p['us_per_line'])} | {f(p['us_per_point'])} |")
-        rows.append(f"| {r['set']} | **all listeners** | **{f(r['listeners_cpu_pct'], 2)}** "
-                    f"| {f(r['lines_per_s'])} | {f(r['points_per_s'])} | | |")
-        rows.append(f"| {r['set']} | launcher intake (readers) | {f(r['intake_cpu_pct'], 2)} | | "
-                    f"| {f(r['intake_us_per_line'])} | |")
-        if r.get("error"):
-            rows.append(f"| {r['set']} | error: {r['error']} | | | | | |")
-    return "\n".join(rows) + "\n"
+        for counts in x["by_gpu"].values():
+            for f, n in counts.items():
+                per[f] = per.get(f, 0.0) + n / len(x["by_gpu"]) / lifetime
+    return len(lines), {f: round(v, 2) for f, v in sorted(per.items(), key=lambda kv: -kv[1])}
 
 
+# -- main ------------------------------------------------------------------------------------
 def main() -> int:
+    if len(sys.argv) > 1 and sys.argv[1] == "_mlflow":
+        _mlflow_main(sys.argv[2], float(sys.argv[3]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", required=True, type=Path, help="folder for listener_cpu.json/.md")
-    ap.add_argument("--seconds", type=float, default=20.0, help="measured window per set")
-    ap.add_argument("--warmup", type=float, default=2.0, help="seconds before the window")
-    ap.add_argument("--interval", type=float, default=0.1)
-    ap.add_argument("--sets", default=DEFAULT_SETS, help="comma-separated listener sets")
+    ap.add_argument("--gpus", default=None,
+                    help="GPU counts, CUDA_VISIBLE_DEVICES = the first n (default 1,2,4, those "
+                         "the host has)")
+    ap.add_argument("--intervals", default="0.1,1", help="sampling intervals (s), comma-separated")
+    ap.add_argument("--sets", default="smi+top", help="comma-separated radtrack listener sets")
+    ap.add_argument("--seconds", type=float, default=30.0, help="radtrack's measured window")
+    ap.add_argument("--mlflow-seconds", type=float, default=20.0, help="MLflow's measured window")
+    ap.add_argument("--slices", type=int, default=3, help="slices of each window (the spread)")
+    ap.add_argument("--warmup", type=float, default=3.0, help="seconds before each window")
+    ap.add_argument("--no-mlflow", action="store_true", help="leave MLflow's monitor out")
+    ap.add_argument("--sharing", choices=("solo", "shared"), default="solo",
+                    help="the row alone on its GPUs (default) or co-located on all of them")
     ap.add_argument("--fake", choices=("auto", "yes", "no"), default="auto",
                     help="NVML doubles (tests/doubles): auto = when no GPU answers")
     ap.add_argument("--label", default="", help="a name for this run in the output")
     ap.add_argument("--gpu-load", action="store_true",
-                    help="a bursty bf16 matmul on the GPU meanwhile (benchmarks/listeners.py's)")
+                    help="a bursty bf16 matmul on each GPU meanwhile (with CUDA)")
     a = ap.parse_args()
+    intervals = [float(x) for x in a.intervals.split(",") if x.strip()]
+    sets = [s.strip() for s in a.sets.split(",") if s.strip()]
     a.out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix="listener_cpu-"))
-    env = dict(os.environ)
-    fake = a.fake == "yes" or (a.fake == "auto" and not _nvml_present())
+    base = dict(os.environ)
+    base["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    have = 0 if a.fake == "yes" else _nvml_count()
+    fake = a.fake == "yes" or (a.fake == "auto" and have == 0)
+    if a.gpus is None:
+        gpus = [n for n in (1, 2, 4) if fake or n <= have] or [1]
+    else:
+        gpus = sorted({int(x) for x in a.gpus.split(",") if x.strip()})
+    log = None
     if fake:
-        env.update(_fake_env(tmp))
+        extra, log = _fake_env(tmp, max(gpus))
+        base.update(extra)
+    elif have < max(gpus):
+        print(f"listener_cpu: NVML sees {have} GPU(s); --gpus asks for {max(gpus)}", file=sys.stderr)
+        return 2
     nvml = "NVML doubles (tests/doubles)" if fake else "real NVML"
-    load = None
-    if a.gpu_load and not fake:
-        sys.path.insert(0, str(HERE.parent))
-        from listeners import _gpu_load  # benchmarks/listeners.py
-
-        load = _gpu_load()
-    results = []
+    loads = _gpu_load(max(gpus)) if a.gpu_load and not fake else []
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    results: list[dict[str, Any]] = []
+    seen = 0
     try:
-        for spec in a.sets.split(","):
-            r = measure(spec.strip(), a.interval, a.seconds, a.warmup, env, tmp)
-            print(json.dumps(r), flush=True)
-            results.append(r)
+        for n in gpus:
+            env = {**base, "CUDA_VISIBLE_DEVICES": ",".join(map(str, range(n))),
+                   "RADTRACK_SHARED_GPUS": "*" if a.sharing == "shared" else ""}
+            for interval in intervals:
+                for spec in sets:
+                    r = {"gpus": n, **measure_radtrack(spec, interval, env, tmp, a)}
+                    if log is not None:
+                        seen, r["nvml_calls_per_s_per_gpu"] = _calls(log, seen, r.get("lifetime_s", 1.0))
+                    print(json.dumps(r), flush=True)
+                    results.append(r)
+                if not a.no_mlflow:
+                    r = {"gpus": n, **measure_mlflow(uri, interval, env, a)}
+                    print(json.dumps(r), flush=True)
+                    results.append(r)
     finally:
-        if load is not None:
-            load.kill()
-            load.wait()
-    nvml += ", bf16 matmul load" if load is not None else ""
+        for p in loads:
+            p.kill()
+            p.wait()
+    nvml += f", bf16 matmul load on {len(loads)} GPU(s)" if loads else ""
     host = (f"{platform.node()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
             f"{nvml}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    header = (f"### listener CPU {a.label} ({host})\n\n{a.seconds:g}-s window after {a.warmup:g} s, "
-              f"interval {a.interval:g} s")
-    wire = wire_costs()
-    md = table(results, header) + (
-        f"\nwire, one GPU's smi lines for a second at 0.1 s: {wire['lines_per_s']:.0f} lines, "
-        f"listener {wire['listener_us_per_s']:.0f} µs CPU, launcher intake "
-        f"{wire['intake_us_per_s']:.0f} µs CPU\n")
-    print(md)
-    (a.out / "listener_cpu.md").open("a").write(md + "\n")
-    data = json.loads((a.out / "listener_cpu.json").read_text()) if (a.out / "listener_cpu.json").exists() else []
-    data.append({"label": a.label, "host": host, "results": results, "wire": wire})
-    (a.out / "listener_cpu.json").write_text(json.dumps(data, indent=1))
+    md, slopes = table(results, gpus, intervals, sets)
+    judged = verdicts(results, slopes, gpus, intervals, sets)
+    text = (f"### listener CPU by GPUs watched {a.label} ({host})\n\n"
+            f"% of one core: median of {a.slices} slices [range]; radtrack = listener processes + "
+            f"the launcher's intake, {a.seconds:g}-s windows, the row {a.sharing} on its GPUs; "
+            f"MLflow = its monitor's process, {a.mlflow_seconds:g}-s windows, the same GPUs; "
+            f"after {a.warmup:g} s of warm-up\n\n{md}\n" + "".join(f"- {v}\n" for v in judged))
+    print(text)
+    with (a.out / "listener_cpu.md").open("a") as f:
+        f.write(text + "\n")
+    path = a.out / "listener_cpu.json"
+    data = json.loads(path.read_text()) if path.exists() else []
+    data.append({"label": a.label, "host": host, "sharing": a.sharing, "results": results,
+                 "slopes_pct_per_gpu": slopes, "verdicts": judged})
+    path.write_text(json.dumps(data, indent=1))
     return 0 if all("error" not in r for r in results) else 1
 
 

@@ -23,7 +23,8 @@ line: the process's pid, argv, the time and how many of its children run a track
 argv and NVML calls per function, in all (``calls``) and per GPU UUID (``by_gpu``: the calls
 whose first argument is that GPU), which tests and benchmarks/listener_cpu.py read the paces
 from. Optional per GPU: ``"energy_field": true`` answers field 83
-(NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION) with the energy counter.
+(NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION) with the energy counter; ``"fields": {id: value}``
+answers more field ids (the H100's PCIe byte counters 197/198, ECC counts 3/4).
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ class ScenarioNvml(FakeNvml):
         gpus = []
         for g in scenario["gpus"]:
             gpu = FakeGpu(uuid=g["uuid"], power_mw=int(g["watts"] * 1000),
-                          fields={186: int(g["watts"] * 1000), 185: int(g["watts"] * 1000), 82: 39},
+                          fields={186: int(g["watts"] * 1000), 185: int(g["watts"] * 1000), 82: 39,
+                                  **{int(k): v for k, v in g.get("fields", {}).items()}},
                           util=(int(g.get("util_gpu", 0)), 0),
                           energy_field=bool(g.get("energy_field", False)))
             self.spec[id(gpu)] = g

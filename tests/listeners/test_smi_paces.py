@@ -58,7 +58,9 @@ def _run(smi: SmiListener, seconds: float, interval: float, start: float = 1000.
 
 
 def _listener(devices: list[str], interval: float, pid: int | None = None) -> SmiListener:
-    return SmiListener(ListenerConfig(interval=interval, devices=devices, pid=pid))
+    smi = SmiListener(ListenerConfig(interval=interval, devices=devices, pid=pid))
+    smi.clock = lambda: 999.9  # the probe, just before _run's simulated seconds
+    return smi
 
 
 def test_solo_gpus_read_no_sm_shares_a_shared_one_every_second(monkeypatch, child):
@@ -158,7 +160,8 @@ def test_one_field_call_per_gpu_per_tick_with_every_field_due(monkeypatch):
         assert fake.count("nvmlDeviceGetTotalEccErrors", g) == 0
         assert fake.count("nvmlDeviceGetPowerUsage", g) == 0
     assert sum("smi/gpu3/ecc_corrected_volatile_count" in s for s in samples) == 3  # every 10 s
-    assert sum("smi/gpu3/pcie_tx_bytes_per_s" in s for s in samples) == 6  # every 5 s
+    # every 5 s, a rate over the 5 s since the last read (none at the first: 0.1 s after the probe's)
+    assert sum("smi/gpu3/pcie_tx_bytes_per_s" in s for s in samples) == 5
     assert sum("smi/gpu3/energy_j" in s for s in samples) == 6  # every 5 s: no power samples here
     assert sum("smi/gpu3/temp_c" in s for s in samples) == 30
 
