@@ -25,6 +25,7 @@ from radtrack.run.launch import (
     unavailable,
 )
 from radtrack.run.record import Recorder
+from radtrack.run.rows import NodeHooks
 from radtrack.script import env as renv
 from radtrack.spec import RunSpec
 from radtrack.store import schema
@@ -74,12 +75,14 @@ WAIT_LISTENERS_ENV = "RADTRACK_WAIT_LISTENERS"  # "1": scripts start once listen
 
 
 def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
-                  sheet: Path | None = None, wait_listeners: bool | None = None) -> int:
+                  sheet: Path | None = None, wait_listeners: bool | None = None,
+                  nodes: NodeHooks | None = None) -> int:
     """Run every workload; return the launcher's exit code (0 all finished, 1 some failed,
     130 interrupted). The scripts start at once, or, with ``wait_listeners``, once every
     listener has taken its first reading; by default (None; ``$RADTRACK_WAIT_LISTENERS``
     0 or 1 overrides) only a workload with a GPU power listener waits, so that the energy
-    counter covers its scripts from their first instant (radtrack/run/start.py)."""
+    counter covers its scripts from their first instant (radtrack/run/start.py). ``nodes``:
+    node 0 of a multi-node row (radtrack/nodes/), told of the rows and their end."""
     if wait_listeners is None and os.environ.get(WAIT_LISTENERS_ENV, "") in ("0", "1"):
         wait_listeners = os.environ[WAIT_LISTENERS_ENV] == "1"
     interrupt = Interrupt()
@@ -90,7 +93,7 @@ def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
             # the last workload's end may go on in the background (radtrack/run/detach.py)
             detach = (functools.partial(detach_after, interrupt=interrupt, worst=worst)
                       if i == len(workloads) - 1 else None)
-            statuses = _run_one(uri, specs, interrupt, grace, wait_listeners, detach)
+            statuses = _run_one(uri, specs, interrupt, grace, wait_listeners, detach, nodes)
             if sheet is not None:
                 from radtrack.sheet import write_status
 
@@ -110,7 +113,8 @@ def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
 
 def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
              wait_listeners: bool = False,
-             detach: Callable[..., bool] | None = None) -> list[tuple[str, str, str]]:
+             detach: Callable[..., bool] | None = None,
+             nodes: NodeHooks | None = None) -> list[tuple[str, str, str]]:
     from radtrack.placement import WorkloadPlacement
 
     first = specs[0]
@@ -133,9 +137,12 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
     try:
         with WorkloadPlacement(specs, run_dir, log=say) as placement:
             for row in rows:
-                row.env = _process_env(row, uri, placement.env_for(row.spec))
+                row.env = process_env(row, uri, placement.env_for(row.spec))
                 row.placement_tags = placement.tags_for(row.spec)
             ended = None if detach is None else functools.partial(detach, recorder=recorder)
+            if nodes is not None:  # the other nodes' ends decide the rows' status first
+                nodes.rows_made(rows)
+                ended = functools.partial(_nodes_ended, nodes, ended)
             spooled = run_workload(rows, interrupt, recorder, grace, wait_listeners=wait_listeners,
                                    on_ended=ended)
             artifacts = placement.artifacts()
@@ -284,7 +291,14 @@ def _account(client: MlflowClient, uri: str, parent_id: str, rows: list[Row]) ->
     return accounts
 
 
-def _process_env(row: Row, uri: str, placement_env: dict[str, str]) -> dict[str, str]:
+def _nodes_ended(nodes: NodeHooks, then: Callable[[list[Row]], object] | None,
+                 rows: list[Row]) -> object:
+    nodes.ended(rows)
+    return None if then is None else then(rows)
+
+
+def process_env(row: Row, uri: str, placement_env: dict[str, str]) -> dict[str, str]:
+    """A row's script environment: the placement's and the store's on top of the launcher's."""
     spec = row.spec
     # the sheet's Env may not override what placement needs (CUDA_VISIBLE_DEVICES, MPS pipes)
     e = {**os.environ, **spec.env, **placement_env}

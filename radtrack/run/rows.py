@@ -6,6 +6,7 @@ import subprocess
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from radtrack.listeners.wrappers import CommandWrapper
 from radtrack.run.listen import ListenerProc
@@ -62,3 +63,13 @@ class Interrupt:
     def __call__(self, signum: int, _frame: object) -> None:
         self.signum = signum
         self.event.set()
+
+
+class NodeHooks(Protocol):
+    """Node 0 of a multi-node row (radtrack/nodes/launch.py): told of the rows once they
+    exist (before their runs are made) and, once every row ended and before anything is
+    stored, waits for the other nodes' ends and sets the rows' status and node tags."""
+
+    def rows_made(self, rows: list[Row]) -> None: ...
+
+    def ended(self, rows: list[Row]) -> None: ...

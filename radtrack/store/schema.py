@@ -17,6 +17,7 @@ read from MLflow and :func:`stored_keys` to find a series again, so both forms r
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 SYSTEM_PREFIX = "system/"
@@ -100,13 +101,88 @@ def stopped_by_slurm(state: str) -> str:
     return f"slurm:{state}"
 
 
+# -- multi-node rows (radtrack/nodes/; docs/sheets.md#multi-node-rows) -------------------
+# Node 0 (the master, whose launcher creates the run) keeps the bare keys, traces and tags
+# of a one-node run; node K >= 1 has its series as ``node<K>/<key>`` (stored
+# ``system/node<K>/<key>``, MLflow's own ``system/<node>/...`` form), its summaries as
+# ``summary/node<K>/<key>/...``, its traces as ``telemetry/node<K>.<listener>.parquet``
+# and its facts as ``radtrack.node<K>.<name>`` tags. :func:`split_node` reads any of them back.
+NODES = "radtrack.nodes"  # on a multi-node row run: how many nodes it ran on
+NODES_FAILED = "radtrack.nodes.failed"  # which node(s) did not finish, and why
+NODE_PREFIX = "node"
+NODES_SUMMARY_PREFIX = SUMMARY_PREFIX + "nodes/"  # totals over every node of the run
+_NODE_SEGMENT = re.compile(r"node(\d+)")
+
+
+def node_scope(node: int) -> str:
+    """The key segment of node ``node``: ``node1``."""
+    return f"{NODE_PREFIX}{int(node)}"
+
+
+def node_tag(node: int | str, name: str) -> str:
+    """A fact of one node of a multi-node run: ``radtrack.node<K>.<name>`` (``name`` without
+    the ``radtrack.`` prefix: ``exit_code``, ``listener.top``, ``clock_offset_ms``)."""
+    return f"{TAG_PREFIX}{NODE_PREFIX}{node}.{name.removeprefix(TAG_PREFIX)}"
+
+
+def node_scoped(key: str, node: int) -> str:
+    """``key`` of node ``node``: the node segment goes after a ``system/`` or ``summary/``
+    prefix (``system/top/cpu_pct`` -> ``system/node1/top/cpu_pct``, ``top/cpu_pct`` ->
+    ``node1/top/cpu_pct``)."""
+    for prefix in (SYSTEM_PREFIX, SUMMARY_PREFIX):
+        if key.startswith(prefix):
+            return f"{prefix}{node_scope(node)}/{key[len(prefix):]}"
+    return f"{node_scope(node)}/{key}"
+
+
+def split_node(key: str) -> tuple[int | None, str]:
+    """The node a key is scoped to and the key without it (:func:`node_scoped` reversed):
+    ``system/node1/top/cpu_pct`` -> ``(1, "system/top/cpu_pct")``; ``(None, key)`` for a key
+    of no node (node 0 of a multi-node run, every one-node run)."""
+    for prefix in (SYSTEM_PREFIX, SUMMARY_PREFIX, ""):
+        if not key.startswith(prefix):
+            continue
+        head, sep, rest = key[len(prefix):].partition("/")
+        m = _NODE_SEGMENT.fullmatch(head)
+        if m and sep and rest:
+            return int(m.group(1)), prefix + rest
+        if prefix:
+            break  # a system/ or summary/ key is scoped right after its prefix, or not at all
+    return None, key
+
+
+def node_stream(listener: str, node: int) -> str:
+    """Node ``node``'s spool stream and trace name of ``listener``: ``node1.top``
+    (``telemetry/node1.top.parquet``); node 0 keeps the listener's own name."""
+    return listener if not node else f"{node_scope(node)}.{listener}"
+
+
+def split_node_stream(name: str) -> tuple[int | None, str]:
+    """A trace name read back: ``node1.top`` -> ``(1, "top")``, ``top`` -> ``(None, "top")``."""
+    head, sep, rest = name.partition(".")
+    m = _NODE_SEGMENT.fullmatch(head)
+    return (int(m.group(1)), rest) if m and sep and rest else (None, name)
+
+
+def node_summary_key(node: int, quantity: str) -> str:
+    """A node's own figure on a multi-node run: ``summary/node<K>/<quantity>`` (``duration_s``,
+    ``energy_j``), node 0 included."""
+    return f"{SUMMARY_PREFIX}{node_scope(node)}/{quantity}"
+
+
+def nodes_total_key(quantity: str) -> str:
+    """A figure over every node of a multi-node run: ``summary/nodes/<quantity>``
+    (``duration_s``: first start to last end; ``energy_j``; ``co2e_g``)."""
+    return NODES_SUMMARY_PREFIX + quantity
+
+
 # the documented tag patterns (docs/architecture.md), built by the helpers above
 TAG_PATTERNS: tuple[str, ...] = (
     listener_tag("<name>"), listener_tag("<name>", "sampler"),
     listener_tag("<name>", "unsupported"), listener_tag("<name>", "<detail>"),
     attribution_tag("gpu<i>"), attribution_tag("gpu<i>", "gpu"),
     attribution_tag("gpu<i>", "note"), attribution_tag("gpu<i>", "uuid"),
-    PARAM_TAG_PREFIX + "<name>")
+    PARAM_TAG_PREFIX + "<name>", node_tag("<k>", "<name>"))
 TAG_PATTERNS += (PARAM_CUT_PREFIX + "<name>",)
 
 
