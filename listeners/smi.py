@@ -250,6 +250,9 @@ class SmiListener(Listener):
                 out[f"{prefix}.sharing"] = "shared" if st.shared else "solo"
             if self.mps_client and self.tree is not None:
                 out[f"{prefix}.proc_sm_util_pct"] = f"absent: {MPS_CLIENT_REASON}"
+            if "energy_j" in st.keys:  # which of NVML's two doors to the counter is read
+                out[f"{prefix}.energy_source"] = ("NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION" if st.energy_field
+                                                  else "nvmlDeviceGetTotalEnergyConsumption")
             if st.backfill is not None:
                 out.update(st.backfill.tags(prefix))
         return out

@@ -152,6 +152,7 @@ def test_one_field_call_per_gpu_per_tick_with_every_field_due(monkeypatch):
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     smi.probe()
     assert all(st.energy_field for st in smi._states)
+    assert smi.tags()["radtrack.listener.smi.gpu2.energy_source"] == "NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION"
     fake.reset_counts()
     samples = _run(smi, 30.0, 1.0)
     for g in gpus:
@@ -189,6 +190,7 @@ def test_energy_field_not_used_where_it_disagrees_with_the_counter(monkeypatch):
     smi = _listener(["0"], 1.0)
     smi.probe()
     assert not smi._states[0].energy_field
+    assert smi.tags()["radtrack.listener.smi.gpu0.energy_source"] == "nvmlDeviceGetTotalEnergyConsumption"
     fake.reset_counts()
     assert "smi/gpu0/energy_j" in smi.sample()
     assert fake.count(ENERGY, gpu) == 1
