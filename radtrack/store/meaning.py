@@ -102,7 +102,13 @@ SUMMARY_COLUMNS: dict[str, str | tuple[str, str, str, str, str]] = {
     "activity_energy_j": ("device", "J", "energy", "GPU energy, activity model", "J"),
     "energy_note": ("run", "", "other", "why the energy's interval is wide", ""),
     "attribution": ("run", "", "other", "how the energy was split", ""),
+    "samples": ("run", "", "other", "readings in the run's span, fewest of its hardware series",
+                "readings"),
 }
+#: the report's short names of summary columns (radtrack/analysis/report_text.py HEADERS)
+COLUMN_ALIASES = {"host_cpu_pct": "cpu_pct_mean", "run_cpu_pct": "proc_cpu_pct_mean",
+                  "span_s": "duration_s", "gpu_util_pct": "gpu_util_pct_mean",
+                  "power_w": "power_w_mean"}
 #: summary/workload/<key> on a co-located workload's parent run (postrun/accounting.py)
 _WORKLOAD: dict[str, tuple[str, str, str, str]] = {  # key -> (unit, role, name, unit text)
     "energy_j": ("J", "energy", "workload GPU energy", "J"),
@@ -157,6 +163,15 @@ def describe(key: str, tags: Mapping[str, object] | None = None) -> Meaning:
     in a runs frame or bare) say whether a GPU was a MIG slice. Never raises for a name of
     an unknown shape: it is described as the run's own figure, ``declared`` False."""
     key = key.strip()
+    node, own = schema.split_node(key)
+    if node is not None:  # node K's figure of a multi-node run (radtrack/nodes/): as node 0's
+        base = describe(own, tags)
+        return replace(base, key=schema.node_scoped(base.key, node),
+                       name=f"node{node} {base.name}", label=f"node{node} {base.label}")
+    if key.startswith(schema.NODES_SUMMARY_PREFIX):  # a multi-node run's total over its nodes
+        base = describe(schema.SUMMARY_PREFIX + key[len(schema.NODES_SUMMARY_PREFIX):], tags)
+        return replace(base, key=key, name=f"all nodes: {base.name}",
+                       label=f"all nodes: {base.label}")
     name = schema.canonical_key(key)
     # a key stored under system/ is a listener's series, whatever its shape
     own = name.startswith(_OWN_PREFIXES) or name == schema.SPOOL_DROPPED_KEY
@@ -250,6 +265,8 @@ def _summary(key: str, rest: str) -> Meaning:
 def _column(column: str, key: str | None = None) -> Meaning:
     """A summary or report column (``proc_cpu_pct_mean``, ``energy_j``), or a script's own metric."""
     key = key or column
+    if column in COLUMN_ALIASES:
+        return replace(_column(COLUMN_ALIASES[column]), key=key)
     own = SUMMARY_COLUMNS.get(column)
     if isinstance(own, tuple):
         scope, unit, role, name, text = own

@@ -116,6 +116,13 @@ def test_radtracks_own_figures(key: str, scope: str, role: str, label: str) -> N
     assert (meaning.scope, meaning.role, meaning.label) == (scope, role, label)
 
 
+def test_the_reports_short_headers_are_described_as_their_columns() -> None:
+    assert describe("host_cpu_pct").label == "host CPU, mean (% of all cores)"
+    assert describe("run_cpu_pct").label == "run CPU, mean (% of one core)"
+    assert describe("power_w").label == "GPU power, mean (W)"
+    assert describe("span_s").unit == "s" and describe("samples").declared
+
+
 def test_every_summary_column_is_described() -> None:
     from radtrack.analysis.summary import QUANTITIES as SUMMARY
     for quantity in SUMMARY:
