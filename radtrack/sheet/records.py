@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import io
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -14,6 +15,7 @@ class Record:
     line: int  # 1-based line where the record starts
     cells: list[str]  # raw cells as the csv module returns them (not stripped)
     first: str = ""  # the record's first physical line, as in the file
+    text: str = ""  # the record's physical lines, as in the file (several: a multi-line cell)
 
 
 class _LineFeed:
@@ -46,9 +48,16 @@ class _LineFeed:
         raise StopIteration
 
 
+def physical_lines(text: str) -> list[str]:
+    """``text``'s lines as CSV and a text editor count them, ends kept: broken at ``\\n``,
+    ``\\r\\n`` and ``\\r`` only (str.splitlines also breaks at U+2028, U+0085, form feeds...,
+    which are characters inside a cell, not line ends)."""
+    return io.StringIO(text, newline="").readlines()
+
+
 def read_records(text: str) -> list[Record]:
     """Every non-comment, non-blank CSV record of ``text`` with its starting line number."""
-    feed = _LineFeed(text.splitlines(keepends=True))
+    feed = _LineFeed(physical_lines(text))
     # skipinitialspace: a quoted cell may be padded ('1,  "a,b"') as in radT sheets.
     reader = csv.reader(feed, skipinitialspace=True)
     records = []
@@ -58,7 +67,8 @@ def read_records(text: str) -> list[Record]:
             cells = next(reader)
         except StopIteration:
             break
-        records.append(Record(feed.start_line, cells, feed.lines[feed.start_line - 1]))
+        records.append(Record(feed.start_line, cells, feed.lines[feed.start_line - 1],
+                              "".join(feed.lines[feed.start_line - 1:feed.pos])))
     return records
 
 

@@ -34,7 +34,15 @@ from radtrack.sheet.cells import (
 from radtrack.sheet.checks import check_row, check_workloads
 from radtrack.sheet.columns import COLUMNS, OPTIONAL, REQUIRED, SLURM_COLUMNS, column_key
 from radtrack.sheet.host import check_against_host, check_gpu_requests
-from radtrack.sheet.records import Problems, Record, line_of, open_quote, read_records, read_text
+from radtrack.sheet.records import (
+    Problems,
+    Record,
+    line_of,
+    open_quote,
+    physical_lines,
+    read_records,
+    read_text,
+)
 from radtrack.sheet.slurm_checks import parse_cpus
 from radtrack.spec import RunSpec
 
@@ -83,7 +91,7 @@ def read_sheet(path: Path, defaults: dict[str, Any] | None = None, *,
     specs, parsed = [], []
     for rec in rows:
         labels = [names.get(i, f"cell {i + 1}") for i in range(len(rec.cells))]
-        if _unbalanced_quote(rec, labels, problems):
+        if _unbalanced_quote(rec, labels, problems, len(header.cells)):
             continue  # the record swallowed the lines after it: nothing in it can be trusted
         bad = _odd_cells(rec, labels, problems)
         spec, ok = _parse_row(rec, columns, len(header.cells), defaults, path, problems, bad)
@@ -113,20 +121,31 @@ def _refuse_other_delimiter(path: Path, header: Record) -> None:
                               f"header is separated by {name}); save it as CSV with commas"])
 
 
-def _unbalanced_quote(rec: Record, labels: list[str], problems: Problems) -> bool:
-    """A cell holding a line break: a '"' opened a quoted cell that did not close on its
-    line, and the csv reader ran on into the lines after it (or to the end of the file)."""
-    if not any("\n" in c or "\r" in c for c in rec.cells):
+def _unbalanced_quote(rec: Record, labels: list[str], problems: Problems,
+                      width: int | None = None) -> bool:
+    """A quoted cell over several lines (RFC 4180) that swallowed rows: a '"' opened a quoted
+    cell that did not close on its line, and the csv reader ran on into the lines after it,
+    rows included (one of them holds a whole row's commas: ``width`` cells, at most the
+    required columns), or to the end of the file. A quoted cell over several lines that holds
+    no row is a cell like any other (``_odd_cells`` says which columns take one). The header
+    (``width`` None) never spans lines."""
+    multi = [(c, lb) for c, lb in zip(rec.cells, labels, strict=False) if "\n" in c or "\r" in c]
+    if not multi:
+        return False
+    # a quote that never closes: the reader ran to the end of the file, taking the last
+    # line's break into the cell (a cell that closes after a line break has an even count)
+    at_end = rec.text.count('"') % 2 == 1 and any(c.endswith(("\n", "\r")) for c, _ in multi)
+    if width is not None and not at_end and not any(
+            _holds_a_row(cell, min(width, len(REQUIRED))) for cell, _ in multi):
         return False
     found = open_quote(rec.first)
     if found is None:  # a CR alone inside a cell
-        where, label = "", next(lb for c, lb in zip(rec.cells, labels, strict=False)
-                                if "\n" in c or "\r" in c)
+        where, label = "", multi[0][1]
     else:
         where = f" at character {found[0] + 1}"
         label = labels[found[1]] if found[1] < len(labels) else f"cell {found[1] + 1}"
-    span = sum(c.count("\n") for c in rec.cells)
-    if any(c.endswith("\n") for c in rec.cells):  # the csv reader met the end of the file
+    span = sum(max(len(physical_lines(c)) - 1, 0) for c in rec.cells)
+    if at_end:
         runs_on = "is never closed before the end of the file"
     else:
         runs_on = (f"does not close on this line, so the {span} line(s) after it, up to the "
@@ -137,15 +156,37 @@ def _unbalanced_quote(rec: Record, labels: list[str], problems: Problems) -> boo
     return True
 
 
+def _holds_a_row(cell: str, cells: int) -> bool:
+    """Whether a line after the first of a multi-line ``cell`` reads as a row of ``cells``
+    cells or more (a row the cell swallowed), not as text that goes on."""
+    for line in physical_lines(cell)[1:]:
+        try:
+            row = next(csv.reader([line], skipinitialspace=True), [])
+        except csv.Error:
+            continue
+        if len(row) >= cells:
+            return True
+    return False
+
+
+# columns whose text may go over several lines (a quoted cell): a line break there is a space
+_MULTI_LINE = ("Params", "Env")
+
+
 def _odd_cells(rec: Record, labels: list[str], problems: Problems) -> set[str]:
     """The text rule for every cell (radtrack/inputs.py): no NUL, tab or other control
-    character. Returns the columns refused, whose cells are not parsed further."""
+    character. Returns the columns refused, whose cells are not parsed further. A quoted
+    Params or Env cell over several lines reads as one line (its line breaks as spaces)."""
     bad = set()
-    for cell, label in zip(rec.cells, labels, strict=False):
+    for i, (cell, label) in enumerate(zip(rec.cells, labels, strict=False)):
+        if label in _MULTI_LINE and ("\n" in cell or "\r" in cell):
+            cell = rec.cells[i] = " ".join(line.strip() for line in physical_lines(cell))
         try:
             inputs.check_text(cell.strip())
         except ValueError as exc:
-            problems.add(f"the cell {exc}", rec.line, label)
+            hint = ("; a quoted cell may go over several lines only in "
+                    f"{' and '.join(_MULTI_LINE)}" if "\n" in cell or "\r" in cell else "")
+            problems.add(f"the cell {exc}{hint}", rec.line, label)
             bad.add(label)
     return bad
 

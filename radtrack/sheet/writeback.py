@@ -10,7 +10,7 @@ from pathlib import Path
 
 from radtrack.errors import SheetError
 from radtrack.sheet.columns import COLUMNS, column_key, status_cell
-from radtrack.sheet.records import read_records, read_text
+from radtrack.sheet.records import physical_lines, read_records, read_text
 
 
 def _cell_spans(text: str, start: int) -> tuple[list[tuple[int, int]], int]:
@@ -66,7 +66,7 @@ def _format_cell(old: str, value: str) -> str:
 
 def _line_offsets(text: str) -> list[int]:
     offsets = [0]
-    for line in text.splitlines(keepends=True):
+    for line in physical_lines(text):
         offsets.append(offsets[-1] + len(line))
     return offsets
 
