@@ -174,6 +174,6 @@ class MasterHooks:
             return
         parts = ", ".join(f"node{n} {v:.1f} s" for n in sorted(self.ends)
                           if (v := values.get(schema.node_summary_key(n, "duration_s"))) is not None)
-        total = values.get(schema.nodes_total_key("energy_j"))
+        total = values.get(schema.nodes_total_key("gpu_energy_j"))
         say(f"{row.name}: {len(self.ends)} nodes: {parts}"
-            + (f"; energy {total:.0f} J in all" if total is not None else ""))
+            + (f"; GPU energy {total:.0f} J in all" if total is not None else ""))

@@ -3,7 +3,7 @@
 The run is FINISHED only when every node's part finished (each decided as on one node:
 radtrack/run/finish.py ``decide_status``); else KILLED when a node was killed, stopped or
 lost, else FAILED. ``radtrack.nodes.failed`` says which node(s) and why; each node's facts
-go in ``radtrack.node<K>.*`` tags; its duration and energy in ``summary/node<K>/...`` and
+go in ``radtrack.node<K>.*`` tags; its duration and GPU energy in ``summary/node<K>/...`` and
 the run's totals in ``summary/nodes/...`` (radtrack/store/schema.py).
 """
 
@@ -91,10 +91,10 @@ def energy_of(frames: Mapping[str, pd.DataFrame]) -> float | None:
 
 
 def figures(ends: Mapping[int, NodeEnd | str], co2e_g_per_j: float | None = None) -> dict[str, float]:
-    """``summary/node<K>/duration_s|energy_j`` of every node that reported an end, and the
-    run's ``summary/nodes/duration_s`` (first start to last end, node 0's clock),
-    ``energy_j`` and ``co2e_g`` (only when every node reported its energy: a partial sum
-    is no total)."""
+    """``summary/node<K>/duration_s|gpu_energy_j`` of every node that reported an end, and
+    the run's ``summary/nodes/duration_s`` (first start to last end, node 0's clock),
+    ``gpu_energy_j`` and ``co2e_g`` (only when every node reported its energy: a partial
+    sum is no total)."""
     out: dict[str, float] = {}
     spans, energies = [], []
     for node, end in sorted(ends.items()):
@@ -105,13 +105,13 @@ def figures(ends: Mapping[int, NodeEnd | str], co2e_g_per_j: float | None = None
             out[schema.node_summary_key(node, "duration_s")] = end.ended - end.started
             spans.append((end.started, end.ended))
         if end.energy_j is not None:
-            out[schema.node_summary_key(node, "energy_j")] = end.energy_j
+            out[schema.node_summary_key(node, "gpu_energy_j")] = end.energy_j
         energies.append(end.energy_j)
     if spans:
         out[schema.nodes_total_key("duration_s")] = max(e for _, e in spans) - min(s for s, _ in spans)
     if energies and all(e is not None for e in energies):
         total = float(sum(e for e in energies if e is not None))
-        out[schema.nodes_total_key("energy_j")] = total
+        out[schema.nodes_total_key("gpu_energy_j")] = total
         if co2e_g_per_j is not None:
             out[schema.nodes_total_key("co2e_g")] = total * co2e_g_per_j
     return out

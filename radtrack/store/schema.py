@@ -166,13 +166,13 @@ def split_node_stream(name: str) -> tuple[int | None, str]:
 
 def node_summary_key(node: int, quantity: str) -> str:
     """A node's own figure on a multi-node run: ``summary/node<K>/<quantity>`` (``duration_s``,
-    ``energy_j``), node 0 included."""
+    ``gpu_energy_j``), node 0 included."""
     return f"{SUMMARY_PREFIX}{node_scope(node)}/{quantity}"
 
 
 def nodes_total_key(quantity: str) -> str:
     """A figure over every node of a multi-node run: ``summary/nodes/<quantity>``
-    (``duration_s``: first start to last end; ``energy_j``; ``co2e_g``)."""
+    (``duration_s``: first start to last end; ``gpu_energy_j``; ``co2e_g``)."""
     return NODES_SUMMARY_PREFIX + quantity
 
 
