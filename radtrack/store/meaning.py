@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 
@@ -36,7 +36,7 @@ from radtrack.listeners.base import (
 )
 from radtrack.store import schema
 
-__all__ = ["ROLES", "SCOPES", "SUMMARY_COLUMNS", "Meaning", "describe"]
+__all__ = ["ROLES", "SCOPES", "SUMMARY_COLUMNS", "Meaning", "describe", "with_role"]
 
 #: the statistics a summary key or a summary column ends in
 STATS = {"mean": "mean", "min": "min", "max": "max", "p95": "95th percentile"}
@@ -57,6 +57,9 @@ class Meaning:
     label: str  # "run CPU, mean (% of one core)"
     stat: str = ""  # a summary's statistic (mean, min, max, p95, total), "" for a series
     declared: bool = True  # False: read from the key's shape, no listener declares it
+    #: what the declaration's placeholders matched: (("i", "0"),) for smi/gpu0/power_w,
+    #: (("rail", "vdd_gpu_soc"),) for tegrastats/power/vdd_gpu_soc_mw
+    ids: tuple[tuple[str, str], ...] = ()
 
     @property
     def scope_text(self) -> str:
@@ -188,6 +191,16 @@ def describe(key: str, tags: Mapping[str, object] | None = None) -> Meaning:
     return meaning
 
 
+def with_role(keys: Iterable[str], *roles: str, scope: str | None = None) -> list[str]:
+    """The keys among ``keys`` whose role is one of ``roles`` (and scope ``scope``), in their
+    order: how a reader picks series by what they are, never by listener name
+    (``with_role(keys, "device_power")`` finds smi's, tegrastats' input rail, a plugin's)."""
+    unknown = set(roles) - set(ROLES)
+    if unknown:
+        raise ValueError(f"unknown role(s) {sorted(unknown)}: roles are {', '.join(ROLES)}")
+    return [k for k in keys if (m := describe(k)).role in roles and (scope is None or m.scope == scope)]
+
+
 @cache
 def _describe(key: str) -> Meaning:
     for suffix, unit, what, text in _CI:
@@ -302,8 +315,8 @@ def _listener(key: str) -> Meaning:
         values = series.match(key)
         if values is not None:  # a family key (smi/gpu*/power_w) as well as a stored one
             label = re.sub(r"<([a-z_]+)>", lambda m, found=values: found.get(m[1], m[0]), series.label)
-            return _meaning(key, series.scope, series.unit, series.role, label,
-                            series.unit_text or series.unit)
+            return replace(_meaning(key, series.scope, series.unit, series.role, label,
+                                    series.unit_text or series.unit), ids=tuple(values.items()))
     return _shape(key)
 
 

@@ -18,7 +18,7 @@ from radtrack.listeners.tegrastats import SERIES as TEGRASTATS
 from radtrack.listeners.tegrastats import parse_line
 from radtrack.listeners.top import SERIES as TOP
 from radtrack.store import schema
-from radtrack.store.meaning import SUMMARY_COLUMNS, describe
+from radtrack.store.meaning import SUMMARY_COLUMNS, describe, with_role
 
 BUILT_IN = {"smi": SMI, "dcgm": DCGM, "top": TOP, "iostat": IOSTAT, "tegrastats": TEGRASTATS}
 _FILL = {"i": "0", "n": "3", "disk": "nvme0n1", "sensor": "coretemp", "rail": "vdd_gpu_soc"}
@@ -172,3 +172,18 @@ def test_metric_spec_stays_compatible_and_checks_what_it_is_told() -> None:
         Series("a/<i>/power_w", "W", "device_power", "board", "power")
     spec = Series("a/gpu<i>/x_w", "W", "device_power", "device", "GPU <i> x").spec("a/gpu3/x_w")
     assert spec.label == "GPU 3 x" and spec.unit_text == "W"
+
+
+def test_readers_pick_series_by_role_never_by_listener_name() -> None:
+    keys = ["system/smi/gpu0/power_w", "smi/gpu0/power_avg_w", "smi/gpu0/energy_j", "top/cpu_pct",
+            "tegrastats/power/vdd_in_mw", "tegrastats/power/vdd_gpu_soc_mw", "newvendor/gpu0/power_w",
+            "attribution/gpu0/attributed_power_w", "top/proc/cpu_pct"]
+    assert with_role(keys, "device_power") == ["system/smi/gpu0/power_w", "smi/gpu0/power_avg_w",
+                                               "tegrastats/power/vdd_in_mw"]
+    assert with_role(keys, "energy_counter") == ["smi/gpu0/energy_j"]
+    assert with_role(keys, "power_rail") == ["tegrastats/power/vdd_gpu_soc_mw"]
+    assert with_role(keys, "host_cpu", "proc_cpu", scope="run") == ["top/proc/cpu_pct"]
+    assert describe("smi/gpu3/power_w").ids == (("i", "3"),)
+    assert describe("tegrastats/power/vdd_gpu_soc_avg_mw").ids == (("rail", "vdd_gpu_soc"),)
+    with pytest.raises(ValueError, match="unknown role"):
+        with_role(keys, "power")
