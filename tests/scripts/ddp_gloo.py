@@ -2,7 +2,8 @@
 --backend nccl on GPUs): each rank trains a linear model for --steps steps, all-reducing
 its gradients; rank 0 prints the final weight sum. With --hold FILE, every rank writes
 FILE.<rank> once it has stepped once, then keeps stepping until FILE exists (a test kills
-a node meanwhile). Prints its rank variables first."""
+a node meanwhile); --matmul N adds an NxN matmul load to each step. Prints its rank
+variables first."""
 
 import argparse
 import os
@@ -17,6 +18,7 @@ p.add_argument("--steps", type=int, default=20)
 p.add_argument("--backend", default="gloo")
 p.add_argument("--hold", default=None)
 p.add_argument("--step-s", type=float, default=0.01)
+p.add_argument("--matmul", type=int, default=0, help="an NxN matmul each step (load)")
 a = p.parse_args()
 print("env", {k: os.environ.get(k) for k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK",
                                               "NODE_RANK", "LOCAL_RANK")}, flush=True)
@@ -33,6 +35,11 @@ while True:
     opt.zero_grad()
     loss.backward()
     opt.step()
+    if a.matmul:
+        m = torch.randn(a.matmul, a.matmul, device=device)
+        for _ in range(10):
+            m = (m @ m).tanh()
+        float(m.sum())
     step += 1
     if a.hold:
         Path(f"{a.hold}.{rank}").touch()
