@@ -64,17 +64,14 @@ class RunSpec:
 
     @property
     def collocation_kind(self) -> str:
-        """"plain", "mps" or "mig"."""
+        """"plain", "mps" or "mig": how placement shares a GPU (what a co-located row
+        shared, in words, GPU time-slicing or the CPUs only, is :func:`sharing_text`'s)."""
         c = self.collocation.strip().lower()
         if c in ("", "-"):
             return "plain"
         if c == "mps" or c.startswith("mps:"):
             return "mps"
         return "mig"
-
-    def sharing(self, others: int, uses_gpu: bool | None) -> str:
-        """What this row shared with ``others`` co-located rows (:func:`sharing_text`)."""
-        return sharing_text(self.collocation, others, uses_gpu)
 
     @property
     def mps_percentage(self) -> int | None:

@@ -178,3 +178,18 @@ def test_summary_headers_give_the_unit_and_tooltips_whose_figure() -> None:
     assert column_help("loss_mean").startswith("loss, mean; scope: run; the script's own")
     for column in ("run", "status", "collocation", "cpu_pct_mean", "energy_j", "duration_s", "loss"):
         assert column_help(column) != column, "a tooltip says more than the header's name"
+
+
+@pytest.mark.parametrize(("collocation", "others", "uses_gpu", "text"), [
+    ("-", 0, True, "solo"),
+    ("", 2, True, "GPU time-slicing with 2"),
+    ("-", 1, False, "CPU only, shared with 1"),
+    ("-", 1, None, "co-located with 1"),
+    ("mps:50", 1, None, "MPS 50 % with 1"),
+    ("MPS", 0, None, "MPS"),
+    ("1g.10gb", 3, True, "MIG slice 1g.10gb"),
+])
+def test_the_words_for_what_a_row_shared(collocation: str, others: int, uses_gpu: bool | None,
+                                         text: str) -> None:
+    from radtrack.spec import sharing_text
+    assert sharing_text(collocation, others, uses_gpu) == text
