@@ -22,6 +22,8 @@ from radtrack.frontend.colocation import description
 from radtrack.frontend.data import Series
 from radtrack.frontend.downsample import DEFAULT_BUDGET, downsample, rolling_mean, visible_window
 from radtrack.frontend.units import axis_title, gpu_family, unit_text
+from radtrack.store.meaning import describe
+from radtrack.store.schema import attribution_key
 
 # Plotly's D3 palette, then a darker set: distinguishable for the first ten runs.
 PALETTE: tuple[str, ...] = (
@@ -126,11 +128,20 @@ _DASHES = ("solid", "dot", "dash", "dashdot", "longdash", "longdashdot")
 TITLE_LINE_CHARS = 30
 
 
-def y_title(key: str) -> dict:
+#: what a power subplot shows where its traces are runs' attributed shares (attributed.py)
+_SHARE_KEY = attribution_key("gpu0", "attributed_power_w")
+
+
+def y_title(key: str, shares: str = "") -> dict:
     """A subplot's y axis title: what the series is and whose, with its unit (radtrack/store/
-    meaning.py: ``run CPU (% of one core)``, ``host CPU (% of all cores)``); a title longer
-    than the subplot is high breaks before its unit, rather than running into the next one."""
-    title = axis_title(key)
+    meaning.py: ``run CPU (% of one core)``, ``host CPU (% of all cores)``); ``shares``:
+    ``all`` or ``some`` where its traces are runs' attributed power instead of the GPU's. A
+    title longer than the subplot is high breaks before its unit, rather than running into
+    the next one."""
+    title = axis_title(_SHARE_KEY if shares == "all" else key)
+    if shares == "some":  # "GPU power, or the run's share (W)"
+        whole, share = describe(key), describe(_SHARE_KEY)
+        title = f"{whole.name}, or the run's share ({share.unit_text})"
     if len(title) > TITLE_LINE_CHARS and title.endswith(")") and " (" in title:
         name, _, unit = title.rpartition(" (")
         title = f"{name}<br>({unit}"
@@ -229,6 +240,14 @@ def chart_arrays(metrics: Sequence[str], run_ids: Sequence[str],
     return out
 
 
+def _shares(members: Sequence[str], present: set[tuple[str, str]],
+            attributed: set[tuple[str, str]]) -> str:
+    """``all``, ``some`` or '': how many of a subplot's traces show a run's attributed power."""
+    shown = [pair for pair in present if pair[1] in members]
+    swapped = [pair for pair in shown if pair in attributed]
+    return "" if not swapped else "all" if len(swapped) == len(shown) else "some"
+
+
 def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[str, str],
                 series: Mapping[tuple[str, str], Series], options: ChartOptions,
                 uirevision: str = "chart", attributed: set[tuple[str, str]] | None = None) -> dict:
@@ -247,8 +266,11 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
     gap = min(0.08, 0.3 / rows)
     height = (1.0 - gap * (rows - 1)) / rows
     white = _white()
+    present = {(r, m) for m in metrics for r in run_ids if len(series.get((r, m), ())) > 0}
+    titles = {key: y_title(key, _shares(members, present, attributed or set()))
+              for key, members in groups}
     # a two-line y title (y_title) takes one more line's width at the left
-    two_lines = any("<br>" in y_title(key)["text"] for key, _ in groups)
+    two_lines = any("<br>" in title["text"] for title in titles.values())
     margin = {"l": 84 if two_lines else 70, "r": 20, "t": 40, "b": 64 if options.xmode == "wall" else 50}
     total = SUBPLOT_HEIGHT * rows + 90
     layout: dict[str, object] = {
@@ -284,7 +306,7 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
         # zoomed to stays in view)
         yaxis: dict[str, object] = {"anchor": "x", "domain": [max(top - height, 0.0), top],
                                     "type": "log" if options.logy else "linear",
-                                    "fixedrange": True, "title": y_title(title_key)}
+                                    "fixedrange": True, "title": titles[title_key]}
         if options.logy:
             yaxis["tickformat"] = "~s"  # 100, 200, 500 rather than a digit per minor tick
         layout[f"yaxis{suffix}"] = _merged(white["yaxis"], yaxis)

@@ -108,7 +108,9 @@ def test_chart_has_units_unified_hover_x_only_zoom_and_overlaid_gpu_names() -> N
                       attributed={("a", "smi/gpu0/power_w")})
     layout = fig["layout"]
     assert layout["hovermode"] == "x unified" and layout["yaxis"]["fixedrange"] is True
-    assert layout["yaxis"]["title"]["text"] == "GPU power (W)" and "yaxis2" not in layout
+    # gpu0 shows the run's share, gpu1 the GPU's: the axis says both
+    assert layout["yaxis"]["title"]["text"] == "GPU power, or the run's share<br>(W)"
+    assert "yaxis2" not in layout
     assert [t["name"] for t in fig["data"]] == ["exp-1 A · gpu0 (attributed)", "exp-1 A · gpu1"]
     assert fig["data"][0]["hovertemplate"] == "%{y:.4g} W"
     assert layout["legend"]["y"] > 1.05  # above the first subplot's title, not over it
@@ -193,3 +195,15 @@ def test_the_words_for_what_a_row_shared(collocation: str, others: int, uses_gpu
                                          text: str) -> None:
     from radtrack.spec import sharing_text
     assert sharing_text(collocation, others, uses_gpu) == text
+
+
+def test_a_power_subplot_of_attributed_shares_says_so_on_its_axis() -> None:
+    key = "smi/gpu0/power_w"
+    series = {(r, key): _series(r, key, w) for r, w in (("a", 300.0), ("b", 120.0))}
+    both = build_chart([key], ["a", "b"], {}, series, ChartOptions(),
+                       attributed={("a", key), ("b", key)})
+    assert both["layout"]["yaxis"]["title"]["text"] == "run's share of GPU power (W)"
+    one = build_chart([key], ["a", "b"], {}, series, ChartOptions(), attributed={("a", key)})
+    assert one["layout"]["yaxis"]["title"]["text"].replace("<br>", " ") == "GPU power, or the run's share (W)"
+    none = build_chart([key], ["a", "b"], {}, series, ChartOptions(), attributed=set())
+    assert none["layout"]["yaxis"]["title"]["text"] == "GPU power (W)"

@@ -131,12 +131,13 @@ def test_colocated_power_is_attributed_by_default_and_the_whole_gpu_on_request(
     # units on the axis and in the hover; one hover box for every run; box zoom x only
     layout = web.evaluate(f"() => ({{title: {GD}.layout.yaxis.title.text, "
                           f"hover: {GD}.layout.hovermode, fixed: {GD}.layout.yaxis.fixedrange}})")
-    assert layout == {"title": "GPU power (W)", "hover": "x unified", "fixed": True}
+    assert layout == {"title": "run's share of GPU power (W)", "hover": "x unified", "fixed": True}
     assert all(t["hover"].endswith(" W") for t in shown)
     web.locator("#power").get_by_text("whole GPU").click()
     web.wait_for_function(f"!{GD}._fullData[0].name.endsWith('(attributed)')")
     whole = trace_info(web)
     assert all(t["y0"] not in (300.0, 120.0) for t in whole)
+    assert web.evaluate(f"() => {GD}.layout.yaxis.title.text") == "GPU power (W)"
     # the address bar follows in its own answer, after the chart's
     web.wait_for_function("location.search.includes('power=gpu')")
 
