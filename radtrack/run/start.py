@@ -47,7 +47,9 @@ def tree_env(row: Row) -> dict[str, str]:
     radtrack finds the processes the script left behind (stopping.leftovers). Listeners get
     ``row.env`` without either."""
     e = dict(row.env)
-    kept = [p for p in e.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(HOOK_DIR)]
+    theirs = e.get("PYTHONPATH", "")
+    # kept as given (an empty entry is the working folder), our folder not twice
+    kept = [p for p in theirs.split(os.pathsep) if p != str(HOOK_DIR)] if theirs else []
     e["PYTHONPATH"] = os.pathsep.join([str(HOOK_DIR), *kept])
     e[renv.TREE] = row.key
     return e
