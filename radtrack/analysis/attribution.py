@@ -162,30 +162,42 @@ def cumulative_energy(use: GpuUse, at: np.ndarray) -> np.ndarray:
 
 
 def gpu_window_energy(uses: Sequence[GpuUse], edges: np.ndarray) -> np.ndarray:
-    """Joules per window of one GPU over the part of each window the readings cover, from
-    whichever run's readings cover it (they all read the same device; the longest-covering
-    run first). NaN where none does. A window the readings cover only in part (the first,
+    """Joules per window of one GPU over the part of each window the readings cover: the
+    union of the runs' readings of the device, each over its own span (a run's listeners
+    stop at its end: its partners' readings cover the GPU after it). Where several runs'
+    readings cover the same moment, the run of the longest span counts (they all read the
+    same device). NaN where none does. A window the readings cover only in part (the first,
     a few ms before the listener's first reading) keeps the covered part."""
+    covers = [(use, cover) for use in sorted(uses, key=lambda u: -(u.end - u.start))
+              if (cover := _coverage(use)) is not None]
     out = np.full(len(edges) - 1, np.nan)
-    for use in sorted(uses, key=lambda u: -(u.end - u.start)):
-        cover = _coverage(use)
-        if cover is None:
-            continue
-        lo, hi = cover
-        clamped = np.clip(edges, lo, hi)
-        e = np.diff(cumulative_energy(use, clamped))
-        touched = (edges[1:] > lo) & (edges[:-1] < hi)
-        fill = np.isnan(out) & touched & np.isfinite(e)
-        out[fill] = np.maximum(e[fill], 0.0)
+    if not covers:
+        return out
+    # the pieces between every window edge and every run's coverage bound, each measured by
+    # the first run (longest span) whose readings cover it
+    cuts = np.unique(np.concatenate([edges, [b for _, c in covers for b in c]]))
+    cuts = cuts[(cuts >= edges[0]) & (cuts <= edges[-1])]
+    piece = np.full(len(cuts) - 1, np.nan)
+    for use, (lo, hi) in covers:
+        todo = np.isnan(piece) & (cuts[:-1] >= lo) & (cuts[1:] <= hi)
+        if todo.any():
+            e = cumulative_energy(use, cuts)
+            piece[todo] = np.maximum(np.diff(e)[todo], 0.0)
+    window = np.clip(np.searchsorted(edges, cuts[:-1], side="right") - 1, 0, len(out) - 1)
+    known = np.isfinite(piece)
+    sums = np.bincount(window[known], weights=piece[known], minlength=len(out))
+    touched = np.bincount(window[known], minlength=len(out)) > 0
+    out[touched] = sums[touched]
     return out
 
 
 def _coverage(use: GpuUse) -> tuple[float, float] | None:
-    """The span over which the run's readings give the GPU's energy."""
+    """The span over which the run's readings give the GPU's energy, inside the run's span."""
     for quantity in ("energy_j", "power_w"):
         t, _ = _clean(*use.readings.get(quantity, (np.array([]), np.array([]))))
         if len(t) >= 2:
-            return float(t[0]), float(t[-1])
+            lo, hi = max(float(t[0]), use.start), min(float(t[-1]), use.end)
+            return (lo, hi) if hi > lo else None
     return None
 
 
@@ -267,17 +279,20 @@ def _activity(uses: Sequence[GpuUse], edges: np.ndarray, mps_rule: str
     everything = [_steps(*u.readings["all_procs_sm_util_pct"], edges) for u in uses
                   if u.mode != "mig" and u.has("all_procs_sm_util_pct")]
     if everything:
-        # Only where every run's own reading covers the whole window: listeners read at
-        # their own moments, and a window one of them covers only in part would show that
-        # run's work as someone else's.
+        # Only where every run in the window has its own reading over its part of it
+        # (listeners read at their own moments, and a window one of them covers only in
+        # part would show that run's work as someone else's), and a run's reading of every
+        # process covers the whole window (the runs' readings together: a run's listeners
+        # stop at its end, its partners' read on).
         complete = np.ones(n, dtype=bool)
         for i, u in enumerate(uses):
             own_key = "mps_sm_util_pct" if u.mode == "mps" else "proc_sm_util_pct"
             if u.mode != "mig" and u.has(own_key):
                 covered = _steps(*u.readings[own_key], edges)[1]
-                complete &= (inside[i] == 0) | (covered >= 0.999)
-        complete &= np.min([c for _, c in everything], axis=0) >= 0.999
-        other = np.where(complete, np.clip(_nanmean([m for m, _ in everything]) - own, 0.0, None), 0.0)
+                complete &= (inside[i] == 0) | (covered >= np.minimum(inside[i], 1.0) - 0.001)
+        whole = [np.where(c >= 0.999, m, np.nan) for m, c in everything]
+        complete &= np.isfinite(np.vstack(whole)).any(axis=0)
+        other = np.where(complete, np.clip(_nanmean(whole) - own, 0.0, None), 0.0)
     return act, other, list(dict.fromkeys(methods)), notes
 
 

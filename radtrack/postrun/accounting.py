@@ -118,7 +118,10 @@ def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
     hi = np.minimum(acc.edges[1:], item.use.end)
     inside = np.clip(hi - lo, 0.0, None)
     energy = acc.energy[run].to_numpy()
-    share = acc.share[run].to_numpy()
+    # its share while it ran: the account's share of a window the run held only in part
+    # is over the whole window (attribution._activity weighs it by the run's part)
+    with np.errstate(all="ignore"):
+        share = np.where(inside > 0, acc.share[run].to_numpy() * widths / np.where(inside > 0, inside, 1.0), 0.0)
     now = time.time()
     key = schema.attribution_summary_key(scope, "energy_j")
     points = [(key, energy.sum(), now, 0)]
@@ -130,8 +133,10 @@ def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
                        float((share * inside).sum() / inside.sum()), now, 0))
     step = 0
     for k in np.flatnonzero(inside > 0):
-        mid = (acc.edges[k] + acc.edges[k + 1]) / 2
-        points += [(stored_key(schema.attribution_key(scope, "attributed_power_w")), energy[k] / widths[k], mid, step),
+        # over the run's part of the window (the windows are the workload's; a run starts
+        # or ends inside one): its power there, at the middle of that part, in its span
+        mid = (lo[k] + hi[k]) / 2
+        points += [(stored_key(schema.attribution_key(scope, "attributed_power_w")), energy[k] / inside[k], mid, step),
                    (stored_key(schema.attribution_key(scope, "sm_share_pct")), share[k], mid, step)]
         step += 1
     _log(client, run, _metrics(points))

@@ -10,7 +10,9 @@
 - for the row: ``listeners_cpu_s`` (their sum), ``store_cpu_s`` (the launcher's storing:
   the reader threads that parse and spool the listeners' lines, the shipper thread until
   the end of the run, and the end-of-run shipping and trace writing), ``cpu_pct`` (both
-  over the row's duration, % of one core), ``points`` (listener metric points stored),
+  over the row's span, % of one core: its listeners run for its span only, stopped as its
+  process ends while its partners run on: radtrack/run/supervise.py), ``points``
+  (listener metric points stored),
   ``spool_bytes`` (the listeners' lines as received) and ``missed`` (all listeners).
 
 Nothing here reads the store or waits: it is arithmetic over what the launcher already
@@ -138,7 +140,7 @@ class Meter:
 def record(client: MlflowClient, row: Row, meter: Meter) -> None:
     """Store the row's ``summary/monitoring/*`` metrics on its run (one log_batch); a
     failure is said, never fatal: the cost is a note about the run, not its data."""
-    from radtrack.run.start import say
+    import sys
 
     released = row.folder / "released"
     try:
@@ -150,4 +152,6 @@ def record(client: MlflowClient, row: Row, meter: Meter) -> None:
         client.log_batch(row.run_id, metrics=meter.metrics(end - start if start else 0.0,
                                                            int(end * 1000)))
     except Exception as exc:  # noqa: BLE001
-        say(f"{row.spec.letter}: could not store what monitoring cost: {type(exc).__name__}: {exc}")
+        # the launcher's line format (start.say), not imported: start imports finish, which imports this
+        print(f"[radtrack] {row.spec.letter}: could not store what monitoring cost: "
+              f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)

@@ -68,6 +68,7 @@ def spawn_rows(rows: list[Row], grace: float, spool_root: Path) -> list[int]:
     for i, row in enumerate(rows):
         row.folder.mkdir(parents=True, exist_ok=True)
         row.sink = Sink.unbound(spool_root, row.key)
+        row.sink.hold()  # nothing is the run's before its start (radtrack/run/supervise.py)
         r, w = os.pipe()
         barrier_w.append(w)
         row.env[BARRIER_FD] = str(r)
@@ -216,8 +217,17 @@ def release(barrier_w: list[int]) -> float:
 
 
 def stop_row_listeners(row: Row) -> None:
-    for lp in row.lprocs:
+    """Stop the row's listeners, each after its final reading (the end of the row's span:
+    radtrack/run/supervise.py stops them as its process ends), all at once: a shared
+    sampler's members stop together, the others each in a thread. Safe twice."""
+    procs = [lp for lp in row.lprocs if lp.sampler is None or lp is lp.sampler.members[0]]
+    threads = [threading.Thread(target=lp.stop, daemon=True, name=f"stop-{lp.name}") for lp in procs[1:]]
+    for t in threads:
+        t.start()
+    for lp in procs[:1]:
         lp.stop()
+    for t in threads:
+        t.join()
     row.listening = False
 
 

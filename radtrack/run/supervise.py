@@ -1,4 +1,9 @@
-"""Watch a released workload until every row's process has ended: signals, limits, listeners."""
+"""Watch a released workload until every row's process has ended: signals, limits, listeners.
+
+Each row's span ends with its own process: the supervisor ends its sink's span then (no
+sample after it is stored on the run: radtrack/store/spool.py) and stops its listeners at
+once, in the background, while its partners run on; their final readings close the span.
+"""
 
 from __future__ import annotations
 
@@ -25,6 +30,20 @@ def supervise(rows: list[Row], stop: threading.Event, released: float,
     note listener restarts, print progress every PROGRESS_EVERY_S."""
     last_progress = time.monotonic()
     running = set(range(len(rows)))
+    for row in rows:
+        if row.started and row.sink is not None and not row.spec.manual:
+            row.sink.set_start(row.started)
+    stopping: list[threading.Thread] = []
+    try:
+        _watch(rows, running, stop, released, clock, tick, stopping, last_progress)
+    finally:
+        for t in stopping:
+            t.join()
+
+
+def _watch(rows: list[Row], running: set[int], stop: threading.Event, released: float,
+           clock: Callable[[], float], tick: float, stopping: list[threading.Thread],
+           last_progress: float) -> None:
     while running:
         if stop.is_set():
             for i in running:
@@ -45,7 +64,7 @@ def supervise(rows: list[Row], stop: threading.Event, released: float,
                     row.stopper.request()
             row.stopper.tick()
             if row.proc.poll() is not None:
-                row.ended = row.ended or clock()
+                stopping += end_span(row, clock)
                 running.discard(i)
                 reap_group(row.proc.pid)
         if time.monotonic() - last_progress >= PROGRESS_EVERY_S and running:
@@ -55,6 +74,22 @@ def supervise(rows: list[Row], stop: threading.Event, released: float,
             time.sleep(tick)
 
 
+def end_span(row: Row, clock: Callable[[], float] = time.time) -> list[threading.Thread]:
+    """The row's process ended: its span ends now (or where --manual's control file ended
+    it), and its listeners stop in a thread of their own (returned, to be joined) so that
+    the partners' supervision goes on meanwhile."""
+    if row.sink is not None:
+        row.ended = row.sink.set_end(row.ended or clock)
+    else:
+        row.ended = row.ended or clock()
+    if not row.listening:
+        return []
+    t = threading.Thread(target=stop_row_listeners, args=(row,), daemon=True,
+                         name=f"stop-listeners-{row.spec.letter}")
+    t.start()
+    return [t]
+
+
 def manual_control(row: Row) -> None:
     """--manual: listeners and timing follow the script's RADTBenchmark context."""
     if not row.spec.manual:
@@ -62,9 +97,13 @@ def manual_control(row: Row) -> None:
     control = row.folder / "control"
     if not row.listening and not row.started and (control / "start").exists():
         row.started = float((control / "start").read_text() or time.time())
+        if row.sink is not None:
+            row.sink.set_start(row.started)
         start_row_listeners(row)
     if row.listening and (control / "stop").exists():
         row.ended = float((control / "stop").read_text() or time.time())
+        if row.sink is not None:
+            row.sink.set_end(row.ended)
         stop_row_listeners(row)
 
 

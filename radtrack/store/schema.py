@@ -223,6 +223,12 @@ def monitoring_key(listener: str, quantity: str) -> str:
     return f"{MONITORING_PREFIX}{listener}/{quantity}"
 
 
+# summary/<key>/<stat> of a listener series over the run's span (radtrack/store/traces.py):
+# its time-weighted mean, min, max and, as READINGS_STAT, how many readings the listener
+# took inside the span (the span's two end points not counted: radtrack/store/spans.py)
+READINGS_STAT = "n"
+
+
 def summary_key(key: str, stat: str | None = None) -> str:
     """``summary/<key>`` (a total, e.g. an energy counter's delta) or ``summary/<key>/<stat>``."""
     return f"{SUMMARY_PREFIX}{key}" if stat is None else f"{SUMMARY_PREFIX}{key}/{stat}"

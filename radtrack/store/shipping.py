@@ -6,7 +6,9 @@ a tracking server as log_batch calls of at most 1000 metrics, several in flight
 (radtrack/store/restwriter.py). ``<listener>.shipped`` counts the spool lines already
 stored, and only advances over a stream's calls in order, so shipping resumes where it
 stopped after an outage or a crash; MLflow's metric primary key makes a resent batch
-idempotent, so every sample is stored exactly once.
+idempotent, so every sample is stored exactly once. Only the samples inside the run's span
+(spool.Span) are stored: one stamped before its start or after its end is the workload's
+(its partners' listeners cover the device then), never the run's; it stays in the spool.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from radtrack.store import scriptlog
 from radtrack.store.outage import scrub
 from radtrack.store.restwriter import NotSent, RestMetricWriter
 from radtrack.store.schema import SYSTEM_PREFIX
-from radtrack.store.spool import MAX_METRICS_PER_CALL, SHIPPED_SUFFIX, Pending, Spool, Stream
+from radtrack.store.spool import MAX_METRICS_PER_CALL, SHIPPED_SUFFIX, Pending, Span, Spool, Stream
 from radtrack.store.sqlwriter import SqlMetricWriter
 
 if TYPE_CHECKING:
@@ -115,16 +117,19 @@ class Shipper:
         per_stream: list[list[Work]] = []
         more = False
         for s in list(self.spool.streams.values()):
-            with self.spool.lock:
+            with self.spool.lock:  # the span as it stands when these samples are taken
+                span = Span(self.spool.span.start, self.spool.span.end, self.spool.span.held)
                 waiting = len(s.pending)
                 pending = s.pending[:ROUND_CALLS * MAX_METRICS_PER_CALL]  # >= ROUND_CALLS chunks
+            if span.held:
+                return [], False
             chunks = _chunks(pending)
             if len(chunks) > ROUND_CALLS:
                 chunks, more = chunks[:ROUND_CALLS], True
             elif waiting > len(pending):  # samples without values fill no chunk
                 more = True
             if chunks:
-                per_stream.append([(s, chunk, _points(chunk)) for chunk in chunks])
+                per_stream.append([(s, chunk, _points(chunk, span)) for chunk in chunks])
         return per_stream, more
 
     def _ship_sql(self, per_stream: list[list[Work]]) -> bool:
@@ -171,7 +176,7 @@ class Shipper:
         self._failing = False
         with self.spool.lock:  # only ship() removes, and only from the front
             del s.pending[:len(chunk)]
-            s.pending_points -= len(points)
+            s.pending_points -= sum(len(p.values) for p in chunk)  # outside the span too
         self.stored += len(points)
         self._mark_shipped(s, chunk[-1].line + 1)
 
@@ -203,11 +208,14 @@ def _chunks(pending: list[Pending]) -> list[list[Pending]]:
     return out
 
 
-def _points(chunk: list[Pending]) -> list[Point]:
-    """(key, value, timestamp ms, step) points; plain tuples keep the hot path cheap. Keys
-    get MLflow's ``system/`` prefix (radtrack/store/schema.py); spool and Parquet keep the bare form."""
+def _points(chunk: list[Pending], span: Span | None = None) -> list[Point]:
+    """(key, value, timestamp ms, step) points of the samples inside ``span``; plain tuples
+    keep the hot path cheap. Keys get MLflow's ``system/`` prefix (radtrack/store/schema.py);
+    spool and Parquet keep the bare form."""
     out: list[Point] = []
     for p in chunk:
+        if span is not None and not span.holds(p.t):
+            continue  # spooled, not the run's
         ms, step = int(p.t * 1000), p.step
         out += [(SYSTEM_PREFIX + k, float(v), ms, step) for k, v in p.values.items()]
     return out

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +24,7 @@ from radtrack.store.outage import scrub
 from radtrack.store.recovery import read_meta, read_spool, reopen_streams
 from radtrack.store.restwriter import RestMetricWriter
 from radtrack.store.shipping import FLUSH_EVERY_S, Shipper
-from radtrack.store.spool import MAX_METRICS_PER_CALL, Spool, hold, write_meta
+from radtrack.store.spool import MAX_METRICS_PER_CALL, Span, Spool, hold, write_meta
 from radtrack.store.sqlwriter import SqlMetricWriter
 from radtrack.store.traces import store_traces, summarize
 
@@ -104,6 +105,33 @@ class Sink:
     def emitted(self, listener: str) -> int:
         return self.spool.emitted(listener)
 
+    # -- the run's span ------------------------------------------------------------------
+    def hold(self) -> None:
+        """Store nothing until :meth:`set_start` says where the run starts (a listener
+        started before the release reads before it)."""
+        with self.spool.lock:
+            self.spool.span.held = True
+
+    def set_start(self, start: float) -> None:
+        """The run starts at ``start`` (unix s): no sample before it is stored on the run."""
+        with self.spool.lock:
+            self.spool.span.start, self.spool.span.held = start, False
+        if self.shipper is not None:
+            self.shipper.wake()
+
+    def set_end(self, clock: Callable[[], float] | float) -> float:
+        """The run ended: at ``clock()`` (read under the spool's lock, so no sample the
+        shipper already took is stamped after it) or at the time given. No sample after it
+        is stored on the run. Returns the end."""
+        with self.spool.lock:
+            end = clock() if callable(clock) else float(clock)
+            self.spool.span.end = end
+        return end
+
+    @property
+    def span(self) -> Span:
+        return self.spool.span
+
     # -- shipping ----------------------------------------------------------------------
     def start(self) -> None:
         if self.shipper is not None:
@@ -162,6 +190,8 @@ class Sink:
         if self.shipper is None:  # its run was never created: everything stays spooled
             self.spool.close_files()
             return False
+        with self.spool.lock:  # a launch that failed before its release: no start to hold to
+            self.spool.span.held = False
         self.shipper.stop()
         deadline = time.monotonic() + retry_for
         while not (self.ship() and self.shipper.ship_script()) and time.monotonic() < deadline:
@@ -186,7 +216,8 @@ class Sink:
 
     def finalize(self) -> None:
         """Parquet trace + probe JSON per listener, and summary metrics, as run artifacts."""
-        store_traces(self.client, self.run_id, self.spool.streams.values(), self.frames)
+        store_traces(self.client, self.run_id, self.spool.streams.values(), self.frames,
+                     self.spool.span)
 
     # -- crash recovery ----------------------------------------------------------------
     @classmethod
@@ -198,5 +229,20 @@ class Sink:
         # spool started: radtrack/run/record.py), or by the run id (older spools)
         sink = cls.unbound(run_dir.parent, run_dir.name)
         sink.spool.streams.update(reopen_streams(run_dir))
+        sink.spool.span = spooled_span(run_dir)
         sink._attach(client, run_id)
         return sink
+
+
+def spooled_span(run_dir: Path) -> Span:
+    """The span a launcher recorded in the row's ``finish.json`` (its start and end); open
+    where it recorded none (it was killed while the row ran: every reading is stored)."""
+    from radtrack.store import runfiles
+
+    finish = runfiles.read(run_dir, runfiles.FINISH_FILE) or {}
+    try:
+        start = float(finish.get("start") or 0) or None
+        end = float(finish.get("end") or 0) or None
+    except (TypeError, ValueError):
+        return Span()
+    return Span(start, end)

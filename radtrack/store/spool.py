@@ -4,6 +4,9 @@ A run's spool folder holds ``meta.json`` (run id, tracking URI), per listener
 ``<listener>.jsonl`` (every line it wrote, as written) and ``<listener>.shipped`` (how many
 of those lines are stored: radtrack/store/shipping.py). Lines are read as typed messages
 (listeners/protocol.py); a sample waits in its stream's ``pending`` list until shipped.
+
+The spool keeps every line; what is the run's is its span (:class:`Span`: its script's start
+to its end): a sample stamped outside it is spooled but never stored on the run.
 """
 
 from __future__ import annotations
@@ -84,6 +87,21 @@ class Stream:
             self.hello = msg
 
 
+@dataclass
+class Span:
+    """The run's span, unix seconds: its script's start to its last process's end. None: not
+    known (yet); ``held``: nothing ships until the start is known (the launcher holds a row's
+    samples so until its release)."""
+
+    start: float | None = None
+    end: float | None = None
+    held: bool = False
+
+    def holds(self, t: float) -> bool:
+        """Whether a sample stamped ``t`` is the run's."""
+        return not ((self.start is not None and t < self.start) or (self.end is not None and t > self.end))
+
+
 class Spool:
     """A run's spool folder: its streams, and the lock intake and shipping share."""
 
@@ -91,6 +109,7 @@ class Spool:
         self.dir = folder
         self.streams: dict[str, Stream] = {}
         self.lock = threading.Lock()
+        self.span = Span()  # read and changed under ``lock`` (the shipper filters by it)
         self.drops = Drops(str(folder))  # lines a full disk kept out (radtrack/store/diskfull.py)
         self.on_full = on_full  # called while a store call's worth of points waits
 

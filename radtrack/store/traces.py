@@ -1,4 +1,8 @@
-"""A run's telemetry at its end: per listener a Parquet trace, its probe JSON, summary metrics."""
+"""A run's telemetry at its end: per listener a Parquet trace, its probe JSON, summary metrics.
+
+Each trace and its summaries cover the run's span (radtrack/store/spans.py): the readings
+inside it and the span's end points, so a mean times the run's duration is the integral.
+"""
 
 from __future__ import annotations
 
@@ -11,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from radtrack.listeners.protocol import Hello, as_dict
 from radtrack.store.recovery import read_spool
-from radtrack.store.schema import TELEMETRY_DIR, summary_key
-from radtrack.store.spool import MAX_METRICS_PER_CALL, Stream
+from radtrack.store.schema import READINGS_STAT, TELEMETRY_DIR, stored_key, summary_key
+from radtrack.store.spool import MAX_METRICS_PER_CALL, Span, Stream
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -20,26 +24,50 @@ if TYPE_CHECKING:
 
 
 def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
-                 frames: dict[str, pd.DataFrame]) -> None:
+                 frames: dict[str, pd.DataFrame], span: Span | None = None) -> None:
     """Log each stream's trace (``telemetry/<listener>.parquet``), probe
-    (``telemetry/<listener>.json``, its hello) and summary metrics; ``frames`` gets each
-    trace as it is stored."""
+    (``telemetry/<listener>.json``, its hello) and summary metrics over ``span`` (the run's;
+    None: every reading), and each series' points at the span's ends (the readings inside
+    it are shipped as they come: radtrack/store/shipping.py); ``frames`` gets each trace as
+    it is stored."""
     from mlflow.entities import Metric
 
+    from radtrack.store.spans import span_frame
+
+    span = span or Span()
     summary: list[Metric] = []
     now = int(time.time() * 1000)
     stored: dict[str, pd.DataFrame] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for s in streams:
-            frame = read_spool(s.path)
+            frame, counts = span_frame(read_spool(s.path), span.start, span.end)
             log_trace(client, run_id, s.name, frame, s.hello, Path(tmp))
             if frame.empty:
                 continue
             frames[s.name] = stored[s.name] = frame
-            summary += [Metric(k, v, now, 0) for k, v in summarize(frame).items()]
+            summary += [Metric(k, v, now, 0) for k, v in summarize(frame, counts).items()]
+            summary += end_points(frame, span)
     summary += [Metric(k, v, now, 0) for k, v in energy_summaries(stored).items()]
     for i in range(0, len(summary), MAX_METRICS_PER_CALL):
         client.log_batch(run_id, metrics=summary[i:i + MAX_METRICS_PER_CALL])
+
+
+def end_points(frame: pd.DataFrame, span: Span) -> list:
+    """The MLflow points of ``frame``'s rows at the span's ends (spans.span_frame added
+    them): stamped in whole ms inside the span, under the ``system/`` prefix."""
+    import math
+
+    from mlflow.entities import Metric
+
+    out = []
+    for at, ms in ((span.start, None if span.start is None else math.ceil(span.start * 1000)),
+                   (span.end, None if span.end is None else math.floor(span.end * 1000))):
+        if at is None or ms is None:
+            continue
+        for _, row in frame[frame["time"] == at].iterrows():
+            out += [Metric(stored_key(k), float(row[k]), ms, int(row["step"]))
+                    for k in frame.columns[2:] if row[k] == row[k]]
+    return out
 
 
 def log_trace(client: MlflowClient, run_id: str, name: str, frame: pd.DataFrame,
@@ -71,11 +99,15 @@ def energy_summaries(frames: dict[str, pd.DataFrame]) -> dict[str, float]:
         return {}
 
 
-def summarize(frame: pd.DataFrame) -> dict[str, float]:
-    """summary/<key>/mean|min|max for every metric; summary/<key> for energy counters."""
+def summarize(frame: pd.DataFrame, counts: dict[str, int] | None = None) -> dict[str, float]:
+    """summary/<key>/mean|min|max for every metric; summary/<key> for energy counters; with
+    ``counts`` (each key's readings in the span: spans.span_frame), ``summary/<key>/n``.
+    Over ``frame`` as it is: cut to a span with its end points, the mean is the span's."""
     from radtrack.stats import counter_delta, time_weighted_mean  # numpy: not at launch
 
     out: dict[str, float] = {}
+    for key, n in (counts or {}).items():
+        out[summary_key(key, READINGS_STAT)] = float(n)
     t = frame["time"].to_numpy()
     for key in frame.columns[2:]:
         v = frame[key].to_numpy(dtype=float)

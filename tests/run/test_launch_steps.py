@@ -43,6 +43,8 @@ class FakeStopper:
 
 
 class FakeListener:
+    sampler = None  # runs in a process of its own
+
     def __init__(self, name: str, change: str | None = None):
         self.name, self.change, self.stopped = name, change, False
         self.gave_up, self.failure = False, ""
@@ -60,8 +62,19 @@ class FakeListener:
 class FakeSink:
     drops = Drops("spool")  # nothing dropped
 
+    def __init__(self) -> None:
+        self.start: float | None = None
+        self.end: float | None = None
+
     def hello(self, _name: str) -> None:
         return None
+
+    def set_start(self, start: float) -> None:
+        self.start = start
+
+    def set_end(self, clock) -> float:
+        self.end = clock() if callable(clock) else clock
+        return self.end
 
 
 def _row(tmp_path: Path, letter: str, proc: FakeProc, max_time: float | None = None) -> Row:
@@ -95,6 +108,50 @@ def test_supervise_waits_for_every_row_and_stamps_its_end(tmp_path: Path) -> Non
     assert a.proc.returncode == 0 and b.proc.returncode == 1
     assert 100 <= a.ended < b.ended
     assert a.stopper.requested == b.stopper.requested == 0
+
+
+def test_a_row_s_span_and_listeners_end_with_its_process_while_its_partner_runs_on(tmp_path: Path) -> None:
+    now = [100.0]
+
+    def clock() -> float:
+        now[0] += 1.0
+        return now[0]
+
+    class StampedListener(FakeListener):
+        def stop(self) -> None:
+            self.stopped_at = self.stopped_at if self.stopped else now[0]
+            self.stopped = True
+
+    class TickingProc(FakeProc):  # each poll of the partner is a second of wall clock
+        def poll(self) -> int | None:
+            now[0] += 1.0
+            return super().poll()
+
+    short, long = _row(tmp_path, "A", FakeProc(3)), _row(tmp_path, "B", TickingProc(40))
+    for row in (short, long):
+        row.started, row.listening = 50.0, True
+        row.lprocs = [StampedListener("top"), StampedListener("smi")]  # type: ignore[list-item]
+    seen: list[bool] = []
+    real = supervise_mod.end_span
+
+    def end_span(row, clock):
+        threads = real(row, clock)
+        for t in threads:
+            t.join()
+        seen.append(long.proc.returncode is None)  # the partner still runs
+        return threads
+
+    supervise_mod.end_span, saved = end_span, supervise_mod.end_span
+    try:
+        supervise([short, long], threading.Event(), released=50.0, clock=clock, tick=0)
+    finally:
+        supervise_mod.end_span = saved
+    assert seen[0] is True
+    assert short.sink.start == long.sink.start == 50.0
+    assert short.sink.end == short.ended < long.ended == long.sink.end
+    for lp in short.lprocs:  # stopped at the short row's end, long before its partner's
+        assert lp.stopped and lp.stopped_at <= short.ended + 1 < long.ended
+    assert not short.listening and all(lp.stopped for lp in long.lprocs)
 
 
 def test_supervise_stops_every_row_on_a_signal(tmp_path: Path) -> None:

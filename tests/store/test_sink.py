@@ -73,7 +73,8 @@ def test_batches_are_chunked_and_every_sample_stored_once(store: str, tmp_path: 
     assert sink.close(retry_for=30)
     assert spy.sizes and max(spy.sizes) <= MAX_METRICS_PER_CALL
     assert all(s % k == 0 for s in spy.sizes)
-    assert sum(spy.sizes) == n * k + len(summarize(read_parquet(store, run_id, tmp_path)))
+    # the samples, and the summaries: mean, min, max and the readings in the span (n) per key
+    assert sum(spy.sizes) == n * k + len(summarize(read_parquet(store, run_id, tmp_path))) + k
     hist = _client(store).get_metric_history(run_id, "system/t/k5_pct")
     assert sorted(h.step for h in hist) == list(range(n))  # exactly once, step = sample index
     assert hist[0].timestamp == 1_700_000_000_000 + 0

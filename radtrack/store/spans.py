@@ -1,0 +1,94 @@
+"""A run's traces cut to its span: its readings from its script's start to its end, and its ends.
+
+A row's listeners start as its script does and stop once its process (group) ended
+(radtrack/run/supervise.py), so a run's spool holds little outside its span: a reading
+taken while a listener started before the release (``--wait-listeners``), the final one
+taken as it stopped. What the run stores is its span, ``start`` .. ``end``
+(radtrack/store/spool.py Span):
+
+- every reading stamped inside it, as taken;
+- a point at each end of the span for every series with a reading inside it: the value
+  there interpolated between the series' readings either side of that end (a reading just
+  outside the span shapes its end, e.g. an energy counter's final reading), else its
+  nearest reading inside the span held. A series with a reading exactly at an end needs
+  none there.
+
+So every series covers the span exactly: its time-weighted mean times the run's duration
+is its integral over the run, an energy counter's last minus first value is the run's
+energy, and readers need no convention of their own for the first and last gap.
+:func:`span_frame` also counts each series' own readings inside the span (the ends not
+counted): ``summary/<key>/n`` (radtrack/store/traces.py), so that a mean over 3 readings
+is not taken for a measurement.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def span_frame(frame: pd.DataFrame, start: float | None, end: float | None
+               ) -> tuple[pd.DataFrame, dict[str, int]]:
+    """``frame`` (time, step, one column per key) cut to ``start`` .. ``end`` (None: open)
+    with the span's end points added (module docstring); and each key's readings inside.
+    Empty, with no counts, when nothing of it lies in the span."""
+    import pandas as pd
+
+    if frame.empty:
+        return frame, {}
+    t = frame["time"].to_numpy(dtype=float)
+    inside = np.ones(len(t), dtype=bool)
+    if start is not None:
+        inside &= t >= start
+    if end is not None:
+        inside &= t <= end
+    keys = list(frame.columns[2:])
+    part = frame[inside]
+    counts = {k: int(n) for k, n in part[keys].notna().sum().items() if n}
+    if not counts:
+        return frame.iloc[0:0], {}
+    steps = part["step"].to_numpy()
+    ends = []
+    if start is not None:
+        ends.append((float(start), max(int(steps.min()) - 1, 0)))
+    if end is not None:
+        ends.append((float(end), int(steps.max()) + 1))
+    extra = []
+    for at, step in ends:
+        values = {k: _value_at(t, frame[k].to_numpy(dtype=float), inside, at) for k in counts}
+        values = {k: v for k, v in values.items() if v == v}
+        if values:
+            extra.append({"time": at, "step": step, **values})
+    out = part[["time", "step", *counts]]
+    if extra:
+        add = pd.DataFrame(extra, columns=out.columns)
+        add["step"] = add["step"].astype("int64")
+        out = pd.concat([out, add], ignore_index=True)
+    out = out.sort_values(["time", "step"], kind="stable").reset_index(drop=True)
+    for col in out.columns[2:]:
+        out[col] = out[col].astype("float64")
+    return out, counts
+
+
+def _value_at(t: np.ndarray, v: np.ndarray, inside: np.ndarray, at: float) -> float:
+    """The series' value at the span's end ``at``: interpolated between its readings either
+    side, else its nearest reading inside the span; NaN where it has a reading exactly
+    there (it needs no added point) or none inside the span."""
+    ok = ~np.isnan(v)
+    if (ok & (t == at)).any():
+        return float("nan")
+    before, after = ok & (t < at), ok & (t > at)
+    if before.any() and after.any():
+        i = np.flatnonzero(before)[np.argmax(t[before])]
+        j = np.flatnonzero(after)[np.argmin(t[after])]
+        return float(v[i] + (v[j] - v[i]) * (at - t[i]) / (t[j] - t[i]))
+    held = ok & inside
+    if not held.any():
+        return float("nan")
+    idx = np.flatnonzero(held)
+    k = idx[np.argmin(np.abs(t[idx] - at))]
+    return float(v[k])

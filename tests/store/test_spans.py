@@ -1,0 +1,96 @@
+"""A run's samples cut to its span (issue 38): the sink stores no sample stamped outside the
+run's span, whenever it arrives, and its traces and summaries cover the span exactly
+(radtrack/store/spans.py), on a real SQLite store."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from radtrack.store import schema
+from radtrack.store.sink import Sink
+from radtrack.store.spans import span_frame
+from radtrack.store.spool import Span
+
+T0 = 1_700_000_000.0
+
+
+def _line(t: float, values: dict[str, float]) -> str:
+    return json.dumps({"type": "sample", "t": t, "v": values})
+
+
+def _stored(db: Path, key: str) -> pd.DataFrame:
+    with sqlite3.connect(db) as con:
+        return pd.read_sql_query("SELECT timestamp, step, value FROM metrics WHERE key = ? "
+                                 "ORDER BY timestamp, step", con, params=(key,))
+
+
+def test_the_sink_stores_the_span_only_and_its_ends(store: str, tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(store)
+    run_id = client.create_run(client.create_experiment("spans")).info.run_id
+    sink = Sink.unbound(tmp_path / "spool", "row")
+    sink.hold()
+    sink.feed("top", json.dumps({"type": "hello", "listener": "top", "metrics": [], "tags": {}}))
+    # read before the release (a listener waited for): spooled, not the run's
+    for i in range(3):
+        sink.feed("top", _line(T0 - 0.3 + 0.1 * i, {"top/a_pct": 100.0, "top/energy_j": 10.0 * i}))
+    sink.bind(client, run_id, store)
+    sink.set_start(T0)
+    for i in range(9):  # readings to 0.85 s, the counter at 100 W
+        sink.feed("top", _line(T0 + 0.05 + 0.1 * i, {"top/a_pct": 50.0 + i, "top/energy_j": 30 + 100 * (0.05 + 0.1 * i)}))
+    end = sink.set_end(T0 + 0.9)
+    # the listener's final reading comes after the end, shipped or not yet: not the run's
+    sink.feed("top", _line(T0 + 0.97, {"top/a_pct": 0.0, "top/energy_j": 30 + 97.0}))
+    assert sink.close(retry_for=10)
+    db = Path(store.removeprefix("sqlite:///"))
+    pts = _stored(db, "system/top/a_pct")
+    t = pts["timestamp"].to_numpy() / 1000
+    assert t.min() >= T0 and t.max() <= end
+    assert t[0] == pytest.approx(T0, abs=0.002) and t[-1] == pytest.approx(end, abs=0.002)
+    # 9 readings inside (0.05 .. 0.85 s) and the span's two ends: the start interpolated
+    # between the last reading before it and the first in it, the end between the last in it
+    # and the final one after it
+    assert len(pts) == 11
+    assert pts["value"].iloc[0] == pytest.approx(100 + (50 - 100) * 0.1 / 0.15, rel=1e-4)
+    assert pts["value"].iloc[-1] == pytest.approx(58 + (0 - 58) * 0.05 / 0.12, rel=1e-4)
+    m = client.get_run(run_id).data.metrics
+    mean = m[schema.summary_key("top/a_pct", "mean")]
+    assert mean * 0.9 == pytest.approx(np.trapezoid(pts["value"], t), rel=1e-3)
+    assert m[schema.summary_key("top/a_pct", schema.READINGS_STAT)] == 9
+    # the counter over the span: 100 W x 0.9 s
+    assert m[schema.summary_key("top/energy_j")] == pytest.approx(90.0, rel=1e-6)
+    assert m[schema.summary_key("top/energy_j", schema.READINGS_STAT)] == 9
+    assert len(_stored(db, "system/top/energy_j")) == 11
+
+
+def test_a_series_with_one_reading_is_held_over_the_span_and_counted_once() -> None:
+    frame = pd.DataFrame({"time": [T0 + 0.5], "step": [0], "top/x_pct": [40.0]})
+    out, counts = span_frame(frame, T0, T0 + 2)
+    assert counts == {"top/x_pct": 1}
+    assert out["time"].tolist() == [T0, T0 + 0.5, T0 + 2]
+    assert out["top/x_pct"].tolist() == [40.0, 40.0, 40.0]
+
+
+def test_nothing_in_the_span_gives_no_trace_and_a_reading_at_an_end_needs_no_end_point() -> None:
+    frame = pd.DataFrame({"time": [T0 - 1, T0 + 3], "step": [0, 1], "k": [1.0, 2.0]})
+    out, counts = span_frame(frame, T0, T0 + 2)
+    assert out.empty and counts == {}
+    frame = pd.DataFrame({"time": [T0, T0 + 1, T0 + 3], "step": [0, 1, 2], "k": [1.0, 2.0, 4.0]})
+    out, counts = span_frame(frame, T0, T0 + 2)
+    assert out["time"].tolist() == [T0, T0 + 1, T0 + 2] and out["k"].tolist() == [1.0, 2.0, 3.0]
+    assert counts == {"k": 2}
+
+
+def test_an_open_span_stores_every_reading() -> None:
+    assert Span().holds(0.0) and Span(1.0, None).holds(5.0)
+    assert not Span(1.0, 2.0).holds(2.0001) and not Span(1.0, 2.0).holds(0.9999)
+    frame = pd.DataFrame({"time": [T0, T0 + 1], "step": [0, 1], "k": [1.0, 2.0]})
+    out, counts = span_frame(frame, None, None)
+    assert len(out) == 2 and counts == {"k": 2}
