@@ -15,9 +15,9 @@ nothing is lost):
 On a GPU the run has to itself (``solo``: no co-located row, not an MPS client) only the
 list of contexts is read (``proc_mem_used_mib``; 0.2 ms), every few seconds: the SM
 shares only split a GPU's energy among those sharing it. Once a process outside the
-run's tree holds a context there, the GPU is shared from then on, and the first SM
-reading reaches back to the previous check (the driver keeps the samples), so the
-newcomer's share is not missed.
+run's tree holds a context there, the GPU is shared from then on; the first SM reading
+averages the driver's samples back to the previous check (co-location accounting reads it
+as the last second's), so at most that check's 5 s of the newcomer's arrival go to the run.
 """
 
 from __future__ import annotations

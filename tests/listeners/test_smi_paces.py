@@ -98,8 +98,8 @@ def test_solo_gpus_read_no_sm_shares_a_shared_one_every_second(monkeypatch, chil
 
 def test_a_solo_gpu_turns_shared_when_another_process_arrives(monkeypatch, child):
     """Someone outside the run's tree starts on its GPU between two checks: from the next
-    check on the GPU is read as shared, and the first SM reading reaches back to the
-    previous check, so the newcomer's share since then is in it."""
+    check on the GPU is read as shared, and the first SM reading averages the driver's
+    samples back to the previous check, the newcomer's since its arrival among them."""
     gpu = _gpu(0, procs=[(child, 500 * MIB)])
     fake = FakeNvml(monkeypatch, [gpu])
     monkeypatch.setenv(SHARED_GPUS_ENV, "")
