@@ -295,3 +295,32 @@ def test_the_launcher_tells_each_rows_smi_whether_its_gpu_is_shared(store, tmp_p
              + c.data.metrics["summary/attribution/gpu0/energy_j"]
              + m["summary/workload/gpu1/other_energy_j"] + m["summary/workload/gpu1/idle_energy_j"])
     assert parts == pytest.approx(m["summary/workload/gpu1/energy_j"], rel=0.01)
+
+
+def test_the_host_wide_view_through_the_listener_command(tmp_path):
+    """``python -m radtrack.listeners smi`` in a process that sees GPU 1 of two (NVML doubles
+    in the child, tests/doubles/nvml_scenario.py): GPU 1 only, as gpu0; with
+    RADTRACK_ALL_GPUS=1 both, by NVML index."""
+    import json
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
+    import nvml_scenario
+
+    uuids = [f"GPU-{i:08d}-0000-0000-0000-000000000000" for i in range(2)]
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "1", **nvml_scenario.write(
+        tmp_path / "two.json", [{"uuid": u, "watts": 100.0, "procs": []} for u in uuids])}
+    env.pop(ALL_GPUS_ENV, None)
+
+    def hello(extra: dict[str, str]) -> dict:
+        p = subprocess.run([sys.executable, "-m", "radtrack.listeners", "smi", "--count", "1"],
+                           capture_output=True, text=True, timeout=120, env={**env, **extra})
+        assert p.returncode == 0, p.stdout + p.stderr
+        return json.loads(p.stdout.splitlines()[0])
+
+    own = hello({})
+    assert {m["key"].split("/")[1] for m in own["metrics"]} == {"gpu0"}
+    assert own["tags"]["radtrack.listener.smi.gpu0.uuid"] == uuids[1]
+    host = hello({ALL_GPUS_ENV: "1"})
+    assert {m["key"].split("/")[1] for m in host["metrics"]} == {"gpu0", "gpu1"}
+    assert [host["tags"][f"radtrack.listener.smi.gpu{i}.uuid"] for i in range(2)] == uuids
