@@ -12,6 +12,7 @@ once: exactly one creates it.
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,7 +27,6 @@ from support import radtrack_cli
 from radtrack.store import newstore
 
 ROOT = Path(__file__).parents[2]
-MOMENTS = 20
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -57,52 +57,82 @@ def _open_all(uris: list[str]) -> dict[str, list[str]]:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
+COLD = 6  # kills while MLflow's schema is built (seconds each); the rest copy the template
+
+
+@pytest.mark.timeout(900)  # ~1 min on an idle 2-core host; a loaded one takes several times that
 def test_sigkill_of_the_launcher_during_a_new_stores_creation(tmp_path: Path) -> None:
-    """20 launches into new stores, each with a cold template cache (MLflow's schema built,
-    seconds), SIGKILLed at moments spread from the launcher's start to past the store's
-    creation: every store there is whole and MLflow opens it, no temporary file is left
-    once a later creation ran, and one ``radtrack sync`` (all launches share the home)
-    completes."""
+    """Launches into new stores SIGKILLed at 20 moments spread over the store's creation:
+    6 with a cold template cache (MLflow's schema being built, seconds: from the moment the
+    build's file appears to the store's, the last one as the store appears) and 14 with a
+    warm one (the copy moved into place: from the launcher's start to past the store's
+    appearance). Every store there is whole and MLflow opens it, and one ``radtrack sync``
+    (the launches share one home) completes."""
     script = tmp_path / "tiny.py"
     script.write_text("print('tiny ran')\n")
     home = tmp_path / "home"
+    warm = tmp_path / "cache-warm"
+    count = iter(range(1000))
 
-    def launch(i: int) -> subprocess.Popen[str]:
-        folder = tmp_path / f"s{i}"
+    def launch(cache: Path) -> tuple[subprocess.Popen[str], Path]:
+        folder = tmp_path / f"s{next(count)}"
         folder.mkdir()
-        return subprocess.Popen(
+        p = subprocess.Popen(
             [sys.executable, "-m", "radtrack", "-e", "kill", "-l", "none", "--tracking-uri",
              f"sqlite:///{folder / 'mlflow.db'}", str(script)],
-            env=_env(RADTRACK_HOME=str(home), RADTRACK_SCHEMA_CACHE=str(tmp_path / f"cache{i}")),
+            env=_env(RADTRACK_HOME=str(home), RADTRACK_SCHEMA_CACHE=str(cache)),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=tmp_path)
+        return p, folder / "mlflow.db"
 
-    # how long a cold creation takes here: until the store file appears
-    t0 = time.monotonic()
-    ref = launch(0)
-    db0 = tmp_path / "s0" / "mlflow.db"
-    while not db0.exists() and ref.poll() is None:
-        time.sleep(0.02)
-    made_s = time.monotonic() - t0
-    out, _ = ref.communicate(timeout=300)
-    assert ref.returncode == 0 and "tiny ran" in out, out[-3000:]
+    def until(check, p: subprocess.Popen[str]) -> float:
+        t0 = time.monotonic()
+        while not check() and p.poll() is None:
+            time.sleep(0.005)
+        return time.monotonic() - t0
+
+    def building(cache: Path):  # the template's temporary file, or the template, is there
+        return lambda: cache.is_dir() and any(cache.iterdir())
+
+    # a cold reference: how long the schema takes to build here, once its file appeared
+    p, db = launch(tmp_path / "cache-ref")
+    until(building(tmp_path / "cache-ref"), p)
+    build_s = until(db.exists, p)
+    out, _ = p.communicate(timeout=300)
+    assert p.returncode == 0 and "tiny ran" in out, out[-3000:]
     assert "Creating initial MLflow database tables" not in out, out[-3000:]
-
-    moments = [made_s * (0.05 + 1.15 * k / (MOMENTS - 1)) for k in range(MOMENTS)]
-
-    def kill_at(k: int) -> None:
-        p = launch(k + 1)
-        time.sleep(moments[k])
+    stores = [db]
+    before = 0
+    for k in range(COLD):  # cold: spread over the build, the last as the store appears
+        cache = tmp_path / f"cache{k}"
+        p, db = launch(cache)
+        until(building(cache), p)
+        if k < COLD - 1:
+            time.sleep(build_s * (0.1 + 0.8 * k / (COLD - 2)))
+        else:
+            until(db.exists, p)
+        before += not db.exists()
         p.send_signal(signal.SIGKILL)
         p.communicate(timeout=60)
-
-    with ThreadPoolExecutor(2) as pool:
-        list(pool.map(kill_at, range(MOMENTS)))
-    stores = [tmp_path / f"s{k + 1}" / "mlflow.db" for k in range(MOMENTS)]
+        stores.append(db)
+    # warm: the launcher's start to the store, measured once
+    shutil.copytree(tmp_path / "cache-ref", warm)
+    p, db = launch(warm)
+    made_s = until(db.exists, p)
+    p.communicate(timeout=300)
+    stores.append(db)
+    for k in range(20 - COLD):
+        p, db = launch(warm)
+        time.sleep(made_s * (0.3 + 1.4 * k / (19 - COLD)))
+        before += not db.exists()
+        p.send_signal(signal.SIGKILL)
+        p.communicate(timeout=60)
+        stores.append(db)
+    assert before >= 5, f"only {before} of 20 kills came before the store was there"
+    assert before < 20, "no kill came after the store was there"
     kinds = {str(s): newstore.inspect(s).kind for s in stores if s.exists()}
     assert all(k == "whole" for k in kinds.values()), kinds
-    assert 1 <= len(kinds) < MOMENTS, f"the moments missed the creation: {len(kinds)} stores"
 
-    sync = radtrack_cli("sync", env={"RADTRACK_HOME": str(home)})
+    sync = radtrack_cli("sync", env={"RADTRACK_HOME": str(home), "RADTRACK_SCHEMA_CACHE": str(warm)})
     assert sync.returncode == 0, sync.stdout + sync.stderr
     assert "Traceback" not in sync.stdout + sync.stderr
     opened = _open_all([f"sqlite:///{s}" for s in stores if s.exists()])
