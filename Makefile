@@ -9,19 +9,27 @@ export MLFLOW_DISABLE_TELEMETRY := true
 
 .PHONY: demo test lint ui clean
 
+# pip's own progress (downloads, builds) is shown: the first install takes minutes
 $(BIN)/python:
+	@echo "[make] creating the virtual environment $(VENV)"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 
 $(VENV)/.demo-installed: pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP) install -q -c constraints.txt -e '.[workloads]'
+	@echo "[make] installing radtrack and its dependencies into $(VENV), with PyTorch for the"
+	@echo "[make] example workloads (constraints.txt): the first time, about 1 GB to download"
+	@echo "[make] and a few minutes; later runs skip this step"
+	$(PIP) install --progress-bar on -c constraints.txt -e '.[workloads]'
 	touch $@
 
 $(VENV)/.test-installed: pyproject.toml constraints.txt | $(BIN)/python
-	$(PIP) install -q -c constraints.txt -e '.[workloads,test]'
+	@echo "[make] installing radtrack with its test tools into $(VENV) (PyTorch, Lightning,"
+	@echo "[make] transformers, Playwright...): the first time, a few GB and several minutes"
+	$(PIP) install --progress-bar on -c constraints.txt -e '.[workloads,test]'
 	touch $@ $(VENV)/.demo-installed
 
 demo: $(VENV)/.demo-installed
+	@echo "[make] running examples/quickstart.csv (two small CPU workloads, about a minute)"
 	cp examples/quickstart.csv examples/quickstart.last.csv
 	$(BIN)/radtrack examples/quickstart.last.csv
 	@echo
