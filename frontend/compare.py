@@ -70,9 +70,22 @@ def numeric_columns(table: pd.DataFrame) -> list[str]:
             and table[c].notna().any()]
 
 
+def run_checks_of(table: pd.DataFrame) -> dict[str, tuple[str, str]]:
+    """run id -> (its checks' short names, what they say) from the Summary's rows
+    (frontend/summaries.py ``checks`` and ``_tips``); runs without a check left out."""
+    if "checks" not in table:
+        return {}
+    tips = table["_tips"] if "_tips" in table else pd.Series([{}] * len(table), index=table.index)
+    return {str(r): (str(c), str((t or {}).get("checks", "")) if isinstance(t, dict) else "")
+            for r, c, t in zip(table["run_id"], table["checks"], tips, strict=True)
+            if isinstance(c, str) and c}
+
+
 def compare_view(records: list[dict], column: str, baseline: str, labels: dict[str, str],
-                 colours: dict[str, str]) -> html.Table:
-    """Bars scaled to the largest value, with value, difference and ratio to the baseline."""
+                 colours: dict[str, str], checks: dict[str, tuple[str, str]] | None = None) -> html.Table:
+    """Bars scaled to the largest value, with value, difference and ratio to the baseline;
+    a run with a flagged result (``checks``: :func:`run_checks_of`) says so by its name."""
+    checks = checks or {}
     top = max((abs(r["value"]) for r in records if r["value"] is not None), default=0.0) or 1.0
     head = html.Tr([html.Th("run"), html.Th(column_title(column), title=column_help(column)),
                     html.Th(""), html.Th("difference to baseline"), html.Th("ratio to baseline")])
@@ -82,7 +95,9 @@ def compare_view(records: list[dict], column: str, baseline: str, labels: dict[s
         width = 0.0 if r["value"] is None else 100.0 * abs(r["value"]) / top
         diff = r["difference"]
         rows.append(html.Tr([
-            html.Td(labels.get(r["run_id"], r["run_id"][:8]) + (" (baseline)" if is_base else ""),
+            html.Td([labels.get(r["run_id"], r["run_id"][:8]) + (" (baseline)" if is_base else ""),
+                     *([html.Span(f" ⚠ {checks[r['run_id']][0]}", className="compare-check",
+                                  title=checks[r["run_id"]][1])] if r["run_id"] in checks else [])],
                     className="compare-run"),
             html.Td(_fmt(r["value"]), className="numeric compare-value"),
             html.Td(html.Div(className="compare-bar",
@@ -134,6 +149,7 @@ def register(app: Dash, source: DataSource, summaries: SummaryCache) -> None:
         if baseline not in selection:
             baseline = selection[0]
         records = comparison(table, column, baseline)
-        view = compare_view(records, column, baseline, labels, run_colours(selection))
+        view = compare_view(records, column, baseline, labels, run_colours(selection),
+                            run_checks_of(table))
         return ([{"label": column_title(c), "value": c} for c in columns], column,
                 [{"label": labels[r], "value": r} for r in selection], baseline, view)

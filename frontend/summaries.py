@@ -7,6 +7,12 @@ launcher's stored summary metrics (``summary/<key>/mean|max``, ``summary/<l>/<sc
 read for all the selected runs with their run rows, which the page already holds), samples
 (through the server's series cache) only for what those cannot answer.
 
+Each row also says what cannot be trusted as it stands (``checks``: the short names of
+radtrack/analysis/result_checks.py's flags, as ``radtrack report`` prints them) and, in the
+hidden ``_tips`` column, a cell's tooltip: why a blank cell is blank (a CPU-only run, no GPU
+listener, no co-location accounting) and each flag's why and what to do; ``_flagged`` names
+the figures a flag qualifies (assets/summary_table.js marks those cells).
+
 A run co-located with others but recorded without co-location accounting gets its
 attributed energy from accounting its whole workload from the stored traces
 (radtrack/analysis/stored_accounting.py); the rows of that workload's other runs come out of the
@@ -30,6 +36,9 @@ EMPTY_SUMMARY: dict = {"columns": [], "rows": []}
 
 #: columns of summarize_runs that the run label already says
 _DROPPED = ("run_name", "workload", "letter", "file")
+#: hidden columns (assets/summary_table.js draws none whose id starts with '_'):
+#: column -> tooltip, and the columns a check flags
+TIPS, FLAGGED = "_tips", "_flagged"
 
 
 def summary_frame(source: DataSource, runs: pd.DataFrame) -> pd.DataFrame:
@@ -45,6 +54,42 @@ def summary_frame(source: DataSource, runs: pd.DataFrame) -> pd.DataFrame:
 
     table = summarize_runs(runs, tracking_uri=source.tracking_uri, quantiles=False, load=load)
     return with_energy_intervals(table, runs)
+
+
+def with_checks(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
+    """``checks`` (after ``status``) and the hidden ``_tips``/``_flagged`` columns: the
+    per-run checks of radtrack/analysis/result_checks.py (few samples, energy interval,
+    counter vs power, no GPU activity on a GPU row, a busy host during a solo run) and why
+    each blank energy or GPU cell is blank."""
+    from radtrack.analysis.result_checks import blank_reasons, codes_by_run, run_checks
+
+    if table.empty or "run_id" not in runs or "run_id" not in table:
+        return table
+    records = {r["run_id"]: r for r in runs.to_dict("records")}
+    flags = run_checks([records[r] for r in table["run_id"] if r in records], table)
+    out = table.copy()
+    codes = codes_by_run(flags)
+    tips: dict[str, dict[str, str]] = {}
+    flagged: dict[str, list[str]] = {}
+    for row in out.to_dict("records"):
+        run_id = row["run_id"]
+        tip = {c: f"blank: {why}" for c, why in blank_reasons(records.get(run_id, {}), row).items()}
+        mine = [f for f in flags if f.run_id == run_id]
+        if mine:
+            tip["checks"] = "\n".join(f"{f.check}: {f.why}. Do: {f.todo}." for f in mine)
+        for f in mine:
+            if f.figure == "*":  # the whole run: its name's cell (callbacks_chart's "run")
+                tip["run"] = "\n".join(filter(None, [tip.get("run", ""), f"{f.check}: {f.why}"]))
+                flagged.setdefault(run_id, []).append("run")
+            elif f.figure in out.columns:
+                tip[f.figure] = "\n".join(filter(None, [tip.get(f.figure, ""), f"{f.check}: {f.why}"]))
+                flagged.setdefault(run_id, []).append(f.figure)
+        tips[run_id] = tip
+    at = list(out.columns).index("status") + 1 if "status" in out.columns else 1
+    out.insert(at, "checks", out["run_id"].map(lambda r: codes.get(r, "")))
+    out[TIPS] = out["run_id"].map(tips)
+    out[FLAGGED] = out["run_id"].map(lambda r: flagged.get(r, []))
+    return out
 
 
 def with_energy_intervals(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:
@@ -106,7 +151,7 @@ class SummaryCache:
                 if row["run_id"] not in wanted and not self._fresh(row["run_id"]):
                     wanted.append(row["run_id"])
         frame = self.source.runs(wanted)
-        table = self._summarize(self.source, frame)
+        table = with_checks(self._summarize(self.source, frame), frame)
         table = table.drop(columns=[c for c in _DROPPED if c in table.columns])
         now = self.source._clock()
         live = dict(zip(frame["run_id"], frame["status"].isin(LIVE_STATUSES), strict=True))

@@ -4,6 +4,10 @@
 // component per cell would cost more (docs/performance.md, "Frontend").
 // Click a header to sort by it (again: the other way); numbers sort as numbers, empty
 // cells last. The order holds while the table is redrawn with new rows.
+// The run's column stays in view while the table scrolls sideways (style.css: sticky).
+// Columns whose id starts with '_' are not drawn: a row's "_tips" ({column: text}) is its
+// cells' tooltips (why a cell is blank, what a check says), "_flagged" the cells a check
+// qualifies (class "flagged"; frontend/summaries.py).
 (function () {
     'use strict';
 
@@ -37,12 +41,17 @@
         return node;
     }
 
+    function shown(table) {
+        return table.columns.filter(c => !String(c.id).startsWith('_'));
+    }
+
     function draw(host, table) {
         host.textContent = '';
         if (!table || !table.columns || !table.columns.length) { return; }
+        const columns = shown(table);
         const element = document.createElement('table');
         const head = element.createTHead().insertRow();
-        for (const column of table.columns) {
+        for (const column of columns) {
             const th = cell('th', column.name);
             th.dataset.column = column.id;
             th.tabIndex = 0;
@@ -56,11 +65,19 @@
         const body = element.createTBody();
         for (const row of sorted(table)) {
             const tr = body.insertRow();
-            for (const column of table.columns) {
+            const tips = row._tips || {};
+            const flagged = row._flagged || [];
+            columns.forEach((column, index) => {
                 const td = cell('td', row[column.id]);
-                if (column.type === 'numeric') { td.className = 'numeric'; }
+                if (column.type === 'numeric') { td.classList.add('numeric'); }
+                const tip = tips[column.id];
+                // the run's column may be cut to its width: its full name in the tooltip
+                const title = [index === 0 ? row[column.id] : null, tip].filter(Boolean).join('\n');
+                if (title) { td.title = String(title); }
+                if (tip && String(tip).startsWith('blank: ')) { td.classList.add('blank'); }
+                if (flagged.includes(column.id)) { td.classList.add('flagged'); }
                 tr.appendChild(td);
-            }
+            });
         }
         host.appendChild(element);
     }

@@ -111,9 +111,10 @@ def analyze_experiment(experiment: str, workload: int | None = None,
     flags = run_checks([records[r] for r in runs["run_id"]], summary, extra=energy_cols) + \
         interference_checks(inter, records, pooled_summary)
     checks = flags_frame(flags)
-    table["checks"] = table["run_id"].map(codes_by_run(flags)).fillna("")
+    codes, slowdown_codes = codes_by_run(flags), codes_by_run(flags, ["slowdown"])
+    table["checks"] = table["run_id"].map(lambda r: codes.get(r, ""))
     if "run_id" in inter:
-        inter["checks"] = inter["run_id"].map(codes_by_run(flags, ["slowdown"])).fillna("")
+        inter["checks"] = inter["run_id"].map(lambda r: slowdown_codes.get(r, ""))
     blanks = {r: blank_reasons(records[r], row) for r, row in
               zip(table["run_id"], table.to_dict("records"), strict=True) if r in records}
     if workload is not None:

@@ -3,7 +3,7 @@
 By default every line fits :data:`radtrack.analysis.text_table.WIDTH` (120) columns: each
 table shows a chosen set of columns, split into blocks led by the run's name where they do
 not fit side by side, long text cut with '…', and what would be a wide text column (notes,
-solo runs, checks) printed as lines below it. Headers name the scope where a bare name
+solo runs, checks, energy notes) printed as lines below it or in the Checks section. Headers name the scope where a bare name
 would mislead (``host_cpu_pct`` is the whole host's CPU, ``run_cpu_pct`` the run's own
 processes'), a legend gives each column's meaning and unit, and a '-' cell says why it is
 blank. ``--wide`` prints every column of the old view, one line per row, uncut;
@@ -87,40 +87,46 @@ HEADERS = {
     "power_w_mean": "power_w",
 }
 
-#: what each printed column means: scope and unit (docs/analysis.md, What each figure means)
+#: what each printed column means where radtrack/store/meaning.py has no more to say
+#: (the run's span, counts, the interference figures); every other column's label is
+#: meaning.describe's: scope and unit (docs/analysis.md, What each figure means)
 LEGEND = {
     "duration_s": "span_s: the run's span, its script's first to last process (s)",
     "solo_duration_s": "solo_span_s: the solo runs' mean span (s)",
     "samples": "samples: the fewest readings any of the run's hardware series holds in its span",
-    "energy_j": "energy_j: energy charged to the run, its attributed share of each GPU it used (J)",
-    "energy_j_ci95_pct": "energy_ci95_pct: half-width of energy_j's 95 % interval (% of it)",
-    "gpu_energy_j": "gpu_energy_j: its GPUs' whole energy over its span, whoever used them (J)",
-    "activity_energy_j": "activity_energy_j: the activity model's estimate of energy_j (J)",
-    "co2e_g": "co2e_g: footprint of energy_j (g CO2e)",
-    "power_w_mean": "power_w: its GPUs' power, whole devices, mean over the span (W)",
-    "gpu_util_pct_mean": "gpu_util_pct: its GPUs' utilisation, whole devices (%)",
-    "sm_active_pct_mean": "sm_active_pct_mean: SMs active, whole devices (%)",
-    "mem_used_mib_max": "mem_used_mib_max: GPU memory used, whole devices (MiB)",
-    "temp_c_max": "temp_c_max: GPU temperature (°C)",
-    "sm_clock_mhz_mean": "sm_clock_mhz_mean: SM clock (MHz)",
-    "proc_cpu_pct_mean": "run_cpu_pct: CPU of the run's own processes (% of one core: 200 = two cores)",
-    "cpu_pct_mean": "host_cpu_pct: the whole host's CPU, every process (% of all cores), not the run's own",
-    "rss_mib_max": "rss_mib_max: resident memory of the run's processes (MiB)",
     "slowdown": "slowdown: solo rate / co-located rate (or co-located / solo span): 1 = no interference",
     "slowdown_lo": "slowdown_lo/_hi: its 95 % interval from the repeats' spread (- without repeats)",
+    "energy_per_unit_j": "energy_per_unit_j: energy_j per unit of the script's work (J/unit)",
+    "solo_energy_per_unit_j": "solo_energy_per_unit_j: the solo runs' (J/unit)",
     "energy_per_unit_change_pct": "energy_per_unit_change_pct: energy per unit of work vs solo (%)",
     "stp": "stp: system throughput, sum of 1/slowdown (n = no interference)",
     "antt": "antt: mean slowdown",
-    "energy_vs_serial_pct": "energy_vs_serial_pct: the workload's energy vs its rows run solo one after another (%)",
+    "serial_energy_j": "serial_energy_j: the rows' energy run solo one after another (J)",
+    "energy_vs_serial_pct": "energy_vs_serial_pct: the workload's energy vs serial_energy_j (%)",
     "checks": "checks: results that cannot be trusted as they stand (see Checks below)",
 }
 
 
-def _legend(columns: list[str], frame: pd.DataFrame, wide: bool) -> str | None:
-    shown = [c for c in columns if c in frame.columns and c in LEGEND]
-    if not shown or wide:
+def column_legend(column: str) -> str | None:
+    """``header: what it is (unit)`` for one printed column; None for a column that says
+    itself (names, statuses, launch ids)."""
+    if column in LEGEND:
+        return LEGEND[column]
+    from radtrack.store.meaning import describe
+
+    meaning = describe(column)
+    if not meaning.declared or not meaning.unit_text:
         return None
-    return wrap("Columns: " + "; ".join(LEGEND[c] for c in shown) + ".", indent="  ")
+    return f"{HEADERS.get(column, column)}: {meaning.label}"
+
+
+def _legend(columns: list[str], frame: pd.DataFrame, wide: bool) -> str | None:
+    if wide:
+        return None
+    shown = [text for c in columns if c in frame.columns and (text := column_legend(c))]
+    if not shown:
+        return None
+    return wrap("Columns: " + "; ".join(shown) + ".", indent="  ")
 
 
 def _blank_legend(report: ExperimentReport, table: pd.DataFrame) -> str:
@@ -139,13 +145,6 @@ def _view(frame: pd.DataFrame, columns: list[str], wide: bool, key: str | None) 
     if wide:
         return render(frame, columns)
     return fit(frame, columns, key=[key] if key else None, headers=HEADERS)
-
-
-def _notes(frame: pd.DataFrame, label: str, column: str) -> list[str]:
-    if column not in frame:
-        return []
-    return [wrap(f"{row.get(label)}: {row[column]}", first="    ", indent="      ")
-            for row in frame.to_dict("records") if isinstance(row.get(column), str) and row[column]]
 
 
 def _baselines(inter: pd.DataFrame) -> list[str]:
@@ -186,8 +185,6 @@ def render_report(report: ExperimentReport, wide: bool = False) -> str:
              "", "Per-run summary", _view(runs, run_view, wide, "run_name")]
     if not runs.empty:
         parts += [_legend(run_view, runs, wide), _blank_legend(report, runs)]
-        notes = [] if wide else _notes(runs, "run_name", "energy_note")
-        parts += ["  energy notes:", *notes] if notes else []
     parts += ["", wrap("Co-location interference (against solo runs of the same File + params on the same "
                        "host: docs/analysis.md, How baselines are found)")]
     inter = report.interference

@@ -282,7 +282,8 @@ def blank_reasons(record: Mapping[str, object], summary: Mapping[str, object]) -
         reason = "CPU-only run (no Devices): no GPU readings"
     elif not _has_gpu_readings(record, summary):
         state = _text(record.get(f"tag.{schema.listener_tag('smi')}"))
-        reason = f"no GPU listener ({'smi: ' + state if state else 'none ran'})"
+        reason = (f"GPU row without GPU readings (smi listener: {state})" if state
+                  else "no GPU listener ran")
     else:
         reason = ""
     out = {c: reason for c in blank if reason}

@@ -8,7 +8,9 @@ co-located run recorded without attribution. ``gpu_energy_j`` is the energy its 
 over its span, whoever used it; ``energy_per_<unit>_j`` is based on ``energy_j``.
 ``samples`` is the fewest readings any of its summarised hardware series holds (a mean of
 3 readings is not a measurement: radtrack/analysis/result_checks.py flags it): the stored
-count ``summary/<key>/n`` where the run has one, else counted in the series read anyway.
+count ``summary/<key>/n`` where the run has one, else counted in the series where they were
+read anyway, else the fewest samples a listener of those series gave the run
+(``summary/monitoring/<listener>/samples``).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from radtrack.store.schema import (
     SUMMARY_ATTRIBUTION_PREFIX,
     SUMMARY_PREFIX,
     SUMMARY_WORKLOAD_PREFIX,
+    monitoring_key,
 )
 
 IDENTITY_COLUMNS = ["run_id", "run_name", "workload", "letter", "status", "file", "devices",
@@ -179,11 +182,15 @@ def sample_count(keys: list[str] | set[str], stored: Mapping[str, float],
         counts.append(found)
     if all(c is not None for c in counts):
         return float(min(counts))  # type: ignore[type-var]
-    if series is None or series.empty:
-        return float("nan")
-    held = series[series["metric"].isin(hardware)].groupby("metric")["value"].count()
+    held = (series[series["metric"].isin(hardware)].groupby("metric")["value"].count()
+            if series is not None and not series.empty else pd.Series(dtype=float))
     # every series read (the frontend reads only what the stored summaries cannot answer)
-    return float(held.min()) if len(held) == len(hardware) else float("nan")
+    if len(held) == len(hardware):
+        return float(held.min())
+    # else the samples each listener gave the run (summary/monitoring/<listener>/samples)
+    listeners = {k.split("/", 1)[0] for k in hardware}
+    taken = [stored.get(monitoring_key(x, "samples")) for x in sorted(listeners)]
+    return float(min(taken)) if taken and all(t is not None for t in taken) else float("nan")
 
 
 def _with_samples_after_duration(table: pd.DataFrame) -> pd.DataFrame:

@@ -38,14 +38,21 @@ def _missing(value: object) -> bool:
 
 
 def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` within ``limit`` characters: a path keeps its end (the file's name), other
+    text its start."""
+    if len(text) <= limit:
+        return text
+    if "/" in text and " " not in text:
+        return "…" + text[len(text) - limit + 1:]
+    return text[: limit - 1] + "…"
 
 
 def fit(frame: pd.DataFrame, columns: list[str] | None = None, key: list[str] | None = None,
         headers: dict[str, str] | None = None, width: int = WIDTH, max_cell: int = MAX_CELL) -> str:
     """``frame`` as aligned text no line of which is wider than ``width``: the columns
     shown in order, split into as many blocks as it takes, each block led by the ``key``
-    columns (the run's name), text cells longer than ``max_cell`` cut with '…'.
+    columns (the run's name), text cells longer than ``max_cell`` cut with '…' (a path at
+    its start, so that its file's name shows).
     ``headers`` renames columns for the eye (the frame's own names stay in files); NaN
     prints as '-'. Every row keeps its place in every block."""
     if frame.empty:

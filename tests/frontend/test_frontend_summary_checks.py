@@ -1,0 +1,72 @@
+"""The Summary tab's answer says what cannot be trusted and why a cell is blank (issue 38):
+the ``checks`` column, the hidden ``_tips``/``_flagged`` columns summary_table.js turns into
+tooltips and marks, units in the headers, and the run column kept in view (style.css)."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from mlflow import MlflowClient
+from synthetic import new_store, seed_workload
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "analysis"))
+from test_analysis_seed import Row  # noqa: E402  (the analysis tests' seeding, signals by hand)
+from test_analysis_seed import seed_workload as seed_rows  # noqa: E402
+
+from radtrack.frontend.callbacks_chart import summary_answer
+from radtrack.frontend.data import DataSource
+from radtrack.frontend.summaries import SummaryCache
+
+ASSETS = Path(__file__).parents[2] / "frontend" / "assets"
+
+
+@pytest.fixture
+def seeded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    monkeypatch.setenv("RADTRACK_CACHE_DIR", str(tmp_path / "cache"))
+    uri = new_store(tmp_path)
+    gpu = seed_workload(uri, "sum", 1, ["A"], metrics=("smi/gpu0/power_w", "smi/gpu0/gpu_util_pct"),
+                        points=120, hz=2.0)
+    client = MlflowClient(uri)
+    # a GPU row (Devices 0) whose GPU did nothing, sampled 5 times
+    idle = seed_rows(client, "sum", 2, [Row(duration_s=2, util_pct=0.0, interval_s=0.5, throughput=None)],
+                     start=1_700_001_000.0)
+    # a CPU-only row (no Devices) with top's readings only
+    top = {"top/cpu_pct": [(float(s), s, 40.0) for s in range(31)]}
+    cpu = seed_rows(client, "sum", 3, [Row(duration_s=30, devices="-", parquet=False, history=False,
+                                           energy_counter=False, throughput=None, extra=top)],
+                    start=1_700_002_000.0)
+    return {"uri": uri, "gpu": gpu[0].run_id, "idle": idle[0], "cpu": cpu[0]}
+
+
+def test_summary_answer_flags_and_explains_blank_cells(seeded) -> None:
+    source = DataSource(seeded["uri"])
+    ids = [seeded["gpu"], seeded["idle"], seeded["cpu"]]
+    answer = summary_answer(source, SummaryCache(source), ids)
+    names = {c["id"]: c["name"] for c in answer["columns"]}
+    rows = dict(zip(ids, answer["rows"], strict=True))
+    # units in the headers: the host's CPU is said to be the host's
+    assert "(s)" in names["duration_s"] and "(W)" in names["power_w_mean"]
+    assert "% of all cores" in names["cpu_pct_mean"]
+    assert list(names)[:2] == ["run", "status"] and "checks" in names and "samples" in names
+    # the idle GPU row: few samples and no GPU activity, its cells marked and explained
+    idle = rows[seeded["idle"]]
+    assert idle["checks"] == "few-samples,no-gpu-activity"
+    assert set(idle["_flagged"]) == {"samples", "run"}
+    assert "fell back to the CPU" in idle["_tips"]["run"]
+    assert "Do: run it longer" in idle["_tips"]["checks"]
+    # the CPU-only run's blank energy says why; the GPU run has nothing to flag
+    cpu = rows[seeded["cpu"]]
+    assert cpu["energy_j"] is None and cpu["_tips"]["energy_j"].startswith("blank: CPU-only run")
+    assert cpu["checks"] == "" and rows[seeded["gpu"]]["checks"] == ""
+    assert rows[seeded["gpu"]]["_tips"] == {}
+
+
+def test_run_column_is_sticky_and_hidden_columns_are_not_drawn() -> None:
+    css = (ASSETS / "style.css").read_text()
+    rule = re.search(r"#summary th:first-child, #summary td:first-child \{([^}]*)\}", css)
+    assert rule and "position: sticky" in rule.group(1) and "left: 0" in rule.group(1)
+    js = (ASSETS / "summary_table.js").read_text()
+    assert "!String(c.id).startsWith('_')" in js and "row._tips" in js
