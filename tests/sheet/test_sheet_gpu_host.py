@@ -114,3 +114,22 @@ def test_cuda_visible_devices_without_a_gpu_is_a_warning(no_gpu: Path) -> None:
     assert p.returncode == 0, p.stderr
     assert p.stderr.strip() == (f"radtrack: warning: the environment's CUDA_VISIBLE_DEVICES=0 "
                                 f"asks for GPUs, but {NO_GPU}: the script(s) run on CPU")
+
+
+@pytest.mark.gpu
+def test_a_gpu_host_runs_a_devices_row_without_a_word(store: str, tmp_path: Path) -> None:
+    """On a real GPU host (the real nvidia-smi, no double): a Devices row is planned and run
+    without a warning, and a GPU the host does not have is still refused by name."""
+    shutil.copy(SCRIPTS / "train_ok.py", tmp_path / "train.py")
+    sheet = tmp_path / "gpu.csv"
+    sheet.write_text(f"{HEADER}\ng,1,,,0,-,train.py,none,,,\n")
+    plan = radtrack_cli("--dry-run", str(sheet), cwd=tmp_path)
+    assert plan.returncode == 0 and "warning" not in plan.stderr, plan.stderr
+    run = radtrack_cli(str(sheet), cwd=tmp_path)
+    assert run.returncode == 0 and "warning" not in run.stderr, run.stderr
+    assert sheet.read_text().splitlines()[1].startswith("g,1,FINISHED g-1")
+    sheet.write_text(f"{HEADER}\ng,2,,,99,-,train.py,none,,,\n")
+    refused = radtrack_cli(str(sheet), cwd=tmp_path)
+    assert refused.returncode == 2
+    assert f"{sheet}:2: column Devices: device 99 is not on this host; GPUs here: 0 (" \
+        in refused.stderr, refused.stderr
