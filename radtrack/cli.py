@@ -291,7 +291,7 @@ def _no_such_target(text: str) -> str:
     """'reprot: no such file or command; did you mean 'report'?', or a file beside it."""
     path = Path(text)
     if not path.suffix and "/" not in text:
-        close = close_words(text, SUBCOMMANDS)
+        close = close_words(text.lower(), SUBCOMMANDS)
         hint = (f"did you mean '{close[0]}'?" if close else
                 f"the commands are {', '.join(SUBCOMMANDS)}")
         return f"{text}: no such file or command; {hint}"

@@ -97,6 +97,9 @@ def test_did_you_mean(tmp_path: Path) -> None:
     assert p.returncode == 2
     assert p.stderr.strip() == ("radtrack: error: reprot: no such file or command; did you "
                                 "mean 'report'?")
+    p = radtrack_cli("Exprot", "coloc", "--out", "x.csv", cwd=tmp_path)
+    assert p.returncode == 2 and p.stderr.strip() == (
+        "radtrack: error: Exprot: no such file or command; did you mean 'export'?")
     p = radtrack_cli("frobnicate", cwd=tmp_path)
     assert p.returncode == 2 and p.stderr.strip() == (
         "radtrack: error: frobnicate: no such file or command; the commands are "
