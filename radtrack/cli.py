@@ -29,6 +29,7 @@ from radtrack.cli_parser import (
     USAGE,
     build_parser,
     close_words,
+    suggesting_subcommand_errors,
 )
 from radtrack.errors import RadtrackError, SheetError
 from radtrack.spec import DEFAULT_INTERVAL, RunSpec
@@ -390,6 +391,7 @@ def _single_spec(args: argparse.Namespace, script: Path) -> RunSpec:
 
 
 def _subcommand(name: str, rest: list[str]) -> int:
+    suggesting_subcommand_errors()
     if name == "listeners":
         return _list_listeners(rest)
     if name in ("sync", "report", "export", "ui"):

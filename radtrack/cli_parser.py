@@ -49,16 +49,35 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"radtrack: error: {self._did_you_mean(message)} (see radtrack --help)\n")
 
     def _did_you_mean(self, message: str) -> str:
-        """'--dry-rn (did you mean --dry-run?)' for an option argparse does not know."""
-        prefix = "unrecognized arguments: "
-        if not message.startswith(prefix):
-            return message
-        known = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
-        words = []
-        for word in message[len(prefix):].split():
-            close = close_words(word.split("=", 1)[0], known) if word.startswith("-") else []
-            words.append(f"{word} (did you mean {close[0]}?)" if close else word)
-        return prefix + " ".join(words)
+        return did_you_mean(self, message)
+
+
+def did_you_mean(parser: argparse.ArgumentParser, message: str) -> str:
+    """argparse's ``message``, with '--dry-rn (did you mean --dry-run?)' for each option
+    ``parser`` does not know but has a close one of."""
+    prefix = "unrecognized arguments: "
+    if not message.startswith(prefix):
+        return message
+    known = [o for a in parser._actions for o in a.option_strings if o.startswith("--")]
+    words = []
+    for word in message[len(prefix):].split():
+        close = close_words(word.split("=", 1)[0], known) if word.startswith("-") else []
+        words.append(f"{word} (did you mean {close[0]}?)" if close else word)
+    return prefix + " ".join(words)
+
+
+def suggesting_subcommand_errors() -> None:
+    """The subcommands' own parsers (plain argparse, in their modules) name the close option
+    too: argparse's error() gets did_you_mean's message (this process is the CLI's)."""
+    original = argparse.ArgumentParser.error
+    if getattr(original, "suggests", False):
+        return
+
+    def error(self: argparse.ArgumentParser, message: str) -> NoReturn:
+        original(self, did_you_mean(self, message))
+
+    error.suggests = True  # type: ignore[attr-defined]
+    argparse.ArgumentParser.error = error  # type: ignore[method-assign]
 
 
 class _Version(argparse.Action):

@@ -112,6 +112,11 @@ def test_did_you_mean(tmp_path: Path) -> None:
     assert p.returncode == 2
     assert p.stderr.strip() == ("radtrack: error: unrecognized arguments: --dry-rn (did you "
                                 "mean --dry-run?) (see radtrack --help)")
+    # a subcommand's own options too
+    p = radtrack_cli("report", "quickstart", "--formt", "csv", cwd=tmp_path)
+    assert p.returncode == 2
+    assert p.stderr.strip().splitlines()[-1] == ("radtrack report: error: unrecognized "
+                                                 "arguments: --formt (did you mean --format?) csv")
     assert not (tmp_path / "mlflow.db").exists()
 
 
