@@ -61,6 +61,7 @@ class RunSpec:
     # time_limit, qos, constraint -> value as sbatch takes it; empty = not set
     slurm: dict[str, str] = field(default_factory=dict)
     job: str = ""  # as read from the sheet's Job column ("<job id> <state>")
+    nodes: int = 1  # nodes the row's script runs on, one task each (radtrack/nodes/)
 
     @property
     def collocation_kind(self) -> str:

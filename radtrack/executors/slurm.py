@@ -72,6 +72,8 @@ def batch_script(rows: list[RunSpec], uri: str, grace: float, home: str | None) 
     from radtrack.store.tracking import launch_id, without_password
 
     python = sys.executable
+    # a row over several nodes: the step that starts a task per node (slurm_nodes.py)
+    entry = "slurm_nodes" if rows[0].nodes > 1 else "slurm_job"
     if any(c.isspace() for c in python) or len(python) > 200:
         raise RadtrackError(f"the interpreter path {python!r} cannot be a batch script's "
                             "#! line (spaces or too long); install radtrack in a plain path")
@@ -80,7 +82,7 @@ def batch_script(rows: list[RunSpec], uri: str, grace: float, home: str | None) 
     return (f"#!{python}\n"
             "# radtrack: one workload of an experiment sheet (radtrack --executor slurm)\n"
             "import sys\n\n"
-            "from radtrack.executors.slurm_job import main\n\n"
+            f"from radtrack.executors.{entry} import main\n\n"
             f"sys.exit(main({payload!r}))\n")
 
 
@@ -92,6 +94,8 @@ def sbatch_args(rows: list[RunSpec], script: Path, out_dir: Path,
     if n:
         args.append(f"--gres=gpu:{n}")
     args.append(f"--cpus-per-task={cpus_per_task(rows)[0]}")
+    if rows[0].nodes > 1:  # a row over several nodes: one task each (slurm_nodes.py)
+        args += [f"--nodes={rows[0].nodes}", "--ntasks-per-node=1"]
     for key, option in SBATCH_OPTION.items():
         value = rows[0].slurm.get(key)
         if value:
@@ -121,7 +125,8 @@ def resources(rows: list[RunSpec]) -> str:
     mem = rows[0].slurm.get("mem")
     memory = f"memory {mem} (--mem)" if mem else "memory: the partition's default (--mem to set)"
     gpus = gpu_count(rows)
-    return f"{cpus} CPU(s) ({why}), {memory}, {gpus} GPU(s)"
+    spread = f" on each of {rows[0].nodes} nodes" if rows[0].nodes > 1 else ""
+    return f"{cpus} CPU(s) ({why}), {memory}, {gpus} GPU(s){spread}"
 
 
 def _say(text: str) -> None:

@@ -10,7 +10,7 @@ REQUIRED = ("Experiment", "Workload", "Devices", "Collocation", "File", "Listene
 # write-back appends them to the header (radtrack/sheet/writeback.py).
 OPTIONAL = ("Status", "Run", "Interval", "MaxEpoch", "MaxTime", "Env", "Clocks", "PowerLimit",
             "RunName", "Manual", "CarbonIntensity", "PUE",
-            *("Partition", "Account", "TimeLimit", "QoS", "Constraint", "Cpus", "Job"))
+            *("Partition", "Account", "TimeLimit", "QoS", "Constraint", "Cpus", "Job"), "Nodes")
 # Sheet column -> sbatch option, for the SLURM executor (radtrack/executors/slurm.py).
 SLURM_COLUMNS = {"Partition": "partition", "Account": "account", "TimeLimit": "time_limit",
                  "QoS": "qos", "Constraint": "constraint", "Cpus": "cpus_per_task"}

@@ -295,6 +295,7 @@ def _parse_row(rec: Record, columns: dict[str, int], width: int, defaults: dict[
     field("MaxEpoch", "max_epoch", lambda t: int(parse_positive(t, int, "epochs")))
     field("MaxTime", "max_time", lambda t: float(parse_positive(t, float, "minutes")))
     field("PowerLimit", "power_limit", lambda t: float(parse_positive(t, float, "watts")))
+    field("Nodes", "nodes", lambda t: int(parse_positive(t, int, "nodes")))
     field("Clocks", "clocks", parse_clocks)
     field("RunName", "run_name", str)
     field("Manual", "manual", parse_bool)

@@ -3,7 +3,8 @@
 Under SLURM a workload is one batch job: its Devices are indices within the job's GPU
 allocation (0..N-1, N = ``--gres=gpu:N``), its rows agree on the job's options (``Cpus``
 among them: the job's CPUs), and no row asks radtrack to create a MIG instance (MIG layouts
-belong to the cluster's admins).
+belong to the cluster's admins). A row over several nodes (``Nodes``) is a workload and a
+job of its own, plain (radtrack/executors/slurm_nodes.py).
 """
 
 from __future__ import annotations
@@ -59,12 +60,19 @@ def check_for_slurm(specs: list[RunSpec], path: Path) -> None:
                          "MIG instances (the cluster's admins do); request the MIG device "
                          "SLURM offers and name it by its index in Devices with Collocation "
                          "'-' or MPS", s.row, "Collocation")
+        if s.nodes > 1 and s.collocation_kind != "plain":
+            problems.add(f"{s.collocation}: a row over {s.nodes} nodes (Nodes) runs plain, one "
+                         "script per node on its Devices: use Collocation '-'", s.row, "Collocation")
         not_index = [d for d in s.devices if not d.isdigit()]
         if not_index:
             problems.add(f"{', '.join(not_index)}: under SLURM, Devices are indices within "
                          "the job's GPU allocation (0, 1, 0+1), not GPU UUIDs", s.row, "Devices")
     for (experiment, workload), rows in groups.items():
         name = f"workload {experiment}-{workload}"
+        spread = next((s for s in rows if s.nodes > 1), None)
+        if spread is not None and len(rows) > 1:
+            problems.add(f"{name}: the row over {spread.nodes} nodes is one SLURM job of its own; "
+                         "give it a workload without other rows", spread.row, "Nodes")
         used = sorted({int(d) for s in rows for d in s.devices if d.isdigit()})
         if used and used != list(range(len(used))):
             problems.add(f"{name} uses device(s) {'+'.join(map(str, used))}: the job gets "

@@ -1,0 +1,153 @@
+"""A sheet row over two nodes through the SLURM executor (column Nodes = 2): one batch job over
+two nodes, srun one task per node, a 2-process gloo DDP script; one run with both nodes'
+series, per-node and total figures, true status.
+
+The cluster: SLURM's multiple-slurmd mode on this host: one slurmctld and two slurmd
+(``slurmd -N radnode1`` / ``-N radnode2``), both NodeAddr=127.0.0.1 with a port each
+(Debian's slurm-wlm 22.05 runs them so), started by this module's fixture; it skips,
+visibly, without root or SLURM (scripts/ensure-slurm.sh installs it as root).
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from slurm_cluster import SlurmCluster, _free_port, _which, wait_for, why_no_slurm
+from test_nodes_by_hand import DDP, the_run
+
+from radtrack.store import schema
+
+pytestmark = pytest.mark.slow
+NODES = ("radnode1", "radnode2")
+
+
+def _config(root: Path) -> Path:
+    (root / "state").mkdir()
+    for node in NODES:
+        (root / f"spool-{node}").mkdir()
+    host = socket.gethostname()
+    lines = [f"NodeName={n} NodeAddr=127.0.0.1 NodeHostname={host} Port={_free_port()} "
+             "CPUs=8 RealMemory=8000 State=UNKNOWN" for n in NODES]
+    conf = root / "slurm.conf"
+    conf.write_text(f"""\
+ClusterName=radtrack2
+SlurmctldHost={host}(127.0.0.1)
+MailProg=/bin/true
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket={root / 'munge.sock'}
+CredType=cred/munge
+StateSaveLocation={root / 'state'}
+SlurmdSpoolDir={root}/spool-%n
+SlurmctldPidFile={root / 'slurmctld.pid'}
+SlurmdPidFile={root}/slurmd-%n.pid
+SlurmctldLogFile={root / 'slurmctld.log'}
+SlurmdLogFile={root}/slurmd-%n.log
+ProctrackType=proctrack/pgid
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/backfill
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+ReturnToService=2
+MinJobAge=600
+KillWait=5
+InactiveLimit=0
+MpiDefault=none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+SlurmdParameters=config_overrides
+{chr(10).join(lines)}
+PartitionName=debug Nodes={NODES[0][:-1]}[1-2] Default=YES MaxTime=INFINITE State=UP
+""")
+    return conf
+
+
+@pytest.fixture(scope="module")
+def two_nodes() -> Iterator[SlurmCluster]:
+    reason = why_no_slurm()
+    if reason:
+        pytest.skip(f"slurm: {reason}")
+    root = Path(tempfile.mkdtemp(prefix="radtrack-slurm2-"))
+    os.chmod(root, 0o755)
+    cluster = SlurmCluster(root, _config(root))
+    env = {**os.environ, **cluster.env}
+    key = root / "munge.key"
+    key.write_bytes(os.urandom(1024))
+    os.chmod(key, 0o600)
+    (root / "munge").mkdir(mode=0o700)
+    try:
+        cluster.procs.append(subprocess.Popen(
+            [_which("munged"), "--foreground", "--force", f"--key-file={key}",
+             f"--socket={root / 'munge.sock'}", f"--pid-file={root / 'munge' / 'pid'}",
+             f"--seed-file={root / 'munge' / 'seed'}", f"--log-file={root / 'munged.log'}"],
+            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        wait_for(lambda: (root / "munge.sock").exists(), 10, "munged's socket")
+        cluster.procs.append(subprocess.Popen(
+            [_which("slurmctld"), "-D", "-i", "-f", str(cluster.conf)], env=env,
+            stdout=subprocess.DEVNULL, stderr=open(root / "slurmctld.err", "w")))
+        for node in NODES:
+            cluster.procs.append(subprocess.Popen(
+                [_which("slurmd"), "-D", "-N", node, "-f", str(cluster.conf)], env=env,
+                stdout=subprocess.DEVNULL, stderr=open(root / f"slurmd-{node}.err", "w")))
+
+        def idle() -> bool:
+            p = cluster.run("sinfo", "-h", "-N", "-o", "%T")
+            return p.returncode == 0 and p.stdout.split() == ["idle", "idle"]
+
+        wait_for(idle, 60, "two idle nodes (multiple-slurmd mode)")
+    except (RuntimeError, OSError) as exc:
+        cluster.stop()
+        pytest.skip(f"slurm: two slurmd on this host did not come up: {exc}")
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def test_a_sheet_row_over_two_slurm_nodes_is_one_run(two_nodes: SlurmCluster,
+                                                      tmp_path: Path) -> None:
+    sheet = tmp_path / "multi.csv"
+    with sheet.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Experiment", "Workload", "Devices", "Collocation", "File", "Listeners",
+                    "Params", "Nodes"])
+        w.writerow(["multi", "1", "", "-", str(DDP), "top", "--steps 5", "2"])
+    env = {**os.environ, **two_nodes.env, "PYTHONUNBUFFERED": "1",
+           "RADTRACK_HOME": str(tmp_path / "home"), "RADTRACK_JOB_HOME": str(tmp_path / "job"),
+           "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+           "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
+    dry = subprocess.run([sys.executable, "-m", "radtrack", str(sheet), "--executor", "slurm",
+                          "--shared-fs", "--dry-run"], env=env, cwd=tmp_path, text=True,
+                         capture_output=True, timeout=120)
+    assert "--nodes=2 --ntasks-per-node=1" in dry.stdout, dry.stdout + dry.stderr
+    proc = subprocess.run([sys.executable, "-m", "radtrack", str(sheet), "--executor", "slurm",
+                           "--shared-fs", "--interval", "0.1"], env=env, cwd=tmp_path,
+                          text=True, capture_output=True, timeout=400)
+    outs = "".join(p.read_text() for p in tmp_path.glob(".multi*.slurm/*.out"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr + outs
+    assert "node 0 = radnode1" in outs and "node radnode2: node 1 of 2" in outs, outs
+
+    client, run = the_run(tmp_path)
+    assert run.info.status == "FINISHED", outs
+    tags, metrics = run.data.tags, run.data.metrics
+    assert tags[schema.NODES] == "2" and tags.get(schema.SLURM_JOB_ID)
+    assert tags[schema.node_tag(1, "status")] == "FINISHED"
+    assert len(client.get_metric_history(run.info.run_id, "system/top/cpu_pct")) >= 2
+    assert len(client.get_metric_history(run.info.run_id, "system/node1/top/cpu_pct")) >= 2
+    for key in (schema.node_summary_key(0, "duration_s"), schema.node_summary_key(1, "duration_s"),
+                schema.nodes_total_key("duration_s")):
+        assert metrics[key] > 0, key
+    assert "FINISHED" in sheet.read_text()
