@@ -124,6 +124,13 @@ def _defaults(args: argparse.Namespace) -> dict[str, object]:
     slurm = _slurm_flags(args)
     if slurm:
         d["slurm"] = slurm
+    if args.nodes is not None:  # --executor slurm: each row over N nodes (a Nodes cell wins)
+        if args.node_rank is not None or args.master is not None:
+            raise RadtrackError("--node-rank and --master start one node by hand; under "
+                                "--executor slurm give --nodes N (or a Nodes column) alone")
+        if args.nodes < 1:
+            raise RadtrackError(f"--nodes must be >= 1, got {args.nodes}")
+        d["nodes"] = args.nodes
     return d
 
 

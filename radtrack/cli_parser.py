@@ -192,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
     n = p.add_argument_group("multi-node (one run over several nodes; docs/sheets.md)")
     n.add_argument("--nodes", type=inputs.argument(inputs.integer), default=None, metavar="N",
                    help="run the script as one run over N nodes: started by hand on each node "
-                        "with --node-rank and --master")
+                        "with --node-rank and --master; with --executor slurm, every row of the "
+                        "sheet as one job over N nodes (a Nodes cell wins)")
     n.add_argument("--node-rank", type=inputs.argument(inputs.integer), default=None, metavar="K",
                    help="this node's rank, 0..N-1; node 0 creates the run and hosts the rendezvous")
     n.add_argument("--master", default=None, metavar="HOST[:PORT]",

@@ -207,3 +207,60 @@ def test_node_0_alone_names_the_nodes_that_never_joined(tmp_path: Path) -> None:
                 env={"RADTRACK_NODES_JOIN_S": "1"})
     assert proc.returncode != 0
     assert "node(s) 1 did not join" in proc.stderr and "ran" not in proc.stdout
+
+
+def _sheet(tmp: Path, nodes: str = "", collocation: str = "-", rows: int = 1,
+           devices: str = "") -> Path:
+    script = tmp / "s.py"
+    script.write_text("print('ran')\n")
+    sheet = tmp / "multi.csv"
+    lines = ["Experiment,Workload,Devices,Collocation,File,Listeners,Params,Nodes"]
+    lines += [f"multi,1,{devices},{collocation},{script},top,,{nodes}"] * rows
+    sheet.write_text("\n".join(lines) + "\n")
+    return sheet
+
+
+def _radtrack(tmp: Path, *args: str):
+    import os
+    import subprocess
+
+    env = {**os.environ, "RADTRACK_HOME": str(tmp / "home"),
+           "MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'm.db'}"}
+    return subprocess.run([sys.executable, "-m", "radtrack", *args], cwd=tmp, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_slurm_jobs_of_rows_over_nodes_from_the_column_or_the_flag(tmp_path: Path) -> None:
+    sheet = _sheet(tmp_path, nodes="3")
+    proc = _radtrack(tmp_path, str(sheet), "--executor", "slurm", "--shared-fs", "--dry-run")
+    assert proc.returncode == 0, proc.stderr
+    assert "--nodes=3 --ntasks-per-node=1" in proc.stdout and "on each of 3 nodes" in proc.stdout
+    plain = _sheet(tmp_path)
+    proc = _radtrack(tmp_path, str(plain), "--executor", "slurm", "--shared-fs", "--nodes", "2",
+                     "--dry-run")
+    assert "--nodes=2 --ntasks-per-node=1" in proc.stdout, proc.stderr
+    proc = _radtrack(tmp_path, str(plain), "--executor", "slurm", "--nodes", "2",
+                     "--node-rank", "0", "--master", "h", "--shared-fs", "--dry-run")
+    assert proc.returncode == 2 and "--nodes N (or a Nodes column) alone" in proc.stderr
+
+
+@pytest.mark.parametrize("collocation, rows, message, column", [
+    ("mps", 1, "runs plain", "Collocation"),
+    ("-", 2, "one SLURM job of its own", "Nodes"),
+])
+def test_slurm_refuses_a_shared_row_over_nodes(tmp_path: Path, collocation, rows, message,
+                                               column) -> None:
+    sheet = _sheet(tmp_path, nodes="2", collocation=collocation, rows=rows, devices="0")
+    proc = _radtrack(tmp_path, str(sheet), "--executor", "slurm", "--shared-fs", "--dry-run")
+    assert proc.returncode == 2 and message in proc.stderr, proc.stderr
+    assert f"column {column}" in proc.stderr
+
+
+def test_a_local_sheet_refuses_a_row_over_nodes_naming_the_cell(tmp_path: Path) -> None:
+    sheet = _sheet(tmp_path, nodes="2")
+    proc = _radtrack(tmp_path, "--wait-end", str(sheet))
+    assert proc.returncode == 2, proc.stderr
+    assert f"{sheet}:2: column Nodes" in proc.stderr and "ran" not in proc.stdout
+    bad = _sheet(tmp_path, nodes="0")
+    proc = _radtrack(tmp_path, "--wait-end", str(bad))
+    assert proc.returncode == 2 and "Nodes" in proc.stderr
