@@ -32,7 +32,7 @@ def supervise(rows: list[Row], stop: threading.Event, released: float,
     running = set(range(len(rows)))
     for row in rows:
         if row.started and row.sink is not None and not row.spec.manual:
-            row.sink.set_start(row.started)
+            row.sink.set_start(as_told(row.started))
     stopping: list[threading.Thread] = []
     try:
         _watch(rows, running, stop, released, clock, tick, stopping, last_progress)
@@ -74,6 +74,12 @@ def _watch(rows: list[Row], running: set[int], stop: threading.Event, released: 
             time.sleep(tick)
 
 
+def as_told(start: float) -> float:
+    """The run's start as its listeners are told it (``--since``, to the microsecond:
+    ListenerLaunch): smi's 0 J reading at the start then lies in the span, not a hair before."""
+    return float(f"{start:.6f}")
+
+
 def end_span(row: Row, clock: Callable[[], float] = time.time) -> list[threading.Thread]:
     """The row's process ended: its span ends now (or where --manual's control file ended
     it), and its listeners stop in a thread of their own (returned, to be joined) so that
@@ -98,7 +104,7 @@ def manual_control(row: Row) -> None:
     if not row.listening and not row.started and (control / "start").exists():
         row.started = float((control / "start").read_text() or time.time())
         if row.sink is not None:
-            row.sink.set_start(row.started)
+            row.sink.set_start(as_told(row.started))
         start_row_listeners(row)
     if row.listening and (control / "stop").exists():
         row.ended = float((control / "stop").read_text() or time.time())

@@ -40,6 +40,10 @@ log = logging.getLogger(__name__)
 class Sink:
     """Spool + batch shipper for one run."""
 
+    # seconds the stored samples' clock is ahead of this host's (node K of a multi-node row
+    # stores on node 0's clock: radtrack/nodes/sink.py): the run's span is stored shifted so
+    offset_s: float = 0.0
+
     def __init__(self, client: MlflowClient, run_id: str, spool_root: Path, tracking_uri: str,
                  flush_every: float = FLUSH_EVERY_S, sql_bulk: bool = True):
         self.client = client
@@ -115,17 +119,17 @@ class Sink:
     def set_start(self, start: float) -> None:
         """The run starts at ``start`` (unix s): no sample before it is stored on the run."""
         with self.spool.lock:
-            self.spool.span.start, self.spool.span.held = start, False
+            self.spool.span.start, self.spool.span.held = start + self.offset_s, False
         if self.shipper is not None:
             self.shipper.wake()
 
     def set_end(self, clock: Callable[[], float] | float) -> float:
         """The run ended: at ``clock()`` (read under the spool's lock, so no sample the
         shipper already took is stamped after it) or at the time given. No sample after it
-        is stored on the run. Returns the end."""
+        is stored on the run. Returns the end (on this host's clock)."""
         with self.spool.lock:
             end = clock() if callable(clock) else float(clock)
-            self.spool.span.end = end
+            self.spool.span.end = end + self.offset_s
         return end
 
     @property
@@ -216,8 +220,9 @@ class Sink:
 
     def finalize(self) -> None:
         """Parquet trace + probe JSON per listener, and summary metrics, as run artifacts."""
-        store_traces(self.client, self.run_id, self.spool.streams.values(), self.frames,
-                     self.spool.span)
+        ends = store_traces(self.client, self.run_id, self.spool.streams.values(), self.frames,
+                            self.spool.span)
+        self.shipper.stored += ends  # the series' points at the span's ends are stored points too
 
     # -- crash recovery ----------------------------------------------------------------
     @classmethod

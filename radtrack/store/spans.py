@@ -11,7 +11,9 @@ taken as it stopped. What the run stores is its span, ``start`` .. ``end``
   there interpolated between the series' readings either side of that end (a reading just
   outside the span shapes its end, e.g. an energy counter's final reading), else its
   nearest reading inside the span held. A series with a reading exactly at an end needs
-  none there.
+  none there. A series read rarely (an energy counter, every 5 s) may have no reading
+  inside a short span: with readings either side of both ends, it gets both end points,
+  interpolated, and a count of 0.
 
 So every series covers the span exactly: its time-weighted mean times the run's duration
 is its integral over the run, an energy counter's last minus first value is the run's
@@ -48,22 +50,25 @@ def span_frame(frame: pd.DataFrame, start: float | None, end: float | None
         inside &= t <= end
     keys = list(frame.columns[2:])
     part = frame[inside]
-    counts = {k: int(n) for k, n in part[keys].notna().sum().items() if n}
+    n = {k: int(c) for k, c in part[keys].notna().sum().items()}
+    steps = frame["step"].to_numpy()
+    at_step = [(float(start), _step_at(t, steps, inside, float(start), before=True))] if start is not None else []
+    if end is not None:
+        at_step.append((float(end), _step_at(t, steps, inside, float(end), before=False)))
+    values = {k: [_value_at(t, frame[k].to_numpy(dtype=float), inside, at) for at, _ in at_step]
+              for k in keys}
+    # a series read inside the span; or one read rarely (an energy counter every few
+    # seconds) with readings either side of both ends: its ends interpolated, no reading
+    counts = {k: n[k] for k in keys if n[k] or (at_step and all(v == v for v in values[k]))}
     if not counts:
         return frame.iloc[0:0], {}
-    steps = part["step"].to_numpy()
-    ends = []
-    if start is not None:
-        ends.append((float(start), max(int(steps.min()) - 1, 0)))
-    if end is not None:
-        ends.append((float(end), int(steps.max()) + 1))
     extra = []
-    for at, step in ends:
-        values = {k: _value_at(t, frame[k].to_numpy(dtype=float), inside, at) for k in counts}
-        values = {k: v for k, v in values.items() if v == v}
-        if values:
-            extra.append({"time": at, "step": step, **values})
+    for i, (at, step) in enumerate(at_step):
+        row = {k: values[k][i] for k in counts if values[k][i] == values[k][i]}
+        if row:
+            extra.append({"time": at, "step": step, **row})
     out = part[["time", "step", *counts]]
+    out = out[out[list(counts)].notna().any(axis=1)]
     if extra:
         add = pd.DataFrame(extra, columns=out.columns)
         add["step"] = add["step"].astype("int64")
@@ -72,6 +77,15 @@ def span_frame(frame: pd.DataFrame, start: float | None, end: float | None
     for col in out.columns[2:]:
         out[col] = out[col].astype("float64")
     return out, counts
+
+
+def _step_at(t: np.ndarray, steps: np.ndarray, inside: np.ndarray, at: float, before: bool) -> int:
+    """The step of an added end point: next to the readings in the span (one before the
+    first, one after the last), else next to the reading nearest outside it."""
+    if inside.any():
+        return max(int(steps[inside].min()) - 1, 0) if before else int(steps[inside].max()) + 1
+    after = t > at
+    return int(steps[after].min()) if after.any() else int(steps.max()) + 1
 
 
 def _value_at(t: np.ndarray, v: np.ndarray, inside: np.ndarray, at: float) -> float:

@@ -24,18 +24,19 @@ if TYPE_CHECKING:
 
 
 def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
-                 frames: dict[str, pd.DataFrame], span: Span | None = None) -> None:
+                 frames: dict[str, pd.DataFrame], span: Span | None = None) -> int:
     """Log each stream's trace (``telemetry/<listener>.parquet``), probe
     (``telemetry/<listener>.json``, its hello) and summary metrics over ``span`` (the run's;
     None: every reading), and each series' points at the span's ends (the readings inside
     it are shipped as they come: radtrack/store/shipping.py); ``frames`` gets each trace as
-    it is stored."""
+    it is stored. Returns how many end points it stored (listener points, like the shipped)."""
     from mlflow.entities import Metric
 
     from radtrack.store.spans import span_frame
 
     span = span or Span()
     summary: list[Metric] = []
+    ends = 0
     now = int(time.time() * 1000)
     stored: dict[str, pd.DataFrame] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -46,10 +47,13 @@ def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
                 continue
             frames[s.name] = stored[s.name] = frame
             summary += [Metric(k, v, now, 0) for k, v in summarize(frame, counts).items()]
-            summary += end_points(frame, span)
+            points = end_points(frame, span)
+            summary += points
+            ends += len(points)
     summary += [Metric(k, v, now, 0) for k, v in energy_summaries(stored).items()]
     for i in range(0, len(summary), MAX_METRICS_PER_CALL):
         client.log_batch(run_id, metrics=summary[i:i + MAX_METRICS_PER_CALL])
+    return ends
 
 
 def end_points(frame: pd.DataFrame, span: Span) -> list:

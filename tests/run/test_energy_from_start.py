@@ -19,10 +19,12 @@ from fakehost import H100_UUID, FakeHost  # noqa: E402
 from support import radtrack_cli  # noqa: E402
 
 WATTS = 300.0
+# long enough for smi's polled readings to land inside the run's span (its trace covers
+# the span only: radtrack/store/spans.py) after the listener's slow start
 SCRIPT = """\
 import time
 print("script-start", repr(time.time()), flush=True)
-time.sleep(1.0)
+time.sleep(4.0)
 """
 
 
@@ -82,7 +84,15 @@ def test_waiting_for_the_listeners_is_still_an_option(store, tmp_path, monkeypat
     monkeypatch.setenv("RADTRACK_WAIT_LISTENERS", "1")
     run, started, smi = _run(store, tmp_path, monkeypatch)
     counter = smi[["time", "smi/gpu0/energy_j"]].dropna().sort_values("time")
-    assert started > _first_counter_reading(run, counter)
+    start = run.info.start_time / 1000  # type: ignore[attr-defined]
+    # the trace starts at the run's start, which came after smi's first counter reading:
+    # the counter (0 J at the listener's own start) already holds the wait there
+    assert counter["time"].iloc[0] == pytest.approx(start, abs=0.002) and started >= start
+    recovered = float(run.data.tags["radtrack.listener.smi.gpu0.energy_backfill_s"])  # type: ignore[attr-defined]
+    assert counter["smi/gpu0/energy_j"].iloc[0] >= WATTS * recovered - 0.25 * WATTS
+    # the run's energy is its span's, the wait before it left out
+    duration = run.data.metrics["summary/duration_s"]  # type: ignore[attr-defined]
+    assert run.data.metrics["summary/smi/gpu0/energy_j"] == pytest.approx(WATTS * duration, abs=0.25 * WATTS)
 
 
 def _first_counter_reading(run: object, counter: pd.DataFrame) -> float:

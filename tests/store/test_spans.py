@@ -78,10 +78,10 @@ def test_a_series_with_one_reading_is_held_over_the_span_and_counted_once() -> N
     assert out["top/x_pct"].tolist() == [40.0, 40.0, 40.0]
 
 
-def test_nothing_in_the_span_gives_no_trace_and_a_reading_at_an_end_needs_no_end_point() -> None:
+def test_readings_either_side_only_give_the_ends_and_a_reading_at_an_end_needs_no_end_point() -> None:
     frame = pd.DataFrame({"time": [T0 - 1, T0 + 3], "step": [0, 1], "k": [1.0, 2.0]})
     out, counts = span_frame(frame, T0, T0 + 2)
-    assert out.empty and counts == {}
+    assert counts == {"k": 0} and out["k"].tolist() == pytest.approx([1.25, 1.75])
     frame = pd.DataFrame({"time": [T0, T0 + 1, T0 + 3], "step": [0, 1, 2], "k": [1.0, 2.0, 4.0]})
     out, counts = span_frame(frame, T0, T0 + 2)
     assert out["time"].tolist() == [T0, T0 + 1, T0 + 2] and out["k"].tolist() == [1.0, 2.0, 3.0]
@@ -94,3 +94,20 @@ def test_an_open_span_stores_every_reading() -> None:
     frame = pd.DataFrame({"time": [T0, T0 + 1], "step": [0, 1], "k": [1.0, 2.0]})
     out, counts = span_frame(frame, None, None)
     assert len(out) == 2 and counts == {"k": 2}
+
+
+def test_a_counter_read_only_outside_a_short_span_is_interpolated_at_its_ends() -> None:
+    # the counter every 5 s (at -1 s and 4 s) around a 2-s span; power read inside it
+    frame = pd.DataFrame({"time": [T0 - 1, T0 + 1, T0 + 4], "step": [0, 1, 2],
+                          "smi/gpu0/energy_j": [0.0, np.nan, 500.0],
+                          "smi/gpu0/power_w": [np.nan, 100.0, np.nan]})
+    out, counts = span_frame(frame, T0, T0 + 2)
+    assert counts == {"smi/gpu0/energy_j": 0, "smi/gpu0/power_w": 1}
+    energy = out[["time", "smi/gpu0/energy_j"]].dropna()
+    assert energy["time"].tolist() == [T0, T0 + 2]
+    assert energy["smi/gpu0/energy_j"].tolist() == pytest.approx([100.0, 300.0])
+    # a series with readings on one side only, none inside, is not the run's
+    frame = pd.DataFrame({"time": [T0 + 3, T0 + 4], "step": [0, 1], "k": [1.0, 2.0],
+                          "j": [5.0, 6.0]})
+    out, counts = span_frame(frame, T0, T0 + 2)
+    assert out.empty and counts == {}
