@@ -269,6 +269,10 @@ def prepare(uri: str) -> None:
     refuse in one line (RadtrackError) one that cannot be used as it is: half-made with runs,
     MLflow's schema older or newer than this MLflow's, no SQLite file, read-only. Other URIs,
     and a store this process prepared already, return at once."""
+    if uri.split(":", 1)[0].split("+", 1)[0].lower() == "postgresql":
+        if uri not in _PREPARED and create_postgres(uri) is not None:
+            _PREPARED[uri] = (0, 0)  # asked: not again in this process
+        return
     path = sqlite_path(uri)
     if path is None:
         return
@@ -283,6 +287,57 @@ def prepare(uri: str) -> None:
     made = identity(uri)
     if made is not None:
         _PREPARED[str(path)] = made
+
+
+PG_LOCK_KEY = 0x72616474726B  # the advisory lock radtrack creates a PostgreSQL store's tables under
+
+
+def create_postgres(uri: str) -> bool | None:
+    """Make MLflow's tables in the PostgreSQL database at ``uri`` when it has none, under a
+    session advisory lock (radtrack processes creating it at once wait for one another; each
+    of MLflow's two steps is one transaction there, so a kill leaves a state MLflow resumes
+    from); True when this process made them, False when they were there. None where it
+    could not ask: no driver, or a database that answers nothing (away, login refused: the
+    callers' own checks say so, radtrack/store/reach.py)."""
+    try:
+        import sqlalchemy
+        from sqlalchemy.pool import NullPool
+    except ImportError:
+        return None
+    try:
+        engine = sqlalchemy.create_engine(uri, poolclass=NullPool)
+    except Exception:  # noqa: BLE001 - no driver, an odd URI: MLflow reports it as before
+        return None
+    made = False
+    try:
+        with engine.connect() as conn:
+            if _pg_whole(conn):
+                return False
+            conn.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": PG_LOCK_KEY})
+            conn.commit()
+            try:
+                if not _pg_whole(conn):
+                    from mlflow.store.db import utils
+
+                    with quiet_creation():
+                        utils._initialize_tables(engine)
+                    made = True
+            finally:
+                conn.execute(sqlalchemy.text("SELECT pg_advisory_unlock(:k)"), {"k": PG_LOCK_KEY})
+                conn.commit()
+    except sqlalchemy.exc.OperationalError:
+        return None  # away or refused: said where the launch asks (reach.py)
+    finally:
+        engine.dispose()
+    return made
+
+
+def _pg_whole(conn) -> bool:  # noqa: ANN001 - a SQLAlchemy connection
+    import sqlalchemy
+
+    tables = set(sqlalchemy.inspect(conn).get_table_names())
+    conn.commit()
+    return "alembic_version" in tables and CORE_TABLES <= tables
 
 
 def forget(uri: str) -> None:

@@ -89,6 +89,7 @@ def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) ->
         if not why:
             why = reach.check_login(uri, timeout=min(timeout, reach.PROBE_TIMEOUT_S))
         if not why:
+            newstore.prepare(uri)  # PostgreSQL: its tables made once, under a lock, if new
             return
         if run_anyway:
             _AWAY.append(why)
