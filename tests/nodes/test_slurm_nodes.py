@@ -151,3 +151,86 @@ def test_a_sheet_row_over_two_slurm_nodes_is_one_run(two_nodes: SlurmCluster,
                 schema.nodes_total_key("duration_s")):
         assert metrics[key] > 0, key
     assert "FINISHED" in sheet.read_text()
+
+
+def _agent_of(node: str) -> int | None:
+    """The pid of the node agent task SLURM runs as ``node`` (multiple-slurmd: one host)."""
+    import psutil
+
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            if "radtrack.executors.slurm_nodes" in " ".join(p.info["cmdline"] or []) and \
+                    p.environ().get("SLURMD_NODENAME") == node and \
+                    "srun" not in (p.info["cmdline"] or [""])[0]:
+                return p.pid
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return None
+
+
+def test_a_dead_slurm_node_leaves_a_killed_run_and_sync_stores_its_spool(
+        two_nodes: SlurmCluster, tmp_path: Path) -> None:
+    """Node 1's task (agent, script, listeners) SIGKILLed mid-run, as a node lost: the run is
+    KILLED naming node 1, node 0's samples are stored, and `radtrack sync` on the job's
+    RADTRACK_JOB_HOME (shared here: both slurmd share this host) stores node 1's spool once."""
+    import signal
+    import time
+
+    import psutil
+    from test_nodes_by_hand import _wait_for
+
+    from radtrack.store.recovery import read_spool
+
+    hold = tmp_path / "hold"
+    sheet = tmp_path / "multi.csv"
+    with sheet.open("w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["Experiment", "Workload", "Devices", "Collocation", "File", "Listeners",
+                    "Params", "Nodes"])
+        w.writerow(["multi", "1", "", "-", str(DDP), "top", f"--hold {hold} --step-s 0.05", "2"])
+    job_home = tmp_path / "job"
+    env = {**os.environ, **two_nodes.env, "PYTHONUNBUFFERED": "1",
+           "RADTRACK_HOME": str(tmp_path / "home"), "RADTRACK_JOB_HOME": str(job_home),
+           "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
+           "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
+    submitter = subprocess.Popen([sys.executable, "-m", "radtrack", str(sheet), "--executor",
+                                  "slurm", "--shared-fs", "--interval", "0.1"], env=env,
+                                 cwd=tmp_path, text=True, stdout=subprocess.PIPE,
+                                 stderr=subprocess.STDOUT)
+    try:
+        # both ranks step; node 1's spool is bound to the run (meta.json names it)
+        _wait_for(lambda: Path(f"{hold}.1").exists() and len(list(
+            (job_home / "spool").glob("*/meta.json"))) >= 2, timeout=300)
+        time.sleep(1.0)
+        agent = _agent_of(NODES[1])
+        assert agent is not None
+        tree = [agent, *(c.pid for c in psutil.Process(agent).children(recursive=True))]
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        out = submitter.communicate(timeout=300)[0]
+    finally:
+        if submitter.poll() is None:
+            submitter.kill()
+    outs = "".join(p.read_text() for p in tmp_path.glob(".multi*.slurm/*.out"))
+    assert submitter.returncode == 1, out + outs
+    client, run = the_run(tmp_path)
+    assert run.info.status == "KILLED", outs
+    assert "node1" in run.data.tags[schema.NODES_FAILED] and "lost" in run.data.tags[schema.NODES_FAILED]
+    assert len(client.get_metric_history(run.info.run_id, "system/top/cpu_pct")) >= 2
+    assert "KILLED" in sheet.read_text()
+
+    folders = [m.parent for m in (job_home / "spool").glob("*/meta.json")
+               if (m.parent / "node1.top.jsonl").exists()]
+    assert len(folders) == 1, outs
+    spooled = int(read_spool(folders[0] / "node1.top.jsonl")["node1/top/cpu_pct"].notna().sum())
+    sync = subprocess.run([sys.executable, "-m", "radtrack", "sync"],
+                          env={**env, "RADTRACK_HOME": str(job_home)}, cwd=tmp_path, text=True,
+                          capture_output=True, timeout=120)
+    assert sync.returncode == 0, sync.stdout + sync.stderr
+    history = client.get_metric_history(run.info.run_id, "system/node1/top/cpu_pct")
+    assert len(history) == spooled and len({(m.timestamp, m.step) for m in history}) == spooled
+    assert client.get_run(run.info.run_id).info.status == "KILLED"
+    assert not folders[0].exists()
