@@ -68,10 +68,9 @@ def needs_store_checks(uri: str) -> bool:
 
 
 def store_is_new(uri: str) -> bool:
-    """A SQLite store whose file does not exist yet: the launcher makes its tables while the
-    scripts already run, and a script that logs to MLflow itself waits for them before
-    opening it (radtrack/script/run_events.py) rather than making them at the same moment
-    ("table ... already exists")."""
+    """A SQLite store whose file does not exist yet. A launch makes it whole in its up-front
+    check (tracking.check_reachable: radtrack/store/newstore.py), before any script can open
+    it, so after that check this is False and no script waits for the store's tables."""
     if not uri.startswith("sqlite:///"):
         return False
     return not Path(uri.removeprefix("sqlite:///")).exists()
