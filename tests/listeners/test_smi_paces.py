@@ -285,11 +285,12 @@ def test_the_launcher_tells_each_rows_smi_whether_its_gpu_is_shared(store, tmp_p
     for x in listeners:
         for uuid, counts in x["by_gpu"].items():
             by_gpu.setdefault(uuid, []).append(counts)
-    (solo,) = by_gpu[H100_UUID]
-    assert solo.get("nvmlDeviceGetProcessUtilization", 0) <= 1  # the probe's, no more
-    assert solo["nvmlDeviceGetComputeRunningProcesses"] >= 2  # the first and the final reading
-    assert len(by_gpu[SECOND_UUID]) == 2
-    assert all(x["nvmlDeviceGetProcessUtilization"] >= 4 for x in by_gpu[SECOND_UUID])
+    for solo in by_gpu[H100_UUID]:  # A's smi (a restart would add a process)
+        assert solo.get("nvmlDeviceGetProcessUtilization", 0) <= 1  # the probe's, no more
+        assert solo["nvmlDeviceGetComputeRunningProcesses"] >= 2  # the first and the final reading
+    assert len(by_gpu[SECOND_UUID]) >= 2  # B's and C's
+    # the probe's, the first and the final reading, and once a second between
+    assert all(x["nvmlDeviceGetProcessUtilization"] >= 3 for x in by_gpu[SECOND_UUID]), by_gpu
     m = parent.data.metrics
     parts = (b.data.metrics["summary/attribution/gpu0/energy_j"]
              + c.data.metrics["summary/attribution/gpu0/energy_j"]
