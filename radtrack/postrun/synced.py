@@ -44,15 +44,19 @@ class SpooledSink:
 
 
 def read_sink(folder: Path) -> SpooledSink:
-    """A row's traces and probes, from its spool folder's ``<listener>.jsonl`` files."""
+    """A row's traces and probes, from its spool folder's ``<listener>.jsonl`` files, over the
+    run's span as the launcher's sink cuts them (radtrack/store/spans.py)."""
     from radtrack.listeners.protocol import Hello
     from radtrack.store.recovery import messages, read_spool
+    from radtrack.store.sink import spooled_span
+    from radtrack.store.spans import span_frame
     from radtrack.store.spool import SPOOL_SUFFIX
 
     sink = SpooledSink(folder)
+    span = spooled_span(folder)
     for path in sorted(folder.glob(f"*{SPOOL_SUFFIX}")):
         name = path.name[:-len(SPOOL_SUFFIX)]
-        frame = read_spool(path)
+        frame, _ = span_frame(read_spool(path), span.start, span.end)
         if not frame.empty:
             sink.frames[name] = frame
         hello = next((m for m in messages(path) if isinstance(m, Hello)), None)

@@ -250,4 +250,5 @@ def spooled_span(run_dir: Path) -> Span:
         end = float(finish.get("end") or 0) or None
     except (TypeError, ValueError):
         return Span()
-    return Span(start, end)
+    # the start to the microsecond, as the listeners were told it (supervise.as_told)
+    return Span(None if start is None else float(f"{start:.6f}"), end)

@@ -80,12 +80,14 @@ def span_frame(frame: pd.DataFrame, start: float | None, end: float | None
 
 
 def _step_at(t: np.ndarray, steps: np.ndarray, inside: np.ndarray, at: float, before: bool) -> int:
-    """The step of an added end point: next to the readings in the span (one before the
-    first, one after the last), else next to the reading nearest outside it."""
+    """The step of an added end point: the index of the reading just outside the span on its
+    side (not stored on the run), so every stored point of a series keeps a step of its own;
+    -1 before a first reading."""
     if inside.any():
-        return max(int(steps[inside].min()) - 1, 0) if before else int(steps[inside].max()) + 1
-    after = t > at
-    return int(steps[after].min()) if after.any() else int(steps.max()) + 1
+        return int(steps[inside].min()) - 1 if before else int(steps[inside].max()) + 1
+    if before:
+        return int(steps[t < at].max()) if (t < at).any() else -1
+    return int(steps[t > at].min()) if (t > at).any() else int(steps.max()) + 1
 
 
 def _value_at(t: np.ndarray, v: np.ndarray, inside: np.ndarray, at: float) -> float:

@@ -93,9 +93,10 @@ def test_dead_listeners_are_restarted_then_given_up(store: str, tmp_path: Path) 
         "failed after 3 restarts: RuntimeError: sensor fell off the bus"
     assert tags["radtrack.listener.flaky"].startswith("restarted 1x:")
     assert tags["radtrack.listener.top"] == "ok"
-    # 4 processes x 2 good samples each, stored with steps that continue across restarts
+    # 4 processes x 2 good samples each, stored with steps that continue across restarts,
+    # and the run's span's two end points (steps -1 and 8: radtrack/store/spans.py)
     steps = sorted(h.step for h in c.get_metric_history(run.info.run_id, "system/crashy/host/n_count"))
-    assert steps == list(range(8))
+    assert steps == list(range(-1, 9))
     flaky = pd.read_parquet(c.download_artifacts(run.info.run_id, "telemetry/flaky.parquet", str(tmp_path)))
     stored = c.get_metric_history(run.info.run_id, "system/flaky/host/ok_count")
     assert len(flaky) >= 40 and len(stored) == len(flaky)

@@ -74,6 +74,7 @@ def test_a_short_co_located_run_covers_its_own_span_only(store: str, tmp_path: P
         pts = _points(db, short.info.run_id, "system/" + key)
         t = pts["timestamp"].to_numpy() / 1000
         assert t[0] - start_ms / 1000 < 0.002 and end_ms / 1000 - t[-1] < 0.002, key
+        assert pts["step"].is_unique, key  # each point once, the span's ends included
         integral = float(np.trapezoid(pts["value"].to_numpy(), t))
         mean = m[schema.summary_key(key, "mean")]
         # mean x duration = the integral of the stored series, within 1 %

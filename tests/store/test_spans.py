@@ -57,7 +57,7 @@ def test_the_sink_stores_the_span_only_and_its_ends(store: str, tmp_path: Path) 
     # 9 readings inside (0.05 .. 0.85 s) and the span's two ends: the start interpolated
     # between the last reading before it and the first in it, the end between the last in it
     # and the final one after it
-    assert len(pts) == 11
+    assert len(pts) == 11 and pts["step"].is_unique  # the start point: step 0, the last one before the span
     assert pts["value"].iloc[0] == pytest.approx(100 + (50 - 100) * 0.1 / 0.15, rel=1e-4)
     assert pts["value"].iloc[-1] == pytest.approx(58 + (0 - 58) * 0.05 / 0.12, rel=1e-4)
     m = client.get_run(run_id).data.metrics
