@@ -172,7 +172,7 @@ with mlflow.start_run(run_name=f"child-{sys.argv[1]}"):
 """
 
 
-@pytest.mark.timeout(900)  # 20 launches of three Python processes each that import MLflow
+@pytest.mark.timeout(1800)  # 20 launches of three MLflow-importing processes: ~1 min idle, 15 at load 15
 def test_a_scripts_child_scripts_log_into_a_new_store_20_times(tmp_path: Path) -> None:
     """The issue's pattern: a launcher script running two child scripts one after the other,
     each starting its own MLflow run, into a NEW SQLite store; 20 repetitions, every one
