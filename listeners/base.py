@@ -65,6 +65,15 @@ UNIT_SUFFIXES: tuple[tuple[str, str], ...] = (
     ("_s", "s"), ("_rpm", "rpm"), ("_v", "V"), ("_g", "g"), ("_count", "count"), ("_flag", "0/1"),
     ("_mask", "bitmask"), ("_level", "level"),
 )
+#: How a ``device_power`` reading was taken: readers integrate energy from an interval
+#: average before an instantaneous reading, use a source's own samples for error bars and
+#: attribution's shape, and never integrate a mean since the source started.
+FLAVOURS: dict[str, str] = {
+    "": "an instantaneous reading",
+    "average": "the mean over the interval since the previous reading (integrates exactly)",
+    "samples": "the source's own readings with their own timestamps (a driver's buffer)",
+    "running_average": "the mean since the source started: shown, never integrated",
+}
 _UNIT_ROLES = {"°C": "temperature", "MiB": "memory", "GiB": "memory", "KiB": "memory",
                "MB": "memory", "MHz": "clock", "B/s": "io"}
 
@@ -156,8 +165,16 @@ class Series:
     unit_text: str = ""
     description: str = ""
     source: str = ""
+    #: a power reading's kind (:data:`FLAVOURS`): "average" for a 1-s average
+    flavour: str = ""
+    #: where two listeners measure the same device (the same ``<listener>/<device>/`` middle
+    #: part) with the same role, readers take the higher priority's series, never both
+    priority: int = 0
 
     def __post_init__(self) -> None:
+        if self.flavour not in FLAVOURS:
+            raise ValueError(f"series {self.pattern!r}: flavour {self.flavour!r} is not one of "
+                             f"{', '.join(repr(f) for f in FLAVOURS)}")
         self.spec(_PLACEHOLDER.sub("x", self.pattern))  # role, scope and key checked now
 
     @cached_property

@@ -149,7 +149,13 @@ MEANINGS: dict[str, tuple[str, str, str, str]] = {
                               "% of the GPU's SM time"),
     "mps_sm_util_pct": ("proc_share", "device", "MPS server's GPU SM share", "% of the GPU's SM time"),
 }
-SERIES = tuple(Series(f"smi/gpu<i>/{q}", unit, *MEANINGS[q], description=desc, source=source)
+# how each power reading was taken (listeners/base.py FLAVOURS): energy integrates the 1-s
+# average before the instantaneous reading; the driver's samples shape error bars
+FLAVOURS = {"power_avg_w": "average", "power_sample_w": "samples"}
+#: smi's readings of a GPU come before another listener's of the same GPU (dcgm's, say)
+PRIORITY = 10
+SERIES = tuple(Series(f"smi/gpu<i>/{q}", unit, *MEANINGS[q], description=desc, source=source,
+                      flavour=FLAVOURS.get(q, ""), priority=PRIORITY)
                for q, (unit, desc, source) in QUANTITIES.items())
 _SERIES = {s.pattern.rsplit("/", 1)[1]: s for s in SERIES}
 PROCESS_QUANTITIES = ("proc_mem_used_mib", "proc_sm_util_pct", "all_procs_sm_util_pct",

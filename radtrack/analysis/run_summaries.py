@@ -23,18 +23,17 @@ import pandas as pd
 
 from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.summary import (
-    _ENERGY_RE,
-    _ENERGY_SOURCES,
-    GPU_LISTENERS,
     QUANTITIES,
     _assemble,
     _keys_for,
+    _scale,
     _series_duration,
     _series_parts,
     summarize_series,
     summary_metric_keys,
 )
 from radtrack.analysis.summary_energy import apply_attribution
+from radtrack.store import energy_sources as es
 from radtrack.store.schema import (
     ATTRIBUTION_PREFIX,
     DURATION_KEY,
@@ -103,7 +102,7 @@ def _stored_metrics(row: Mapping[str, object]) -> tuple[set[str], dict[str, floa
         base, _, stat = key[len(SUMMARY_PREFIX):].rpartition("/")
         if stat in _STORED_STATS and base:
             keys.add(base)
-        elif _ENERGY_RE.fullmatch(key[len(SUMMARY_PREFIX):]):
+        elif (found := es.source(key[len(SUMMARY_PREFIX):])) is not None and found.kind == "counter":
             keys.add(key[len(SUMMARY_PREFIX):])
     return keys, stored
 
@@ -118,25 +117,22 @@ def _plan_from_stored(keys: set[str], stored: Mapping[str, float], quantiles: bo
     ``summarize``: the same trapezoid mean, the counter's last minus first reading)."""
     plan = _StoredPlan()
     ordered = sorted(keys)
-    # Energy: per GPU, the counter of the preferred listener, else integrated power.
-    by_scope: dict[str, dict[str, dict[str, str]]] = {}
-    for key in ordered:
-        for kind, rx in _ENERGY_SOURCES:
-            if m := rx.fullmatch(key):
-                by_scope.setdefault(m.group("scope"), {}).setdefault(kind, {})[m.group("listener")] = key
-                plan.energy_keys.append(key)
-    if by_scope:
+    # Energy: per device, its counter (the highest-priority listener's, by declared role:
+    # radtrack/store/energy_sources.py), else integrated power from the series
+    chosen = es.energy_sources(ordered)
+    plan.energy_keys = sorted(s.key for found in es.sources(ordered).values() for s in found
+                              if s.kind in es.ENERGY_KINDS)
+    if chosen:
         total = 0.0
-        for readings in by_scope.values():
-            counters = readings.get("counter", {})
-            listener = next((x for x in (*GPU_LISTENERS, *sorted(counters)) if x in counters), None)
+        for src in chosen.values():
             # the sink stores no energy for a counter with fewer than two readings: then
             # the series path decides (it falls back to integrated power)
-            value = _finite(stored.get(f"{SUMMARY_PREFIX}{counters[listener]}")) if listener else None
+            value = (_finite(stored.get(f"{SUMMARY_PREFIX}{src.key}")) if src.kind == "counter"
+                     else None)
             if value is None:
                 total = float("nan")
                 break
-            total += value
+            total += value * src.scale
         plan.energy = None if np.isnan(total) else total
     else:
         plan.energy = float("nan")
@@ -144,8 +140,10 @@ def _plan_from_stored(keys: set[str], stored: Mapping[str, float], quantiles: bo
         qkeys = _keys_for(q, ordered)
         if not qkeys:
             continue
+        scale = _scale(qkeys[0])  # a power in mW is summarised in W
         mean = _finite(stored.get(f"{SUMMARY_PREFIX}{qkeys[0]}/mean"))
         peak = _finite(stored.get(f"{SUMMARY_PREFIX}{qkeys[0]}/max"))
+        mean, peak = (None if x is None else x * scale for x in (mean, peak))
         # Several devices combine into one signal whose max (and, over unequal spans,
         # mean) is not a function of the per-device summaries: those need the series.
         if len(qkeys) == 1 and mean is not None and peak is not None:

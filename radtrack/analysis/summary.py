@@ -21,41 +21,49 @@ import numpy as np
 import pandas as pd
 
 from radtrack import stats
-
-# Preferred source first: when several listeners measure the same GPU, only the first one
-# that has the reading is used, so two listeners never double-count one device.
-GPU_LISTENERS = ("smi", "dcgm")
+from radtrack.store import energy_sources as es
+from radtrack.store.meaning import describe
 
 
 @dataclass(frozen=True)
 class Quantity:
-    """A reading summarised per run, found by metric-name pattern."""
+    """A reading summarised per run, found by its declared role and its name (the key's
+    last part), whatever listener reads it (radtrack/store/energy_sources.py)."""
 
     name: str  # column prefix in the summary, e.g. "power_w"
-    pattern: str  # regex on metric keys; group "listener" picks the source
+    roles: tuple[str, ...]  # listeners.base.ROLES a series must declare
+    quantities: tuple[str, ...]  # the key's last part, e.g. ("power_w",); () = any
     combine: str  # across devices: "sum" (additive: power, memory) or "mean" (util, temps)
+    scope: str = "device"  # the series' declared scope
+    per_device: bool = True  # one listener's series per device (priority), else every key
+
+    def selects(self, key: str) -> bool:
+        """Whether ``key`` is a series of this quantity (by its declared role and scope)."""
+        m = describe(key)
+        if m.stat:
+            return False
+        if self.name == "power_w":
+            return (found := es.source(key)) is not None and found.kind in ("power", "average")
+        return (key.rsplit("/", 1)[-1] in self.quantities and m.role in self.roles
+                and m.scope == self.scope)
 
 
 QUANTITIES = (
-    Quantity("power_w", r"(?P<listener>smi|dcgm)/gpu\d+/power_w", "sum"),
-    Quantity("gpu_util_pct", r"(?P<listener>smi|dcgm)/gpu\d+/gpu_util_pct", "mean"),
-    Quantity("sm_active_pct", r"(?P<listener>dcgm|smi)/gpu\d+/sm_active_pct", "mean"),
-    Quantity("tensor_active_pct", r"(?P<listener>dcgm|smi)/gpu\d+/tensor_active_pct", "mean"),
-    Quantity("mem_used_mib", r"(?P<listener>smi|dcgm)/gpu\d+/mem_used_mib", "sum"),
-    Quantity("temp_c", r"(?P<listener>smi|dcgm)/gpu\d+/(?:gpu_)?temp_c", "mean"),
-    Quantity("sm_clock_mhz", r"(?P<listener>smi|dcgm)/gpu\d+/sm_clock_mhz", "mean"),
-    # What the run's own processes use on a shared GPU (smi's per-process readings).
-    Quantity("proc_sm_util_pct", r"(?P<listener>smi)/gpu\d+/proc_sm_util_pct", "sum"),
-    Quantity("proc_mem_used_mib", r"(?P<listener>smi)/gpu\d+/proc_mem_used_mib", "sum"),
-    Quantity("cpu_pct", r"(?P<listener>top)/cpu_pct", "mean"),
-    Quantity("proc_cpu_pct", r"(?P<listener>top)/proc/cpu_pct", "sum"),
-    Quantity("rss_mib", r"(?P<listener>top)/proc/rss_mib", "sum"),
+    # a device's whole power, instantaneous (a 1-s average where that is all it reports)
+    Quantity("power_w", ("device_power",), (), "sum"),
+    Quantity("gpu_util_pct", ("utilisation",), ("gpu_util_pct",), "mean"),
+    Quantity("sm_active_pct", ("utilisation",), ("sm_active_pct",), "mean"),
+    Quantity("tensor_active_pct", ("utilisation",), ("tensor_active_pct",), "mean"),
+    Quantity("mem_used_mib", ("memory",), ("mem_used_mib",), "sum"),
+    Quantity("temp_c", ("temperature",), ("temp_c", "gpu_temp_c"), "mean"),
+    Quantity("sm_clock_mhz", ("clock",), ("sm_clock_mhz",), "mean"),
+    # What the run's own processes use on a shared GPU (per-process readings).
+    Quantity("proc_sm_util_pct", ("proc_share",), ("proc_sm_util_pct",), "sum", "device_share"),
+    Quantity("proc_mem_used_mib", ("memory",), ("proc_mem_used_mib",), "sum", "device_share"),
+    Quantity("cpu_pct", ("host_cpu",), ("cpu_pct",), "mean", "host", per_device=False),
+    Quantity("proc_cpu_pct", ("proc_cpu",), ("cpu_pct",), "sum", "run", per_device=False),
+    Quantity("rss_mib", ("memory",), ("rss_mib",), "sum", "run", per_device=False),
 )
-_ENERGY_RE = re.compile(r"(?P<listener>[^/]+)/(?P<scope>gpu\d+)/energy_j")
-_POWER_RE = re.compile(r"(?P<listener>[^/]+)/(?P<scope>gpu\d+)/power_w")
-_POWER_AVG_RE = re.compile(r"(?P<listener>[^/]+)/(?P<scope>gpu\d+)/power_avg_w")
-# energy sources of one GPU, best first
-_ENERGY_SOURCES = (("counter", _ENERGY_RE), ("avg", _POWER_AVG_RE), ("power", _POWER_RE))
 _RATE_RE = re.compile(r"throughput_(?P<unit>[A-Za-z0-9]+)_per_s")
 _FLOPS_RE = re.compile(r"throughput_(?P<prefix>[kmgtpe]?)flops", re.IGNORECASE)
 
@@ -149,18 +157,33 @@ def mean_between(t: np.ndarray | pd.Series, v: np.ndarray | pd.Series, start: fl
 
 
 def _keys_for(quantity: Quantity, keys: list[str]) -> list[str]:
-    matches = [(m.group("listener"), k) for k in keys
-               if (m := re.fullmatch(quantity.pattern, k))]
-    if not matches:
-        return []
-    listeners = [m[0] for m in matches]
-    preferred = next(x for x in (*GPU_LISTENERS, *listeners) if x in listeners)
-    return sorted(k for lst, k in matches if lst == preferred)
+    """The series ``quantity`` summarises, by declared role: one per device (the
+    highest-priority listener's), or every matching key where it is not per device."""
+    if quantity.name == "power_w":
+        found = (es.power_source(keys, d) for d in es.devices_with(keys, "device_power", scope="device"))
+        return sorted(s.key for s in found if s is not None)
+    matches = [k for k in keys if "/" in k and quantity.selects(k)]
+    if not quantity.per_device:
+        return sorted(matches)
+    out: dict[str, str] = {}
+    for device in sorted({es.device_of(k) for k in matches}):
+        for name in quantity.quantities:  # the first of the quantity's names the device has
+            if (key := es.find(matches, device, name, *quantity.roles)) is not None:
+                out.setdefault(device, key)
+    return sorted(out.values())
+
+
+def _scale(key: str) -> float:
+    """The factor to a quantity's unit: a power series in mW or kW to W."""
+    found = es.source(key)
+    return found.scale if found is not None and not found.cumulative else 1.0
 
 
 def _combined(one_run: pd.DataFrame, keys: list[str], how: str) -> tuple[np.ndarray, np.ndarray]:
-    """One signal out of several devices' series: each interpolated on the union of their times."""
-    parts = [_clean(*_metric(one_run, k)[["seconds", "value"]].T.to_numpy()) for k in keys]
+    """One signal out of several devices' series (power in W whatever its unit): each
+    interpolated on the union of their times."""
+    parts = [(t, v * _scale(k)) for k in keys
+             for t, v in [_clean(*_metric(one_run, k)[["seconds", "value"]].T.to_numpy())]]
     parts = [p for p in parts if len(p[0])]
     if len(parts) == 1:
         return parts[0]
@@ -176,33 +199,23 @@ def _combined(one_run: pd.DataFrame, keys: list[str], how: str) -> tuple[np.ndar
 
 
 def run_energy(one_run: pd.DataFrame) -> float:
-    """Joules over the run's devices: each GPU's energy counter, else its integrated 1-s
-    average power, else its integrated instantaneous power."""
-    keys = list(one_run["metric"].unique())
-    by_scope: dict[str, dict[str, dict[str, str]]] = {}
-    for key in keys:
-        for kind, rx in _ENERGY_SOURCES:
-            if m := rx.fullmatch(key):
-                by_scope.setdefault(m.group("scope"), {}).setdefault(kind, {})[m.group("listener")] = key
-    if not by_scope:
+    """Joules over the run's devices (GPUs, boards, the host's CPU side): each one's energy
+    counter, else its integrated interval-average power, else its integrated instantaneous
+    power, by declared role (radtrack/store/energy_sources.py); NaN without a source or
+    where one device's energy cannot be told."""
+    parts = device_energy(one_run)
+    if not parts or any(np.isnan(v) for v in parts.values()):
         return float("nan")
-    total = 0.0
-    for readings in by_scope.values():
-        joules = float("nan")
-        for kind, _ in _ENERGY_SOURCES:
-            sources = readings.get(kind, {})
-            for listener in (*GPU_LISTENERS, *sorted(sources)):
-                if listener in sources:
-                    one = _metric(one_run, sources[listener])
-                    joules = (counter_energy(one.sort_values("seconds")["value"]) if kind == "counter"
-                              else integrate_energy(one["seconds"], one["value"]))
-                    break
-            if not np.isnan(joules):
-                break
-        if np.isnan(joules):
-            return float("nan")
-        total += joules
-    return total
+    return float(sum(parts.values()))
+
+
+def device_energy(one_run: pd.DataFrame) -> dict[str, float]:
+    """device -> joules over one run's long series, from its best source."""
+    out = {}
+    for device, src in es.energy_sources(one_run["metric"].unique()).items():
+        one = _metric(one_run, src.key).sort_values("seconds", kind="stable")
+        out[device] = es.series_energy(src, one["seconds"].to_numpy(), one["value"].to_numpy())
+    return out
 
 
 def work_unit(key: str) -> str | None:
@@ -286,7 +299,7 @@ def summary_metric_keys(keys: list[str]) -> list[str]:
     """The metric keys :func:`summarize_series` uses, out of ``keys``."""
     wanted = set()
     for q in QUANTITIES:
-        wanted.update(k for k in keys if re.fullmatch(q.pattern, k))
-    wanted.update(k for k in keys if any(rx.fullmatch(k) for _, rx in _ENERGY_SOURCES)
-                  or k.startswith("throughput_"))
+        wanted.update(_keys_for(q, keys))
+    wanted.update(s.key for s in es.energy_sources(keys).values())
+    wanted.update(k for k in keys if k.startswith("throughput_"))
     return sorted(wanted)

@@ -60,6 +60,8 @@ class Meaning:
     #: what the declaration's placeholders matched: (("i", "0"),) for smi/gpu0/power_w,
     #: (("rail", "vdd_gpu_soc"),) for tegrastats/power/vdd_gpu_soc_mw
     ids: tuple[tuple[str, str], ...] = ()
+    flavour: str = ""  # a power reading's kind (listeners.base.FLAVOURS), as declared
+    priority: int = 0  # the declaring series' priority over another listener's of one device
 
     @property
     def scope_text(self) -> str:
@@ -316,7 +318,8 @@ def _listener(key: str) -> Meaning:
         if values is not None:  # a family key (smi/gpu*/power_w) as well as a stored one
             label = re.sub(r"<([a-z_]+)>", lambda m, found=values: found.get(m[1], m[0]), series.label)
             return replace(_meaning(key, series.scope, series.unit, series.role, label,
-                                    series.unit_text or series.unit), ids=tuple(values.items()))
+                                    series.unit_text or series.unit), ids=tuple(values.items()),
+                           flavour=series.flavour, priority=series.priority)
     return _shape(key)
 
 

@@ -1,0 +1,168 @@
+"""Which stored series give a device's energy and power: chosen by role, never by listener.
+
+Every reader that shows energy (run summaries, error bars, attribution, code windows, CO2e)
+asks here. A series counts by what its listener declares (listeners/base.py ``Series``:
+role, scope, unit, flavour, priority; :func:`radtrack.store.meaning.describe`):
+
+- ``energy_counter`` in an energy unit (J, mJ, µJ, kJ, Wh, kWh), scope ``device`` or
+  ``host``: a device's cumulative counter; its energy is last minus first reading;
+- ``device_power`` in a power unit (W, mW, kW), scope ``device`` or ``host``: the whole
+  device's power; its flavour says how it was taken: ``average`` (an interval's mean,
+  integrated before an instantaneous reading), ``""`` (instantaneous), ``samples`` (the
+  source's own buffer: error bars and attribution's shape, not the run's total),
+  ``running_average`` (never integrated);
+- ``power_rail`` (power, or a part's cumulative counter in an energy unit): a part of a
+  device's total. A rail's energy is shown per rail and never added to its device's.
+
+The *device* of a series is its key's middle part (``smi/gpu0/power_w`` -> ``gpu0``,
+``rapl/package0/energy_j`` -> ``package0``): two listeners that name a device alike measure
+the same device, and only one of them counts, the one whose series declares the higher
+``priority`` (ties: the key that sorts first). Scope ``device`` is a GPU or a board,
+``host`` the machine's CPU side (CPU package, DRAM): both are in a run's total energy,
+each shown apart by :func:`device_energies`.
+
+Pure: no MLflow, no store access.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from radtrack import stats
+from radtrack.store.meaning import describe
+
+#: unit -> factor to watts / joules
+POWER_UNITS = {"W": 1.0, "mW": 1e-3, "kW": 1e3, "µW": 1e-6, "uW": 1e-6}
+ENERGY_UNITS = {"J": 1.0, "mJ": 1e-3, "µJ": 1e-6, "uJ": 1e-6, "kJ": 1e3, "Wh": 3600.0,
+                "kWh": 3.6e6}
+#: the scopes whose energy is the run's (a whole GPU or board; the host's CPU side)
+ENERGY_SCOPES = ("device", "host")
+#: how a device's energy is found, best first: counter, interval average, instantaneous
+ENERGY_KINDS = ("counter", "average", "power")
+_FLAVOUR_KINDS = {"": "power", "average": "average", "samples": "samples"}
+
+
+@dataclass(frozen=True)
+class Source:
+    """One series that measures a device's energy or power."""
+
+    key: str  # as the listener emits it: "smi/gpu0/energy_j"
+    device: str  # the key's middle part: "gpu0"
+    kind: str  # counter, average, power, samples; rail (a part of a device)
+    scale: float  # factor to J (counter, or a rail's counter) or to W
+    scope: str  # device or host
+    priority: int = 0
+    unit_kind: str = "power"  # "power" (W, mW) or "energy" (a counter: J, µJ)
+
+    @property
+    def cumulative(self) -> bool:
+        """A counter (energy = last - first), not a power reading."""
+        return self.unit_kind == "energy"
+
+
+def device_of(key: str) -> str:
+    """The device a listener key measures: its middle part (``smi/gpu0/power_w`` -> ``gpu0``),
+    the listener's name for a two-part key."""
+    parts = key.split("/")
+    return "/".join(parts[1:-1]) or parts[0]
+
+
+def source(key: str) -> Source | None:
+    """What ``key`` is as an energy source, None when it is none."""
+    m = describe(key)
+    if m.scope not in ENERGY_SCOPES or m.stat:
+        return None
+    if m.role == "energy_counter" and m.unit in ENERGY_UNITS:
+        return Source(m.key, device_of(m.key), "counter", ENERGY_UNITS[m.unit], m.scope,
+                      m.priority, "energy")
+    if m.role == "device_power" and m.unit in POWER_UNITS and m.flavour in _FLAVOUR_KINDS:
+        return Source(m.key, device_of(m.key), _FLAVOUR_KINDS[m.flavour], POWER_UNITS[m.unit],
+                      m.scope, m.priority)
+    if m.role == "power_rail" and (m.unit in POWER_UNITS or m.unit in ENERGY_UNITS):
+        energy = m.unit in ENERGY_UNITS
+        return Source(m.key, device_of(m.key), "rail",
+                      ENERGY_UNITS[m.unit] if energy else POWER_UNITS[m.unit], m.scope,
+                      m.priority, "energy" if energy else "power")
+    return None
+
+
+def sources(keys: Iterable[str]) -> dict[str, list[Source]]:
+    """device -> its energy and power sources among ``keys`` (listener keys, no prefix)."""
+    out: dict[str, list[Source]] = {}
+    for key in sorted(set(keys)):
+        if (found := source(key)) is not None:
+            out.setdefault(found.device, []).append(found)
+    return out
+
+
+def best(found: Iterable[Source], kind: str) -> Source | None:
+    """The ``kind`` source of one device a reader uses: the highest priority, then the
+    key that sorts first (two listeners of one device never both count)."""
+    return min((s for s in found if s.kind == kind), key=lambda s: (-s.priority, s.key),
+               default=None)
+
+
+def energy_sources(keys: Iterable[str]) -> dict[str, Source]:
+    """device -> the series its energy comes from: its counter, else its interval-average
+    power, else its instantaneous power. Rails are never a device's total."""
+    out = {}
+    for device, found in sources(keys).items():
+        chosen = next((s for kind in ENERGY_KINDS if (s := best(found, kind)) is not None), None)
+        if chosen is not None:
+            out[device] = chosen
+    return out
+
+
+def power_source(keys: Iterable[str], device: str, *kinds: str) -> Source | None:
+    """The device's power series of the first of ``kinds`` it has (default: instantaneous,
+    then interval average)."""
+    found = sources(k for k in keys if device_of(k) == device).get(device, [])
+    return next((s for kind in (kinds or ("power", "average")) if (s := best(found, kind))), None)
+
+
+def rails(keys: Iterable[str]) -> list[Source]:
+    """Every rail series (parts of a device's total), by key."""
+    return sorted((s for found in sources(keys).values() for s in found if s.kind == "rail"),
+                  key=lambda s: s.key)
+
+
+def series_energy(src: Source, t: np.ndarray, v: np.ndarray) -> float:
+    """Joules of one source's readings (times ``t`` in s): a counter's last - first, a
+    power's trapezoid integral; NaN without enough readings."""
+    v = np.asarray(v, dtype=float) * src.scale
+    if src.cumulative:
+        return stats.counter_delta(v)
+    return stats.integrate(np.asarray(t, dtype=float), v)
+
+
+def device_energies(readings: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
+    """device -> joules over ``readings`` (key -> (times s, values)), from each device's
+    best source (:func:`energy_sources`)."""
+    out = {}
+    for device, src in energy_sources(readings).items():
+        out[device] = series_energy(src, *readings[src.key])
+    return out
+
+
+def find(keys: Iterable[str], device: str, quantity: str, *roles: str) -> str | None:
+    """The key of ``device``'s reading named ``quantity`` (its last part) whose declared role
+    is one of ``roles``, from whichever listener reads it (the highest priority first):
+    ``find(keys, "gpu0", "gpu_util_pct", "utilisation")``."""
+    found = [m for k in keys if device_of(k) == device and k.rsplit("/", 1)[-1] == quantity
+             and (m := describe(k)).role in roles]
+    return min(found, key=lambda m: (-m.priority, m.key)).key if found else None
+
+
+def devices_with(keys: Iterable[str], *roles: str, scope: str | None = None) -> list[str]:
+    """The devices that have a reading of one of ``roles`` (and ``scope``), in order."""
+    return sorted({device_of(k) for k in keys if (m := describe(k)).role in roles
+                   and (scope is None or m.scope == scope) and not m.stat},
+                  key=_device_order)
+
+
+def _device_order(device: str) -> tuple[str, int]:
+    digits = "".join(c for c in device if c.isdigit())
+    return device.rstrip("0123456789"), int(digits) if digits else -1
