@@ -18,8 +18,10 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
-from radtrack.analysis.summary import GPU_LISTENERS, time_weighted_mean
+from radtrack.analysis.summary import time_weighted_mean
 from radtrack.errors import RadtrackError
+from radtrack.store import energy_sources as es
+from radtrack.store.meaning import ROLES
 
 FALLBACK = (0.2, 0.9)
 
@@ -58,17 +60,14 @@ def study_series(runs: pd.DataFrame, wanted: Iterable[str], tracking_uri: str | 
 
 
 def gpu_key(keys: Iterable[str], scope: str, quantity: str) -> str | None:
-    """The key of ``quantity`` on GPU ``scope`` (``gpu0``) from the preferred listener."""
-    present = set(keys)
-    for listener in GPU_LISTENERS:
-        key = f"{listener}/{scope}/{quantity}"
-        if key in present:
-            return key
-    return None
+    """The key of ``quantity`` on GPU ``scope`` (``gpu0``) from the listener of the highest
+    declared priority that reads it (radtrack/store/energy_sources.py ``find``)."""
+    return es.find(list(keys), scope, quantity, *ROLES)
 
 
 def gpu_scopes(keys: Iterable[str]) -> list[str]:
-    found = {m.group(1) for k in keys if (m := re.fullmatch(r"(?:smi|dcgm)/(gpu\d+)/.+", k))}
+    """The GPUs (``gpu<i>``) a listener declares readings of (scope device)."""
+    found = {d for d in es.devices_with(list(keys), *ROLES, scope="device") if re.fullmatch(r"gpu\d+", d)}
     return sorted(found, key=lambda s: int(s[3:]))
 
 
