@@ -39,8 +39,16 @@ def _series(pattern: str, unit: str, role: str, scope: str, label: str, unit_tex
 
 
 # every key tegrastats may print, with what it is; the board is both the host and its GPU.
-# The module's input rail (VDD_IN on Orin, POM_5V_IN on TX1/TX2/Nano) is the board's whole
-# power; every other rail is a part of it (Xavier prints no input rail: its rails are parts)
+# Which rails make the board's total (docs/listeners.md "Jetson power rails"):
+# - a module input rail (VDD_IN on TX2, Xavier NX, Orin NX/Nano; POM_5V_IN on TX1/Nano) is
+#   the board's whole power; every other rail is a part of it, never added to it;
+# - a module without one (AGX Xavier: GPU CPU SOC CV VDDRQ SYS5V; AGX Orin: VDD_GPU_SOC
+#   VDD_CPU_CV VIN_SYS_5V0 VDDQ_VDD2_1V8AO) has its monitored rails side by side: their sum
+#   is the board's power (``rails_sum_mw``, made here from each line); what no channel
+#   monitors is left out, so it is a lower bound.
+# The second figure of each rail is tegrastats' mean since it started: shown, never integrated.
+INPUT_RAILS = ("vdd_in", "pom_5v_in")
+RAILS_SUM = "tegrastats/power/rails_sum_mw"
 SERIES = (
     _series("mem/ram_used_mb", "MB", "memory", "host", "board RAM used", "MB"),
     _series("mem/ram_total_mb", "MB", "memory", "host", "board RAM size", "MB"),
@@ -55,12 +63,16 @@ SERIES = (
             "% of time"),
     _series("emc/freq_mhz", "MHz", "clock", "host", "memory controller (EMC) clock", "MHz"),
     _series("temp/<sensor>_c", "°C", "temperature", "host", "board temperature <sensor>", "°C"),
-    *(_series(f"power/{rail}{avg}_mw", "mW", "device_power", "device",
-              f"board input power{' (running average)' if avg else ''}", "mW",
-              f"the module's input rail {rail.upper()}: the whole board")
-      for rail in ("vdd_in", "pom_5v_in") for avg in ("_avg", "")),
-    _series("power/<rail>_avg_mw", "mW", "power_rail", "device", "rail <rail> power (running average)",
-            "mW", "a supply rail, part of the board's power"),
+    *(Series(f"tegrastats/power/{rail}{avg}_mw", "mW", "device_power", "device",
+             f"board input power{' (mean since tegrastats started)' if avg else ''}", "mW",
+             f"the module's input rail {rail.upper()}: the whole board", "tegrastats",
+             flavour="running_average" if avg else "")
+      for rail in INPUT_RAILS for avg in ("_avg", "")),
+    _series("power/rails_sum_mw", "mW", "device_power", "device", "board power (sum of its rails)",
+            "mW", "a module without an input rail: the sum of its monitored rails"),
+    Series("tegrastats/power/<rail>_avg_mw", "mW", "power_rail", "device",
+           "rail <rail> power (mean since tegrastats started)", "mW",
+           "a supply rail, part of the board's power", "tegrastats", flavour="running_average"),
     _series("power/<rail>_mw", "mW", "power_rail", "device", "rail <rail> power", "mW",
             "a supply rail, part of the board's power"),
 )
@@ -106,7 +118,24 @@ def parse_line(line: str) -> dict[str, float]:
             continue
         out[f"tegrastats/power/{_name(name)}_mw"] = float(now)
         out[f"tegrastats/power/{_name(name)}_avg_mw"] = float(avg)
+    names = [_name(r[0]) for r in rails if r[0] not in _NOT_RAILS]
+    if names and not any(n in INPUT_RAILS for n in names):  # no input rail: the board is their sum
+        out[RAILS_SUM] = sum(out[f"tegrastats/power/{n}_mw"] for n in names)
     return out
+
+
+def board_power(keys: list[str] | set[str]) -> str:
+    """How the board's whole power is read from a line's keys (the ``tegrastats.board_power``
+    tag): its input rail, the sum of its rails, or none (a board that prints no rails)."""
+    found = [r for r in INPUT_RAILS if f"tegrastats/power/{r}_mw" in keys]
+    if found:
+        return f"{found[0].upper()} (the module's input rail; the other rails are parts of it)"
+    rails = sorted(k.removeprefix("tegrastats/power/").removesuffix("_mw").upper() for k in keys
+                   if k.startswith("tegrastats/power/") and not k.endswith("_avg_mw")
+                   and k != RAILS_SUM)
+    if rails:
+        return f"sum of {'+'.join(rails)} (no input rail on this module: a lower bound)"
+    return "none (this board prints no power rails)"
 
 
 def unit_of(key: str) -> str:
@@ -165,6 +194,10 @@ class TegrastatsListener(Listener):
         if self._stream is not None and self._stream.ended.is_set():
             raise RuntimeError(f"tegrastats stopped: {' | '.join(self._stream.tail)}")
         return self._snapshot()
+
+    def tags(self) -> dict[str, str]:
+        # no per-process figure: co-located runs on a board share it whole (docs/listeners.md)
+        return {"radtrack.listener.tegrastats.board_power": board_power(set(self._snapshot()))}
 
     def close(self) -> None:
         if self._stream is not None:

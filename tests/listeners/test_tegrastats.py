@@ -151,3 +151,57 @@ def test_runner_reads_tegrastats(fake_tegrastats):
     assert {s["v"]["tegrastats/power/vdd_gpu_soc_mw"] for s in samples} <= {2792, 14120}
     # the probe saw the idle line, so the GPU sensor that was off then is not a metric
     assert all("tegrastats/temp/gpu_c" not in s["v"] for s in samples)
+
+
+# -- what each rail is: the board's total, or a part of it --------------------------------
+
+BOARD_TOTAL = {  # recording -> the key readers integrate for the board's energy
+    "nano.txt": "tegrastats/power/pom_5v_in_mw",
+    "tx1_l4t28.txt": "tegrastats/power/pom_5v_in_mw",
+    "tx2.txt": "tegrastats/power/vdd_in_mw",
+    "xavier_nx_l4t32_5.txt": "tegrastats/power/vdd_in_mw",
+    "orin_nano_r36.txt": "tegrastats/power/vdd_in_mw",
+    "xavier_l4t32.txt": "tegrastats/power/rails_sum_mw",  # no input rail: the rails side by side
+    "orin_agx_r35.txt": "tegrastats/power/rails_sum_mw",
+}
+
+
+@pytest.mark.parametrize("name", sorted(BOARD_TOTAL))
+def test_each_format_declares_one_board_total_and_its_rails_as_parts(name):
+    from radtrack.store import energy_sources as es
+    from radtrack.store.meaning import describe
+
+    for line in (DATA / name).read_text().splitlines():
+        v = parse_line(line)
+        chosen = es.energy_sources(v)
+        assert [s.key for s in chosen.values()] == [BOARD_TOTAL[name]], chosen
+        power = [k for k in v if k.startswith("tegrastats/power/")]
+        totals = [k for k in power if describe(k).role == "device_power"]
+        parts = [k for k in power if describe(k).role == "power_rail"]
+        assert set(totals) | set(parts) == set(power)
+        # the mean since tegrastats started is shown, never integrated
+        assert all(describe(k).flavour == "running_average" for k in power if k.endswith("_avg_mw"))
+        assert all(describe(k).flavour == "" for k in power if not k.endswith("_avg_mw"))
+        assert BOARD_TOTAL[name] in totals and all(describe(k).scope == "device" for k in power)
+        if BOARD_TOTAL[name].endswith("rails_sum_mw"):
+            rails = [k for k in parts if not k.endswith("_avg_mw")]
+            assert v[BOARD_TOTAL[name]] == sum(v[k] for k in rails)
+
+
+def test_xavier_sum_is_its_six_rails_and_orin_agx_skips_unconnected_channels():
+    xavier = _first("xavier_l4t32.txt")
+    assert xavier["tegrastats/power/rails_sum_mw"] == 0 + 311 + 1244 + 0 + 155 + 1412
+    busy = parse_line((DATA / "orin_agx_r35.txt").read_text().splitlines()[1])
+    assert busy["tegrastats/power/rails_sum_mw"] == 14120 + 2380 + 4817 + 905
+    # a board with an input rail gets no sum: its rails are parts of the input
+    assert "tegrastats/power/rails_sum_mw" not in _first("orin_nano_r36.txt")
+
+
+def test_board_power_tag_says_how_the_total_is_read():
+    from radtrack.listeners.tegrastats import board_power
+
+    assert board_power(set(_first("orin_nano_r36.txt"))).startswith("VDD_IN")
+    assert board_power(set(_first("nano.txt"))).startswith("POM_5V_IN")
+    assert board_power(set(_first("xavier_l4t32.txt"))) == (
+        "sum of CPU+CV+GPU+SOC+SYS5V+VDDRQ (no input rail on this module: a lower bound)")
+    assert board_power(set(_first("tx1_l4t24.txt"))).startswith("none")
