@@ -66,7 +66,7 @@ def rank_of(me: str, master: str, names: list[str]) -> int:
 
 def main(payload: str) -> int:
     """The batch step: one task per node through srun; srun's exit code."""
-    from radtrack.nodes.rendezvous import free_port
+    from radtrack.nodes.options import free_port
 
     data = json.loads(payload)
     spec = spec_from_json(data["rows"][0])

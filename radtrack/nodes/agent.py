@@ -22,8 +22,9 @@ import time
 import uuid
 
 from radtrack.errors import RadtrackError
+from radtrack.nodes.options import join_wait_s, torch_env
 from radtrack.nodes.outcome import energy_of
-from radtrack.nodes.rendezvous import NodeEnd, NodeLink, join_wait_s, torch_env
+from radtrack.nodes.rendezvous import NodeEnd, NodeLink
 from radtrack.nodes.sink import NodeSink
 from radtrack.run.rows import Interrupt, Row
 from radtrack.run.start import say

@@ -19,14 +19,8 @@ from typing import TYPE_CHECKING
 
 from radtrack.errors import RadtrackError
 from radtrack.nodes import outcome
-from radtrack.nodes.rendezvous import (
-    Master,
-    NodeEnd,
-    free_port,
-    join_wait_s,
-    parse_master,
-    torch_env,
-)
+from radtrack.nodes.options import free_port, join_wait_s, parse_master, torch_env
+from radtrack.nodes.rendezvous import Master, NodeEnd
 from radtrack.run.start import say
 from radtrack.store import schema
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from radtrack.nodes.rendezvous import Clock, NodeEnd
+from radtrack.nodes.clock import Clock
+from radtrack.nodes.rendezvous import NodeEnd
 from radtrack.store import schema
 
 if TYPE_CHECKING:

@@ -20,7 +20,6 @@ sent its end is lost: the run records which node and why (outcome.py).
 from __future__ import annotations
 
 import json
-import os
 import socket
 import threading
 import time
@@ -29,31 +28,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from radtrack.errors import RadtrackError
-
-DEFAULT_PORT = 29450
-JOIN_WAIT_ENV = "RADTRACK_NODES_JOIN_S"  # how long node 0 waits for every node to join
-JOIN_WAIT_S = 600.0
-CLOCK_ROUNDS = 8
-
-
-@dataclass(frozen=True)
-class Clock:
-    """A node's clock against the master's: master time = node time + ``offset_s``, within
-    ``error_s`` (half the best round trip: NTP's bound for one exchange)."""
-
-    offset_s: float
-    error_s: float
-
-
-def clock_from(rounds: list[tuple[float, float, float, float]]) -> Clock:
-    """NTP's estimate from (t1 node send, t2 master receive, t3 master send, t4 node receive)
-    exchanges: the one with the shortest round trip (least queueing) gives the offset."""
-    if not rounds:
-        raise ValueError("no clock exchange")
-    best = min(rounds, key=lambda r: (r[3] - r[0]) - (r[2] - r[1]))
-    t1, t2, t3, t4 = best
-    delay = max(0.0, (t4 - t1) - (t3 - t2))
-    return Clock(((t2 - t1) + (t3 - t4)) / 2, delay / 2)
+from radtrack.nodes.clock import CLOCK_ROUNDS, Clock, clock_from
+from radtrack.nodes.options import JOIN_WAIT_ENV
 
 
 @dataclass
@@ -71,53 +47,6 @@ class NodeEnd:
     stored: bool = True  # its samples are in the store (else its spool keeps them)
     spool: str = ""  # where, when not
     tags: dict[str, str] = field(default_factory=dict)  # node-scoped (radtrack.node<K>.*)
-
-
-def parse_master(text: str) -> tuple[str, int]:
-    """``HOST`` or ``HOST:PORT`` (``[v6]:PORT``) of ``--master``."""
-    text = text.strip()
-    host, port = text, DEFAULT_PORT
-    if text.startswith("["):
-        host, _, rest = text[1:].partition("]")
-        if rest:
-            port = _port(rest.removeprefix(":"), text)
-    elif text.count(":") == 1:
-        host, p = text.split(":")
-        port = _port(p, text)
-    if not host:
-        raise RadtrackError(f"--master {text!r}: no host (HOST or HOST:PORT)")
-    return host, port
-
-
-def _port(text: str, whole: str) -> int:
-    if not text.isdigit() or not 0 < int(text) < 65536:
-        raise RadtrackError(f"--master {whole!r}: the port must be a number from 1 to 65535")
-    return int(text)
-
-
-def torch_env(node: int, nodes: int, addr: str, port: int) -> dict[str, str]:
-    """The variables torch.distributed's ``env://`` rendezvous (and torchrun's scripts) read."""
-    return {"MASTER_ADDR": addr, "MASTER_PORT": str(port), "WORLD_SIZE": str(nodes),
-            "RANK": str(node), "NODE_RANK": str(node), "LOCAL_RANK": "0",
-            "LOCAL_WORLD_SIZE": "1"}
-
-
-def join_wait_s() -> float:
-    text = os.environ.get(JOIN_WAIT_ENV, "").strip()
-    try:
-        return float(text) if text else JOIN_WAIT_S
-    except ValueError:
-        raise RadtrackError(f"${JOIN_WAIT_ENV}={text!r} is not a number of seconds") from None
-
-
-def free_port(host: str) -> int:
-    """A port no one listens on now (torch's rendezvous, MASTER_PORT)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        try:
-            s.bind((host, 0))
-        except OSError:
-            s.bind(("", 0))
-        return int(s.getsockname()[1])
 
 
 def _keepalive(sock: socket.socket) -> None:

@@ -89,15 +89,18 @@ def test_two_node_agents_are_one_run_with_every_nodes_series(tmp_path: Path) -> 
     assert tags[schema.NODES] == "2"
     assert tags[schema.node_tag(0, "status")] == tags[schema.node_tag(1, "status")] == "FINISHED"
     assert schema.NODES_FAILED not in tags
-    assert float(tags[schema.node_tag(1, "clock_error_ms")]) >= 0
-    assert abs(float(tags[schema.node_tag(1, "clock_offset_ms")])) < 50  # one host: ~0
+    # one host, one clock: the true offset is 0, so the measured one is within its error
+    error_ms = float(tags[schema.node_tag(1, "clock_error_ms")])
+    assert error_ms >= 0
+    assert abs(float(tags[schema.node_tag(1, "clock_offset_ms")])) <= error_ms + 0.01
     assert tags[schema.node_tag(1, "listener.top")] == "ok"
     # node 0 keeps the one-node keys, node 1's are node-scoped; both series stored
     mine = client.get_metric_history(run.info.run_id, "system/top/cpu_pct")
     theirs = client.get_metric_history(run.info.run_id, "system/node1/top/cpu_pct")
     assert len(mine) >= 2 and len(theirs) >= 2
-    # on node 0's clock: node 1's samples fall within the run's span
-    assert run.info.start_time - 5000 <= theirs[0].timestamp <= run.info.end_time
+    # on node 0's clock: node 1's samples fall within the run's span (its part may start a
+    # little before node 0's script on a loaded host)
+    assert run.info.start_time - 30_000 <= theirs[0].timestamp <= run.info.end_time + 5_000
     d0, d1 = metrics[schema.node_summary_key(0, "duration_s")], metrics[schema.node_summary_key(1, "duration_s")]
     total = metrics[schema.nodes_total_key("duration_s")]
     assert 0 < d0 <= total and 0 < d1 <= total

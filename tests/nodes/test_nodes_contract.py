@@ -13,7 +13,9 @@ import pytest
 from radtrack.errors import RadtrackError
 from radtrack.listeners.protocol import Hello, Sample, Samples, decode
 from radtrack.nodes import outcome
-from radtrack.nodes.rendezvous import Clock, Master, NodeEnd, NodeLink, clock_from, parse_master
+from radtrack.nodes.clock import Clock, clock_from
+from radtrack.nodes.options import parse_master
+from radtrack.nodes.rendezvous import Master, NodeEnd, NodeLink
 from radtrack.nodes.sink import scoped
 from radtrack.store import schema
 from radtrack.store.meaning import describe
