@@ -398,13 +398,15 @@ def main() -> int:
                    "RADTRACK_SHARED_GPUS": "*" if a.sharing == "shared" else ""}
             for interval in intervals:
                 for spec in sets:
-                    r = {"gpus": n, **measure_radtrack(spec, interval, env, tmp, a)}
+                    r = {"gpus": n, "set": spec, "interval_s": interval,
+                         **measure_radtrack(spec, interval, env, tmp, a)}
                     if log is not None:
                         seen, r["nvml_calls_per_s_per_gpu"] = _calls(log, seen, r.get("lifetime_s", 1.0))
                     print(json.dumps(r), flush=True)
                     results.append(r)
                 if not a.no_mlflow:
-                    r = {"gpus": n, **measure_mlflow(uri, interval, env, a)}
+                    r = {"gpus": n, "set": "mlflow", "interval_s": interval,
+                         **measure_mlflow(uri, interval, env, a)}
                     print(json.dumps(r), flush=True)
                     results.append(r)
     finally:
