@@ -261,15 +261,17 @@ def test_hf_trainer_run_gets_telemetry_and_row_keeps_its_name(frameworks: Store)
 
 
 def test_script_opening_a_new_store_at_once_waits_for_its_tables(tmp_path: Path) -> None:
-    """A new SQLite store: the script starts before its tables exist and opens MLflow at
-    once; its MLflow waits for the launcher's tables instead of racing it ('table ...
-    already exists'), and both its run and the row run are stored."""
+    """A new SQLite store: the launch makes it whole before the script starts
+    (radtrack/store/newstore.py), so a script opening MLflow at once finds it there and
+    makes no tables ('table ... already exists', 'Creating initial MLflow database
+    tables'), and both its run and the row run are stored."""
     db = tmp_path / "mlflow.db"
     uri, proc, _ = _run_sheet(tmp_path, [("first_thing.py", str(db))], listeners="none")
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "already exists" not in proc.stdout + proc.stderr
+    assert "Creating initial MLflow database tables" not in proc.stdout + proc.stderr
     store = Store(uri)
     run = store.named("first-thing")
-    assert run.data.params["store_existed_at_start"] == "False"
+    assert run.data.params["store_existed_at_start"] == "True"
     assert run.info.status == "FINISHED" and run.data.metrics["x"] == 1.0
     assert store.row(1).info.status == "FINISHED"

@@ -1,5 +1,5 @@
-"""Opens MLflow's store as its very first act, in a store that did not exist when it started:
-the launcher makes the tables alongside, and this script's MLflow must wait for them."""
+"""Opens MLflow's store as its very first act, in a store that did not exist before the launch:
+the launch makes it whole before this script starts, so its MLflow makes no tables."""
 import sys
 from pathlib import Path
 
