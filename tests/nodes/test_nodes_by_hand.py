@@ -179,3 +179,25 @@ def test_a_killed_node_makes_the_run_killed_and_sync_recovers_its_spool(tmp_path
         a.path for a in client.list_artifacts(run.info.run_id, "telemetry")}
     assert "summary/node1/top/cpu_pct/mean" in after.data.metrics
     assert not folder.exists()
+
+
+def test_ctrl_c_on_node_0_stops_every_node_and_the_run_is_killed(tmp_path: Path) -> None:
+    """SIGINT to node 0's launcher (Ctrl-C): it stops its own part and tells node 1 to stop;
+    both parts end KILLED and so does the run, with every node's samples stored."""
+    port = _port()
+    hold = tmp_path / "hold"  # never created: the ranks step until they are stopped
+    nodes = [start_node(tmp_path, k, port, "--hold", str(hold), "--step-s", "0.05")
+             for k in (0, 1)]
+    _wait_for(lambda: Path(f"{hold}.0").exists() and Path(f"{hold}.1").exists())
+    os.kill(nodes[0].pid, signal.SIGINT)
+    out0 = finish(tmp_path, 0, nodes[0])
+    out1 = finish(tmp_path, 1, nodes[1])
+    assert nodes[0].returncode == 130, out0
+    assert nodes[1].returncode == 1 and "node 0's launcher was stopped" in out1, out1
+    client, run = the_run(tmp_path)
+    assert run.info.status == "KILLED"
+    tags = run.data.tags
+    assert tags[schema.node_tag(0, "status")] == tags[schema.node_tag(1, "status")] == "KILLED"
+    assert "node1" in tags[schema.NODES_FAILED] and "stopped" in tags[schema.node_tag(1, "why")]
+    for key in ("system/top/cpu_pct", "system/node1/top/cpu_pct"):
+        assert len(client.get_metric_history(run.info.run_id, key)) >= 2, key
