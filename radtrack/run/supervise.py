@@ -27,7 +27,9 @@ def supervise(rows: list[Row], stop: threading.Event, released: float,
               clock: Callable[[], float] = time.time, tick: float = TICK_S) -> None:
     """Until every row's process has ended: forward a stop request (``stop`` set by the
     launcher's signal handler), stop a row at its MaxTime, follow --manual control files,
-    note listener restarts, print progress every PROGRESS_EVERY_S."""
+    note listener restarts, print progress every PROGRESS_EVERY_S; each row's span starts
+    at its ``started`` and ends with its process, its listeners stopped then (end_span).
+    Returns once every row's listeners have stopped too."""
     last_progress = time.monotonic()
     running = set(range(len(rows)))
     for row in rows:
