@@ -26,6 +26,7 @@ from radtrack.analysis.energy_columns import energy_error_columns, workload_inte
 from radtrack.analysis.gpulabel import physical_gpus_of_row
 from radtrack.analysis.interference import interference
 from radtrack.analysis.monitoring_cost import monitoring_table
+from radtrack.analysis.node_figures import node_table
 from radtrack.analysis.report_files import emit_tables
 from radtrack.analysis.report_text import ExperimentReport, render_report
 from radtrack.analysis.result_checks import (
@@ -157,6 +158,7 @@ def analyze_experiment(experiment: str, workload: int | None = None,
                             footprint_line(shown, _parent_intervals(shown, everything, energy_cols)),
                             scripts=script_table(runs[runs["run_id"].isin(table["run_id"])], uri),
                             monitoring=monitoring_table(runs[runs["run_id"].isin(table["run_id"])]),
+                            nodes=node_table(runs[runs["run_id"].isin(table["run_id"])]),
                             checks=checks.reset_index(drop=True),
                             blanks={r: b for r, b in blanks.items() if r in set(table["run_id"])})
 

@@ -31,6 +31,7 @@ class ExperimentReport:
     monitoring: pd.DataFrame | None = None  # what watching each run cost (monitoring_cost.py)
     checks: pd.DataFrame | None = None  # results that cannot be trusted as they stand (result_checks.py)
     blanks: dict[str, dict[str, str]] | None = None  # run id -> column -> why it is blank
+    nodes: pd.DataFrame | None = None  # multi-node runs per node and in all (node_figures.py)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         out = {"runs": self.runs, "interference": self.interference,
@@ -41,6 +42,8 @@ class ExperimentReport:
             out["scripts"] = self.scripts
         if self.monitoring is not None and not self.monitoring.empty:
             out["monitoring"] = self.monitoring
+        if self.nodes is not None and not self.nodes.empty:
+            out["nodes"] = self.nodes
         return out
 
 
@@ -221,5 +224,10 @@ def render_report(report: ExperimentReport, wide: bool = False) -> str:
                            "% of one core over the run)"),
                   _view(cost, [c for c in cost.columns if c != "run_id"], wide,
                         "run_name" if "run_name" in cost else None)]
+    nodes = report.nodes
+    if nodes is not None and not nodes.empty:
+        parts += ["", wrap("Multi-node runs (each node's part and all of them; clock offset to node 0 "
+                           "and its error in ms; docs/sheets.md, Multi-node rows)"),
+                  _view(nodes, list(nodes.columns), wide, "run_name")]
     parts += _checks(report.checks)
     return "\n".join(p for p in parts if p is not None)

@@ -112,6 +112,27 @@ def test_two_node_agents_are_one_run_with_every_nodes_series(tmp_path: Path) -> 
     # every node's spool is stored and gone
     assert not any((tmp_path / "node1" / "spool").glob("*/meta.json"))
 
+    # readers: the report's per-node and total figures; export's node-scoped columns, labelled
+    env = _env(tmp_path, 0)
+    report = subprocess.run([sys.executable, "-m", "radtrack", "report", "multi"], env=env,
+                            cwd=tmp_path, text=True, capture_output=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    section = report.stdout.split("Multi-node runs", 1)[1]
+    rows = [line.split() for line in section.splitlines() if line.startswith(run.info.run_name)]
+    assert [r[len(run.info.run_name.split())] for r in rows] == ["0", "1", "all"], section
+    out = tmp_path / "wide.csv"
+    export = subprocess.run([sys.executable, "-m", "radtrack", "export", "multi", "--out",
+                             str(out)], env=env, cwd=tmp_path, text=True, capture_output=True,
+                            timeout=120)
+    assert export.returncode == 0, export.stderr
+    import pandas as pd
+
+    wide = pd.read_csv(out)
+    assert wide["node1/top/cpu_pct"].notna().sum() >= 2 and wide["top/cpu_pct"].notna().sum() >= 2
+    meanings = pd.read_csv(out.with_name("wide.columns.csv")).set_index("column")
+    assert meanings.loc["node1/top/cpu_pct", "label"].startswith("node1 ")
+    assert meanings.loc["node1/top/cpu_pct", "unit"] == meanings.loc["top/cpu_pct", "unit"]
+
 
 def _tree(pid: int) -> list[int]:
     import psutil
