@@ -114,8 +114,9 @@ def busy_host(record: Mapping[str, object], summary: Mapping[str, object]) -> st
     taken so is too slow); None when it was not, or nothing says.
 
     Host: ``cpu_pct_mean`` (top/cpu_pct, % of all cores) less the run's own processes
-    (``proc_cpu_pct_mean``, % of one core, over the cores the top listener saw) above
-    BUSY_HOST_PCT; without a per-process reading, the host above BUSY_HOST_TOTAL_PCT. GPU:
+    (``proc_cpu_pct_mean``, % of one core, over the cores the top listener saw; without
+    per-core readings, at most all of one core) above BUSY_HOST_PCT; without a per-process
+    reading, the host above BUSY_HOST_TOTAL_PCT. GPU:
     the SM utilisation of processes not the run's (smi's ``all_procs_sm_util_pct`` less
     ``proc_sm_util_pct``) above BUSY_GPU_PCT on any of its GPUs.
     """
@@ -129,6 +130,13 @@ def busy_host(record: Mapping[str, object], summary: Mapping[str, object]) -> st
             if others > BUSY_HOST_PCT:
                 reasons.append(f"host CPU {host:.0f} % of all cores, {others:.0f} % of it not the "
                                f"run's own processes ({own:.0f} % of one core, {cores} cores)")
+        elif math.isfinite(own):
+            # cores unknown (no per-core reading): the run's own share of all cores is at
+            # most its share of one core, and at most all of them
+            others = host - min(own, 100.0)
+            if others > BUSY_HOST_PCT:
+                reasons.append(f"host CPU {host:.0f} % of all cores, at least {others:.0f} % of it "
+                               f"not the run's own processes ({own:.0f} % of one core)")
         elif host > BUSY_HOST_TOTAL_PCT:
             reasons.append(f"host CPU {host:.0f} % of all cores (no per-process reading to tell "
                            "the run's own share)")

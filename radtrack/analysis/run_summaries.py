@@ -37,6 +37,7 @@ from radtrack.store import energy_sources as es
 from radtrack.store.schema import (
     ATTRIBUTION_PREFIX,
     DURATION_KEY,
+    MONITORING_PREFIX,
     SUMMARY_ATTRIBUTION_PREFIX,
     SUMMARY_PREFIX,
     SUMMARY_WORKLOAD_PREFIX,
@@ -172,7 +173,9 @@ def sample_count(keys: list[str] | set[str], stored: Mapping[str, float],
     NaN when neither answers."""
     hardware = _hardware_keys(keys)
     if not hardware:
-        return float("nan")
+        # listeners watched the run (their cost is recorded) and left no such series
+        ran = any(k.startswith(MONITORING_PREFIX) and k.endswith("/samples") for k in stored)
+        return 0.0 if ran else float("nan")
     counts = []
     for key in hardware:
         found = next((stored[f"{SUMMARY_PREFIX}{key}/{s}"] for s in _COUNT_STATS
@@ -279,7 +282,7 @@ def _summaries(frame: pd.DataFrame, uri: str, quantiles: bool, load: SeriesLoade
         if plan is None:
             if not has_series:
                 rows.append({"run_id": run_id, "duration_s": row.get("duration_s"),
-                             "energy_j": np.nan})
+                             "energy_j": np.nan, "samples": sample_count(*found[run_id], None)})
                 continue
             energy, quantities, rates = _series_parts(one, quantiles)
             rows.append({**_assemble(run_id, _series_duration(one, duration), energy, quantities, rates),
