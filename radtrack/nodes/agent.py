@@ -36,7 +36,11 @@ from radtrack.store import schema
 def run_node(spec: RunSpec, uri: str, grace: float, node: int, nodes: int, host: str,
              port: int) -> int:
     """Join, run this node's part, report its end; 0 when the part finished."""
-    link = NodeLink.join(host, port, node, nodes, join_wait_s())
+    try:
+        link = NodeLink.join(host, port, node, nodes, join_wait_s())
+    except KeyboardInterrupt:
+        say(f"node {node}: interrupted before it joined node 0; nothing ran")
+        return 130
     c = link.clock
     say(f"node {node} of {nodes}: joined {host}:{port}; clock offset to node 0 "
         f"{c.offset_s * 1000:+.3f} ms (± {c.error_s * 1000:.3f} ms)")

@@ -67,7 +67,12 @@ def run_master(spec: RunSpec, uri: str, grace: float, nodes: int, host: str, por
     try:
         if nodes > 1:
             say(f"node 0 of {nodes}: waiting for node(s) 1..{nodes - 1} on {host}:{port}")
-        master.wait_joined(join_wait_s())
+        try:
+            master.wait_joined(join_wait_s())
+        except KeyboardInterrupt:
+            master.broadcast(op="abort", why="node 0 was interrupted before the start")
+            say("interrupted before every node joined; nothing ran")
+            return 130
         torch_port = int(os.environ.get("MASTER_PORT") or free_port(host))
         master.broadcast(op="start", master_addr=host, master_port=torch_port)
         spec.env = {**spec.env, **torch_env(0, nodes, host, torch_port)}
