@@ -343,13 +343,29 @@ def _calls(log: Path, seen: int, lifetime: float) -> tuple[int, dict[str, float]
     return len(lines), {f: round(v, 2) for f, v in sorted(per.items(), key=lambda kv: -kv[1])}
 
 
+def report(path: Path) -> int:
+    """The tables of a listener_cpu.json (every run it holds), as the measuring run printed them."""
+    for run in json.loads(path.read_text()):
+        results = run["results"]
+        gpus = sorted({r["gpus"] for r in results})
+        intervals = sorted({r["interval_s"] for r in results})
+        sets = list(dict.fromkeys(r["set"] for r in results if r["set"] != "mlflow"))
+        md, slopes = table(results, gpus, intervals, sets)
+        judged = verdicts(results, slopes, gpus, intervals, sets)
+        print(f"### listener CPU by GPUs watched {run.get('label', '')} ({run.get('host', '')})\n\n"
+              f"{md}\n" + "".join(f"- {v}\n" for v in judged))
+    return 0
+
+
 # -- main ------------------------------------------------------------------------------------
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "_mlflow":
         _mlflow_main(sys.argv[2], float(sys.argv[3]))
         return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", required=True, type=Path, help="folder for listener_cpu.json/.md")
+    ap.add_argument("--out", type=Path, help="folder for listener_cpu.json/.md (required to measure)")
+    ap.add_argument("--report", type=Path, metavar="JSON",
+                    help="print the tables of a listener_cpu.json already written (no measuring)")
     ap.add_argument("--gpus", default=None,
                     help="GPU counts, CUDA_VISIBLE_DEVICES = the first n (default 1,2,4, those "
                          "the host has)")
@@ -368,6 +384,10 @@ def main() -> int:
     ap.add_argument("--gpu-load", action="store_true",
                     help="a bursty bf16 matmul on each GPU meanwhile (with CUDA)")
     a = ap.parse_args()
+    if a.report is not None:
+        return report(a.report)
+    if a.out is None:
+        ap.error("--out is required to measure (or --report JSON)")
     intervals = [float(x) for x in a.intervals.split(",") if x.strip()]
     sets = [s.strip() for s in a.sets.split(",") if s.strip()]
     a.out.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ plotly.js is one of the page's scripts (page_shell.py). It takes the figure as t
 writes it (typed arrays as base64 specs, the height in ``layout.height``, the zoom query
 under ``radtrack``), so a callback's answer or a shared link's layout goes to it as it is.
 It replaces dcc.Graph, which loads its code and plotly.js only once it is first rendered
-and redraws its plot after each zoom (docs/performance.md, "Frontend", third rework).
+and redraws its plot after each zoom (benchmarks/results/performance-history.md, "Frontend", third rework).
 """
 
 from __future__ import annotations

@@ -185,7 +185,7 @@ def decode_array(value: object) -> np.ndarray:
 # The parts of plotly_white's layout a line chart uses, written into the figure instead of
 # a ``layout.template``: plotly.js compares an object-valued template (or ``layout.meta``)
 # by identity, and a re-applied figure brings a new layout object, so a template made each
-# such update replot the whole chart (docs/performance.md, "Frontend", first rework).
+# such update replot the whole chart (benchmarks/results/performance-history.md, "Frontend", first rework).
 _WHITE_TOP = ("autotypenumbers", "font", "hoverlabel", "paper_bgcolor", "plot_bgcolor",
               "colorway")
 
