@@ -30,8 +30,11 @@ PACKAGES = {"radtrack": ROOT / "radtrack", "radtrack.listeners": ROOT / "listene
             "radtrack.frontend": ROOT / "frontend", "radt": ROOT / "radt"}
 WRITERS = ("radtrack.run", "radtrack.store", "radtrack.postrun", "radtrack.script",
            "radtrack.listeners", "radt")
-#: imported by every side
-SHARED = frozenset({"radtrack.store.schema", "radtrack.errors", "radtrack.spec", "radtrack.stats"})
+#: imported by every side: the names, and what each stored series is (store/meaning.py, its
+#: listener's declaration) and which of them measure a device's energy (store/energy_sources.py),
+#: which readers and the end-of-run step select series by (issue 40)
+SHARED = frozenset({"radtrack.store.schema", "radtrack.errors", "radtrack.spec", "radtrack.stats",
+                    "radtrack.store.meaning", "radtrack.store.energy_sources"})
 #: radtrack.analysis modules that compute over frames and read nothing: the end-of-run step may use them
 PURE_ANALYSIS = frozenset({
     "radtrack.analysis.attribution", "radtrack.analysis.colocation", "radtrack.analysis.configs",

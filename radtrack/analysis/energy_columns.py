@@ -3,8 +3,9 @@
 From a :func:`radtrack.analysis.data.load_runs` frame (``metric.<key>`` columns) per run:
 
 - ``energy_j_ci95_pct``: the 95 % interval of the energy the run is charged (its
-  attributed shares' intervals where it was accounted, else its GPUs' counter
-  intervals), combined over its GPUs as independent errors;
+  attributed shares' intervals where it was accounted, else its devices' counter
+  intervals: any listener's ``energy_counter``, radtrack/store/energy_sources.py),
+  combined over its devices as independent errors;
 - ``energy_note``: empty, or why the interval is over the threshold (the stored flag:
   bursty load near the sensor's period / window too short), with the figure and threshold;
 - ``activity_energy_j``: the activity model's energy summed over its GPUs, where stored
@@ -22,10 +23,10 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.energy_error import combine, load_constants
+from radtrack.store import energy_sources as es
 from radtrack.store import schema
 
 _METRIC = "metric."
-_SCOPE = re.compile(r"(?:smi|attribution)/(?P<scope>gpu\d+)/energy_j$")
 COLUMNS = ["run_id", "energy_j_ci95_pct", "energy_note", "activity_energy_j", "gpu_energy_j_ci95_pct"]
 
 
@@ -36,6 +37,17 @@ def _value(row: dict, key: str) -> float:
     except (TypeError, ValueError):
         return float("nan")
     return v
+
+
+_ATTRIBUTED = re.compile(re.escape(schema.SUMMARY_ATTRIBUTION_PREFIX) + r"(?P<scope>[^/]+)/energy_j")
+
+
+def _counters(keys: list[str]) -> dict[str, str]:
+    """device -> the counter key whose run total is stored (``summary/<counter>``), chosen by
+    declared role (radtrack/store/energy_sources.py), whatever listener reads it."""
+    totals = [k[len(schema.SUMMARY_PREFIX):] for k in keys if k.startswith(schema.SUMMARY_PREFIX)]
+    return {device: src.key for device, src in es.energy_sources(totals).items()
+            if src.kind == "counter"}
 
 
 def threshold_pct() -> float:
@@ -51,11 +63,13 @@ def energy_error_columns(runs: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for row in runs.to_dict("records"):
         keys = [c[len(_METRIC):] for c in row if isinstance(c, str) and c.startswith(_METRIC)]
-        scopes = sorted({m.group("scope") for k in keys if (m := _SCOPE.search(k))})
+        counters = _counters(keys)
+        attributed = {m.group("scope") for k in keys if (m := _ATTRIBUTED.fullmatch(k))}
+        scopes = sorted(set(counters) | attributed)
         parts, flags, gpu_parts = [], [], []
         for scope in scopes:
             att = schema.attribution_summary_key(scope, "energy_j")
-            own = schema.summary_key(f"smi/{scope}/energy_j")
+            own = schema.summary_key(counters[scope]) if scope in counters else ""
             key = att if np.isfinite(_value(row, schema.ci_key(att))) else own
             energy, ci = _value(row, key), _value(row, schema.ci_key(key))
             if np.isfinite(energy):

@@ -1,14 +1,15 @@
 """Error bars and the activity model's second figure for a run's energy, from its traces.
 
 Pure computation over the listeners' wide frames (``time``, ``step``, one column per key,
-as radtrack/store/traces.py stores them): per GPU scope with an energy counter
-(``smi/<scope>/energy_j``),
+as radtrack/store/traces.py stores them): per device with a declared energy counter
+(role ``energy_counter``, radtrack/store/energy_sources.py; ``smi/<scope>/energy_j`` on a
+GPU), whatever listener reads it,
 
 - the counter's 95 % interval over the run or any window of it
-  (radtrack/analysis/energy_error.py), from the driver's power samples
-  (``power_sample_w``, else the polled ``power_w``) and the GPU's busy time (GPM's
-  ``dcgm/<scope>/gr_engine_active_pct`` where the dcgm listener ran, else NVML's
-  ``smi/<scope>/gpu_util_pct``);
+  (radtrack/analysis/energy_error.py), from the device's own power samples (a
+  ``device_power`` series of flavour ``samples``, else its instantaneous power) and its
+  busy time (a ``utilisation`` series named ``gr_engine_active_pct``, GPM's, else
+  ``gpu_util_pct``, NVML's);
 - where GPM activity was recorded, the activity model's energy
   (radtrack/analysis/activity_power.py: fitted on the run's steady stretches, scaled to the
   counter over the run when the run is at least ``LONG_SPAN_S`` long; the code windows use
@@ -19,7 +20,6 @@ as radtrack/store/traces.py stores them): per GPU scope with an energy counter
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -34,16 +34,31 @@ from radtrack.analysis.energy_error import (
     interval,
     load_constants,
 )
+from radtrack.store import energy_sources as es
 from radtrack.store import schema
 
-_COUNTER = re.compile(r"smi/(?P<scope>gpu\d+)/energy_j")
+#: a device's busy time, the first of these names it has (a ``utilisation`` series)
+BUSY = ("gr_engine_active_pct", "gpu_util_pct")
 
 
-def _series(frame: pd.DataFrame | None, key: str) -> tuple[np.ndarray, np.ndarray]:
-    if frame is None or key not in frame.columns:
+def frame_keys(frames: Mapping[str, pd.DataFrame]) -> list[str]:
+    """Every listener key the frames hold."""
+    return sorted({str(c) for f in frames.values() for c in f.columns if c not in ("time", "step")})
+
+
+def frame_of(frames: Mapping[str, pd.DataFrame], key: str) -> pd.DataFrame | None:
+    """The listener's frame that holds ``key`` (its first part names the listener)."""
+    frame = frames.get(key.split("/", 1)[0])
+    return frame if frame is not None and key in frame.columns else None
+
+
+def _series(frames: Mapping[str, pd.DataFrame], key: str | None,
+            scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    frame = frame_of(frames, key) if key else None
+    if frame is None:
         return np.array([]), np.array([])
     part = frame[["time", key]].dropna().sort_values("time")
-    return part["time"].to_numpy(dtype=float), part[key].to_numpy(dtype=float)
+    return part["time"].to_numpy(dtype=float), part[key].to_numpy(dtype=float) * scale
 
 
 def flag_code(ci: EnergyInterval) -> float:
@@ -63,6 +78,7 @@ class GpuEnergy:
     busy: tuple[np.ndarray, np.ndarray]  # activity readings, % of the time the GPU was busy
     activity: ap.ActivityTrace | None
     model: ap.PowerModel | None = None
+    counter_key: str = ""  # the counter's series, e.g. "smi/gpu0/energy_j"
 
     def interval(self, a: float, b: float, constants: SensorConstants) -> EnergyInterval:
         """The counter's 95 % interval over [a, b]."""
@@ -79,30 +95,36 @@ class GpuEnergy:
 
 
 def gpu_energies(frames: Mapping[str, pd.DataFrame]) -> list[GpuEnergy]:
-    """Every GPU of the run with an energy counter, its activity model fitted where GPM ran."""
-    smi, dcgm = frames.get("smi"), frames.get("dcgm")
-    if smi is None:
-        return []
+    """Every device of the run with a declared energy counter, its activity model fitted
+    where activity (GPM's) was recorded."""
+    keys = frame_keys(frames)
     out = []
-    for col in smi.columns:
-        m = _COUNTER.fullmatch(str(col))
-        if not m:
+    for scope, found in es.sources(keys).items():
+        counter = es.best(found, "counter")
+        if counter is None:
             continue
-        scope = m.group("scope")
-        power = _series(smi, f"smi/{scope}/power_sample_w")
+        sampled = es.best(found, "samples")
+        power = _series(frames, sampled.key, sampled.scale) if sampled else (np.array([]),) * 2
         if len(power[0]) < 3:
-            power = _series(smi, f"smi/{scope}/power_w")
-        busy = _series(dcgm, f"dcgm/{scope}/gr_engine_active_pct")
-        if not len(busy[0]):
-            busy = _series(smi, f"smi/{scope}/gpu_util_pct")
+            polled = es.best(found, "power") or es.best(found, "average")
+            power = _series(frames, polled.key if polled else None, polled.scale if polled else 1.0)
+        busy = (np.array([]), np.array([]))
+        for name in BUSY:
+            busy = _series(frames, es.find(keys, scope, name, "utilisation"))
+            if len(busy[0]):
+                break
         activity = None
-        if dcgm is not None:
-            cols = {f: f"dcgm/{scope}/{f}" for f in ap.FEATURES if f"dcgm/{scope}/{f}" in dcgm.columns}
-            if cols:
-                part = dcgm[["time", *cols.values()]].dropna()
+        cols = {f: k for f in ap.FEATURES if (k := es.find(keys, scope, f, "utilisation"))}
+        if cols:  # the features of one listener, read at the same instants
+            listener = next(iter(cols.values())).split("/", 1)[0]
+            cols = {f: k for f, k in cols.items() if k.split("/", 1)[0] == listener}
+            frame = frame_of(frames, next(iter(cols.values())))
+            if frame is not None:
+                part = frame[["time", *cols.values()]].dropna()
                 activity = ap.activity_trace(part["time"], {f: part[c] for f, c in cols.items()})
                 activity = activity if len(activity.t) > 2 else None
-        gpu = GpuEnergy(scope, _series(smi, str(col)), power, busy, activity)
+        gpu = GpuEnergy(scope, _series(frames, counter.key, counter.scale), power, busy, activity,
+                        counter_key=counter.key)
         if activity is not None:
             gpu.model = ap.fit(activity, *power)
             tc, c = gpu.counter
@@ -118,7 +140,7 @@ def gpu_energies(frames: Mapping[str, pd.DataFrame]) -> list[GpuEnergy]:
 def run_figures(frames: Mapping[str, pd.DataFrame],
                 constants: SensorConstants | None = None) -> dict[str, float]:
     """Summary metrics for the run: per GPU the counter energy's interval and flag
-    (``summary/smi/<scope>/energy_j_ci95_pct``, ``..._ci95_flag``) and, where GPM ran and
+    (``summary/<counter key>_ci95_pct``, e.g. ``summary/smi/gpu0/energy_j_ci95_pct``, ``..._ci95_flag``) and, where GPM ran and
     the model could be fitted, ``summary/energy_model/<scope>/activity_energy_j``."""
     constants = constants or load_constants()
     out: dict[str, float] = {}
@@ -127,7 +149,7 @@ def run_figures(frames: Mapping[str, pd.DataFrame],
         if len(tc) < 2 or not tc[-1] > tc[0]:
             continue
         a, b = float(tc[0]), float(tc[-1])
-        key = schema.summary_key(f"smi/{gpu.scope}/energy_j")
+        key = schema.summary_key(gpu.counter_key)
         ci = gpu.interval(a, b, constants)
         if np.isfinite(ci.ci95_pct):
             out[schema.ci_key(key)] = ci.ci95_pct

@@ -13,12 +13,19 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.attribution import GPU_SLICES, GpuUse
-from radtrack.store.schema import gpu_tag
+from radtrack.store import energy_sources as es
+from radtrack.store.schema import HOSTNAME, gpu_tag
 
-SMI_READINGS = ("power_w", "energy_j", "proc_sm_util_pct", "all_procs_sm_util_pct",
-                "mps_sm_util_pct", "proc_mem_used_mib")
-DCGM_READINGS = ("sm_active_pct",)
-_SCOPE = re.compile(r"smi/(gpu\d+)/")
+#: what accounting reads of a device -> (its key's last part, the roles it may declare);
+#: the device's power and energy counter come by role (radtrack/store/energy_sources.py)
+READINGS = {
+    "proc_sm_util_pct": ("proc_share",),
+    "all_procs_sm_util_pct": ("proc_share",),
+    "mps_sm_util_pct": ("proc_share",),
+    "proc_mem_used_mib": ("memory",),
+    "sm_active_pct": ("utilisation",),
+}
+_GPU = re.compile(r"gpu\d+")
 _MIG_SLICES = re.compile(r"^(\d+)g\.")
 
 
@@ -40,46 +47,75 @@ def gpu_slices(name: str) -> int:
     return 4 if "A30" in name else GPU_SLICES
 
 
-def _pairs(frame: pd.DataFrame | None, column: str) -> tuple[np.ndarray, np.ndarray] | None:
+def _pairs(frames: Mapping[str, pd.DataFrame], column: str | None,
+           scale: float = 1.0) -> tuple[np.ndarray, np.ndarray] | None:
+    frame = frames.get(column.split("/", 1)[0]) if column else None
     if frame is None or column not in frame.columns:
         return None
     part = frame[["time", column]].dropna()
     if part.empty:
         return None
-    return part["time"].to_numpy(dtype=float), part[column].to_numpy(dtype=float)
+    return part["time"].to_numpy(dtype=float), part[column].to_numpy(dtype=float) * scale
 
 
-def scopes(smi: pd.DataFrame | None) -> list[str]:
-    """The GPU scopes (``gpu0``, ...) an smi trace has readings for."""
-    if smi is None:
+def _keys(frames: Mapping[str, pd.DataFrame]) -> list[str]:
+    return sorted({str(c) for f in frames.values() for c in f.columns if c not in ("time", "step")})
+
+
+def scopes(frames: Mapping[str, pd.DataFrame] | pd.DataFrame | None) -> list[str]:
+    """The devices (``gpu0``, ``package0``, a board) with a declared whole-device power or
+    energy counter in the traces (any listener's), GPUs first."""
+    if frames is None:
         return []
-    return sorted({m.group(1) for c in smi.columns if (m := _SCOPE.match(str(c)))},
-                  key=lambda s: int(s[3:]))
+    keys = ([str(c) for c in frames.columns] if isinstance(frames, pd.DataFrame)
+            else _keys(frames))
+    found = {s.device for s in es.energy_sources(keys).values()}
+    gpus = sorted((d for d in found if _GPU.fullmatch(d)), key=lambda s: int(s[3:]))
+    return gpus + sorted(found - set(gpus))
 
 
 def physical_gpu(tags: Mapping[str, str], scope: str) -> str | None:
-    """The physical GPU's UUID behind a run's scope (a MIG instance's parent GPU)."""
-    return tags.get(gpu_tag(scope, "parent_uuid")) or tags.get(gpu_tag(scope, "uuid"))
+    """The physical GPU's UUID behind a run's scope (a MIG instance's parent GPU); for a
+    device that is no GPU (a board, a CPU package: no UUID), the host's name and the device,
+    which co-located rows on that host share. None for a GPU without its UUID."""
+    uuid = tags.get(gpu_tag(scope, "parent_uuid")) or tags.get(gpu_tag(scope, "uuid"))
+    if uuid or _GPU.fullmatch(scope):
+        return uuid
+    host = tags.get(HOSTNAME)
+    return f"{host}:{scope}" if host else f"this host:{scope}"
 
 
 def run_uses(run: str, frames: Mapping[str, pd.DataFrame], tags: Mapping[str, str],
              collocation: str | None, start: float, end: float) -> dict[str, GpuUse]:
-    """scope -> the run's use of that GPU; a scope without smi readings or GPU UUID is
-    left out (nothing to account it by)."""
-    smi, dcgm = frames.get("smi"), frames.get("dcgm")
+    """scope -> the run's use of that GPU, from whichever listeners declare its power
+    (``device_power``), energy counter (``energy_counter``) and per-process shares
+    (``proc_share``); a scope without them or without a GPU UUID is left out (nothing to
+    account it by)."""
     mode, thread_pct, slices = placement(collocation)
+    keys = _keys(frames)
+    by_device = es.sources(keys)
     out: dict[str, GpuUse] = {}
-    for scope in scopes(smi):
+    for scope in scopes(frames):
         gpu = physical_gpu(tags, scope)
         if not gpu:
             continue
-        readings = {q: p for q in SMI_READINGS if (p := _pairs(smi, f"smi/{scope}/{q}"))}
-        # the driver's own ~50 Hz power samples, where smi read them, are the finest power
-        # series: they shape the energy counter's intervals (attribution.cumulative_energy)
-        samples = _pairs(smi, f"smi/{scope}/power_sample_w")
+        found = by_device.get(scope, [])
+        readings = {}
+        power = es.best(found, "power") or es.best(found, "average")
+        counter = es.best(found, "counter")
+        if power is not None and (p := _pairs(frames, power.key, power.scale)):
+            readings["power_w"] = p
+        if counter is not None and (p := _pairs(frames, counter.key, counter.scale)):
+            readings["energy_j"] = p
+        # the device's own power samples (smi's ~50 Hz driver samples), where read, are the
+        # finest power series: they shape the energy counter's intervals
+        # (attribution.cumulative_energy)
+        sampled = es.best(found, "samples")
+        samples = _pairs(frames, sampled.key, sampled.scale) if sampled is not None else None
         if samples is not None and len(samples[0]) >= 2:
             readings["power_w"] = samples
-        readings |= {q: p for q in DCGM_READINGS if (p := _pairs(dcgm, f"dcgm/{scope}/{q}"))}
+        readings |= {q: p for q, roles in READINGS.items()
+                     if (p := _pairs(frames, es.find(keys, scope, q, *roles)))}
         name = tags.get(gpu_tag(scope, "name"), "")
         out[scope] = GpuUse(run=run, gpu=gpu, mode=mode, start=start, end=end, readings=readings,
                             thread_pct=thread_pct, slices=slices, gpu_slices=gpu_slices(name))

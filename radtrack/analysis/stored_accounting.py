@@ -3,7 +3,8 @@
 The launcher accounts each workload when it ends (radtrack/postrun/accounting.py). Runs recorded
 before that existed, or whose launcher was killed (their samples reach the store through
 ``radtrack sync``), have no ``summary/attribution/...`` metrics. For those, the analysis
-accounts the workload from its stored smi/dcgm traces and tags with the same arithmetic
+accounts the workload from its stored traces (those of every listener that declares a
+device's power, energy counter, per-process share or utilisation) and tags with the same arithmetic
 (radtrack/analysis/attribution.py), over each run's MLflow start..end, and nothing is
 written back: the store stays as recorded.
 """
@@ -16,8 +17,10 @@ from radtrack.analysis.attribution import account
 from radtrack.analysis.data import load_runs, read_telemetry
 from radtrack.analysis.gpu_uses import run_uses
 from radtrack.analysis.trace_listing import telemetry_listeners
+from radtrack.store.energy_sources import declares
 
-LISTENERS = ("smi", "dcgm")
+#: a listener whose traces accounting reads declares one of these roles
+ROLES = ("device_power", "energy_counter", "proc_share", "utilisation")
 
 
 def _frames(row: pd.Series, uri: str) -> dict[str, pd.DataFrame]:
@@ -25,7 +28,7 @@ def _frames(row: pd.Series, uri: str) -> dict[str, pd.DataFrame]:
     have = set(telemetry_listeners(run_id, tracking_uri=uri, status=status,
                                    artifact_uri=row.get("artifact_uri")))
     return {name: read_telemetry(run_id, name, tracking_uri=uri, status=status)
-            for name in LISTENERS if name in have}
+            for name in sorted(have) if declares(name, *ROLES)}
 
 
 def _span(row: pd.Series) -> tuple[float, float] | None:
@@ -39,7 +42,7 @@ def account_stored(runs: pd.DataFrame, run_ids: list[str], tracking_uri: str
                    ) -> dict[str, tuple[float, str]]:
     """run id -> (attributed joules, method) for ``run_ids`` (rows of ``runs``, a
     :func:`load_runs` frame), accounting each one's whole workload; runs that cannot be
-    accounted (no smi trace, no GPU UUID tag, still running) are left out."""
+    accounted (no GPU power trace, no GPU UUID tag, still running) are left out."""
     wanted = runs[runs["run_id"].isin(run_ids)]
     out: dict[str, tuple[float, str]] = {}
     for (experiment, workload), _ in wanted.groupby(["experiment", "workload"], dropna=True):

@@ -30,10 +30,11 @@ import pandas as pd
 
 from radtrack.analysis.attribution import GpuAccount, GpuUse, cumulative_energy
 from radtrack.analysis.energy_error import combine, load_constants
-from radtrack.analysis.energy_figures import flag_code, gpu_energies
+from radtrack.analysis.energy_figures import flag_code, frame_keys, frame_of, gpu_energies
 from radtrack.analysis.gpu_uses import run_uses
 from radtrack.analysis.summary import mean_between
 from radtrack.script.codewindows import read_windows
+from radtrack.store import energy_sources as es
 from radtrack.store.schema import WINDOWS_ARTIFACT, window_key
 
 if TYPE_CHECKING:
@@ -64,8 +65,9 @@ def attributed_between(acc: GpuAccount, run: str, a: float, b: float) -> float:
     return float(ends[1] - ends[0])
 
 
-def _column(frame: pd.DataFrame | None, key: str) -> tuple[np.ndarray, np.ndarray] | None:
-    if frame is None or key not in frame.columns:
+def _column(frames: Mapping[str, pd.DataFrame], key: str | None) -> tuple[np.ndarray, np.ndarray] | None:
+    frame = frame_of(frames, key) if key else None
+    if frame is None:
         return None
     part = frame[["time", key]].dropna()
     return (part["time"].to_numpy(), part[key].to_numpy()) if len(part) else None
@@ -76,7 +78,7 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
     """One row per recorded window, with the figures of the module docstring."""
     rows = []
     seen: dict[str, int] = {}
-    smi, dcgm = frames.get("smi"), frames.get("dcgm")
+    keys = frame_keys(frames)
     sensors = {g.scope: g for g in gpu_energies(frames)} if uses else {}
     try:
         constants = load_constants() if sensors else None
@@ -107,9 +109,9 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
                     parts.append((float(cum[1] - cum[0]), float("nan")))
                 acc = accounts.get(use.gpu)
                 att_j += attributed_between(acc, run, a, b) if acc is not None else float("nan")
-                if (u := _column(smi, f"smi/{scope}/gpu_util_pct")) is not None:
+                if (u := _column(frames, es.find(keys, scope, "gpu_util_pct", "utilisation"))) is not None:
                     utils.append(mean_between(*u, a, b))
-                if (s := _column(dcgm, f"dcgm/{scope}/sm_active_pct")) is not None:
+                if (s := _column(frames, es.find(keys, scope, "sm_active_pct", "utilisation"))) is not None:
                     actives.append(mean_between(*s, a, b))
             if not short:
                 row.update(gpu_energy_j=gpu_j, energy_j=att_j,

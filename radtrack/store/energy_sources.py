@@ -32,6 +32,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from radtrack import stats
+from radtrack.store import schema
 from radtrack.store.meaning import describe
 
 #: unit -> factor to watts / joules
@@ -42,6 +43,7 @@ ENERGY_UNITS = {"J": 1.0, "mJ": 1e-3, "µJ": 1e-6, "uJ": 1e-6, "kJ": 1e3, "Wh": 
 ENERGY_SCOPES = ("device", "host")
 #: how a device's energy is found, best first: counter, interval average, instantaneous
 ENERGY_KINDS = ("counter", "average", "power")
+_OWN = (schema.SUMMARY_PREFIX, schema.ATTRIBUTION_PREFIX, schema.WINDOW_PREFIX)
 _FLAVOUR_KINDS = {"": "power", "average": "average", "samples": "samples"}
 
 
@@ -71,7 +73,10 @@ def device_of(key: str) -> str:
 
 
 def source(key: str) -> Source | None:
-    """What ``key`` is as an energy source, None when it is none."""
+    """What ``key`` (a listener's series) is as an energy source, None when it is none;
+    radtrack's own figures (summaries, attribution, code windows) are never a source."""
+    if key.startswith(_OWN):
+        return None
     m = describe(key)
     if m.scope not in ENERGY_SCOPES or m.stat:
         return None
@@ -161,6 +166,25 @@ def devices_with(keys: Iterable[str], *roles: str, scope: str | None = None) -> 
     return sorted({device_of(k) for k in keys if (m := describe(k)).role in roles
                    and (scope is None or m.scope == scope) and not m.stat},
                   key=_device_order)
+
+
+def declares(listener: str, *roles: str) -> bool:
+    """Whether the registered listener ``listener`` declares a series of one of ``roles``
+    (False for a name no package registers, or one that does not load)."""
+    import warnings
+
+    from radtrack.errors import RadtrackError
+    from radtrack.listeners import registry
+
+    if registry.unknown([listener]):
+        return False
+    try:
+        with warnings.catch_warnings():  # a broken plugin is reported where listeners are listed
+            warnings.simplefilter("ignore")
+            cls = registry.get(listener)
+    except RadtrackError:
+        return False
+    return any(s.role in roles for s in getattr(cls, "series", ()))
 
 
 def _device_order(device: str) -> tuple[str, int]:
