@@ -32,7 +32,7 @@ from radtrack.run.start import (
 )
 from radtrack.run.supervise import supervise
 from radtrack.script import env as renv
-from radtrack.store import newstore, schema
+from radtrack.store import newstore, schema, storestate
 from radtrack.store.outage import scrub, wait_s
 
 if TYPE_CHECKING:
@@ -64,7 +64,7 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     # a new SQLite store is made whole before any script (or a child of it) can open it:
     # milliseconds, and only where no check before the launch made it (radtrack/store/newstore.py)
     newstore.prepare(recorder.uri)
-    recorder.store_id = newstore.identity(recorder.uri)
+    recorder.store_id = storestate.identity(recorder.uri)
     barrier_w: list[int] = []
     try:
         barrier_w = spawn_rows(rows, grace, spool_root)
@@ -114,9 +114,9 @@ def store_lost(rows: list[Row], recorder: Recorder) -> bool:
     from radtrack.store import runfiles
 
     ids = [recorder.parent_id, *(row.run_id for row in rows)]
-    if not newstore.missing_runs(recorder.uri, ids):
+    if not storestate.missing_runs(recorder.uri, ids):
         return False
-    recorder.lost = newstore.condition(recorder.uri, recorder.store_id) or "it no longer holds them"
+    recorder.lost = storestate.condition(recorder.uri, recorder.store_id) or "it no longer holds them"
     for row in rows:
         if row.sink is not None and row.sink.dir.is_dir():
             try:
@@ -162,7 +162,7 @@ def spooled_line(rows: list[Row], uri: str, why: str, lost: str = "",
         return (f"{name}: tracking store {redact(uri)} does not hold the run(s) any more ({lost}): "
                 f"nothing of them is stored; {kept}: run `radtrack sync` to store them in it "
                 "again (it re-creates the runs with their times, status, tags, params and metrics)")
-    state = newstore.condition(uri, since)
+    state = storestate.condition(uri, since)
     if state:
         return (f"{name}: tracking store {redact(uri)} could not store them: {state}; {kept}: "
                 "run `radtrack sync` once it is writable again to store them")

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from radtrack.errors import RadtrackError
-from radtrack.store import newstore
+from radtrack.store import newstore, storestate
 
 
 def repair(uri: str, log: Callable[[str], None] = print) -> bool:
@@ -34,7 +34,7 @@ def repair(uri: str, log: Callable[[str], None] = print) -> bool:
     True when it was changed. A RadtrackError when it cannot be (the store is left as it was)."""
     from radtrack.store.uris import redact
 
-    path = newstore.sqlite_path(uri)
+    path = storestate.sqlite_path(uri)
     shown = redact(uri)
     if path is None:
         raise RadtrackError(f"--repair-store: {shown} is no SQLite store (only those are repaired here)")
@@ -43,7 +43,7 @@ def repair(uri: str, log: Callable[[str], None] = print) -> bool:
         log(f"{shown}: did not exist; created whole")
         return True
     with newstore.store_lock(path):
-        state = newstore.inspect(path)
+        state = storestate.inspect(path)
         if state.kind == "whole":
             log(f"{shown}: whole at MLflow schema {state.revision} ({state.runs} run(s)); nothing to repair")
             return False
@@ -57,11 +57,11 @@ def repair(uri: str, log: Callable[[str], None] = print) -> bool:
                                 "not something radtrack can repair")
         _repair_locked(path, state, log)
     newstore.forget(uri)
-    log(f"{shown}: whole at MLflow schema {newstore.revisions()[0]} with its {state.runs} run(s)")
+    log(f"{shown}: whole at MLflow schema {storestate.revisions()[0]} with its {state.runs} run(s)")
     return True
 
 
-def _repair_locked(path: Path, state: newstore.State, log: Callable[[str], None]) -> None:
+def _repair_locked(path: Path, state: storestate.State, log: Callable[[str], None]) -> None:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     backup = path.with_name(f"{path.name}.before-repair-{stamp}")
     tmp = path.with_name(f".{path.name}{newstore.TMP_TAG}{os.getpid()}.tmp")
@@ -78,7 +78,7 @@ def _repair_locked(path: Path, state: newstore.State, log: Callable[[str], None]
             tmp.unlink(missing_ok=True)
             shutil.copyfile(newstore.template(), tmp)
             how = _salvage(tmp, backup, log)
-        after = newstore.inspect(tmp)
+        after = storestate.inspect(tmp)
         if after.kind != "whole" or after.runs < state.runs:
             raise RadtrackError(f"--repair-store: the repaired copy of {path} is {after.kind} with "
                                 f"{after.runs} of {state.runs} run(s); the store is left as it was")
@@ -114,7 +114,7 @@ def _upgrade(path: Path) -> str:
                 con.execute(f'DROP TABLE "{tmp_table}"')  # the copy was not finished: the table holds all
             else:
                 con.execute(f'ALTER TABLE "{tmp_table}" RENAME TO "{table}"')  # it alone holds them
-    before = newstore.inspect(path).revision or "none"
+    before = storestate.inspect(path).revision or "none"
     engine = sqlalchemy.create_engine(f"sqlite:///{path}", poolclass=NullPool)
     try:
         with newstore.quiet_creation():

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from support import radtrack_cli
 
-from radtrack.store import newstore
+from radtrack.store import newstore, storestate
 
 ROOT = Path(__file__).parents[2]
 
@@ -129,7 +129,7 @@ def test_sigkill_of_the_launcher_during_a_new_stores_creation(tmp_path: Path) ->
         stores.append(db)
     assert before >= 5, f"only {before} of 20 kills came before the store was there"
     assert before < 20, "no kill came after the store was there"
-    kinds = {str(s): newstore.inspect(s).kind for s in stores if s.exists()}
+    kinds = {str(s): storestate.inspect(s).kind for s in stores if s.exists()}
     assert all(k == "whole" for k in kinds.values()), kinds
 
     sync = radtrack_cli("sync", env={"RADTRACK_HOME": str(home), "RADTRACK_SCHEMA_CACHE": str(warm)})
@@ -153,7 +153,7 @@ def test_processes_creating_one_store_at_once_create_it_once(tmp_path: Path) -> 
                               text=True, env=_env()) for _ in range(8)]
     made = [p.communicate(timeout=60)[0].strip() for p in procs]
     assert sorted(made) == ["False"] * 7 + ["True"], made
-    assert newstore.inspect(db).kind == "whole"
+    assert storestate.inspect(db).kind == "whole"
     assert not list(tmp_path.glob(".mlflow.db.radtrack-new-*"))
 
 
@@ -219,7 +219,7 @@ def _half_made(db: Path) -> None:
         time.sleep(delay)
         p.kill()
         p.wait()
-        if db.exists() and newstore.inspect(db).kind in ("half-made", "outdated"):
+        if db.exists() and storestate.inspect(db).kind in ("half-made", "outdated"):
             return
     pytest.skip("MLflow's table creation never stopped half-way in 9 tries here")
 
@@ -289,7 +289,7 @@ def test_a_store_holding_runs_that_mlflow_cannot_open_is_named_and_repaired(
         time.sleep(1.0)
         p.kill()
     p.wait(timeout=120)
-    assert newstore.inspect(db).kind in ("outdated", "half-made"), newstore.inspect(db)
+    assert storestate.inspect(db).kind in ("outdated", "half-made"), storestate.inspect(db)
     uri = f"sqlite:///{db}"
     script = tmp_path / "tiny.py"
     script.write_text("print('tiny ran')\n")
@@ -304,7 +304,7 @@ def test_a_store_holding_runs_that_mlflow_cannot_open_is_named_and_repaired(
     fixed = radtrack_cli("sync", "--repair-store", "--tracking-uri", uri, cwd=tmp_path, env=env)
     assert fixed.returncode == 0, fixed.stdout + fixed.stderr
     assert "kept in" in fixed.stdout and list(tmp_path.glob("mlflow.db.before-repair-*"))
-    assert newstore.inspect(db).kind == "whole"
+    assert storestate.inspect(db).kind == "whole"
     again = radtrack_cli("-e", "after", "-l", "none", "--tracking-uri", uri, str(script),
                          cwd=tmp_path, env=env)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -317,7 +317,7 @@ def test_a_new_postgresql_store_is_created_once_by_processes_racing(postgres_ser
     preparing a new database at once make MLflow's tables once, under radtrack's advisory
     lock (without it each would run MLflow's creation), and MLflow opens it."""
     uri = postgres_server.new_database("radtrack_new_store")
-    code = "import sys; from radtrack.store import newstore; print(newstore.create_postgres(sys.argv[1]))"
+    code = "import sys; from radtrack.store import pgschema; print(pgschema.create(sys.argv[1]))"
     procs = [subprocess.Popen([sys.executable, "-c", code, uri], stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True, env=_env()) for _ in range(4)]
     outs = [p.communicate(timeout=300) for p in procs]
