@@ -12,12 +12,13 @@ import pytest
 from radtrack.listeners.base import ROLES, SCOPES, Series
 from radtrack.listeners.dcgm import SERIES as DCGM
 from radtrack.listeners.iostat import SERIES as IOSTAT
+from radtrack.listeners.rapl import SERIES as RAPL
 from radtrack.listeners.smi import SERIES as SMI
 from radtrack.listeners.tegrastats import SERIES as TEGRASTATS
 from radtrack.listeners.top import SERIES as TOP
 
 DOC = Path(__file__).parents[2] / "docs" / "metrics.md"
-DECLARED: dict[str, Series] = {s.pattern: s for s in (*SMI, *DCGM, *TOP, *IOSTAT, *TEGRASTATS)}
+DECLARED: dict[str, Series] = {s.pattern: s for s in (*SMI, *DCGM, *TOP, *IOSTAT, *TEGRASTATS, *RAPL)}
 _CODE = re.compile(r"`([^`]+)`")
 _COLUMNS = ["key", "unit", "scope", "role", "shown as"]
 
