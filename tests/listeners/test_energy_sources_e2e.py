@@ -1,0 +1,175 @@
+"""Energy from the power sources that are not GPUs, through the CLI into a real SQLite store:
+a stand-in ``tegrastats`` on PATH replaying recorded Jetson lines (tests/data/tegrastats),
+and the ``rapl`` listener on a recorded powercap tree (tests/data/rapl) whose counters the
+run's own script advances, wrapping one of them. The run's energy, its code windows' energy,
+its CO2e and the report's columns are checked against the stored rails' integral and the
+tree's true increments (issue 40: readers select series by role, never by listener name)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from support import radtrack_cli
+
+HERE = Path(__file__).parent
+TEGRA = HERE.parents[0] / "data" / "tegrastats"
+RAPL = HERE.parents[0] / "data" / "rapl"
+SCRIPTS = HERE.parents[0] / "scripts"
+INTENSITY = 400.0  # g CO2e / kWh, PUE 1
+
+FAKE = """\
+#!{python}
+import sys, time
+assert sys.argv[1] == "--interval", sys.argv
+delay = int(sys.argv[2]) / 1000
+lines = open({rec!r}).read().splitlines()
+i = 0
+while True:
+    print(lines[i % len(lines)], flush=True)
+    i += 1
+    time.sleep(delay)
+"""
+
+
+def _row(uri: str, experiment: str):
+    from mlflow import MlflowClient
+
+    c = MlflowClient(uri)
+    exp = c.get_experiment_by_name(experiment)
+    assert exp is not None
+    rows = [r for r in c.search_runs([exp.experiment_id]) if r.data.tags.get("radtrack.role") == "row"]
+    assert len(rows) == 1
+    return c, rows[0]
+
+
+def _history(c, run, key: str) -> tuple[np.ndarray, np.ndarray]:
+    h = sorted(c.get_metric_history(run.info.run_id, f"system/{key}"), key=lambda m: (m.timestamp, m.step))
+    assert h, f"no {key} stored"
+    return np.array([m.timestamp / 1000 for m in h]), np.array([m.value for m in h])
+
+
+def _report(experiment: str, env: dict[str, str]) -> dict[str, str]:
+    p = radtrack_cli("report", experiment, "--format", "csv", env=env, check=True)
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
+    assert len(rows) == 1, p.stdout
+    return rows[0]
+
+
+def _integral(t: np.ndarray, v: np.ndarray, a: float, b: float) -> float:
+    grid = np.concatenate(([a], t[(t > a) & (t < b)], [b]))
+    return float(np.trapezoid(np.interp(grid, t, v), grid))
+
+
+# -- Jetson: the board's energy from its input rail or the sum of its rails ---------------
+
+JETSONS = {
+    "orin_agx_r35.txt": ("vdd_gpu_soc", "vdd_cpu_cv", "vin_sys_5v0", "vddq_vdd2_1v8ao"),
+    "xavier_l4t32.txt": ("gpu", "cpu", "soc", "cv", "vddrq", "sys5v"),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(JETSONS))
+def jetson(request, tmp_path_factory):
+    """One tegrastats run (code windows, a carbon intensity) on a replayed recording:
+    (client, row run, env, the board's stored power (t s, mW), its energy in J)."""
+    tmp = tmp_path_factory.mktemp("jetson")
+    exe = tmp / "bin" / "tegrastats"
+    exe.parent.mkdir()
+    exe.write_text(FAKE.format(python=sys.executable, rec=str(TEGRA / request.param)))
+    exe.chmod(0o755)
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    env = {"PATH": f"{exe.parent}{os.pathsep}{os.environ['PATH']}", "MLFLOW_TRACKING_URI": uri,
+           "RADTRACK_HOME": str(tmp / ".radtrack")}
+    radtrack_cli("-e", "jetson", "-l", "tegrastats", "--interval", "0.2", "--carbon-intensity",
+                 str(INTENSITY), str(SCRIPTS / "window_epochs.py"), "--seconds", "1", env=env,
+                 cwd=tmp, check=True)
+    c, run = _row(uri, "jetson")
+    t, board_mw = _history(c, run, "tegrastats/power/rails_sum_mw")
+    return c, run, env, JETSONS[request.param], t, board_mw, tmp
+
+
+def test_tegrastats_run_gets_board_energy_windows_and_co2e(jetson):
+    c, run, _, rails, t, board_mw, tmp = jetson
+    assert run.data.tags["radtrack.listener.tegrastats.board_power"].startswith("sum of ")
+    parts = [np.interp(t, *_history(c, run, f"tegrastats/power/{r}_mw")) for r in rails]
+    np.testing.assert_allclose(board_mw, np.sum(parts, axis=0), rtol=1e-6)  # the board = its rails
+    joules = np.trapezoid(board_mw / 1000, t)
+    assert joules > 1
+
+    m = run.data.metrics
+    board = "power"  # tegrastats' device: the key's middle part
+    assert m[f"summary/attribution/{board}/energy_j"] == pytest.approx(joules, rel=0.03)
+    assert m["summary/co2e_g"] == pytest.approx(joules / 3.6e6 * INTENSITY, rel=0.03)
+
+    windows = pd.read_parquet(c.download_artifacts(run.info.run_id, "windows/windows.parquet", str(tmp)))
+    timed = windows[~windows["below_resolution"].astype(bool)]
+    assert len(timed) >= 4
+    lo, hi = board_mw.min() / 1000, board_mw.max() / 1000
+    for w in timed.itertuples():  # inside the board's power range over the window
+        assert lo * w.duration_s * 0.99 <= w.gpu_energy_j <= hi * w.duration_s * 1.01, w.name
+    # a 1-s epoch spans 5 readings: its energy is the board's integral over it (the window's
+    # own shaping between readings differs from linear by a fraction of one interval)
+    epochs = windows[windows["name"] == "epoch"]
+    assert len(epochs) == 3
+    for w in epochs.itertuples():
+        assert w.gpu_energy_j == pytest.approx(_integral(t, board_mw / 1000, w.start, w.end), rel=0.12), w.step
+
+
+def test_tegrastats_report_shows_board_energy_power_and_co2e(jetson):
+    """The report's columns: the board's energy, its power summary (never a rail's, never
+    the running average), the footprint."""
+    _, _, env, _, t, board_mw, tmp = jetson
+    joules = np.trapezoid(board_mw / 1000, t)
+    report = _report("jetson", env)
+    assert float(report["energy_j"] or "nan") == pytest.approx(joules, rel=0.03)
+    assert float(report["co2e_g"] or "nan") == pytest.approx(joules / 3.6e6 * INTENSITY, rel=0.03)
+    assert board_mw.min() / 1000 - 1e-6 <= float(report["power_w_mean"]) <= board_mw.max() / 1000 + 1e-6
+
+
+# -- CPU and DRAM: RAPL counters, one wrapping during the run ----------------------------
+
+WATTS = {"intel-rapl:0": 60.0, "intel-rapl:0:0": 8.0, "intel-rapl:1": 75.0, "intel-rapl:1:0": 9.0}
+DEVICES = {"intel-rapl:0": "pkg0", "intel-rapl:0:0": "pkg0/dram", "intel-rapl:1": "pkg1",
+           "intel-rapl:1:0": "pkg1/dram"}
+
+
+def test_rapl_run_energy_is_cpu_plus_dram_across_a_wrap(store, tmp_path):
+    root = tmp_path / "powercap"
+    shutil.copytree(RAPL / "server_2socket", root)
+    top = int((root / "intel-rapl:1" / "max_energy_range_uj").read_text())
+    (root / "intel-rapl:1" / "energy_uj").write_text(f"{top - 5_000_000}\n")  # 5 J before it wraps
+    log = tmp_path / "written.json"
+    env = {"RADTRACK_POWERCAP_ROOT": str(root), "RADTRACK_RAPL_EVERY_S": "0"}
+    # the listener reads first (the launcher holds the script for it), then the script advances
+    # the counters for 2 s; the final reading comes after it ends
+    radtrack_cli("-e", "cpu", "-l", "rapl", "--interval", "0.1", "--carbon-intensity", str(INTENSITY),
+                 str(HERE / "rapl_fake.py"), str(root), str(log), "--steps", "100", "--step-s", "0.02",
+                 *(f"{z}={w}" for z, w in WATTS.items()), env=env, check=True)
+    written = json.loads(log.read_text())
+    assert 1 < written["wrap_at"]["intel-rapl:1"] < 100 and "intel-rapl:0" not in written["wrap_at"]
+    c, run = _row(store, "cpu")
+    m = run.data.metrics
+    true_j = {}
+    for zone, device in DEVICES.items():
+        cumulative = written["true_uj"][zone]
+        true_j[device] = cumulative[-1] / 1e6
+        _, energy = _history(c, run, f"rapl/{device}/energy_j")
+        # the listener's own readings are exact: each is what the script had written by then
+        # (the span's two end points are interpolated between readings)
+        assert all(round(e * 1e6) in set(cumulative) for e in energy[1:-1]), (device, energy)
+        assert energy[-1] == pytest.approx(true_j[device], rel=0.01)
+        assert m[f"summary/rapl/{device}/energy_j"] == pytest.approx(true_j[device], rel=0.01)  # each part shown
+    total = sum(true_j.values())
+    report = _report("cpu", env)
+    assert float(report["energy_j"]) == pytest.approx(total, rel=0.01)  # packages + DRAM, once each
+    assert float(report["co2e_g"]) == pytest.approx(total / 3.6e6 * INTENSITY, rel=0.01)
+    assert m["summary/co2e_g"] == pytest.approx(total / 3.6e6 * INTENSITY, rel=0.01)
