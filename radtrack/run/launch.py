@@ -199,7 +199,8 @@ def leave_for_sync(rows: list[Row], recorder: Recorder, uri: str,
             where = f"run {row.run_id}, its end not stored yet"
         name = row.name if row.spec.workload else f"{row.spec.experiment} {row.spec.letter}"
         say(f"{name}: {row.status} (exit {row.exit_code}, {where})")
-        out.append((status, row.run_id, row.name))
+        # a run the store lost is named nowhere else (the sheet's Run cell waits for sync's)
+        out.append((status, "" if recorder.lost else row.run_id, row.name))
     return out
 
 
