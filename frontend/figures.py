@@ -44,6 +44,13 @@ SUBPLOT_HEIGHT = 230
 #: "Frontend"). The margins above fit plotly's default labels (at most 6 characters,
 #: SI-suffixed: 1.95k, 80G) and two-line date labels under the x title.
 FIXED_AXIS = {"automargin": False, "ticklabeloverflow": "allow"}
+#: The right margin (px) that holds the chart's toolbar standing upright (plotly.js's vertical
+#: modebar is about 30 px wide): the legend and the plot end where it starts.
+MODEBAR_MARGIN = 40
+#: The legend's rows (legend_rows): px a row, px from the plot's top to the legend's bottom
+#: (over the subplot's title), the plot width assumed (a 900 px page's chart; a wider one
+#: takes fewer rows and leaves a row blank at most), px a character and an entry's sample.
+LEGEND_ROW, LEGEND_GAP, LEGEND_WIDTH, LEGEND_CHAR, LEGEND_ENTRY = 20, 24, 480, 6.8, 44
 X_TITLES = {"seconds": "seconds since run start", "wall": "wall-clock time (UTC)",
             "step": "step"}
 
@@ -100,6 +107,31 @@ def run_labels(runs: pd.DataFrame | Sequence[Mapping]) -> dict[str, str]:
         if gpu:
             labels[row["run_id"]] += f" · {gpu}"
     return labels
+
+
+def legend_rows(names: Sequence[str], width: float = LEGEND_WIDTH) -> int:
+    """How many rows a horizontal legend of ``names`` takes in a plot ``width`` px wide
+    (plotly.js wraps entries whole; LEGEND_CHAR px a character, LEGEND_ENTRY more for the
+    line sample and gap)."""
+    rows, used = 1, 0.0
+    for name in names:
+        entry = LEGEND_ENTRY + LEGEND_CHAR * len(name)
+        if used and used + entry > width:
+            rows, used = rows + 1, 0.0
+        used += entry
+    return rows
+
+
+def _fit_legend(layout: dict, names: Sequence[str]) -> None:
+    """Room above the first subplot's title (22 px high) for the legend's rows: the top
+    margin and the chart's height grow by it, so the legend never covers a subplot (plotly.js
+    would push the margin itself, taking the height from the subplots)."""
+    margin = layout["margin"]
+    top = LEGEND_GAP + legend_rows(names) * LEGEND_ROW + 8
+    layout["height"] += top - margin["t"]
+    margin["t"] = top
+    plot = max(layout["height"] - margin["t"] - margin["b"], 1)
+    layout["legend"]["y"] = 1.0 + LEGEND_GAP / plot
 
 
 def legend_labels(runs: pd.DataFrame | Sequence[Mapping]) -> dict[str, str]:
@@ -271,16 +303,19 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
               for key, members in groups}
     # a two-line y title (y_title) takes one more line's width at the left
     two_lines = any("<br>" in title["text"] for title in titles.values())
-    margin = {"l": 84 if two_lines else 70, "r": 20, "t": 40, "b": 64 if options.xmode == "wall" else 50}
+    margin = {"l": 84 if two_lines else 70, "r": MODEBAR_MARGIN, "t": 40,
+              "b": 64 if options.xmode == "wall" else 50}
     total = SUBPLOT_HEIGHT * rows + 90
     layout: dict[str, object] = {
         **copy.deepcopy(white["top"]), "height": total, "uirevision": uirevision,
         "margin": margin,
         # one hover box for every run at the cursor's x (the runs of the subplot under it)
         "hovermode": "x unified",
-        # above the first subplot's title (22 px high), not over it
-        "legend": {"orientation": "h", "yanchor": "bottom", "x": 0,
-                   "y": 1.0 + 24.0 / max(total - margin["t"] - margin["b"], 1)},
+        # above the first subplot's title (_fit_legend): a horizontal legend spans the plot's
+        # width at most, so the toolbar (modebar) stands upright in the right margin beside
+        # it, never over it (MODEBAR_MARGIN)
+        "legend": {"orientation": "h", "yanchor": "bottom", "x": 0},
+        "modebar": {"orientation": "v"},
         "annotations": [],
     }
     x_range = None
@@ -340,6 +375,7 @@ def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[
             "hovertemplate": f"%{{y:.4g}}{' ' + unit if unit else ''}",
         })
         in_legend.add(group)
+    _fit_legend(layout, [t["name"] for t in traces if t["showlegend"]])
     if x_range is None and extent[0] < extent[1]:
         # The whole runs as an explicit range rather than autorange: the first zoom then
         # changes a range, as every later one does, instead of leaving autorange, which

@@ -6,12 +6,14 @@ with a title naming the experiment(s), and with margins that grow to fit every l
 page's chart keeps fixed margins for speed, which cut the x axis title off in a PDF). A
 PDF's document title is the chart's title (Chromium would name it after kaleido's page,
 "Kaleido-fier"). Anything that stops an export is an :class:`ExportError` with a message
-saying what to do, shown next to the export buttons.
+saying what to do, shown next to the export buttons; what stops every export on this machine
+(:func:`image_export_problem`) is said on the buttons before a click.
 """
 
 from __future__ import annotations
 
 import copy
+import importlib.util
 import os
 import re
 import shutil
@@ -56,6 +58,19 @@ def _browser_problem() -> str | None:
             "BROWSER_PATH to the browser); CSV and JSON exports work without it")
 
 
+KALEIDO_MISSING = ("image export needs kaleido: pip install -e '.[ui]' in the radtrack "
+                   "checkout (or pip install 'kaleido>=1.0'); CSV and JSON exports work without it")
+
+
+def image_export_problem() -> str | None:
+    """What stops image export on this machine (kaleido not installed, no Chromium), said on
+    the page's buttons before a click (layout.py); None when it can run. kaleido is looked
+    up, not imported (its import starts nothing, but takes a while)."""
+    if importlib.util.find_spec("kaleido") is None:
+        return KALEIDO_MISSING
+    return _browser_problem()
+
+
 def render(figure: dict, fmt: str, title: str, width: int = EXPORT_WIDTH) -> bytes:
     """``figure`` as ``fmt`` bytes, titled ``title``; ExportError saying why not."""
     if fmt not in IMAGE_FORMATS:
@@ -63,9 +78,7 @@ def render(figure: dict, fmt: str, title: str, width: int = EXPORT_WIDTH) -> byt
     try:
         import kaleido  # noqa: F401
     except ImportError:
-        raise ExportError("image export needs kaleido: pip install -e '.[ui]' in the radtrack "
-                          "checkout (or pip install 'kaleido>=1.0'); CSV and JSON exports "
-                          "work without it") from None
+        raise ExportError(KALEIDO_MISSING) from None
     problem = _browser_problem()
     if problem:
         raise ExportError(problem)

@@ -11,6 +11,7 @@ from radtrack.frontend.compare import compare_panel
 from radtrack.frontend.exposure import NO_CLOUD
 from radtrack.frontend.figures import empty_figure
 from radtrack.frontend.health import banner
+from radtrack.frontend.image_export import IMAGE_FORMATS, image_export_problem
 from radtrack.frontend.picker import empty_basket, runs_hint
 from radtrack.frontend.summaries import EMPTY_SUMMARY
 
@@ -18,6 +19,17 @@ if TYPE_CHECKING:
     from radtrack.frontend.restore import Restored
 
 LIVE_REFRESH_MS = 3000
+
+EXPORT_TIPS = {
+    "png": "the chart as a PNG image (1200 px wide, titled)",
+    "jpg": "the chart as a JPEG image (1200 px wide, titled)",
+    "svg": "the chart as an SVG (vector) image",
+    "pdf": "the chart as a PDF page",
+    "csv": "every sample of the chart's runs and metrics (zoomed window only), with label, "
+           "scope and unit",
+    "json": "the same samples as JSON",
+    "view": "this view (runs, metrics, axis, zoom) as JSON, to share or keep",
+}
 
 GRAPH_CONFIG = {
     "displaylogo": False,
@@ -43,8 +55,11 @@ def picker_column(experiments: list[str], state: Restored | None = None) -> html
             inputClassName="pick", labelClassName="pick-label")),
         _section(
             "Runs",
-            dcc.Input(id="run-filter", type="search", debounce=True, className="filter",
-                      placeholder="filter: name, param or tag value (key=value, user=NAME)"),
+            # a short placeholder (a 250 px picker shows about 30 characters), the rest on hover
+            html.Div(dcc.Input(id="run-filter", type="search", debounce=True, className="filter",
+                               placeholder="filter: name or key=value"),
+                     title="filter the runs: a word of the run's name, a param or tag value, "
+                           "key=value for one param or tag, user=NAME"),
             html.Div([html.Button("Select workload", id="select-workload", className="button small",
                                   title="tick every run of the workload shown"),
                       html.Button("Select experiment", id="select-experiment",
@@ -68,15 +83,27 @@ def basket_column(saved_views: list[str], state: Restored | None = None) -> html
                               className="views"),
                  html.Button("Load", id="load-view", className="button"),
                  html.Div(id="view-msg", className="message", role="status")),
-        _section("Export",
-                 html.Div([html.Button(label, id=f"export-{fmt}", className="button small")
-                           for fmt, label in (("png", "PNG"), ("jpg", "JPG"), ("svg", "SVG"),
-                                              ("pdf", "PDF"),
-                                              ("csv", "CSV"), ("json", "JSON"),
-                                              ("view", "View JSON"))], className="buttons"),
-                 html.Div(id="export-msg", className="message", role="status"),
-                 dcc.Download(id="download")),
+        export_section(image_export_problem()),
     ], className="basket-column")
+
+
+def export_section(problem: str | None) -> html.Section:
+    """The export buttons. ``problem``: what stops image export here (no kaleido, no
+    Chromium; image_export.py), said before any click: the image buttons are disabled with
+    it as their tooltip, and a line under them says it. CSV and JSON always work."""
+    buttons = []
+    for fmt, label in (("png", "PNG"), ("jpg", "JPG"), ("svg", "SVG"), ("pdf", "PDF"),
+                       ("csv", "CSV"), ("json", "JSON"), ("view", "View JSON")):
+        image = fmt in IMAGE_FORMATS
+        buttons.append(html.Button(
+            label, id=f"export-{fmt}", className="button small",
+            disabled=bool(image and problem),
+            title=(problem if image and problem else EXPORT_TIPS[fmt])))
+    needs = html.P(f"PNG, JPG, SVG, PDF: {problem}", id="export-needs", className="hint")
+    return _section("Export", html.Div(buttons, className="buttons"),
+                    *([needs] if problem else []),
+                    html.Div(id="export-msg", className="message", role="status"),
+                    dcc.Download(id="download"))
 
 
 def chart_controls(state: Restored | None = None) -> html.Div:
