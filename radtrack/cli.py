@@ -9,6 +9,7 @@
   radtrack report ...                            analysis tables (radtrack.analysis.report)
   radtrack export ...                            a wide, time-aligned table (radtrack.export)
   radtrack ui ...                                the Dash page (radtrack.frontend)
+  radtrack copy --from URI --to URI [EXP ...]    copy runs between stores (radtrack.store.copyruns)
 """
 
 from __future__ import annotations
@@ -401,7 +402,7 @@ def _subcommand(name: str, rest: list[str]) -> int:
     suggesting_subcommand_errors()
     if name == "listeners":
         return _list_listeners(rest)
-    if name in ("sync", "report", "export", "ui"):
+    if name in ("sync", "report", "export", "ui", "copy"):
         _await_finishers(name, rest)
     if name == "sync":
         from radtrack.store.sync import main as sync_main
@@ -419,6 +420,10 @@ def _subcommand(name: str, rest: list[str]) -> int:
         from radtrack.export import main as export_main
 
         return export_main(rest)
+    if name == "copy":
+        from radtrack.store.copyruns import main as copy_main
+
+        return copy_main(rest)
     from radtrack.frontend.app import main as ui_main
 
     return ui_main(rest)

@@ -74,6 +74,10 @@ SCRIPT_TRACKING_URI = "radtrack.script_tracking_uri"  # on the row run: their ot
 STATUS_NOTE = "radtrack.status_note"  # on a script's run whose status radtrack set
 PARAM_TAG_PREFIX = TAG_PREFIX + "param."  # radtrack's value of a param the script set differently
 SCRIPT_RANK = "radtrack.rank"  # on a script's run: $RANK of the process that made it (DDP, torchrun)
+COPIED_FROM = "radtrack.copied_from"  # on a run radtrack copy made: the source run's id
+COPIED_FROM_STORE = "radtrack.copied_from_store"  # ... and the source store (password redacted)
+# tags whose values are run ids (comma-separated where several): radtrack copy rewrites them
+RUN_ID_TAGS = ("mlflow.parentRunId", ROW_RUN, SCRIPT_RUNS)
 PARAM_CUT_PREFIX = TAG_PREFIX + "param_cut."  # a param value longer than MLflow keeps: how, where
 LISTENER_TAG_PREFIX = TAG_PREFIX + "listener."
 ATTRIBUTION_TAG_PREFIX = TAG_PREFIX + "attribution."
