@@ -39,7 +39,7 @@ def _value(row: dict, key: str) -> float:
     return v
 
 
-_ATTRIBUTED = re.compile(re.escape(schema.SUMMARY_ATTRIBUTION_PREFIX) + r"(?P<scope>[^/]+)/energy_j")
+_ATTRIBUTED = re.compile(re.escape(schema.SUMMARY_ATTRIBUTION_PREFIX) + r"(?P<scope>.+)/energy_j")
 
 
 def _counters(keys: list[str]) -> dict[str, str]:

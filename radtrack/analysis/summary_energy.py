@@ -21,7 +21,7 @@ from radtrack.postrun.footprint import from_tags
 from radtrack.store import schema
 
 ATTRIBUTED_RE = re.compile(re.escape(f"metric.{schema.SUMMARY_ATTRIBUTION_PREFIX}")
-                           + r"(?P<scope>[^/]+)/energy_j")
+                           + r"(?P<scope>.+)/energy_j")
 METHOD_TAG = f"tag.{schema.ATTRIBUTION_TAG_PREFIX}"
 UNATTRIBUTED = "unattributed"
 

@@ -33,11 +33,16 @@ from radtrack.analysis.studies.windows import (
     study_series,
     window_mean,
 )
+from radtrack.analysis.summary import QUANTITIES, _keys_for
+from radtrack.store.meaning import describe
 
-WANTED = [r"(?:smi|dcgm|top)/.+", r"throughput_.+"]
+WANTED = [r"[^/]+/gpu\d+/.+", r"throughput_.+"]  # any listener's GPU series
+#: the host's side by declared role (whatever listener reads it): host and run CPU, host temperatures
+HOST_ROLES = ("host_cpu", "proc_cpu", "temperature")
 GPU_LEVELS = ("gpu_util_pct", "sm_active_pct", "power_w", "temp_c", "mem_temp_c")
-CPU_KEYS = ("top/cpu_pct", "top/proc/cpu_pct")
-TARGET_RE = re.compile(r"(?:smi|dcgm)/gpu0/temp_c")
+#: summary column -> the summary quantity whose series it is (analysis/summary.py QUANTITIES)
+CPU_COLUMNS = {"cpu_pct": "cpu_pct", "proc_cpu_pct": "proc_cpu_pct"}
+TARGET_RE = re.compile(r"[^/]+/gpu0/temp_c")
 FOLDS = 5
 RIDGE = 1e-3
 
@@ -46,8 +51,9 @@ def study(experiment: str, workload: int | None = None, tracking_uri: str | None
           target: tuple[str, float] | None = None) -> StudyResult:
     runs = study_runs(experiment, workload, tracking_uri, "host-gpu-eda")
     runs = runs[runs["status"] == "FINISHED"]
-    series = study_series(runs, WANTED, tracking_uri)
-    series = series[~series["metric"].str.startswith("top/cpu") | series["metric"].isin(CPU_KEYS)]
+    series = study_series(runs, WANTED, tracking_uri, HOST_ROLES)
+    keep = set(_gpu_keys(series)) | set(_cpu_keys(series).values()) | set(_host_temps(series))
+    series = series[series["metric"].isin(keep) | series["metric"].str.startswith("throughput_")]
     by_run = {run_id: one for run_id, one in series.groupby("run_id")}
     rows, corr_rows = [], []
     for _, run in runs.iterrows():
@@ -60,11 +66,11 @@ def study(experiment: str, workload: int | None = None, tracking_uri: str | None
         for level in GPU_LEVELS:
             row[f"gpu_{level}" if not level.startswith("gpu_") else level] = window_mean(
                 one, gpu_key(keys, scope, level), start, end)
-        for key in CPU_KEYS:
-            row[key.replace("top/", "").replace("/", "_")] = window_mean(
-                one, key if key in keys else None, start, end)
-        for key in sorted(k for k in keys if k.startswith("top/temp/")):
-            row["cpu_temp_" + key.removeprefix("top/temp/")] = window_mean(one, key, start, end)
+        cpu = _cpu_keys(one)
+        for column in CPU_COLUMNS:
+            row[column] = window_mean(one, cpu.get(column), start, end)
+        for key in _host_temps(one):
+            row["cpu_temp_" + key.rsplit("/", 1)[-1]] = window_mean(one, key, start, end)
         rows.append(row)
         corr_rows += _correlations(one, str(run["script"]), run["workload"])
     if len(by_run) > 1:
@@ -83,10 +89,33 @@ def study(experiment: str, workload: int | None = None, tracking_uri: str | None
     return StudyResult("host-gpu-eda", experiment, tables, titles, notes)
 
 
+def _gpu_keys(series: pd.DataFrame) -> list[str]:
+    """One listener's series of each GPU quantity (the highest declared priority's)."""
+    keys = sorted(series["metric"].unique())
+    found = {gpu_key(keys, scope, name) for scope in gpu_scopes(keys) for name in GPU_LEVELS}
+    return sorted(k for k in found if k)
+
+
+def _cpu_keys(series: pd.DataFrame) -> dict[str, str]:
+    """column -> the host's and the run's CPU series, by declared role."""
+    keys = sorted(series["metric"].unique())
+    out = {}
+    for column, name in CPU_COLUMNS.items():
+        found = _keys_for(next(q for q in QUANTITIES if q.name == name), keys)
+        if found:
+            out[column] = found[0]
+    return out
+
+
+def _host_temps(series: pd.DataFrame) -> list[str]:
+    """The host's temperature sensors (role temperature, scope host)."""
+    return sorted(k for k in series["metric"].unique()
+                  if (m := describe(k)).role == "temperature" and m.scope == "host" and not m.stat)
+
+
 def _correlations(series: pd.DataFrame, script: str, workload: object) -> list[dict[str, object]]:
-    keys = set(series["metric"].unique())
-    gpu = sorted(k for k in keys if re.fullmatch(rf"(?:smi|dcgm)/gpu\d+/(?:{'|'.join(GPU_LEVELS)})", k))
-    cpu = sorted(k for k in keys if k in CPU_KEYS or k.startswith("top/temp/"))
+    gpu = sorted(k for k in _gpu_keys(series) if k.rsplit("/", 1)[-1] in GPU_LEVELS)
+    cpu = sorted(set(_cpu_keys(series).values()) | set(_host_temps(series)))
     if not gpu or not cpu:
         return []
     from radtrack.analysis.correlation import align
@@ -108,7 +137,7 @@ def _features(wide: pd.DataFrame, target: str) -> list[str]:
     """Every other metric column but GPU temperatures and cumulative counters."""
     return [c for c in wide.columns
             if c not in ("run_id", "seconds", "script", target) and not is_counter(c)
-            and not re.fullmatch(r"(?:smi|dcgm)/gpu\d+/.*temp_c", c)]
+            and not (describe(str(c)).role == "temperature" and describe(str(c)).scope == "device")]
 
 
 def fit_linear(x: np.ndarray, y: np.ndarray) -> object:
@@ -186,8 +215,8 @@ def temperature_baseline(wide: pd.DataFrame, scripts: dict[str, str]
     targets = [c for c in wide.columns if TARGET_RE.fullmatch(str(c))]
     if wide.empty or not targets:
         return pd.DataFrame(columns=columns), ["no GPU temperature readings: no baseline "
-                                               "(needs the smi listener on a GPU)"]
-    target = "smi/gpu0/temp_c" if "smi/gpu0/temp_c" in targets else targets[0]
+                                               "(needs a listener of a GPU's temperature)"]
+    target = (gpu_key(targets, "gpu0", "temp_c") if len(targets) > 1 else None) or targets[0]
     wide = wide.assign(script=wide["run_id"].map(scripts))
     scopes = [(s, g) for s, g in wide.groupby("script", sort=True)]
     if len(scopes) > 1:

@@ -31,7 +31,7 @@ from radtrack.analysis.summary import work_unit
 from radtrack.store import schema
 
 SIGNALS = ("power_w", "sm_clock_mhz", "temp_c")
-WANTED = [r"(?:smi|dcgm)/gpu\d+/(?:power_w|sm_clock_mhz|temp_c)", r"throughput_.+"]
+WANTED = [r"[^/]+/gpu\d+/(?:power_w|sm_clock_mhz|temp_c)", r"throughput_.+"]  # any listener's
 COLUMNS = (["workload", "configuration", "collocation", "clocks", "copies", "gpu", "window_s"]
            + [f"{s}_{stat}" for s in SIGNALS for stat in ("mean", "cv", "p5", "p95")]
            + ["throughput_metric", "throughput_per_copy", "throughput_total", "work_unit",
@@ -53,7 +53,7 @@ def configuration(collocation: str, copies: int, gpus: int, clocks: str) -> str:
 
 
 def _physical(row: pd.Series, scope: str) -> str:
-    """The GPU behind a run's ``gpuN``: its UUID tag where smi recorded one."""
+    """The GPU behind a run's ``gpuN``: its UUID tag where one was recorded."""
     uuid = tag(row, schema.gpu_tag(scope, "uuid"), "")
     return uuid or f"{tag(row, schema.DEVICES)}:{scope}"
 
@@ -82,7 +82,7 @@ def study(experiment: str, workload: int | None = None, tracking_uri: str | None
         notes.append("no FINISHED runs")
     table = pd.DataFrame(rows, columns=COLUMNS)
     if table["power_w_mean"].isna().all() and len(table):
-        notes.append("no GPU power readings (smi/dcgm listeners absent or no GPU): GPU "
+        notes.append("no GPU power readings (no listener declaring a GPU's power ran, or no GPU): GPU "
                      "columns are empty")
     return StudyResult("power-variation", experiment, {"configurations": table},
                        {"configurations": "Power, SM clock and temperature in steady state, "

@@ -23,18 +23,18 @@ from radtrack.analysis.configs import with_config
 from radtrack.analysis.resample import resample
 from radtrack.analysis.studies import StudyResult
 from radtrack.analysis.studies.windows import study_runs, study_series
-from radtrack.analysis.summary import coefficient_of_variation, windowed_mean
+from radtrack.analysis.summary import QUANTITIES, _keys_for, coefficient_of_variation, windowed_mean
 from radtrack.analysis.variability import time_to_target
 from radtrack.errors import RadtrackError
 
 DEFAULT_TARGET = ("val_acc", 0.92)
 FIRST_S = 180.0
-UTIL = r"(?:smi|dcgm)/gpu\d+/gpu_util_pct"
+UTIL = r"[^/]+/gpu\d+/gpu_util_pct"  # any listener's; one per GPU is kept, by declaration
 
 
 def _util_key(keys: list[str]) -> list[str]:
-    smi = sorted(k for k in keys if k.startswith("smi/") and k.endswith("/gpu_util_pct"))
-    return smi or sorted(k for k in keys if k.endswith("/gpu_util_pct"))
+    """Each GPU's utilisation series, from the listener of the highest declared priority."""
+    return _keys_for(next(q for q in QUANTITIES if q.name == "gpu_util_pct"), keys)
 
 
 def study(experiment: str, workload: int | None = None, tracking_uri: str | None = None,
@@ -81,7 +81,7 @@ def study(experiment: str, workload: int | None = None, tracking_uri: str | None
         })
     notes = [f"target: {metric} >= {value:g}; times are seconds since each run started"]
     if not util_keys:
-        notes.append("no GPU utilisation readings (smi listener absent or no GPU)")
+        notes.append("no GPU utilisation readings (no listener declaring one ran, or no GPU)")
     tables = {"runs": table, "summary": pd.DataFrame(summary), "utilisation": _series(series, util_keys, runs)}
     titles = {"runs": f"Time to {metric} >= {value:g} per run",
               "summary": "Time to target per configuration and GPU model (CV = std / mean)",

@@ -33,7 +33,7 @@ from radtrack.analysis.studies.windows import (
 
 LEVELS = ("gpu_util_pct", "sm_active_pct", "sm_occupancy_pct", "tensor_active_pct",
           "dram_active_pct")
-WANTED = [rf"(?:smi|dcgm)/gpu\d+/{level}" for level in LEVELS] + [r"throughput_.+"]
+WANTED = [rf"[^/]+/gpu\d+/{level}" for level in LEVELS] + [r"throughput_.+"]  # any listener's
 COLUMNS = (["workload", "script", "dtype", "run_name", "status", "gpu", "window_s"]
            + list(LEVELS) + ["util_over_sm_active", "throughput_metric", "throughput",
                              "window_rule"])

@@ -21,7 +21,8 @@ from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve
 from radtrack.analysis.summary import time_weighted_mean
 from radtrack.errors import RadtrackError
 from radtrack.store import energy_sources as es
-from radtrack.store.meaning import ROLES
+from radtrack.store import schema
+from radtrack.store.meaning import ROLES, describe
 
 FALLBACK = (0.2, 0.9)
 
@@ -40,14 +41,17 @@ def study_runs(experiment: str, workload: int | None, tracking_uri: str | None,
     return runs
 
 
-def study_series(runs: pd.DataFrame, wanted: Iterable[str], tracking_uri: str | None
-                 ) -> pd.DataFrame:
-    """Long series of the keys in ``wanted`` (regexes) that the runs have; adds ``t``
-    (unix seconds, float) for windows across runs."""
+def study_series(runs: pd.DataFrame, wanted: Iterable[str], tracking_uri: str | None,
+                 roles: Iterable[str] = ()) -> pd.DataFrame:
+    """Long series of the keys in ``wanted`` (regexes), and of the listener series whose
+    declared role is one of ``roles``, that the runs have; adds ``t`` (unix seconds, float)
+    for windows across runs."""
     uri = resolve_tracking_uri(tracking_uri)
     patterns = [re.compile(p) for p in wanted]
+    roles = tuple(roles)
     ids = list(runs["run_id"])
-    keys = [k for k in list_metrics(ids, tracking_uri=uri) if any(p.fullmatch(k) for p in patterns)]
+    keys = [k for k in list_metrics(ids, tracking_uri=uri) if any(p.fullmatch(k) for p in patterns)
+            or (roles and listener_series(k) and describe(k).role in roles)]
     if not keys:
         from radtrack.analysis.data import _empty_series
 
@@ -57,6 +61,14 @@ def study_series(runs: pd.DataFrame, wanted: Iterable[str], tracking_uri: str | 
     frame = frame.assign(t=frame["time"].astype("int64").astype(float) / 1e9
                          if len(frame) else pd.Series(dtype=float))
     return frame
+
+
+def listener_series(key: str) -> bool:
+    """A listener's series (declared by it, or of a listener's key shape), not radtrack's
+    own figures (summaries, attribution, code windows) or the script's metrics."""
+    if key.startswith((schema.SUMMARY_PREFIX, schema.ATTRIBUTION_PREFIX, schema.WINDOW_PREFIX)):
+        return False
+    return describe(key).declared
 
 
 def gpu_key(keys: Iterable[str], scope: str, quantity: str) -> str | None:
