@@ -211,3 +211,16 @@ def test_bad_input_is_named(source: dict[str, Any], tmp_path: Path, case: str) -
     if case == "no-source":
         assert not (tmp_path / "nothing.db").exists()
     assert not (tmp_path / "team.db").exists()  # nothing made in the target
+
+
+def test_the_command_is_known_and_its_options_checked(tmp_path: Path) -> None:
+    """Did-you-mean knows the command and its options; both stores are asked for."""
+    p = radtrack_cli("cpoy", cwd=tmp_path)
+    assert p.returncode == 2 and "did you mean 'copy'?" in p.stderr, p.stderr
+    p = radtrack_cli("copy", "--form", "sqlite:///a.db", "--to", "sqlite:///b.db", cwd=tmp_path)
+    assert p.returncode == 2 and "--form (did you mean --from?)" in p.stderr, p.stderr
+    p = radtrack_cli("copy", "--to", "sqlite:///b.db", cwd=tmp_path)
+    assert p.returncode == 2 and "--from missing" in p.stderr, p.stderr
+    p = radtrack_cli("copy", "--help", cwd=tmp_path)
+    assert p.returncode == 0 and "--dry-run" in p.stdout
+    assert not list(tmp_path.iterdir())  # no store made

@@ -53,9 +53,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "Runs copied before are skipped; runs still RUNNING are skipped.")
     p.add_argument("experiments", nargs="*", metavar="EXPERIMENT",
                    help="experiments to copy, by name or id (default: every experiment with runs)")
-    p.add_argument("--from", dest="source", required=True, metavar="URI",
+    p.add_argument("--from", dest="source", metavar="URI",
                    help="the store to copy from (sqlite:///mlflow.db, http://host:5000, ...)")
-    p.add_argument("--to", dest="target", required=True, metavar="URI",
+    p.add_argument("--to", dest="target", metavar="URI",
                    help="the store to copy into (http://tracker:5000, postgresql+psycopg://...)")
     p.add_argument("--dry-run", action="store_true",
                    help="say what would be copied, change nothing")
@@ -63,7 +63,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)  # a mistyped option first, with the close one named
+    missing = [o for o, v in (("--from", args.source), ("--to", args.target)) if not v]
+    if missing:
+        parser.error(f"{' and '.join(missing)} missing: radtrack copy --from SOURCE_URI "
+                     "--to TARGET_URI [EXPERIMENT ...]")
     os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a line per run instead
     try:
         return copy(args.source, args.target, args.experiments, args.dry_run)
@@ -122,10 +127,11 @@ def copy(source: str, target: str, names: list[str], dry_run: bool = False) -> i
     pending: list[tuple[Run, str]] = []  # (source run, its copy): linked and ended at the end
     mapping: dict[str, str] = {}  # source run id -> its copy's id
     copies: dict[str, Run] = {}  # copy id -> the copy as found (runs copied before)
+    origin: dict[str, str] = {}  # id of every copy found, deleted ones too -> its source id
     with tempfile.TemporaryDirectory(prefix="radtrack-copy-") as tmp:
         for exp in exps:
             runs = _all_runs(src, exp.experiment_id)
-            found = _copies(dst, exp.name, dry_run) if dst is not None else {}
+            found = _copies(dst, exp.name, dry_run, origin) if dst is not None else {}
             for src_id, run in found.items():
                 mapping[src_id] = run.info.run_id
                 copies[run.info.run_id] = run
@@ -160,7 +166,7 @@ def copy(source: str, target: str, names: list[str], dry_run: bool = False) -> i
                 pending.append((run, new_id))
                 print(f"{label}: copied as {new_id} ({what})", flush=True)
         if dst is not None and not dry_run:
-            _link_and_end(dst, pending, copies, mapping, tally)
+            _link_and_end(dst, pending, copies, mapping, origin, tally)
     done = "would be copied" if dry_run else "copied"
     print(f"radtrack copy: {tally.copied} run(s) {done}, {tally.there} already there, "
           f"{tally.running} still running skipped, {len(tally.failed)} failed")
@@ -197,10 +203,10 @@ def _all_runs(c: MlflowClient, exp_id: str) -> list[Run]:
             return runs
 
 
-def _copies(dst: MlflowClient, name: str, dry_run: bool) -> dict[str, Run]:
+def _copies(dst: MlflowClient, name: str, dry_run: bool, origin: dict[str, str]) -> dict[str, Run]:
     """Source run id -> its copy, in the target's experiment ``name``; a copy an earlier
     ``radtrack copy`` left unfinished (still RUNNING) is deleted, to be made again (left
-    alone by a dry run)."""
+    alone by a dry run). ``origin`` gets every copy's id -> its source run's id."""
     exp = dst.get_experiment_by_name(name)
     if exp is None or exp.lifecycle_stage != "active":
         return {}
@@ -209,6 +215,7 @@ def _copies(dst: MlflowClient, name: str, dry_run: bool) -> dict[str, Run]:
         src_id = run.data.tags.get(schema.COPIED_FROM)
         if not src_id:
             continue
+        origin[run.info.run_id] = src_id
         if run.info.status == "RUNNING":
             if dry_run:
                 continue
@@ -239,9 +246,10 @@ def _copy_run(src: MlflowClient, source: str, dst: MlflowClient, run: Run, exp_i
 
     from radtrack.store.sqlwriter import SqlMetricWriter
 
-    tags = {k: v for k, v in run.data.tags.items() if k not in schema.RUN_ID_TAGS and k != RUN_NAME}
-    tags[schema.COPIED_FROM] = run.info.run_id
-    tags[schema.COPIED_FROM_STORE] = redact(source)
+    # the marks first, in create_run's own call: a copy cut short is always found again
+    tags = {schema.COPIED_FROM: run.info.run_id, schema.COPIED_FROM_STORE: redact(source)}
+    tags.update((k, v) for k, v in run.data.tags.items()
+                if k not in schema.RUN_ID_TAGS and k not in (RUN_NAME, *tags))
     first = dict(list(tags.items())[:MAX_TAGS])
     new = dst.create_run(exp_id, start_time=run.info.start_time, tags=first,
                          run_name=run.info.run_name)
@@ -260,7 +268,10 @@ def _copy_run(src: MlflowClient, source: str, dst: MlflowClient, run: Run, exp_i
         SqlMetricWriter(dst).log_metrics(new_id, points)  # log_batch in 1000s off SQL stores
         files = _artifacts(src, run.info.run_id, dst, new_id, tmp)
     except BaseException:
-        dst.delete_run(new_id)
+        try:
+            dst.delete_run(new_id)
+        except Exception:  # noqa: BLE001 - left RUNNING: the next copy deletes it
+            pass
         raise
     return new_id, (f"{len(params)} params, {len(run.data.metrics)} metrics / {len(points)} points, "
                     f"{files} artifact file(s)")
@@ -276,7 +287,7 @@ def _artifacts(src: MlflowClient, run_id: str, dst: MlflowClient, new_id: str, t
 
 
 def _link_and_end(dst: MlflowClient, pending: list[tuple[Run, str]], copies: dict[str, Run],
-                  mapping: dict[str, str], tally: Tally) -> None:
+                  mapping: dict[str, str], origin: dict[str, str], tally: Tally) -> None:
     """The id-holding tags of every copy rewritten to the copies' ids (those copied before
     too: a run they name may have been copied only now), then this run's copies ended with
     the source's status and end time. An id with no copy is kept as the source had it."""
@@ -285,11 +296,10 @@ def _link_and_end(dst: MlflowClient, pending: list[tuple[Run, str]], copies: dic
     def remap(value: str) -> str:
         return ",".join(mapping.get(part, part) for part in value.split(","))
 
-    reverse = {v: k for k, v in mapping.items()}
     for run in copies.values():  # copied before: the source's links as its copy holds them
         tags = run.data.tags
         src_links = {k: v for k, v in tags.items() if k in schema.RUN_ID_TAGS}
-        wanted = {k: remap(",".join(reverse.get(p, p) for p in v.split(",")))
+        wanted = {k: remap(",".join(origin.get(p, p) for p in v.split(",")))
                   for k, v in src_links.items()}
         changed = [RunTag(k, v) for k, v in wanted.items() if tags.get(k) != v]
         if changed:
