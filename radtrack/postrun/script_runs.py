@@ -31,6 +31,7 @@ import pandas as pd
 from radtrack.script import handshake
 from radtrack.script.run_events import Span, absolute_uri, read_spans
 from radtrack.store import schema
+from radtrack.store.spans import span_frame
 from radtrack.store.sqlwriter import SqlMetricWriter
 from radtrack.store.traces import energy_summaries, log_trace, summarize
 from radtrack.store.tracking import redact
@@ -136,13 +137,22 @@ def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
     end_of_row = row.ended or time.time()
     start, end = span.start, span.end if span.end is not None else end_of_row
     frames = row.sink.frames if row.sink is not None else {}
-    sliced = {name: f[(f["time"] >= start) & (f["time"] <= end)] for name, f in frames.items()}
+    # cut like a row's own series: the readings inside the run's span plus a point at each
+    # end (radtrack/store/spans.py), so its mean x duration is its integral
+    sliced: dict[str, pd.DataFrame] = {}
+    readings: dict[str, int] = {}
+    for name, f in frames.items():
+        cut, counts = span_frame(f, start, end)
+        if not cut.empty:
+            sliced[name] = cut.reset_index(drop=True)
+            readings.update(counts)
     points: list[tuple[str, float, int, int]] = []
     for frame in sliced.values():
         points += _points(frame)
     SqlMetricWriter(c).log_metrics(span.run_id, points)
     now = int(time.time() * 1000)
     summary = {schema.DURATION_KEY: end - start}
+    summary.update({schema.summary_key(k, schema.READINGS_STAT): float(n) for k, n in readings.items()})
     for frame in sliced.values():
         if len(frame):
             summary.update(summarize(frame.reset_index(drop=True)))

@@ -148,9 +148,11 @@ def test_rapl_run_energy_is_cpu_plus_dram_across_a_wrap(store, tmp_path):
     top = int((root / "intel-rapl:1" / "max_energy_range_uj").read_text())
     (root / "intel-rapl:1" / "energy_uj").write_text(f"{top - 5_000_000}\n")  # 5 J before it wraps
     log = tmp_path / "written.json"
-    env = {"RADTRACK_POWERCAP_ROOT": str(root), "RADTRACK_RAPL_EVERY_S": "0"}
-    # the listener reads first (the launcher holds the script for it), then the script advances
-    # the counters for 2 s; the final reading comes after it ends
+    # RADTRACK_WAIT_LISTENERS=1: the listener reads first (rapl does not hold the scripts by
+    # itself, holds_start False: the start target), then the script advances the counters
+    # for 2 s; the final reading comes after it ends
+    env = {"RADTRACK_POWERCAP_ROOT": str(root), "RADTRACK_RAPL_EVERY_S": "0",
+           "RADTRACK_WAIT_LISTENERS": "1"}
     radtrack_cli("-e", "cpu", "-l", "rapl", "--interval", "0.1", "--carbon-intensity", str(INTENSITY),
                  str(HERE / "rapl_fake.py"), str(root), str(log), "--steps", "100", "--step-s", "0.02",
                  *(f"{z}={w}" for z, w in WATTS.items()), env=env, check=True)

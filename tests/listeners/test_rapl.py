@@ -137,3 +137,8 @@ def test_radtrack_listeners_lists_it_available_on_a_readable_tree():
     p = radtrack_cli("listeners", env={"RADTRACK_POWERCAP_ROOT": str(DATA / "client_psys")})
     line = next(x for x in p.stdout.splitlines() if x.startswith("rapl"))
     assert "available" in line and "unavailable" not in line
+
+
+def test_rapl_does_not_hold_the_scripts_start():
+    # a RAPL host would otherwise start every run 0.5-1 s late (docs/listeners.md)
+    assert RaplListener.holds_start is False
