@@ -405,7 +405,7 @@ def _subcommand(name: str, rest: list[str]) -> int:
     if name in ("sync", "report", "export", "ui", "copy"):
         _await_finishers(name, rest)
     if name == "sync":
-        from radtrack.store.sync import main as sync_main
+        from radtrack.sync_command import main as sync_main
 
         return sync_main(rest)
     if name == "status":

@@ -5,7 +5,7 @@ output log, under the job's RADTRACK_HOME (``RADTRACK_JOB_HOME``, default
 
 ``radtrack status`` and the waiting submitter finish those runs from here when this host
 sees that folder (a shared file system, or the node itself), through ``radtrack sync``'s own
-function (radtrack/store/sync.py ``sync_folders``: the workload's end step included);
+function (radtrack/sync_command.py ``sync_folders``: the workload's end step included);
 otherwise they name the node and the ``radtrack sync`` command to run there.
 """
 
@@ -135,12 +135,12 @@ def _workload_folders(home: Path, found: dict[str, Path]) -> list[list[Path]]:
 def ship_leftovers(client: MlflowClient, home: str, run_ids: list[str],
                    log: Callable[[str], None]) -> Leftover:
     """Finish each of ``run_ids`` whose spool folder this host sees under ``home`` through
-    ``radtrack sync``'s own path (radtrack/store/sync.py ``sync_folders``): samples,
+    ``radtrack sync``'s own path (radtrack/sync_command.py ``sync_folders``): samples,
     telemetry, the row's end as its launcher recorded it, the workload's end step
     (accounting, code windows, the script's runs; once, ``end_step_done``) when its launcher
     left it, the workload run closed; then the output log when its launcher died before
     storing it. A workload a folder of which a live launcher still holds is left to it."""
-    from radtrack.store.sync import sync_folders
+    from radtrack.sync_command import sync_folders
 
     out = Leftover()
     found = _spool_dirs(Path(home), set(run_ids))

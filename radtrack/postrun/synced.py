@@ -6,8 +6,8 @@ as the launcher held it when its scripts ended, from the row's spool folder (whi
 until this step is done): the listeners' traces from the spooled samples, their probes, the
 tags, status, exit code, start and end from ``finish.json``, the row's spec (collocation,
 carbon figures) and creation tags from ``create.json``, the scratch folder with its code
-windows and the script's MLflow-run events. It then runs the launcher's own steps on them
-(radtrack/run/experiment.py): the workload run's start skew and placement logs, co-location
+windows and the script's MLflow-run events. It then runs the end of the workload on them,
+the launcher's own step (radtrack/postrun/workload_end.py): the workload run's start skew and placement logs, co-location
 accounting and workload totals (radtrack/postrun/accounting.py), the footprint, code
 windows' energy (radtrack/postrun/window_energy.py) and the binding of the script's own
 MLflow runs (radtrack/postrun/script_runs.py). A synced workload then holds what a live one
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
 
     from radtrack.listeners.protocol import Hello
-    from radtrack.run.rows import Row
+    from radtrack.postrun.workload_end import StoredReader
 
 @dataclass
 class SpooledSink:
@@ -65,10 +65,31 @@ def read_sink(folder: Path) -> SpooledSink:
     return sink
 
 
-def spooled_row(folder: Path, run_id: str) -> Row:
-    """The row as the launcher held it when its script ended, from its spool folder."""
-    from radtrack.run.rows import Row
+@dataclass
+class SpooledRow:
+    """A row as the launcher held it when its script ended (radtrack/postrun/workload_end.py
+    ``EndRow``), rebuilt from its spool folder."""
 
+    spec: RunSpec
+    run_id: str
+    folder: Path
+    sink: SpooledSink | None
+    started: float
+    ended: float | None
+    tags: dict[str, str]
+    status: str
+    exit_code: int | None
+    params: dict[str, str]
+    record_tags: dict[str, str]
+    name: str = ""
+    stopped_by: str = ""  # the spool does not say: as the launcher's row before it stopped one
+
+    def __post_init__(self) -> None:
+        self.name = self.name or self.spec.run_name or self.spec.default_run_name()
+
+
+def spooled_row(folder: Path, run_id: str) -> SpooledRow:
+    """The row as the launcher held it when its script ended, from its spool folder."""
     create = runfiles.read(folder, runfiles.CREATE_FILE) or {}
     finish = runfiles.read(folder, runfiles.FINISH_FILE) or {}
     record = create.get("spec") or {}
@@ -83,28 +104,29 @@ def spooled_row(folder: Path, run_id: str) -> Row:
                    row=create.get("row"),
                    sheet=Path(create["sheet"]) if create.get("sheet") else None)
     exit_code = finish.get("exit_code")
-    return Row(spec=spec, key=folder.name, env={}, listeners=[], wrappers=[],
-               folder=Path(finish.get("folder") or folder), run_id=run_id,
-               sink=read_sink(folder),  # type: ignore[arg-type]  # what the end step reads of it
-               started=float(finish.get("start") or 0.0), ended=float(finish.get("end") or 0.0),
-               tags=dict(finish.get("tags") or {}), status=str(finish.get("status") or ""),
-               exit_code=int(exit_code) if exit_code is not None else None,
-               params=dict(finish.get("params") or {}), record_tags=tags)
+    return SpooledRow(spec=spec, run_id=run_id, folder=Path(finish.get("folder") or folder),
+                      sink=read_sink(folder), started=float(finish.get("start") or 0.0),
+                      ended=float(finish.get("end") or 0.0), tags=dict(finish.get("tags") or {}),
+                      status=str(finish.get("status") or ""),
+                      exit_code=int(exit_code) if exit_code is not None else None,
+                      params=dict(finish.get("params") or {}), record_tags=tags)
 
 
 def end_workload(client: MlflowClient, uri: str, parent_id: str, folders: list[tuple[Path, str]],
-                 log: Any = print) -> None:
+                 read_stored: StoredReader, log: Any = print) -> None:
     """The launcher's end-of-workload step for the rows in ``folders`` ((spool folder, run
     id) each, every row of the workload), before its workload run is closed. Accounting,
     windows and binding report their own failures and never raise (as in the launcher);
     the parent's skew and placement logs raise when the store is away."""
-    from radtrack.run import experiment
+    from radtrack.postrun import workload_end
 
     rows = [spooled_row(folder, run_id) for folder, run_id in folders]
     rows.sort(key=lambda r: r.spec.letter)
-    experiment._store_parent(client, parent_id, rows, placement_logs(folders))
-    accounts = experiment._account(client, uri, parent_id, rows)
-    experiment._bind_script_runs(client, uri, rows, accounts)
+    end = workload_end.WorkloadEnd(parent_id, uri, list(rows), read_stored, placement_logs(folders),
+                                   log)
+    workload_end.store_parent(client, end)
+    accounts = workload_end.account(client, end)
+    workload_end.bind_script_runs(client, end, accounts)
     client.set_tag(parent_id, schema.SYNCED_END, time.strftime("%Y-%m-%dT%H:%M:%S%z"))
     log(f"{parent_id}: its workload's end step (accounting, code windows, the script's runs) "
         f"done from the spooled samples of {len(rows)} row(s)")

@@ -12,6 +12,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.errors import PlacementError
+from radtrack.postrun import workload_end
+from radtrack.postrun.workload_end import WorkloadEnd
 from radtrack.run.detach import after_rows as detach_after
 from radtrack.run.launch import (
     Interrupt,
@@ -169,10 +171,11 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
     # the end of the workload rides out a store restart (radtrack/store/outage.py); past
     # $RADTRACK_STORE_WAIT_S, radtrack sync closes the workload run from the rows' spools
     deadline = time.monotonic() + wait_s()
+    end = _workload_end(pid, uri, rows, artifacts)
     try:
-        retrying(lambda: _store_parent(client, pid, rows, artifacts), deadline)
-        accounts = _account(client, uri, pid, rows)
-        _bind_script_runs(client, uri, rows, accounts)
+        retrying(lambda: workload_end.store_parent(client, end), deadline)
+        accounts = workload_end.account(client, end)
+        workload_end.bind_script_runs(client, end, accounts)
         _end_step_done(rows)  # radtrack sync, if this launcher dies now, only closes the workload
         statuses = [row.status for row in rows]
         parent_status = ("KILLED" if "KILLED" in statuses else
@@ -202,13 +205,12 @@ def _end_step_done(rows: list[Row]) -> None:
                 pass  # a full disk: at worst sync stores the end step again
 
 
-def _store_parent(client: MlflowClient, pid: str, rows: list[Row], artifacts: list) -> None:
-    """The workload run's placement artifacts and start skew; the store answers after it
-    (the accounting and code windows that follow need it)."""
-    for path in artifacts:
-        if Path(path).exists():
-            client.log_artifact(pid, str(path), schema.PLACEMENT_DIR)
-    _log_skew(client, pid, rows)
+def _workload_end(pid: str, uri: str, rows: list[Row], artifacts: list) -> WorkloadEnd:
+    """The end step's input (radtrack/postrun/workload_end.py): the workload's stored runs and
+    solo baselines are read through the one reader the launcher may use."""
+    from radtrack.analysis.workload_runs import read_workload_runs
+
+    return WorkloadEnd(pid, uri, list(rows), read_workload_runs, [Path(a) for a in artifacts], say)
 
 
 def _stored_name(client: MlflowClient, row: Row) -> str:
@@ -218,77 +220,6 @@ def _stored_name(client: MlflowClient, row: Row) -> str:
         return client.get_run(row.run_id).info.run_name or row.name
     except Exception:  # noqa: BLE001 - store away: the name radtrack gave it
         return row.name
-
-
-def _bind_script_runs(client: MlflowClient, uri: str, rows: list[Row], accounts: dict) -> None:
-    """The script's own MLflow runs get their spans' telemetry (radtrack/postrun/script_runs.py)."""
-    from radtrack.postrun.footprint import resolve
-    from radtrack.postrun.script_runs import bind_row
-
-    for row in rows:
-        try:
-            carbon = resolve(row.spec.carbon_intensity, row.spec.pue, row.spec.carbon_source)
-            bound = bind_row(row, client, uri, accounts, carbon, say)
-            ok = [b for b in bound if not b.error]
-            if ok:
-                names = ", ".join(b.span.name or b.span.run_id for b in ok)
-                say(f"{row.spec.letter}: telemetry bound to the script's run(s): {names}")
-        except Exception as exc:  # noqa: BLE001 - the row run keeps everything regardless
-            say(f"{row.spec.letter}: binding telemetry to the script's runs failed: "
-                f"{type(exc).__name__}: {exc}")
-
-
-def _account(client: MlflowClient, uri: str, parent_id: str, rows: list[Row]) -> dict:
-    """Co-location accounting, workload totals (radtrack/postrun/accounting.py) and code windows
-    (radtrack/postrun/window_energy.py). A failure here is reported and leaves every recorded
-    sample and status as they are."""
-    from radtrack.analysis.workload_runs import read_workload_runs
-    from radtrack.postrun.accounting import (
-        account_workload,
-        record_footprint,
-        record_workload_totals,
-    )
-    from radtrack.postrun.window_energy import record_row_windows
-
-    first = rows[0].spec
-    name = f"{first.experiment}-{first.workload}"
-    accounts = {}
-    try:
-        accounts = account_workload(client, parent_id, rows)
-        for gpu, acc in accounts.items():
-            parts = ", ".join(f"{r.spec.letter} {acc.energy_j(r.run_id):.0f} J" for r in rows
-                              if r.run_id in acc.energy)
-            say(f"{name}: GPU {gpu[:12]} {acc.gpu_energy_j:.0f} J{_interval(rows, acc)} ({acc.method}): "
-                f"{parts}, other {acc.energy_j('other'):.0f} J, idle {acc.energy_j('idle'):.0f} J")
-        if len(rows) > 1:
-            stored = read_workload_runs(first.experiment, first.workload, uri)
-            totals = record_workload_totals(client, parent_id, first.workload, stored)
-            stp = totals.get("stp") if totals else None
-            if isinstance(stp, float) and stp == stp:  # nan: no solo baseline
-                vs = totals.get("energy_vs_serial_pct")
-                serial = (f"{vs:+.1f} %" if isinstance(vs, float) and vs == vs
-                          else "n/a (a solo run has no energy)")
-                say(f"{name}: STP {totals['stp']:.2f}, ANTT {totals['antt']:.2f}, energy vs serial {serial}")
-            elif totals and totals.get("note"):
-                say(f"{name}: {totals['note']}")
-            else:
-                say(f"{name}: no STP/ANTT: no solo baseline of these scripts in {first.experiment!r}")
-    except Exception as exc:  # noqa: BLE001 - accounting never costs the recorded runs
-        say(f"{name}: co-location accounting failed: {type(exc).__name__}: {exc}")
-    try:
-        grams = record_footprint(client, parent_id, rows, accounts)
-        if "workload" in grams:
-            say(f"{name}: footprint {grams['workload']:.2f} g CO2e")
-    except Exception as exc:  # noqa: BLE001 - as above
-        say(f"{name}: footprint failed: {type(exc).__name__}: {exc}")
-    for row in rows:
-        try:
-            table = record_row_windows(client, row, accounts)
-            if not table.empty:
-                say(f"{row.spec.letter}: {len(table)} code window(s) stored")
-        except Exception as exc:  # noqa: BLE001 - as above
-            say(f"{row.spec.letter}: storing code windows failed: {type(exc).__name__}: {exc}")
-    return accounts
 
 
 def _nodes_ended(nodes: NodeHooks, then: Callable[[list[Row]], object] | None,
@@ -324,36 +255,3 @@ def process_env(row: Row, uri: str, placement_env: dict[str, str]) -> dict[str, 
     else:
         e.pop(renv.MANUAL, None)
     return e
-
-
-def _log_skew(client: MlflowClient, parent_id: str, rows: list[Row]) -> None:
-    from mlflow.entities import Metric
-
-    times = []
-    for row in rows:
-        f = row.folder / "released"
-        if f.exists():
-            times.append(float(f.read_text()))
-    if len(times) < 1:
-        return
-    skew_ms = (max(times) - min(times)) * 1000
-    set_tags(client, parent_id, {"radtrack.start_skew_ms": f"{skew_ms:.3f}"})
-    client.log_batch(parent_id, metrics=[Metric("start_skew_ms", skew_ms, int(time.time() * 1000), 0)])
-
-
-def _interval(rows: list[Row], acc) -> str:
-    """`` ±x.x %`` (and why it is wide) of a GPU's energy over the workload, the 95 % interval
-    every share of it carries too (radtrack/analysis/energy_figures.py); "" without one."""
-    from radtrack.analysis.energy_figures import span_interval
-
-    for row in rows:
-        scope = next((k.removeprefix(schema.ATTRIBUTION_TAG_PREFIX).removesuffix(".gpu")
-                      for k, v in row.tags.items()
-                      if k.startswith(schema.ATTRIBUTION_TAG_PREFIX) and k.endswith(".gpu")
-                      and v == acc.gpu), None)
-        if scope is None or row.sink is None:
-            continue
-        ci = span_interval(row.sink.frames, scope, float(acc.edges[0]), float(acc.edges[-1]))
-        if ci is not None:
-            return f" ±{ci.ci95_pct:.1f} %" + (f", {ci.reason}" if ci.reason else "")
-    return ""

@@ -8,7 +8,8 @@ radtrack/store/syncruns.py), stores the spooled samples and the script's RADTBen
 values, ends the run as it ended (``finish.json``: status, exit code, tags, params, output
 log, environment capture) or, without it, marks it KILLED (``launcher_lost``), runs the
 launcher's end-of-workload step it could not (accounting, code windows, the script's runs:
-radtrack/postrun/synced.py) once every row of the workload is stored, and closes the
+the ``end_step`` its caller gives, radtrack/sync_command.py: this module imports no
+post-run step) once every row of the workload is stored, and closes the
 workload run once none of its rows runs. A folder whose launcher is alive is skipped. The
 earlier runs of a sheet that a launch could not look up (radtrack/store/unchecked.py) are
 looked up then: one still RUNNING is marked KILLED.
@@ -16,8 +17,7 @@ looked up then: one still RUNNING is marked KILLED.
 
 from __future__ import annotations
 
-import argparse
-import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -25,21 +25,28 @@ from radtrack.script import env as renv
 from radtrack.store import runfiles
 from radtrack.store.outage import describe
 from radtrack.store.schema import STOPPED_BY, STOPPED_BY_LAUNCHER_LOST
-from radtrack.store.spool import META_FILE, SPOOL_DIR, SPOOL_SUFFIX, hold, holder
+from radtrack.store.spool import META_FILE, SPOOL_SUFFIX, hold, holder
+
+#: (workload run id, its rows as (spool folder, run id, store), log) -> True once the
+#: workload's end step is stored (radtrack/sync_command.py end_step)
+EndStep = Callable[[str, list[tuple[Path, str, str]], Any], bool]
 
 
-def sync(root: Path, tracking_uri: str | None = None, log=print) -> tuple[int, int]:
+def sync(root: Path, end_step: EndStep, tracking_uri: str | None = None,
+         log=print) -> tuple[int, int]:
     """Finish every spooled run under ``root``, then look up the sheet runs a launch could
     not (radtrack/store/unchecked.py); return (runs stored, runs and lookups left)."""
     from radtrack.store.unchecked import settle
 
-    stored, left = sync_folders(sorted(p for p in root.glob("*") if p.is_dir()), tracking_uri, log)
+    stored, left = sync_folders(sorted(p for p in root.glob("*") if p.is_dir()), end_step,
+                                tracking_uri, log)
     return stored, left + settle(root, tracking_uri, log)
 
 
-def sync_folders(folders: list[Path], tracking_uri: str | None = None,
+def sync_folders(folders: list[Path], end_step: EndStep, tracking_uri: str | None = None,
                  log=print) -> tuple[int, int]:
-    """Finish the spooled runs of ``folders`` (spool folders); return (runs stored, runs left)."""
+    """Finish the spooled runs of ``folders`` (spool folders), running ``end_step`` for each
+    workload whose every row is stored; return (runs stored, runs left)."""
     from radtrack.store.recovery import read_meta
     from radtrack.store.syncruns import create_runs
     from radtrack.store.uris import redact
@@ -247,28 +254,6 @@ def store_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
     return True
 
 
-def end_step(parent_id: str, group: list[tuple[Path, str, str]], log) -> bool:
-    """The launcher's end-of-workload step for a workload whose every row ``group`` holds
-    (spool folder, run id, store), from their spooled samples (radtrack/postrun/synced.py);
-    True when done (each ``finish.json`` then says so: never run twice)."""
-    from radtrack.postrun.synced import end_workload
-    from radtrack.store.reach import raise_if_away
-    from radtrack.store.tracking import client as make_client
-    from radtrack.store.uris import redact
-
-    uri = group[0][2]
-    try:
-        raise_if_away(uri)
-        end_workload(make_client(uri), uri, parent_id, [(f, r) for f, r, _ in group], log)
-        for folder, _, _ in group:
-            runfiles.update(folder, runfiles.FINISH_FILE, end_step_done=True)
-    except Exception as exc:  # noqa: BLE001 - the store went away: kept for next time
-        log(f"{parent_id}: could not run its workload's end step in {redact(uri)} "
-            f"({describe(exc)}); spool kept")
-        return False
-    return True
-
-
 def close_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
     """Close the run's workload run once none of its rows runs, with the status its launcher
     decided (KILLED when it was lost); the folder goes. False (kept) when the store is away."""
@@ -314,40 +299,3 @@ def _write_sheet(run_dir: Path, run_id: str, finish: dict[str, Any], client, log
         log(f"{sheet}:{create['row']}: Run {run_id}")
     except (RadtrackError, OSError) as exc:
         log(f"{sheet}:{create['row']}: not updated ({str(exc).splitlines()[0][:200]}); its run is {run_id}")
-
-
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="radtrack sync",
-                                description="Finish what launchers left in the spool: create "
-                                            "runs never created, store spooled samples and "
-                                            "the scripts' values, end each run as it ended.")
-    p.add_argument("--spool", default=None, help="spool folder (default: $RADTRACK_HOME/spool)")
-    p.add_argument("--tracking-uri", default=None,
-                   help="store to ship to (default: the one recorded with each run)")
-    p.add_argument("--repair-store", action="store_true",
-                   help="first make the SQLite store (--tracking-uri, else MLFLOW_TRACKING_URI) "
-                        "whole at this MLflow's schema, its runs kept: one left half-made by a "
-                        "migration cut short, or with an older schema (a copy of it as it was "
-                        "is kept beside it)")
-    a = p.parse_args(argv)
-    if a.repair_store:
-        from radtrack.errors import RadtrackError
-        from radtrack.store.storerepair import repair
-        from radtrack.store.uris import resolve_uri
-
-        try:
-            repair(resolve_uri(a.tracking_uri), log=lambda m: print(f"radtrack sync: {m}"))
-        except RadtrackError as exc:
-            print(f"radtrack sync: {exc}", file=sys.stderr)
-            return 2
-    root = Path(a.spool) if a.spool else renv.radtrack_home() / SPOOL_DIR
-    if not root.is_dir():
-        print(f"radtrack sync: nothing to do ({root} does not exist)")
-        return 0
-    stored, left = sync(root, a.tracking_uri)
-    print(f"radtrack sync: {stored} run(s) stored, {left} left in {root}")
-    return 1 if left else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,192 @@
+"""The end of a workload, in one place: what both the launcher (radtrack/run/experiment.py)
+and ``radtrack sync`` (radtrack/sync_command.py, from the rows' spools:
+radtrack/postrun/synced.py) run once every row of a workload has ended.
+
+In order: the workload run's placement logs and start skew (:func:`store_parent`); then
+:func:`account`: co-location accounting and workload totals (radtrack/postrun/accounting.py),
+the footprint, and each row's code windows (radtrack/postrun/window_energy.py); then
+:func:`bind_script_runs`: the script's own MLflow runs get their spans' telemetry
+(radtrack/postrun/script_runs.py). Accounting, footprint, windows and binding report their
+own failures and never raise: what was recorded stays as it is.
+
+The input is typed: :class:`WorkloadEnd` holds the workload run's id, the store, the rows
+(anything with :class:`EndRow`'s fields: the launcher's rows, or the rows sync rebuilds from
+spools), the placement artifacts, where messages go, and the one reader the totals need
+(the workload's solo baselines, only in the store: the caller passes it in, so that this
+step imports no reader).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from radtrack.spec import RunSpec
+from radtrack.store import schema
+from radtrack.store.tracking import set_tags
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from mlflow import MlflowClient
+
+
+class EndSink(Protocol):
+    """What the end step reads of a row's sink: its traces (listener -> wide frame) and
+    its spool folder."""
+
+    dir: Path
+    frames: dict[str, pd.DataFrame]
+
+    def hello(self, listener: str) -> Any: ...
+
+
+class EndRow(Protocol):
+    """What the end step reads of one row of the workload."""
+
+    spec: RunSpec
+    run_id: str
+    name: str
+    folder: Path  # the row's scratch folder (code windows, script-run events, ``released``)
+    sink: EndSink | None
+    started: float  # unix s; 0 when it never started
+    ended: float | None
+    tags: dict[str, str]  # the probes' and the end's tags (accounting adds its own)
+    status: str
+    exit_code: int | None
+    params: dict[str, str]
+    record_tags: dict[str, str]
+
+
+#: (experiment, workload, store) -> the workload's stored runs and solo baselines
+#: (radtrack/analysis/workload_runs.py read_workload_runs)
+StoredReader = Callable[[str, Any, str], Any]
+
+
+@dataclass
+class WorkloadEnd:
+    """Everything the end of one workload needs."""
+
+    parent_id: str
+    uri: str
+    rows: list[Any]  # EndRow each
+    read_stored: StoredReader
+    artifacts: list[Path] = field(default_factory=list)
+    log: Callable[[str], None] = print
+
+
+def store_parent(client: MlflowClient, end: WorkloadEnd) -> None:
+    """The workload run's placement artifacts and start skew; raises when the store is away
+    (the accounting and code windows that follow need it)."""
+    for path in end.artifacts:
+        if Path(path).exists():
+            client.log_artifact(end.parent_id, str(path), schema.PLACEMENT_DIR)
+    log_skew(client, end.parent_id, end.rows)
+
+
+def log_skew(client: MlflowClient, parent_id: str, rows: list[Any]) -> None:
+    """How far apart the rows' scripts were released (``released`` in each row's folder)."""
+    from mlflow.entities import Metric
+
+    times = []
+    for row in rows:
+        f = row.folder / "released"
+        if f.exists():
+            times.append(float(f.read_text()))
+    if len(times) < 1:
+        return
+    skew_ms = (max(times) - min(times)) * 1000
+    set_tags(client, parent_id, {"radtrack.start_skew_ms": f"{skew_ms:.3f}"})
+    client.log_batch(parent_id, metrics=[Metric("start_skew_ms", skew_ms, int(time.time() * 1000), 0)])
+
+
+def account(client: MlflowClient, end: WorkloadEnd) -> dict:
+    """Co-location accounting, workload totals, the footprint and code windows; GPU UUID (or
+    device) -> accounting. A failure here is reported and leaves every recorded sample and
+    status as they are."""
+    from radtrack.postrun.accounting import (
+        account_workload,
+        record_footprint,
+        record_workload_totals,
+    )
+    from radtrack.postrun.window_energy import record_row_windows
+
+    rows, say, parent_id = end.rows, end.log, end.parent_id
+    first = rows[0].spec
+    name = f"{first.experiment}-{first.workload}"
+    accounts = {}
+    try:
+        accounts = account_workload(client, parent_id, rows)
+        for gpu, acc in accounts.items():
+            parts = ", ".join(f"{r.spec.letter} {acc.energy_j(r.run_id):.0f} J" for r in rows
+                              if r.run_id in acc.energy)
+            say(f"{name}: GPU {gpu[:12]} {acc.gpu_energy_j:.0f} J{interval(rows, acc)} ({acc.method}): "
+                f"{parts}, other {acc.energy_j('other'):.0f} J, idle {acc.energy_j('idle'):.0f} J")
+        if len(rows) > 1:
+            stored = end.read_stored(first.experiment, first.workload, end.uri)
+            totals = record_workload_totals(client, parent_id, first.workload, stored)
+            stp = totals.get("stp") if totals else None
+            if isinstance(stp, float) and stp == stp:  # nan: no solo baseline
+                vs = totals.get("energy_vs_serial_pct")
+                serial = (f"{vs:+.1f} %" if isinstance(vs, float) and vs == vs
+                          else "n/a (a solo run has no energy)")
+                say(f"{name}: STP {totals['stp']:.2f}, ANTT {totals['antt']:.2f}, energy vs serial {serial}")
+            elif totals and totals.get("note"):
+                say(f"{name}: {totals['note']}")
+            else:
+                say(f"{name}: no STP/ANTT: no solo baseline of these scripts in {first.experiment!r}")
+    except Exception as exc:  # noqa: BLE001 - accounting never costs the recorded runs
+        say(f"{name}: co-location accounting failed: {type(exc).__name__}: {exc}")
+    try:
+        grams = record_footprint(client, parent_id, rows, accounts)
+        if "workload" in grams:
+            say(f"{name}: footprint {grams['workload']:.2f} g CO2e")
+    except Exception as exc:  # noqa: BLE001 - as above
+        say(f"{name}: footprint failed: {type(exc).__name__}: {exc}")
+    for row in rows:
+        try:
+            table = record_row_windows(client, row, accounts)
+            if not table.empty:
+                say(f"{row.spec.letter}: {len(table)} code window(s) stored")
+        except Exception as exc:  # noqa: BLE001 - as above
+            say(f"{row.spec.letter}: storing code windows failed: {type(exc).__name__}: {exc}")
+    return accounts
+
+
+def bind_script_runs(client: MlflowClient, end: WorkloadEnd, accounts: Mapping) -> None:
+    """The script's own MLflow runs get their spans' telemetry (radtrack/postrun/script_runs.py)."""
+    from radtrack.postrun.footprint import resolve
+    from radtrack.postrun.script_runs import bind_row
+
+    say = end.log
+    for row in end.rows:
+        try:
+            carbon = resolve(row.spec.carbon_intensity, row.spec.pue, row.spec.carbon_source)
+            bound = bind_row(row, client, end.uri, dict(accounts), carbon, say)
+            ok = [b for b in bound if not b.error]
+            if ok:
+                names = ", ".join(b.span.name or b.span.run_id for b in ok)
+                say(f"{row.spec.letter}: telemetry bound to the script's run(s): {names}")
+        except Exception as exc:  # noqa: BLE001 - the row run keeps everything regardless
+            say(f"{row.spec.letter}: binding telemetry to the script's runs failed: "
+                f"{type(exc).__name__}: {exc}")
+
+
+def interval(rows: list[Any], acc: Any) -> str:
+    """`` ±x.x %`` (and why it is wide) of a GPU's energy over the workload, the 95 % interval
+    every share of it carries too (radtrack/analysis/energy_figures.py); "" without one."""
+    from radtrack.analysis.energy_figures import span_interval
+
+    for row in rows:
+        scope = next((k.removeprefix(schema.ATTRIBUTION_TAG_PREFIX).removesuffix(".gpu")
+                      for k, v in row.tags.items()
+                      if k.startswith(schema.ATTRIBUTION_TAG_PREFIX) and k.endswith(".gpu")
+                      and v == acc.gpu), None)
+        if scope is None or row.sink is None:
+            continue
+        ci = span_interval(row.sink.frames, scope, float(acc.edges[0]), float(acc.edges[-1]))
+        if ci is not None:
+            return f" ±{ci.ci95_pct:.1f} %" + (f", {ci.reason}" if ci.reason else "")
+    return ""
