@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import os
+import shutil
 import sys
 import tempfile
 from dataclasses import dataclass, field
@@ -75,6 +76,10 @@ def main(argv: list[str]) -> int:
     except RadtrackError as exc:
         print(f"radtrack copy: error: {exc}", file=sys.stderr)
         return exc.exit_code
+    except KeyboardInterrupt:
+        print("radtrack copy: interrupted; what was copied stays, a copy not yet ended is made "
+              "again by the next radtrack copy", file=sys.stderr)
+        return 130
 
 
 def store_identity(uri: str) -> str:
@@ -280,10 +285,13 @@ def _copy_run(src: MlflowClient, source: str, dst: MlflowClient, run: Run, exp_i
 def _artifacts(src: MlflowClient, run_id: str, dst: MlflowClient, new_id: str, tmp: Path) -> int:
     if not src.list_artifacts(run_id):
         return 0
-    local = Path(src.download_artifacts(run_id, "", str(tmp / run_id)))
-    files = sum(1 for f in local.rglob("*") if f.is_file())
-    dst.log_artifacts(new_id, str(local))
-    return files
+    try:
+        local = Path(src.download_artifacts(run_id, "", str(tmp / run_id)))
+        files = sum(1 for f in local.rglob("*") if f.is_file())
+        dst.log_artifacts(new_id, str(local))
+        return files
+    finally:
+        shutil.rmtree(tmp / run_id, ignore_errors=True)  # one run's files on disk at a time
 
 
 def _link_and_end(dst: MlflowClient, pending: list[tuple[Run, str]], copies: dict[str, Run],
