@@ -36,7 +36,8 @@ def app(serve, store):
 
 @pytest.mark.parametrize("width", [774, 900])
 def test_run_column_stays_in_view_and_headers_carry_units(chromium, app, width: int) -> None:
-    context = chromium.new_context(viewport={"width": width + 330, "height": 900})
+    # room for the picker column (280 px below 1600 px wide) beside the box
+    context = chromium.new_context(viewport={"width": width + 400, "height": 900})
     tab = context.new_page()
     tab.set_default_timeout(20_000)
     try:
@@ -66,7 +67,8 @@ def test_run_column_stays_in_view_and_headers_carry_units(chromium, app, width: 
         assert any(h.startswith("duration_s") and "(s)" in h for h in headers), headers
         assert any("power_w_mean" in h and "(W)" in h for h in headers), headers
         assert any(h.startswith("cpu_pct_mean") and "% of all cores" in h for h in headers), headers
-        assert "checks" in headers and "samples" in headers
+        # samples' header carries its unit too: "samples (readings)"
+        assert "checks" in headers and "samples (readings)" in headers, headers
         assert not [h for h in headers if h.startswith("_")]  # the hidden columns stay hidden
         # the CPU-only run's blank energy cell says why
         row = tab.locator("#summary tbody tr", has_text="layout-2 A")
