@@ -226,4 +226,7 @@ def test_a_solo_gpu_reads_no_sm_shares_until_someone_else_arrives(matmul: int, m
     assert len(asked) > probe_calls + 2, asked
     total = [s["smi/gpu0/all_procs_sm_util_pct"] for s in shared if "smi/gpu0/all_procs_sm_util_pct" in s]
     ours = [s["smi/gpu0/proc_sm_util_pct"] for s in shared if "smi/gpu0/proc_sm_util_pct" in s]
-    assert total and ours and max(total) > max(ours) > 0, (total, ours)
+    # the first shared reading averages back to the previous check, when the run was alone
+    # on the GPU (docs/metrics.md, "Reading paces"): it may say 100 %; over the 8 s the other
+    # process takes its part, so the run's mean share is below the GPU's
+    assert total and ours and sum(total) / len(total) > sum(ours) / len(ours) > 0, (total, ours)
