@@ -30,6 +30,7 @@ import os
 import shutil
 import sqlite3
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -174,6 +175,7 @@ def create(path: Path) -> bool:
     tmp = folder / f".{path.name}{TMP_TAG}{os.getpid()}.tmp"
     try:
         shutil.copyfile(source, tmp)
+        default_experiment(tmp, path)
         _fsync(tmp)
         try:
             os.link(tmp, path)
@@ -195,6 +197,26 @@ def create(path: Path) -> bool:
     finally:
         with contextlib.suppress(OSError):
             tmp.unlink()
+
+
+def default_experiment(db: Path, path: Path) -> None:
+    """MLflow's ``Default`` experiment (id 0) in the new store file ``db``, its artifacts in
+    ``mlartifacts/0`` beside the store ``path`` like every experiment radtrack creates
+    (radtrack/store/uris.py): MLflow would otherwise make it when the store is first opened,
+    under ``./mlruns/0`` of whichever process opened it."""
+    from radtrack.store.uris import default_artifact_location
+
+    location = default_artifact_location(f"sqlite:///{path}")
+    now = int(time.time() * 1000)
+    with contextlib.closing(sqlite3.connect(db)) as con, con:
+        columns = {row[1] for row in con.execute("PRAGMA table_info(experiments)")}
+        if con.execute("SELECT 1 FROM experiments WHERE experiment_id = 0").fetchone():
+            return
+        row = {"experiment_id": 0, "name": "Default", "artifact_location": f"{location}/0",
+               "lifecycle_stage": "active", "creation_time": now, "last_update_time": now}
+        row = {k: v for k, v in row.items() if k in columns}
+        con.execute(f"INSERT INTO experiments ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                    tuple(row.values()))
 
 
 # what a store holding nothing (no run, experiment or model) is rebuilt from: a creation cut

@@ -327,3 +327,23 @@ def test_a_new_postgresql_store_is_created_once_by_processes_racing(postgres_ser
     opened = _open_all([uri])[uri]
     assert opened == [], opened  # MLflow opens it: no runs yet
 
+
+
+def test_runs_without_an_experiment_keep_artifacts_beside_the_store(tmp_path: Path) -> None:
+    """Issue 42: a run into MLflow's Default experiment (no -e, the script's own run) keeps
+    its artifacts in mlartifacts/ beside a new store, like every experiment radtrack makes,
+    not in ./mlruns/0 of whichever process first opened the store."""
+    (tmp_path / "stores").mkdir()
+    (tmp_path / "elsewhere").mkdir()
+    script = tmp_path / "art.py"
+    script.write_text("import mlflow\nwith mlflow.start_run():\n    mlflow.log_text('hi', 'a.txt')\n")
+    db = tmp_path / "stores" / "m.db"
+    radtrack_cli("-l", "none", "--tracking-uri", f"sqlite:///{db}", str(script),
+                 cwd=tmp_path / "elsewhere", env={"RADTRACK_HOME": str(tmp_path / "home")}, check=True)
+    import sqlite3
+
+    with sqlite3.connect(db) as con:
+        (location,) = con.execute("SELECT artifact_location FROM experiments WHERE experiment_id = 0").fetchone()
+    assert location == (tmp_path / "stores" / "mlartifacts" / "0").as_uri()
+    assert list((tmp_path / "stores" / "mlartifacts" / "0").glob("*/artifacts/a.txt"))
+    assert not (tmp_path / "elsewhere" / "mlruns").exists()
