@@ -10,6 +10,7 @@ from radtrack.run import cost
 from radtrack.run.listen import hello_tags
 from radtrack.run.procs import drain
 from radtrack.run.start import say, stop_row_listeners
+from radtrack.run.status import decide_status
 from radtrack.store import schema
 from radtrack.store.ending import finish_run, store_row_params
 
@@ -17,18 +18,6 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
 
     from radtrack.run.rows import Row
-
-
-def decide_status(stopped_by: str, exit_code: int | None) -> str:
-    """FINISHED, FAILED or KILLED: the script's exit code decides, unless radtrack stopped it
-    (a signal to the launcher: KILLED; its MaxTime: FINISHED)."""
-    if stopped_by == "signal":
-        return "KILLED"
-    if stopped_by == "max_time" or exit_code == 0:
-        return "FINISHED"
-    if exit_code is not None and exit_code < 0:
-        return "KILLED"
-    return "FAILED"
 
 
 def end_row(row: Row) -> None:

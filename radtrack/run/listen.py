@@ -37,7 +37,7 @@ from radtrack.listeners.protocol import (
     decode_line,
 )
 from radtrack.run import stopping
-from radtrack.run.procs import set_parent_death_signal
+from radtrack.run.stopping import set_parent_death_signal
 from radtrack.store.schema import listener_tag
 from radtrack.store.sink import Sink
 

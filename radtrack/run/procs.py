@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import signal
 import sys
 import threading
 import time
@@ -38,16 +37,6 @@ def prefix_for(letter: str, index: int) -> bytes:
     if use_color():
         text = f"\033[{_COLORS[index % len(_COLORS)]}m{text}\033[0m"
     return text.encode()
-
-
-def set_parent_death_signal() -> None:
-    """Linux: get SIGTERM if the launcher dies (even by SIGKILL), so nothing is orphaned."""
-    if not sys.platform.startswith("linux"):
-        return
-    with contextlib.suppress(Exception):
-        import ctypes
-
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def pump(src: BinaryIO, dest: BinaryIO, log: BinaryIO, log_lock: threading.Lock,

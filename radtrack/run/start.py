@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from radtrack.run import stopping
 from radtrack.run.listen import READY_TIMEOUT_S, start_listeners
-from radtrack.run.procs import prefix_for, pump, set_parent_death_signal
-from radtrack.run.stopping import GroupStopper
+from radtrack.run.procs import prefix_for, pump
+from radtrack.run.stopping import GroupStopper, set_parent_death_signal
 from radtrack.script import env as renv
 from radtrack.script import handshake
 from radtrack.script.bootstrap import BARRIER_FD, BARRIER_ID, RELEASE_FILE, pipe_id
@@ -128,7 +128,7 @@ def _stop_note(row: Row) -> Callable[[], None]:
     the processes of the row end quietly and the script's runs with the row's status."""
 
     def note() -> None:
-        from radtrack.run.finish import decide_status
+        from radtrack.run.status import decide_status
 
         handshake.request_stop(row.folder, row.stopped_by or "signal",
                                decide_status(row.stopped_by or "signal", None))

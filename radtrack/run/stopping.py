@@ -18,6 +18,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -187,3 +188,13 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return _state(Path("/proc", str(pid))) not in ("Z", "")
+
+
+def set_parent_death_signal() -> None:
+    """Linux: get SIGTERM if the launcher dies (even by SIGKILL), so nothing is orphaned."""
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(Exception):
+        import ctypes
+
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import os
 import shutil
 import sqlite3
@@ -35,15 +34,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from radtrack.errors import RadtrackError
-from radtrack.store.storestate import identity, inspect, revisions, sqlite_path, writable_problem
+from radtrack.store.storestate import (
+    identity,
+    inspect,
+    quiet_creation,
+    revisions,
+    sqlite_path,
+    writable_problem,
+)
 
 CACHE_ENV = "RADTRACK_SCHEMA_CACHE"  # where the templates are kept (default: the user's cache)
 TMP_TAG = ".radtrack-new-"  # a store being created: .<name>.radtrack-new-<pid>.tmp beside it
 REPAIR_COMMAND = "radtrack sync --repair-store --tracking-uri {uri}"
 # MLflow's and alembic's loggers that announce table creation ("Creating initial MLflow
 # database tables...", "Running upgrade ..."): silent while radtrack makes them
-_CREATION_LOGGERS = ("mlflow.store.db.utils", "mlflow.store.db_migrations", "alembic")
-
 _PREPARED: dict[str, tuple[int, int]] = {}  # stores this process checked or made: their file's identity
 
 
@@ -56,21 +60,6 @@ def cache_dir() -> Path:
         return Path(given).absolute()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).absolute() / "radtrack"
-
-
-@contextlib.contextmanager
-def quiet_creation() -> Iterator[None]:
-    """MLflow's and alembic's INFO lines about creating tables kept out of the terminal."""
-    saved = []
-    for name in _CREATION_LOGGERS:
-        logger = logging.getLogger(name)
-        saved.append((logger, logger.level))
-        logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        for logger, level in saved:
-            logger.setLevel(level)
 
 
 def template() -> Path:

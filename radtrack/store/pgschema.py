@@ -42,7 +42,7 @@ def create(uri: str) -> bool | None:
                 if not _pg_whole(conn):
                     from mlflow.store.db import utils
 
-                    from radtrack.store.newstore import quiet_creation
+                    from radtrack.store.storestate import quiet_creation
 
                     with quiet_creation():
                         utils._initialize_tables(engine)

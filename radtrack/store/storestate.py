@@ -13,9 +13,12 @@ radtrack/store/newstore.py acts on the answers.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import logging
 import re
 import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -233,3 +236,21 @@ def condition(uri: str, since: tuple[int, int] | None = None) -> str:
         return f"its file {path} was replaced by another"
     why = writable_problem(path)
     return f"it is read-only ({why})" if why else ""
+
+
+_CREATION_LOGGERS = ("mlflow.store.db.utils", "mlflow.store.db_migrations", "alembic")
+
+
+@contextlib.contextmanager
+def quiet_creation() -> Iterator[None]:
+    """MLflow's and alembic's INFO lines about creating tables kept out of the terminal."""
+    saved = []
+    for name in _CREATION_LOGGERS:
+        logger = logging.getLogger(name)
+        saved.append((logger, logger.level))
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in saved:
+            logger.setLevel(level)
