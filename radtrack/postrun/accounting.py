@@ -54,7 +54,7 @@ from radtrack.store.tracking import set_tags
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-    from radtrack.postrun.workload_end import EndRow as Row
+    from radtrack.postrun.end_row import EndRow as Row
 
 MPS_RULE_ENV = "RADTRACK_MPS_ATTRIBUTION"
 

@@ -25,7 +25,7 @@ from radtrack.store import schema
 from radtrack.store.tracking import set_tags
 
 if TYPE_CHECKING:
-    from radtrack.postrun.workload_end import EndRow as Row
+    from radtrack.postrun.end_row import EndRow as Row
 
 ARTIFACT_DIR = schema.PARAMS_DIR
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\- ]")

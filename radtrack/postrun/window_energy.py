@@ -40,7 +40,7 @@ from radtrack.store.schema import WINDOWS_ARTIFACT, window_key
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-    from radtrack.postrun.workload_end import EndRow as Row
+    from radtrack.postrun.end_row import EndRow as Row
 
 SENSOR_REFRESH_S = 0.1  # the H100's power reading refreshes every 100 ms (nvml-probe.txt)
 TABLE_ARTIFACT = WINDOWS_ARTIFACT

@@ -22,42 +22,13 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from radtrack.spec import RunSpec
 from radtrack.store import schema
 from radtrack.store.tracking import set_tags
 
 if TYPE_CHECKING:
-    import pandas as pd
     from mlflow import MlflowClient
-
-
-class EndSink(Protocol):
-    """What the end step reads of a row's sink: its traces (listener -> wide frame) and
-    its spool folder."""
-
-    dir: Path
-    frames: dict[str, pd.DataFrame]
-
-    def hello(self, listener: str) -> Any: ...
-
-
-class EndRow(Protocol):
-    """What the end step reads of one row of the workload."""
-
-    spec: RunSpec
-    run_id: str
-    name: str
-    folder: Path  # the row's scratch folder (code windows, script-run events, ``released``)
-    sink: EndSink | None
-    started: float  # unix s; 0 when it never started
-    ended: float | None
-    tags: dict[str, str]  # the probes' and the end's tags (accounting adds its own)
-    status: str
-    exit_code: int | None
-    params: dict[str, str]
-    record_tags: dict[str, str]
 
 
 #: (experiment, workload, store) -> the workload's stored runs and solo baselines
