@@ -270,13 +270,6 @@ def _launch(args: argparse.Namespace) -> int:
         pass  # nothing to check against (opening it would wait out MLflow's retries)
     elif tracking.needs_store_checks(uri):
         tracking.check_experiments(client, uri, [w[0].experiment for w in workloads])
-    elif tracking.store_is_new(uri):
-        # its tables are made alongside the scripts (radtrack/run/record.py); a script's own
-        # MLflow waits for them before opening the store (script/run_events.py)
-        from radtrack.script import env as script_env
-        from radtrack.script.run_events import absolute_uri
-
-        os.environ[script_env.NEW_STORE] = absolute_uri(uri)
     if sheet_path is not None:
         from radtrack.resume import pending_workloads
 

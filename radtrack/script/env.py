@@ -16,9 +16,6 @@ CONTROL_DIR = "RADTRACK_CONTROL_DIR"  # manual mode: the script touches start/st
 START_TIME = "RADTRACK_START_TIME"  # unix seconds when the launcher released the script
 HOME = "RADTRACK_HOME"
 WINDOWS_FILE = "RADTRACK_WINDOWS_FILE"  # RADTBenchmark appends its code windows here (JSON lines)
-# a new SQLite store whose tables the launcher is making while the script already runs: the
-# script's MLflow waits for them before opening that store (script/run_events.py)
-NEW_STORE = "RADTRACK_NEW_STORE"
 
 #: set in the script's process only (not the listeners'): its value, the row's launch key,
 #: marks every process of the script's tree, including those that left its process group

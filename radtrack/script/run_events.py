@@ -28,7 +28,6 @@ from types import ModuleType
 from typing import Any
 
 from radtrack.script import handshake
-from radtrack.script.env import NEW_STORE
 from radtrack.script.env import RUN_EVENTS as EVENTS_ENV  # the file the hook appends to
 from radtrack.script.env import RUN_ID as ROW_RUN_ENV
 
@@ -39,7 +38,6 @@ RUN_NAME_TAG = "mlflow.runName"
 RANK_VARS = ("RANK", "LOCAL_RANK")
 _CLIENT_MODULE = "mlflow.tracking._tracking_service.client"
 _FLUENT_MODULE = "mlflow.tracking.fluent"
-_SQL_STORE_MODULE = "mlflow.store.tracking.sqlalchemy_store"
 
 
 class Span:
@@ -348,28 +346,6 @@ def stop_requested() -> dict | None:
     return handshake.stop_request()
 
 
-def patch_sql_store(module: ModuleType) -> None:
-    """A new SQLite store's tables are made by the launcher while the script already runs
-    (radtrack/run/record.py): opening that store waits until the launcher published the
-    row's experiment (so the tables exist) instead of making them at the same moment
-    ("table ... already exists"). Any other store opens at once."""
-    cls = module.SqlAlchemyStore
-    init = cls.__init__
-
-    def __init__(store: Any, db_uri: str, *args: Any, **kwargs: Any) -> None:
-        pending = os.environ.get(NEW_STORE)
-        if pending:
-            try:
-                if absolute_uri(str(db_uri)) == pending:
-                    handshake.wait_for(handshake.EXPERIMENT_ID)
-            except Exception:  # noqa: BLE001 - never into the script
-                pass
-        init(store, db_uri, *args, **kwargs)
-
-    __init__.__wrapped__ = init  # type: ignore[attr-defined]
-    cls.__init__ = __init__
-
-
 class _AfterImport:
     """Calls ``callback(module)`` once the named module has been imported, whoever imports it.
     A meta path finder by protocol (find_spec), not by importlib.abc's base class: its import
@@ -438,8 +414,6 @@ def install(path: str | None = None) -> bool:
     rec = _Recorder(path, os.environ.get("MLFLOW_TRACKING_URI"))
     _installed.append(rec)
     hooks = {_CLIENT_MODULE: rec.patch_client, _FLUENT_MODULE: rec.patch_fluent}
-    if os.environ.get(NEW_STORE) and _SQL_STORE_MODULE not in sys.modules:
-        hooks[_SQL_STORE_MODULE] = patch_sql_store
     sys.meta_path.insert(0, _AfterImport(hooks))
     return True
 
