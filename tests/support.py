@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -133,3 +134,25 @@ def launch_importing(args: list[str], tmp_path: Path, env: dict[str, str]) -> tu
     first = next((i for i, line in enumerate(lines) if "SCRIPT-FIRST-LINE" in line), None)
     mlflow = next((i for i, line in enumerate(lines) if re.search(r"\|\s+mlflow$", line)), None)
     return p, first is not None and mlflow is not None and first < mlflow
+
+
+def report_rows(text: str, section: str = "Per-run summary") -> dict[str, dict[str, str]]:
+    """The rows of one of ``radtrack report``'s tables, keyed by their first cell (the run's
+    name), every block of the fitted view merged (text_table.fit splits a wide table into
+    blocks of at most 120 columns, each led by the run's name; cells are 2 spaces apart)."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == section) + 1
+    rows: dict[str, dict[str, str]] = {}
+    header: list[str] | None = None
+    for line in lines[start:]:
+        if line.startswith(("Columns:", "'-':", "Co-location", "Checks")):
+            break
+        if not line.strip():
+            header = None
+            continue
+        cells = re.split(r"\s{2,}", line.strip())
+        if header is None:
+            header = cells
+            continue
+        rows.setdefault(cells[0], {}).update(zip(header, cells, strict=False))
+    return rows

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from support import report_rows
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "deployment.md"
@@ -312,9 +313,8 @@ def test_each_step_does_what_the_doc_says(walkthrough: Walkthrough) -> None:
     (layout,) = w.find("curl -fsS http://127.0.0.1:", kind="check")  # radtrack ui as the viewer
     assert '"label":"resnet"' in layout.output.replace(" ", "")
     (report,) = w.find("radtrack report resnet")
-    rows = {tuple(line.split()[:3]) for line in report.output.splitlines()}
-    assert {("resnet-1", "A", "root"), ("resnet-2", "A", "root"),
-            ("resnet-3", "A", "alice")} <= rows, report.output
+    users = {name: row.get("user") for name, row in report_rows(report.output).items()}
+    assert users == {"resnet-1 A": "root", "resnet-2 A": "root", "resnet-3 A": "alice"}, report.output
 
     (location,) = w.find("as_postgres psql -XtAq -d mlflow_direct", kind="check")
     assert re.fullmatch(r"file:///\S+/shared/mlartifacts/resnet", location.output.strip())

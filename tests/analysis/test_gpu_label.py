@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "doubles"))
 from fakehost import H100_UUID, SECOND_UUID, FakeHost, gpu  # noqa: E402
-from support import radtrack_cli  # noqa: E402
+from support import radtrack_cli, report_rows  # noqa: E402
 
 from radtrack.analysis.gpulabel import physical_gpus  # noqa: E402
 
@@ -45,12 +45,9 @@ def test_two_runs_on_two_gpus_are_told_apart(store: str, tmp_path: Path,
     assert p.returncode == 0, p.stderr
     report = radtrack_cli("report", "pair", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
-    lines = report.stdout.splitlines()
-    header = next(line for line in lines if "run_name" in line)
-    assert header.split()[:4] == ["run_name", "user", "launch", "gpu_used"]
-    a = next(line for line in lines if line.strip().startswith("pair-1 A"))
-    b = next(line for line in lines if line.strip().startswith("pair-1 B"))
-    assert "GPU0 558ac94e" in a and "GPU1 5cef8446" in b
+    rows = report_rows(report.stdout)
+    assert rows["pair-1 A"]["gpu_used"] == "GPU0 558ac94e", report.stdout
+    assert rows["pair-1 B"]["gpu_used"] == "GPU1 5cef8446", report.stdout
     # the page's half (plotly, dash: the ui extra) only where the page can be imported, so
     # the `gpu` test of this file runs on a GPU host without the page's packages
     pytest.importorskip("plotly")
