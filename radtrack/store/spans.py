@@ -13,7 +13,11 @@ taken as it stopped. What the run stores is its span, ``start`` .. ``end``
   nearest reading inside the span held. A series with a reading exactly at an end needs
   none there. A series read rarely (an energy counter, every 5 s) may have no reading
   inside a short span: with readings either side of both ends, it gets both end points,
-  interpolated, and a count of 0.
+  interpolated, and a count of 0. A series read first after the end, none before, whose
+  reading covers an interval (from the listener's previous tick) at least half inside the
+  span, gets that reading held at both ends, with a count of 0: a rate such as CPU % is a
+  mean since the previous tick, and a listener that started late into a short span reads
+  it first as it stops.
 
 So every series covers the span exactly: its time-weighted mean times the run's duration
 is its integral over the run, an energy counter's last minus first value is the run's
@@ -60,6 +64,13 @@ def span_frame(frame: pd.DataFrame, start: float | None, end: float | None
     # a series read inside the span; or one read rarely (an energy counter every few
     # seconds) with readings either side of both ends: its ends interpolated, no reading
     counts = {k: n[k] for k in keys if n[k] or (at_step and all(v == v for v in values[k]))}
+    if end is not None:
+        for k in keys:
+            if k not in counts:
+                held = _first_after_end(t, frame[k].to_numpy(dtype=float), start, float(end))
+                if held == held:
+                    values[k] = [held] * len(at_step)
+                    counts[k] = 0
     if not counts:
         return frame.iloc[0:0], {}
     extra = []
@@ -77,6 +88,25 @@ def span_frame(frame: pd.DataFrame, start: float | None, end: float | None
     for col in out.columns[2:]:
         out[col] = out[col].astype("float64")
     return out, counts
+
+
+def _first_after_end(t: np.ndarray, v: np.ndarray, start: float | None, end: float) -> float:
+    """A series' first reading after ``end`` when it has none up to it (none before the span,
+    none inside) and the interval it was read over, from the listener's previous tick (a
+    reading of any of its series) on, lies at least half inside the span: the listener's
+    reading as it stopped, which covers the span's last interval. NaN otherwise."""
+    ok = ~np.isnan(v)
+    after = ok & (t > end)
+    if (ok & (t <= end)).any() or not after.any():
+        return float("nan")
+    i = np.flatnonzero(after)[np.argmin(t[after])]
+    earlier = t[t < t[i]]
+    if not len(earlier):
+        return float("nan")
+    prev = max(float(earlier.max()), start if start is not None else float("-inf"))
+    if prev >= end or end - prev < t[i] - end:
+        return float("nan")
+    return float(v[i])
 
 
 def _step_at(t: np.ndarray, steps: np.ndarray, inside: np.ndarray, at: float, before: bool) -> int:

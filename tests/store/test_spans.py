@@ -111,3 +111,23 @@ def test_a_counter_read_only_outside_a_short_span_is_interpolated_at_its_ends() 
                           "j": [5.0, 6.0]})
     out, counts = span_frame(frame, T0, T0 + 2)
     assert out.empty and counts == {}
+
+
+def test_a_rate_first_read_as_its_listener_stopped_is_held_over_a_short_span() -> None:
+    # top started late into a 1.5-s span: its first tick (no CPU %: a rate needs two) inside,
+    # its second, the first CPU %, as it stopped 0.2 s after the end
+    frame = pd.DataFrame({"time": [T0 + 0.9, T0 + 1.7], "step": [0, 1],
+                          "top/cpu_pct": [np.nan, 40.0], "top/mem_used_mib": [900.0, 910.0]})
+    out, counts = span_frame(frame, T0, T0 + 1.5)
+    assert counts == {"top/cpu_pct": 0, "top/mem_used_mib": 1}
+    cpu = out[["time", "top/cpu_pct"]].dropna()
+    assert cpu["time"].tolist() == [T0, T0 + 1.5] and cpu["top/cpu_pct"].tolist() == [40.0, 40.0]
+    # a first reading long after the end (more than one interval) is not the run's
+    frame = pd.DataFrame({"time": [T0 + 0.9, T0 + 1.4, T0 + 3.0], "step": [0, 1, 2],
+                          "top/cpu_pct": [np.nan, np.nan, 40.0], "top/mem_used_mib": [900.0, 905.0, 910.0]})
+    out, counts = span_frame(frame, T0, T0 + 1.5)
+    assert "top/cpu_pct" not in counts and "top/cpu_pct" not in out
+    # nor one after a series already read before the span (interpolated instead)
+    frame = pd.DataFrame({"time": [T0 - 0.5, T0 + 1.7], "step": [0, 1], "k": [10.0, 20.0]})
+    out, counts = span_frame(frame, T0, T0 + 1.5)
+    assert counts == {"k": 0} and out["k"].iloc[0] == pytest.approx(10 + 10 * 0.5 / 2.2)
