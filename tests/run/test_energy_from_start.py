@@ -55,10 +55,11 @@ def test_the_script_starts_before_smi_reads_and_its_energy_covers_it(store, tmp_
     polled = smi[["time", "smi/gpu0/sm_clock_mhz"]].dropna()
     counter = smi[["time", "smi/gpu0/energy_j"]].dropna().sort_values("time")
     assert started < _first_counter_reading(run, counter)  # not held until smi had read
-    # 0 J at the run's start, before the script's first instant
+    # 0 J at the run's start (its script's spawn, before the script's first instant: the
+    # interpreter's start-up lies between, over 1 s on a loaded 2-core CI machine)
     assert counter["smi/gpu0/energy_j"].iloc[0] == 0.0
+    assert counter["time"].iloc[0] == pytest.approx(run.info.start_time / 1000, abs=0.002)  # type: ignore[attr-defined]
     assert counter["time"].iloc[0] <= started
-    assert started - counter["time"].iloc[0] < 1.0
     # the doubles' counter moves at 300 W: the recovered part is on the same line. A line's
     # time is taken after all of a reading's calls, which the doubles make slow on a loaded
     # machine (a process scan per call): 0.25 s of slack, against the more than 1 s (the
@@ -75,7 +76,14 @@ def test_the_script_starts_before_smi_reads_and_its_energy_covers_it(store, tmp_
     assert 1.0 < float(tags["radtrack.listener.smi.gpu0.energy_backfill_s"]) < 5  # the slow start
     if ring:  # the driver's samples from the start on are the run's
         samples = smi[["time", "smi/gpu0/power_sample_w"]].dropna()
-        assert samples["time"].min() < polled["time"].min() - 0.1
+        # (both traces hold a point at the span's start: its end point) the driver's samples
+        # fill the listener's slow first second, where smi polled nothing
+        start = counter["time"].iloc[0]
+
+        def first_second(f: pd.DataFrame) -> pd.DataFrame:
+            return f[(f["time"] > start) & (f["time"] < start + 0.9)]
+
+        assert len(first_second(samples)) > 5 and first_second(polled).empty
         assert samples["time"].min() - counter["time"].iloc[0] < 0.05
         assert np.allclose(samples["smi/gpu0/power_sample_w"], WATTS)
 
