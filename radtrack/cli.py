@@ -10,6 +10,11 @@
   radtrack export ...                            a wide, time-aligned table (radtrack.export)
   radtrack ui ...                                the Dash page (radtrack.frontend)
   radtrack copy --from URI --to URI [EXP ...]    copy runs between stores (radtrack.store.copyruns)
+
+This module is the launch: the flags parsed (radtrack/cli_parser.py: the parser, the usage
+text, did-you-mean), checked and turned into rows (radtrack/cli_options.py), the target
+read, planned and handed to its executor; a subcommand goes to
+radtrack/cli_subcommands.py.
 """
 
 from __future__ import annotations
@@ -23,17 +28,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from radtrack import inputs
-from radtrack.cli_parser import (
-    DEFAULT_EXPERIMENT,
-    SINGLE_RUN_OPTIONS,
-    SUBCOMMANDS,
-    USAGE,
-    build_parser,
-    close_words,
-    suggesting_subcommand_errors,
-)
+from radtrack.cli_options import check_options, refuse_single_run_options, row_defaults, single_spec
+from radtrack.cli_parser import SUBCOMMANDS, USAGE, build_parser, close_words
+from radtrack.cli_subcommands import run_subcommand
 from radtrack.errors import RadtrackError, SheetError
-from radtrack.spec import DEFAULT_INTERVAL, RunSpec
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -48,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE, end="", file=sys.stderr)
         return 2
     if argv[0] in SUBCOMMANDS:
-        return _subcommand(argv[0], argv[1:])
+        return run_subcommand(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     if args.target.lower().endswith(".csv") and args.script_args:
         # A sheet takes no script arguments: what follows it are radtrack's own options
@@ -105,103 +103,11 @@ def _sheet_lock(args: argparse.Namespace) -> AbstractContextManager[None]:
     return sheet_lock(target.absolute())
 
 
-def _defaults(args: argparse.Namespace) -> dict[str, object]:
-    """CLI flags that rows inherit unless their own cell says otherwise."""
-    from radtrack.listeners import registry
-
-    d: dict[str, object] = {}
-    if args.listeners is not None:
-        d["listeners"] = registry.parse_names(args.listeners)
-    for name in ("interval", "max_epoch", "max_time"):
-        if getattr(args, name) is not None:
-            d[name] = getattr(args, name)
-    if args.manual:
-        d["manual"] = True
-    if args.carbon_intensity is not None:
-        d["carbon_intensity"] = args.carbon_intensity
-        d["carbon_source"] = "--carbon-intensity"
-    if args.pue is not None:
-        d["pue"] = args.pue
-    slurm = _slurm_flags(args)
-    if slurm:
-        d["slurm"] = slurm
-    if args.nodes is not None:  # --executor slurm: each row over N nodes (a Nodes cell wins)
-        if args.node_rank is not None or args.master is not None:
-            raise RadtrackError("--node-rank and --master start one node by hand; under "
-                                "--executor slurm give --nodes N (or a Nodes column) alone")
-        if args.nodes < 1:
-            raise RadtrackError(f"--nodes must be >= 1, got {args.nodes}")
-        d["nodes"] = args.nodes
-    return d
-
-
-def _slurm_flags(args: argparse.Namespace) -> dict[str, str]:
-    """--partition/--account/--time/--qos/--constraint, checked like their sheet columns."""
-    from radtrack.sheet.cells import parse_constraint, parse_slurm_name, parse_time_limit
-    from radtrack.sheet.slurm_checks import parse_cpus, parse_mem
-
-    out = {}
-    for flag, key, parse in (("partition", "partition", parse_slurm_name),
-                             ("account", "account", parse_slurm_name),
-                             ("time_limit", "time_limit", parse_time_limit),
-                             ("qos", "qos", parse_slurm_name),
-                             ("constraint", "constraint", parse_constraint),
-                             ("cpus_per_task", "cpus_per_task", parse_cpus),
-                             ("mem", "mem", parse_mem)):
-        value = getattr(args, flag)
-        if value is not None:
-            try:
-                out[key] = parse(value.strip())
-            except ValueError as exc:
-                raise RadtrackError(f"--{flag.replace('_', '-')}: {exc}") from None
-    return out
-
-
-def _check_options(args: argparse.Namespace) -> None:
-    if args.conda:
-        raise RadtrackError("--conda: per-run conda environments are not supported; radtrack runs "
-                            "the script with the Python that runs radtrack: create and activate "
-                            "the environment first (conda env create -f conda.yaml; conda "
-                            "activate NAME; install radtrack into it), then run radtrack "
-                            "without --conda")
-    if args.interval is not None and args.interval <= 0:
-        raise RadtrackError(f"--interval must be > 0, got {args.interval}")
-    if args.max_time is not None and args.max_time <= 0:
-        raise RadtrackError(f"--max-time must be > 0 minutes, got {args.max_time}")
-    if args.max_epoch is not None and args.max_epoch < 0:
-        raise RadtrackError(f"--max-epoch must be >= 0, got {args.max_epoch}")
-    from radtrack.postrun.footprint import check_intensity, check_pue
-
-    try:
-        if args.carbon_intensity is not None:
-            check_intensity(args.carbon_intensity, "--carbon-intensity")
-        if args.pue is not None:
-            check_pue(args.pue, "--pue")
-    except ValueError as exc:
-        raise RadtrackError(str(exc)) from None
-    from radtrack.postrun.footprint import resolve
-
-    resolve(None, None, "")  # a malformed $RADTRACK_CARBON_INTENSITY / $RADTRACK_PUE: say so now
-    if args.listeners is not None:
-        from radtrack.listeners import registry
-        from radtrack.sheet.cells import check_listener_intervals
-
-        try:
-            check_listener_intervals(args.listeners)
-        except ValueError as exc:
-            raise RadtrackError(f"--listeners: {exc}") from None
-        names = registry.parse_names(args.listeners) or []
-        bad = registry.unknown(names)
-        if bad:
-            raise RadtrackError(f"--listeners: unknown listener(s) {', '.join(bad)}; installed: "
-                                f"{', '.join(sorted(registry.installed()))}")
-
-
 def _launch(args: argparse.Namespace) -> int:
     from radtrack import sheet as sheets
     from radtrack.store import tracking
 
-    _check_options(args)
+    check_options(args)
     target = Path(args.target)
     if not target.exists():
         raise RadtrackError(_no_such_target(args.target))
@@ -223,19 +129,19 @@ def _launch(args: argparse.Namespace) -> int:
         if args.script_args:
             raise RadtrackError(f"{target} is a sheet: arguments after it "
                                 f"({' '.join(args.script_args)}) belong in its Params column")
-        _single_run_options_with_sheet(args, target)
+        refuse_single_run_options(args, target)
         from radtrack.executors.slurm import SlurmOptions, launch_sheet
 
         opts = SlurmOptions(shared_fs=args.shared_fs, detach=args.detach,
                             sbatch_args=list(args.sbatch_arg), grace=args.grace)
-        return launch_sheet(target.absolute(), _defaults(args), uri, opts, rerun=args.rerun,
+        return launch_sheet(target.absolute(), row_defaults(args), uri, opts, rerun=args.rerun,
                             dry_run=args.dry_run)
     if sheets.is_sheet(target):
         if args.script_args:
             raise RadtrackError(f"{target} is a sheet: arguments after it ({' '.join(args.script_args)}) "
                                 "belong in its Params column")
-        _single_run_options_with_sheet(args, target)
-        defaults = _defaults(args)
+        refuse_single_run_options(args, target)
+        defaults = row_defaults(args)
         specs = _for_plan(lambda host: sheets.read_sheet(
             target.absolute(), defaults, check_host=host, cpu_fallback=args.allow_cpu_fallback,
             warn=_warn), args.dry_run)
@@ -243,7 +149,7 @@ def _launch(args: argparse.Namespace) -> int:
     else:
         if target.suffix != ".py":
             raise RadtrackError(f"{target}: expected a Python script (.py) or a sheet (.csv)")
-        specs = [_single_spec(args, target)]
+        specs = [single_spec(args, target)]
         _for_plan(lambda host: sheets.validate_command_line(
             specs[0], check_host=host, cpu_fallback=args.allow_cpu_fallback, warn=_warn),
             args.dry_run)
@@ -307,34 +213,6 @@ def _no_such_target(text: str) -> str:
     return f"{text}: no such file" + (f"; did you mean '{folder / close[0]}'?" if close else "")
 
 
-def _single_run_options_with_sheet(args: argparse.Namespace, sheet: Path) -> None:
-    """-e, -w, -d, -c and --run-name describe one run: with a sheet, whose rows set them in
-    their own columns, they are refused rather than ignored (-e naming the experiment every
-    row already names changes nothing, and is accepted)."""
-    given = [name for name in SINGLE_RUN_OPTIONS
-             if getattr(args, name) not in (None, "", *(("-",) if name == "collocation" else ()))]
-    if not given:
-        return
-    named = ""
-    if "experiment" in given:
-        from radtrack import sheet as sheets
-
-        try:
-            experiments = {s.experiment for s in sheets.read_sheet(sheet.absolute(),
-                                                                     check_host=False)}
-        except SheetError:
-            experiments = set()  # its problems are reported by the launch's own reading
-        if experiments == {args.experiment} and given == ["experiment"]:
-            return
-        named = f" (it names {', '.join(sorted(experiments))})" if experiments else ""
-    options = ", ".join(SINGLE_RUN_OPTIONS[n][0] for n in given)
-    columns = ", ".join(SINGLE_RUN_OPTIONS[n][1] for n in given)
-    raise RadtrackError(f"{options}: {'applies' if len(given) == 1 else 'apply'} to a single "
-                        f"script; the sheet {sheet} sets {'it' if len(given) == 1 else 'them'} "
-                        f"per row in its {columns} column{'s' if len(given) > 1 else ''}{named}: "
-                        f"edit the sheet (or a copy of it), or leave out {options}")
-
-
 def _warn(message: str) -> None:
     print(f"radtrack: warning: {message}", file=sys.stderr)
 
@@ -358,109 +236,3 @@ def _for_plan(validate: Callable[[bool], T], dry_run: bool) -> T:
         print("radtrack: warning: this host cannot run it as planned (above); the plan is "
               "printed for a host that can, where a real run checks again", file=sys.stderr)
         return result
-
-
-def _single_spec(args: argparse.Namespace, script: Path) -> RunSpec:
-    from radtrack.listeners import registry
-    from radtrack.sheet import parse_collocation, parse_devices
-
-    try:
-        devices = parse_devices(args.devices.strip())
-    except ValueError as exc:
-        raise RadtrackError(f"--devices: {exc}") from None
-    try:
-        collocation = parse_collocation(args.collocation)
-    except ValueError as exc:
-        raise RadtrackError(f"--collocation: {exc}") from None
-    return RunSpec(
-        experiment=args.experiment if args.experiment is not None else DEFAULT_EXPERIMENT,
-        workload=args.workload if args.workload is not None else 0,  # 0: next free, set later
-        file=script.absolute(),
-        args=list(args.script_args),
-        devices=devices,
-        collocation=collocation,
-        listeners=registry.parse_names(args.listeners),
-        interval=args.interval if args.interval is not None else DEFAULT_INTERVAL,
-        max_epoch=args.max_epoch,
-        max_time=args.max_time,
-        manual=args.manual,
-        run_name=args.run_name,
-        carbon_intensity=args.carbon_intensity,
-        pue=args.pue,
-        carbon_source="--carbon-intensity" if args.carbon_intensity is not None else "",
-    )
-
-
-def _subcommand(name: str, rest: list[str]) -> int:
-    suggesting_subcommand_errors()
-    if name == "listeners":
-        return _list_listeners(rest)
-    if name in ("sync", "report", "export", "ui", "copy"):
-        _await_finishers(name, rest)
-    if name == "sync":
-        from radtrack.sync_command import main as sync_main
-
-        return sync_main(rest)
-    if name == "status":
-        from radtrack.executors.slurm_status import main as status_main
-
-        return status_main(rest)
-    if name == "report":
-        from radtrack.analysis.report import main as report_main
-
-        return report_main(rest)
-    if name == "export":
-        from radtrack.export import main as export_main
-
-        return export_main(rest)
-    if name == "copy":
-        from radtrack.store.copyruns import main as copy_main
-
-        return copy_main(rest)
-    from radtrack.frontend.app import main as ui_main
-
-    return ui_main(rest)
-
-
-def _await_finishers(name: str, rest: list[str]) -> None:
-    """Readers see complete runs: wait for launches still storing in the background
-    (radtrack/run/finishers.py) in $RADTRACK_HOME (and, for sync, next to --spool)."""
-    from radtrack.run.finishers import wait_for
-    from radtrack.script import env as renv
-
-    homes = [renv.radtrack_home()]
-    for i, arg in enumerate(rest):
-        spool = (arg.split("=", 1)[1] if arg.startswith("--spool=") else
-                 rest[i + 1] if arg == "--spool" and i + 1 < len(rest) else None)
-        if name == "sync" and spool:
-            homes.append(Path(spool).absolute().parent)
-    for home in dict.fromkeys(homes):
-        wait_for(home, lambda line: print(line, file=sys.stderr, flush=True))
-
-
-def _list_listeners(rest: list[str]) -> int:
-    import warnings
-
-    from radtrack.listeners import registry
-
-    parser = argparse.ArgumentParser(
-        prog="radtrack listeners",
-        description="List every listener installed (radtrack.listeners entry points, built-in "
-                    "and third-party), whether this host can run it, and why not. "
-                    "'python -m radtrack.listeners NAME --interval 0.1' runs one alone "
-                    "(docs/listeners.md).")
-    parser.parse_args(rest)  # --help; anything else: one line, exit 2
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        found = registry.installed()
-    width = max(len(n) for n in found) if found else 4
-    for name in sorted(found):
-        cls = found[name]
-        if isinstance(cls, Exception):
-            state = f"broken     failed to load: {cls}"
-        else:
-            ok = registry.availability(name)
-            kind = " (wraps the command)" if cls.wraps_command else ""
-            state = ("available" + kind) if ok else f"unavailable  {ok.reason}"
-        print(f"{name:<{width}}  {state}")
-    return 0
