@@ -43,7 +43,7 @@ PURE_ANALYSIS = frozenset({
     "radtrack.analysis.variability", "radtrack.analysis.energy_error",
     "radtrack.analysis.activity_power", "radtrack.analysis.energy_figures",
     "radtrack.analysis.sensor_model", "radtrack.analysis.baselines",
-    "radtrack.analysis.result_checks",
+    "radtrack.analysis.result_checks", "radtrack.analysis.cpu_energy_share",
 })
 #: (importer, imported) -> why this back-edge is sanctioned
 ALLOWED = {

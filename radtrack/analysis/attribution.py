@@ -30,6 +30,12 @@ GPU (device memory in use), and to ``idle`` when none does. A GPU with a single 
 (``solo``) keeps the whole GPU: it holds every window of its span (processes outside
 radtrack still get their own share). In every window the parts add up to ``E(w)``,
 so a GPU's attributed energies plus ``other`` plus ``idle`` are its measured energy.
+
+A device of the host's CPU side (a RAPL package or DRAM, ``GpuUse.host``) shared by
+co-located runs is split by CPU time instead (``process-cpu-time``,
+radtrack/analysis/cpu_energy_share.py): with every run's process-tree CPU read, each
+window's energy goes by the runs' CPU seconds over the host's busy CPU seconds, the rest
+to ``other``, a window without CPU time to ``idle``; else by holding time, as above.
 """
 
 from __future__ import annotations
@@ -41,12 +47,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from radtrack.analysis import cpu_energy_share
+
 WINDOW_S = 1.0
 IDLE = "idle"
 OTHER = "other"
 MPS_RULES = ("equal", "thread-cap", "memory")
 DEFAULT_MPS_RULE = "thread-cap"  # tracked the throughput truth best on the H100 (docs/analysis.md)
 GPU_SLICES = 7  # compute slices of a whole H100 / A100 (the 7g profile)
+HOST_METHOD = "process-cpu-time"  # co-located runs on a host's CPU packages and DRAM
 
 
 @dataclass
@@ -66,6 +75,7 @@ class GpuUse:
     thread_pct: float | None = None  # MPS active-thread cap
     slices: int | None = None  # MIG compute slices of the run's instance
     gpu_slices: int = GPU_SLICES
+    host: bool = False  # a device of the host's CPU side (package, DRAM): split by CPU time
 
     def has(self, quantity: str) -> bool:
         t, v = self.readings.get(quantity, (np.array([]), np.array([])))
@@ -82,6 +92,7 @@ class GpuAccount:
     energy: pd.DataFrame  # joules per window (rows) for each run, OTHER and IDLE (columns)
     share: pd.DataFrame  # activity per window, % of the whole GPU, for each run and OTHER
     notes: dict[str, str] = field(default_factory=dict)  # run -> why a figure is missing
+    host: bool = False  # the host's CPU side: ``share`` is CPU in % of one core
 
     @property
     def gpu_energy_j(self) -> float:
@@ -338,6 +349,8 @@ def account_gpu(uses: Sequence[GpuUse], edges: np.ndarray,
     if len(set(runs)) != len(runs):
         raise ValueError(f"attribution: a run appears twice on GPU {uses[0].gpu}")
     energy = gpu_window_energy(uses, edges)
+    if uses[0].host and len(uses) > 1:
+        return _account_host(uses, edges, energy)
     activity, other, methods, notes = _activity(uses, edges, mps_rule)
     if len(uses) == 1:
         methods = ["solo"]
@@ -348,7 +361,37 @@ def account_gpu(uses: Sequence[GpuUse], edges: np.ndarray,
     table[OTHER], table[IDLE] = to_other, to_idle
     share = pd.DataFrame(activity.T, columns=runs, index=mid)
     share[OTHER] = other
-    return GpuAccount(uses[0].gpu, "+".join(methods), edges, table, share, notes)
+    return GpuAccount(uses[0].gpu, "+".join(methods), edges, table, share, notes, uses[0].host)
+
+
+def _account_host(uses: Sequence[GpuUse], edges: np.ndarray, energy: np.ndarray) -> GpuAccount:
+    """A host CPU-side device (package, DRAM) shared by co-located runs: each window's
+    energy split by the runs' CPU seconds over the host's busy CPU seconds
+    (radtrack/analysis/cpu_energy_share.py), ``other`` the rest of the busy time, ``idle``
+    a window without any; by holding time where a run's CPU time was not read."""
+    width, mid = np.diff(edges), (edges[:-1] + edges[1:]) / 2
+    if not all(u.has(cpu_energy_share.PROC_CPU) for u in uses):
+        held = np.vstack([_overlap(u, edges) for u in uses])
+        parts, to_other, to_idle = split_energy(energy, np.zeros_like(held), np.zeros(len(width)), held)
+        table = pd.DataFrame(parts.T, columns=[u.run for u in uses], index=mid)
+        table[OTHER], table[IDLE] = to_other, to_idle
+        notes = {u.run: "no process CPU time on this host: charged by holding time" for u in uses}
+        return GpuAccount(uses[0].gpu, "held-time", edges, table, table.drop(columns=IDLE) * 0.0, notes,
+                          True)
+    used = {u.run: cpu_energy_share.window_seconds(u.readings[cpu_energy_share.PROC_CPU], edges,
+                                                   u.start, u.end) for u in uses}
+    busy = cpu_energy_share.host_busy_seconds(
+        [u.readings[cpu_energy_share.HOST_CPU] for u in uses if u.has(cpu_energy_share.HOST_CPU)], edges)
+    split, to_other, to_idle = cpu_energy_share.shares(energy, used, busy)
+    table = pd.DataFrame(split, index=mid)
+    table[OTHER], table[IDLE] = to_other, to_idle
+    share = pd.DataFrame({r: 100.0 * u / width for r, u in used.items()}, index=mid)
+    rest = np.zeros(len(width)) if busy is None else busy - np.sum(list(used.values()), axis=0)
+    share[OTHER] = 100.0 * np.clip(rest, 0.0, None) / width
+    notes = ({} if busy is not None else
+             {u.run: "no host CPU time per core: the runs' CPU time stands for the host's, "
+                     "nothing to other processes" for u in uses})
+    return GpuAccount(uses[0].gpu, HOST_METHOD, edges, table, share, notes, True)
 
 
 def account(uses: Sequence[GpuUse], start: float, end: float, width: float = WINDOW_S,

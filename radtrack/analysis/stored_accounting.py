@@ -4,7 +4,8 @@ The launcher accounts each workload when it ends (radtrack/postrun/accounting.py
 before that existed, or whose launcher was killed (their samples reach the store through
 ``radtrack sync``), have no ``summary/attribution/...`` metrics. For those, the analysis
 accounts the workload from its stored traces (those of every listener that declares a
-device's power, energy counter, per-process share or utilisation) and tags with the same arithmetic
+device's power, energy counter, per-process share or utilisation, or a run's or the host's
+CPU time) and tags with the same arithmetic
 (radtrack/analysis/attribution.py), over each run's MLflow start..end, and nothing is
 written back: the store stays as recorded.
 """
@@ -14,13 +15,15 @@ from __future__ import annotations
 import pandas as pd
 
 from radtrack.analysis.attribution import account
+from radtrack.analysis.cpu_energy_share import mark_host_uses
 from radtrack.analysis.data import load_runs, read_telemetry
 from radtrack.analysis.gpu_uses import run_uses
 from radtrack.analysis.trace_listing import telemetry_listeners
 from radtrack.store.energy_sources import declares
 
-#: a listener whose traces accounting reads declares one of these roles
-ROLES = ("device_power", "energy_counter", "proc_share", "utilisation")
+#: a listener whose traces accounting reads declares one of these roles (the CPU times split
+#: the host's CPU-side energy: radtrack/analysis/cpu_energy_share.py)
+ROLES = ("device_power", "energy_counter", "proc_share", "utilisation", "proc_cpu", "host_cpu")
 
 
 def _frames(row: pd.Series, uri: str) -> dict[str, pd.DataFrame]:
@@ -55,8 +58,9 @@ def account_stored(runs: pd.DataFrame, run_ids: list[str], tracking_uri: str
             tags = {k[4:]: v for k, v in row.items() if isinstance(k, str) and k.startswith("tag.")
                     and isinstance(v, str)}
             frames = _frames(row, tracking_uri)
-            uses += list(run_uses(str(row["run_id"]), frames, tags, row.get("collocation"),
-                                  *span).values())
+            found = run_uses(str(row["run_id"]), frames, tags, row.get("collocation"), *span)
+            mark_host_uses(found, frames)
+            uses += list(found.values())
         if not uses:
             continue
         accounts = account(uses, min(u.start for u in uses), max(u.end for u in uses))

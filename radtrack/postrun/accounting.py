@@ -18,6 +18,13 @@ and records:
   ``other_power_w``), the tags ``radtrack.attribution.gpu<i>`` and ``.uuid``, the totals
   ``summary/workload/energy_j`` and ``summary/workload/duration_s``, and the artifact
   ``attribution/power.parquet``: every party's power per window and GPU, long form.
+
+The host's CPU side (the devices whose energy series declare scope ``host``: RAPL's
+``pkg<n>`` and ``pkg<n>/dram``) is accounted alike under its device name
+(``summary/attribution/pkg0/energy_j`` on a row, ``summary/workload/pkg0/other_energy_j``
+on the parent, tag ``radtrack.attribution.pkg0`` = ``process-cpu-time``): co-located runs
+share it by their process trees' CPU time (radtrack/analysis/cpu_energy_share.py; no SM
+share is stored for it), a solo run keeps it whole.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from radtrack.analysis.attribution import (
     account,
 )
 from radtrack.analysis.colocation import WorkloadRuns, workload_totals
+from radtrack.analysis.cpu_energy_share import mark_host_uses
 from radtrack.analysis.energy_error import combine
 from radtrack.analysis.energy_figures import flag_code, span_interval
 from radtrack.analysis.gpu_uses import run_uses
@@ -85,6 +93,7 @@ def account_workload(client: MlflowClient, parent_id: str, rows: list[Row],
         end = row.ended or time.time()
         uses = run_uses(row.run_id, row.sink.frames, row.tags, row.spec.collocation,
                         row.started, end)
+        mark_host_uses(uses, row.sink.frames)  # the host's CPU side: split by CPU time
         inputs += [_Input(row, scope, use) for scope, use in uses.items()]
     if not inputs:
         return {}
@@ -128,7 +137,7 @@ def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
     if item.row.sink is not None and (ci := span_interval(item.row.sink.frames, scope, item.use.start,
                                                           item.use.end)) is not None:
         points += [(schema.ci_key(key), ci.ci95_pct, now, 0), (schema.ci_flag_key(key), flag_code(ci), now, 0)]
-    if inside.sum() > 0:
+    if inside.sum() > 0 and not acc.host:  # a host device's share is CPU time, not SM time
         points.append((schema.attribution_summary_key(scope, "sm_share_pct"),
                        float((share * inside).sum() / inside.sum()), now, 0))
     step = 0
@@ -136,8 +145,9 @@ def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
         # over the run's part of the window (the windows are the workload's; a run starts
         # or ends inside one): its power there, at the middle of that part, in its span
         mid = (lo[k] + hi[k]) / 2
-        points += [(stored_key(schema.attribution_key(scope, "attributed_power_w")), energy[k] / inside[k], mid, step),
-                   (stored_key(schema.attribution_key(scope, "sm_share_pct")), share[k], mid, step)]
+        points.append((stored_key(schema.attribution_key(scope, "attributed_power_w")), energy[k] / inside[k], mid, step))
+        if not acc.host:
+            points.append((stored_key(schema.attribution_key(scope, "sm_share_pct")), share[k], mid, step))
         step += 1
     _log(client, run, _metrics(points))
     tags = {schema.attribution_tag(scope): acc.method,
@@ -150,15 +160,22 @@ def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
 
 def _labels(inputs: list[_Input]) -> dict[str, str]:
     """GPU UUID -> ``gpu<i>`` with i its NVML index (the host's numbering), as the runs'
-    smi probes recorded it; in order of appearance where the index is unknown."""
+    smi probes recorded it; in order of appearance where the index is unknown. A device of
+    the host's CPU side (``host:pkg0``) keeps its device name (``pkg0``, ``pkg0/dram``)."""
     labels: dict[str, str] = {}
+    for item in inputs:
+        if item.use.host and item.use.gpu not in labels:
+            taken = set(labels.values())
+            labels[item.use.gpu] = next(name for n in range(len(inputs) + 1)
+                                        if (name := item.scope + (f"_{n}" if n else "")) not in taken)
     for item in inputs:
         index = item.row.tags.get(schema.gpu_tag(item.scope, "nvml_index"))
         if item.use.gpu not in labels and index is not None:
             labels[item.use.gpu] = f"gpu{index}"
     for item in inputs:
         if item.use.gpu not in labels:
-            labels[item.use.gpu] = f"gpu{len(labels)}"
+            taken = set(labels.values())
+            labels[item.use.gpu] = next(f"gpu{n}" for n in range(len(inputs) + 1) if f"gpu{n}" not in taken)
     return labels
 
 
@@ -171,7 +188,8 @@ def power_table(inputs: list[_Input], accounts: dict[str, GpuAccount]) -> pd.Dat
         widths = np.diff(acc.edges)
         for party in acc.energy.columns:
             energy = acc.energy[party].to_numpy()
-            share = acc.share[party].to_numpy() if party in acc.share else np.full(len(energy), np.nan)
+            share = (acc.share[party].to_numpy() if party in acc.share and not acc.host
+                     else np.full(len(energy), np.nan))  # a host device's: CPU time, not SM
             parts.append(pd.DataFrame({
                 "time": acc.edges[:-1], "end": acc.edges[1:], "gpu": labels[gpu], "gpu_uuid": gpu,
                 "party": names.get(party, party),

@@ -161,6 +161,44 @@ def find(keys: Iterable[str], device: str, quantity: str, *roles: str) -> str | 
     return min(found, key=lambda m: (-m.priority, m.key)).key if found else None
 
 
+@dataclass(frozen=True)
+class CpuTimeKeys:
+    """The series that say who kept a host's CPUs busy (co-location's CPU-energy split,
+    radtrack/analysis/cpu_energy_share.py), by role: ``proc_cpu`` (the run's process tree,
+    % of one core) and ``host_cpu`` of scope ``host``, either over all cores (its unit text
+    says so: ``% of all cores``) or per core (``% of one core``)."""
+
+    proc: str | None  # the run's process tree's CPU, % of one core
+    host: str | None  # the host's busy CPU, % of all cores
+    cores: tuple[str, ...]  # each core's busy CPU, % of one core
+
+    @property
+    def host_known(self) -> bool:
+        """Whether the host's busy time in core-seconds can be told (the per-core series
+        number the cores, or sum to it)."""
+        return bool(self.cores)
+
+
+def cpu_time_keys(keys: Iterable[str]) -> CpuTimeKeys:
+    """The CPU-time series among ``keys`` (listener keys), each the highest priority of its
+    kind (ties: the key that sorts first); never a radtrack summary."""
+    found = [m for k in sorted(set(keys)) if not k.startswith(_OWN)
+             and (m := describe(k)).role in ("proc_cpu", "host_cpu") and not m.stat]
+
+    def first(ms: list) -> str | None:
+        return min(ms, key=lambda m: (-m.priority, m.key)).key if ms else None
+
+    proc = [m for m in found if m.role == "proc_cpu" and m.scope == "run"
+            and "all cores" not in m.unit_text]
+    host = [m for m in found if m.role == "host_cpu" and m.scope == "host"]
+    whole = [m for m in host if "one core" not in m.unit_text]
+    cores = [m for m in host if "one core" in m.unit_text]
+    if cores:  # one listener's cores only: two listeners' would count each core twice
+        best_listener = first(cores).split("/", 1)[0]  # type: ignore[union-attr]
+        cores = [m for m in cores if m.key.split("/", 1)[0] == best_listener]
+    return CpuTimeKeys(first(proc), first(whole), tuple(m.key for m in cores))
+
+
 def devices_with(keys: Iterable[str], *roles: str, scope: str | None = None) -> list[str]:
     """The devices that have a reading of one of ``roles`` (and ``scope``), in order."""
     return sorted({device_of(k) for k in keys if (m := describe(k)).role in roles

@@ -1,0 +1,130 @@
+"""Co-located CPU rows share the host's CPU-side energy by their processes' CPU time
+(issue 40), through the CLI into a real SQLite store.
+
+Two rows of one workload run on a recorded 2-socket RAPL tree (tests/data/rapl, pointed at
+by ``RADTRACK_POWERCAP_ROOT``) with ``-l rapl+top``: row ``feeder`` advances the tree's
+counters (tests/listeners/rapl_fake.py: a few ms of CPU every 20 ms), row ``burner`` burns a
+core (tests/scripts/busy.py). Post-run accounting splits each RAPL device's energy
+(``pkg0``, ``pkg0/dram``, ...) between them by CPU seconds over the host's busy CPU seconds
+(radtrack/analysis/cpu_energy_share.py); the rest is the parent's ``other``/``idle``. Checked:
+each row's share against the rule applied to the series the rows stored, the sum rule
+(shares + other + idle = the device's measured energy = the tree's true increments), the
+method tags, CO2e of the attributed energy, and the report's per-run energy and footprint.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mlflow import MlflowClient
+from support import radtrack_cli
+
+from radtrack.analysis.cpu_energy_share import split
+
+TESTS = Path(__file__).resolve().parents[1]
+RAPL = TESTS / "data" / "rapl"
+INTENSITY = 400.0  # g CO2e / kWh, PUE 1
+WATTS = {"intel-rapl:0": 60.0, "intel-rapl:0:0": 8.0, "intel-rapl:1": 75.0, "intel-rapl:1:0": 9.0}
+DEVICES = {"intel-rapl:0": "pkg0", "intel-rapl:0:0": "pkg0/dram", "intel-rapl:1": "pkg1",
+           "intel-rapl:1:0": "pkg1/dram"}
+HEADER = "Experiment,Workload,Devices,Collocation,File,Listeners,Params,Interval,RunName\n"
+
+
+def _history(c: MlflowClient, run_id: str, key: str) -> tuple[np.ndarray, np.ndarray]:
+    h = sorted(c.get_metric_history(run_id, f"system/{key}"), key=lambda m: (m.timestamp, m.step))
+    return np.array([m.timestamp / 1000 for m in h]), np.array([m.value for m in h])
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cpu_share")
+    root = tmp / "powercap"
+    shutil.copytree(RAPL / "server_2socket", root)
+    log = tmp / "written.json"
+    feeder = f"{root} {log} --steps 100 --step-s 0.02 " + " ".join(f"{z}={w}" for z, w in WATTS.items())
+    sheet = tmp / "sheet.csv"
+    sheet.write_text(HEADER + f"cpu,1,-,-,{TESTS / 'listeners' / 'rapl_fake.py'},,{feeder},0.1,feeder\n"
+                              f"cpu,1,-,-,{TESTS / 'scripts' / 'busy.py'},,1.2,0.1,burner\n")
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    # every listener reads before the scripts start (rapl holds no start by itself)
+    env = {"MLFLOW_TRACKING_URI": uri, "RADTRACK_HOME": str(tmp / ".radtrack"),
+           "RADTRACK_POWERCAP_ROOT": str(root), "RADTRACK_RAPL_EVERY_S": "0",
+           "RADTRACK_TOP_CORE_EVERY_S": "0", "RADTRACK_WAIT_LISTENERS": "1"}
+    p = radtrack_cli("-l", "rapl+top", "--carbon-intensity", str(INTENSITY), str(sheet), env=env,
+                     cwd=tmp)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    c = MlflowClient(uri)
+    exp = c.get_experiment_by_name("cpu")
+    assert exp is not None
+    runs = {r.info.run_name if r.data.tags.get("radtrack.role") == "row" else "parent": r
+            for r in c.search_runs([exp.experiment_id])}
+    assert sorted(runs) == ["burner", "feeder", "parent"], sorted(runs)
+    return c, runs, env, json.loads(log.read_text()), tmp
+
+
+def test_each_device_is_split_by_cpu_time_and_the_parts_add_up(workload):
+    c, runs, _, written, _ = workload
+    parent = runs["parent"].data.metrics
+    rows = {name: runs[name] for name in ("feeder", "burner")}
+    for zone, device in DEVICES.items():
+        measured = parent[f"summary/workload/{device}/energy_j"]
+        # the rows' listeners read the counters from before the scripts to after them:
+        # the workload's measured energy is what the feeder wrote
+        assert measured == pytest.approx(written["true_uj"][zone][-1] / 1e6, rel=0.02), device
+        shares = {n: r.data.metrics[f"summary/attribution/{device}/energy_j"] for n, r in rows.items()}
+        other = parent[f"summary/workload/{device}/other_energy_j"]
+        idle = parent[f"summary/workload/{device}/idle_energy_j"]
+        assert min(shares.values()) > 0 and other >= 0 and idle >= 0
+        assert sum(shares.values()) + other + idle == pytest.approx(measured, rel=1e-6), device
+        for r in rows.values():
+            assert r.data.tags[f"radtrack.attribution.{device}"] == "process-cpu-time"
+        assert runs["parent"].data.tags[f"radtrack.attribution.{device}"] == "process-cpu-time"
+        assert f"summary/attribution/{device}/sm_share_pct" not in rows["burner"].data.metrics
+
+        # against the rule applied to what the rows stored, over the counter's own readings
+        # (accounting splits 1-s windows: close, not equal): each run's CPU (% of one core)
+        # and the host's busy CPU (all cores x its cores); holding time would give the
+        # feeder, alone on the host for most of the span, several times its CPU share
+        ids = {n: r.info.run_id for n, r in rows.items()}
+        energy = _history(c, ids["feeder"], f"rapl/{device}/energy_j")
+        proc = {n: _history(c, i, "top/proc/cpu_pct") for n, i in ids.items()}
+        cores = sum(1 for k in rows["feeder"].data.metrics if k.startswith("summary/top/cpu")
+                    and k.endswith("/util_pct/mean"))
+        assert cores >= 1
+        t, host = _history(c, ids["feeder"], "top/cpu_pct")
+        want = split(energy, proc, (t, host * cores))
+        for name in rows:
+            assert shares[name] == pytest.approx(want[name], rel=0.15), (device, name, shares, want)
+
+
+def test_the_runs_footprint_and_the_workloads_include_the_cpu_side(workload):
+    _, runs, _, written, _ = workload
+    total_true = sum(written["true_uj"][z][-1] for z in DEVICES) / 1e6
+    parent = runs["parent"].data.metrics
+    assert parent["summary/workload/energy_j"] == pytest.approx(total_true, rel=0.02)
+    assert parent["summary/workload/co2e_g"] == pytest.approx(
+        parent["summary/workload/energy_j"] / 3.6e6 * INTENSITY, rel=1e-6)
+    for name in ("feeder", "burner"):
+        m = runs[name].data.metrics
+        attributed = sum(m[f"summary/attribution/{d}/energy_j"] for d in DEVICES.values())
+        assert m["summary/co2e_g"] == pytest.approx(attributed / 3.6e6 * INTENSITY, rel=1e-6)
+
+
+def test_the_report_shows_each_runs_attributed_cpu_energy(workload):
+    _, runs, env, _, tmp = workload
+    p = radtrack_cli("report", "cpu", "--format", "csv", env=env, cwd=tmp, check=True)
+    table = {r["run_name"] if "run_name" in r else r.get("run", ""): r
+             for r in csv.DictReader(io.StringIO(p.stdout))}
+    for name in ("feeder", "burner"):
+        row = next(r for r in table.values() if name in r.values())
+        m = runs[name].data.metrics
+        attributed = sum(m[f"summary/attribution/{d}/energy_j"] for d in DEVICES.values())
+        assert float(row["energy_j"]) == pytest.approx(attributed, rel=1e-3), row
+        assert float(row["co2e_g"]) == pytest.approx(attributed / 3.6e6 * INTENSITY, rel=1e-3)
+        assert row["attribution"] == "process-cpu-time"
