@@ -9,7 +9,7 @@ from dash import ClientsideFunction, Dash, Input, Output, State, ctx
 from dash.exceptions import PreventUpdate
 
 from radtrack.analysis.correlation import correlate
-from radtrack.frontend.attributed import DEFAULT_POWER, chart_series
+from radtrack.frontend.attributed import DEFAULT_POWER
 from radtrack.frontend.chart_query import (  # noqa: F401 (parse_range, revision: re-exports)
     QUERY_KEY,
     chart_inputs,
@@ -27,6 +27,7 @@ from radtrack.frontend.figures import (
     legend_labels,
     run_labels,
 )
+from radtrack.frontend.nodes import lane_colours, lane_labels, nodes_note, plotted, with_node_rows
 from radtrack.frontend.summaries import (  # noqa: F401 (summary_frame: re-export)
     EMPTY_SUMMARY,
     SummaryCache,
@@ -59,10 +60,11 @@ def metric_group(key: str) -> str:
     return key.split("/", 1)[0] if "/" in key else SCRIPT_GROUP
 
 
-def metric_options(keys: list[str], search: str | None, chosen: list[str]) -> list[dict]:
+def metric_options(keys: list[str], search: str | None, chosen: list[str],
+                   note: str = "") -> list[dict]:
     """Checklist options grouped by listener, each group under a disabled header row; the
     search keeps the keys holding each of its words, in any order (``gpu5 power``), and
-    says so when none does."""
+    says so when none does; ``note`` (a selection's nodes, nodes.py) heads the list."""
     words = (search or "").lower().split()
     shown = [k for k in keys if all(w in k.lower() for w in words) or k in chosen]
     if words and not any(k not in chosen for k in shown):
@@ -86,17 +88,20 @@ def metric_options(keys: list[str], search: str | None, chosen: list[str]) -> li
         for key in groups[group]:
             short = key[len(group) + 1:] if group != SCRIPT_GROUP else key
             options.append({"label": short, "value": key})
-    return [shown_note, *options] if shown_note else options
+    notes = [{"label": note, "value": HEADER_PREFIX + "nodes", "disabled": True}] if note else []
+    return [*notes, shown_note, *options] if shown_note else [*notes, *options]
 
 
 def chart_figure(source: DataSource, selection: list[str], metrics: list[str],
                  options: ChartOptions, rev: str):
+    """The chart: a trace per run and metric, per node of a multi-node run (nodes.py)."""
     if not selection or not metrics:
         return build_chart(metrics, selection, {}, {}, options, uirevision=rev)
-    labels = legend_labels(source.run_rows(selection))
-    series, attributed = chart_series(source, selection, metrics, options.power)
-    return build_chart(metrics, selection, labels, series, options, uirevision=rev,
-                       attributed=attributed)
+    rows = source.run_rows(selection)
+    lanes, series, attributed = plotted(source, selection, metrics, options)
+    return build_chart(metrics, lanes, lane_labels(legend_labels(rows), rows), series, options,
+                       uirevision=rev, attributed=attributed,
+                       colours=lane_colours(selection, lanes))
 
 
 def chart_answer(source: DataSource, selection, chosen, xmode, smooth, logy, view_range,
@@ -124,6 +129,7 @@ def summary_answer(source: DataSource, summaries: SummaryCache, selection: list[
     table = summaries.table(selection)
     labels = run_labels(source.run_rows(selection))
     table.insert(0, "run", [labels.get(r, r) for r in table["run_id"]])
+    table = with_node_rows(table, source.run_rows(selection), labels)  # a row per node (nodes.py)
     # The run label already says experiment, workload and letter.
     table = table.drop(columns=["run_id"])
     # headers say what each energy is and the unit (columns.py); the tooltip says more
@@ -150,7 +156,8 @@ def register(app: Dash, source: DataSource, summaries: SummaryCache) -> None:
         # latest answer of a callback, so a tick sent while the options of a new selection
         # were on their way used to drop them (a script run's metrics never listed).
         keys = source.metric_keys(selection) if selection else []
-        return metric_options(keys, search, chosen)
+        note = nodes_note(source.run_rows(selection)) if selection else ""
+        return metric_options(keys, search, chosen, note)
 
     app.clientside_callback(TABS_JS, Output("summary-panel", "style"),
                             Output("corr-panel", "style"), Output("shares-panel", "style"),

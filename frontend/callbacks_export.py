@@ -8,6 +8,7 @@ silent HTTP 500 (image_export.py).
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from dash import Dash, Input, Output, State, ctx, dcc, no_update
 
@@ -17,6 +18,7 @@ from radtrack.frontend.callbacks_select import shown_view
 from radtrack.frontend.chart_query import chart_inputs
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.figures import run_labels
+from radtrack.frontend.nodes import plotted
 
 EXPORTS = ("png", "jpg", "svg", "pdf", "csv", "json", "view")
 
@@ -61,8 +63,11 @@ def register(app: Dash, source: DataSource) -> None:
                 return no_update, f"No {kind.upper()}: {exc}"
             return (dcc.send_bytes(data, f"radtrack-chart-{stamp}.{kind}"),
                     f"Chart exported as {kind.upper()}.")
-        frame = exports.series_frame(source.series(runs, metrics), runs, metrics, options.xmode,
-                                     options.x_range, run_labels(source.run_rows(runs)))
+        # every node's series (nodes.py), each as measured: a metric's samples, never a
+        # co-located run's attributed share standing in for them (attributed.py)
+        lanes, series, _ = plotted(source, runs, metrics, replace(options, power="gpu"))
+        frame = exports.series_frame(series, lanes, metrics, options.xmode, options.x_range,
+                                     run_labels(source.run_rows(runs)))
         if kind == "csv":
             return (dcc.send_string(exports.series_csv(frame), f"radtrack-series-{stamp}.csv"),
                     f"{len(frame)} samples exported as CSV.")

@@ -29,10 +29,12 @@ from mlflow.entities import Experiment, ViewType
 from radtrack.analysis import data as analysis
 from radtrack.analysis.run_records import records_frame
 from radtrack.errors import RadtrackError
+from radtrack.store.schema import NODES, node_stream, split_node
 
 #: statuses whose data can still grow; anything else is cached for the life of the server
 LIVE_STATUSES = frozenset({"RUNNING", "SCHEDULED"})
 X_MODES = ("seconds", "wall", "step")
+NODES_TAG = f"tag.{NODES}"
 
 
 @dataclass(frozen=True)
@@ -193,9 +195,13 @@ class DataSource:
 
     # Metric keys ---------------------------------------------------------------------------
     def metric_keys(self, run_ids: Iterable[str]) -> list[str]:
-        """The metric keys present in any of the runs (telemetry and logged), sorted."""
+        """The metric keys present in any of the runs (telemetry and logged), sorted; a
+        multi-node run's ``node<K>/<key>`` counts as ``<key>`` (the page draws every node's
+        series of a key it lists: frontend/nodes.py)."""
         run_ids = list(dict.fromkeys(run_ids))
-        live = {row["run_id"]: row["status"] in LIVE_STATUSES for row in self.run_rows(run_ids)}
+        rows = self.run_rows(run_ids)
+        live = {row["run_id"]: row["status"] in LIVE_STATUSES for row in rows}
+        nodes = {row["run_id"]: node_count(row) for row in rows}
         keys: set[str] = set()
         for run_id in run_ids:
             with self._lock:
@@ -205,7 +211,10 @@ class DataSource:
                 entry = _Entry(found, self._clock(), bool(live.get(run_id)))
                 with self._lock:
                     self._keys[run_id] = entry
-            keys.update(entry.value)  # type: ignore[arg-type]
+            found = entry.value
+            if nodes.get(run_id, 1) > 1:
+                found = {split_node(k)[1] for k in found}  # type: ignore[attr-defined]
+            keys.update(found)  # type: ignore[arg-type]
         return sorted(keys)
 
     # Series --------------------------------------------------------------------------------
@@ -246,9 +255,9 @@ class DataSource:
                      if any("/" in m for m in wanted) else set())
         by_listener: dict[str, list[str]] = {}
         for metric in wanted:
-            prefix = metric.split("/", 1)[0]
-            if prefix in listeners:
-                by_listener.setdefault(prefix, []).append(metric)
+            stream = trace_of(metric)
+            if stream in listeners:
+                by_listener.setdefault(stream, []).append(metric)
         for listener, keys in by_listener.items():
             # The run's status is known: no round trip to the store to ask it again.
             wide = analysis.read_telemetry(run_id, listener, tracking_uri=self.tracking_uri,
@@ -276,6 +285,22 @@ class DataSource:
                                          part["step"].to_numpy(dtype=np.int64),
                                          part["value"].to_numpy(dtype=np.float64))
         return {m: found[m] if m in found else _empty(run_id, m, start) for m in wanted}
+
+
+def trace_of(key: str) -> str:
+    """The trace that may hold ``key``: its listener's (``smi`` for ``smi/gpu0/power_w``), node
+    K's own (``node1.smi`` for ``node1/smi/gpu0/power_w``, radtrack/store/schema.py)."""
+    node, own = split_node(key)
+    return node_stream(own.split("/", 1)[0], node or 0)
+
+
+def node_count(row: dict) -> int:
+    """How many nodes the run ran on (its ``radtrack.nodes`` tag; docs/sheets.md
+    "Multi-node rows"); 1 for a one-node run, or a tag that is not a whole number."""
+    try:
+        return max(int(str(row.get(NODES_TAG) or 1)), 1)
+    except ValueError:
+        return 1
 
 
 def workload_number(value: object) -> int | None:

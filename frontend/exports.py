@@ -13,29 +13,33 @@ from radtrack.analysis.plotting import CHROMIUM  # noqa: F401 (re-export)
 from radtrack.csvsafe import safe_frame
 from radtrack.frontend.data import Series
 from radtrack.frontend.image_export import IMAGE_FORMATS, ExportError, render  # noqa: F401
+from radtrack.frontend.nodes import split_lane
 from radtrack.store.meaning import describe
 
-#: run: the run's display name (its MLflow run name, as in the legend); label, scope, unit:
-#: what the metric is, whose figure and in what unit (radtrack/store/meaning.py: ``run CPU
-#: (% of one core)``, ``run``, ``%``); time: ISO 8601 UTC; seconds: since the run's start;
-#: unix_time: seconds since the epoch
-SERIES_COLUMNS = ["run", "run_id", "metric", "label", "scope", "unit", "time", "seconds",
-                  "unix_time", "value"]
+#: run: the run's display name (its MLflow run name, as in the legend); node: the node the
+#: sample is from (0..N-1 on a multi-node run, 0 on a one-node run; frontend/nodes.py);
+#: label, scope, unit: what the metric is, whose figure and in what unit
+#: (radtrack/store/meaning.py: ``run CPU (% of one core)``, ``run``, ``%``); time: ISO 8601
+#: UTC; seconds: since the run's start; unix_time: seconds since the epoch
+SERIES_COLUMNS = ["run", "run_id", "node", "metric", "label", "scope", "unit", "time",
+                  "seconds", "unix_time", "value"]
 
 
 def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str],
                  metrics: Sequence[str], xmode: str = "seconds",
                  x_range: tuple[float, float] | None = None,
                  names: Mapping[str, str] | None = None) -> pd.DataFrame:
-    """Full-resolution samples as :data:`SERIES_COLUMNS` (``names``: run id -> display name).
+    """Full-resolution samples as :data:`SERIES_COLUMNS` (``names``: run id -> display name);
+    ``run_ids`` may hold a multi-node run's lanes (nodes.py): a row per node's sample.
 
     ``x_range``, in the units of ``xmode`` (as the chart's zoom), keeps only the samples
     of the zoomed window.
     """
     parts = []
-    for run_id in run_ids:
+    for owner in run_ids:
+        run_id, node = split_lane(owner)
         for metric in metrics:
-            one = series.get((run_id, metric))
+            one = series.get((owner, metric))
             if one is None or not len(one):
                 continue
             times, seconds, values = one.x("wall"), one.seconds, one.value
@@ -48,12 +52,14 @@ def series_frame(series: Mapping[tuple[str, str], Series], run_ids: Sequence[str
             iso = stamps.strftime("%Y-%m-%dT%H:%M:%S.%f").str[:-3] + "Z"
             said = describe(metric)
             parts.append(pd.DataFrame({
-                "run": (names or {}).get(run_id, run_id), "run_id": run_id, "metric": metric,
+                "run": (names or {}).get(run_id, run_id), "run_id": run_id, "node": node,
+                "metric": metric,
                 "label": said.label, "scope": said.scope, "unit": said.unit_text,
                 "time": iso, "seconds": seconds, "unix_time": times, "value": values}))
     if not parts:
         return pd.DataFrame({c: pd.Series(dtype=float if c in ("seconds", "unix_time", "value")
-                                          else str) for c in SERIES_COLUMNS})
+                                          else "int64" if c == "node" else str)
+                             for c in SERIES_COLUMNS})
     return pd.concat(parts, ignore_index=True)[SERIES_COLUMNS]
 
 
@@ -64,7 +70,7 @@ def series_csv(frame: pd.DataFrame) -> str:
 
 
 def series_json(frame: pd.DataFrame) -> str:
-    """A JSON list of {run, run_id, metric, label, scope, unit, time, seconds, unix_time,
+    """A JSON list of {run, run_id, node, metric, label, scope, unit, time, seconds, unix_time,
     value} records (NaN as null)."""
     records = frame.replace({np.nan: None}).to_dict("records")
     return json.dumps(records)

@@ -282,17 +282,19 @@ def _shares(members: Sequence[str], present: set[tuple[str, str]],
 
 def build_chart(metrics: Sequence[str], run_ids: Sequence[str], labels: Mapping[str, str],
                 series: Mapping[tuple[str, str], Series], options: ChartOptions,
-                uirevision: str = "chart", attributed: set[tuple[str, str]] | None = None) -> dict:
+                uirevision: str = "chart", attributed: set[tuple[str, str]] | None = None,
+                colours: Mapping[str, str] | None = None) -> dict:
     """One subplot per metric (per quantity with ``options.overlay``; one shared x axis), one
     trace per run that has the metric; ``attributed``: the (run, metric) pairs showing the
-    run's attributed power instead of the GPU's (attributed.py).
+    run's attributed power instead of the GPU's (attributed.py). ``run_ids`` may be lanes, a
+    multi-node run's nodes (nodes.py), each with its ``colours`` entry and legend group.
 
     Returns the figure as a plain dict: plotly.py's validating objects cost 50-150 ms for
     40 traces, which every zoom would pay again.
     """
     if not metrics or not run_ids:
         return empty_figure("Pick runs and at least one metric")
-    colours = run_colours(run_ids)
+    colours = dict(colours or run_colours(run_ids))
     groups = subplots(metrics, options.overlay)
     rows = len(groups)
     gap = min(0.08, 0.3 / rows)

@@ -22,7 +22,7 @@ import pandas as pd
 from dash import dcc, html
 
 from radtrack.frontend.colocation import description
-from radtrack.frontend.data import workload_number
+from radtrack.frontend.data import node_count, workload_number
 from radtrack.store import schema
 
 ROLE = f"tag.{schema.ROLE}"
@@ -268,6 +268,8 @@ def run_row(row: dict, checked: bool, now: float | None = None,
     if status == "RUNNING":
         duration = (now if now is not None else time.time()) - start
     name = str(row.get("run_name") or row["run_id"][:8])
+    if node_count(row) > 1:  # one run over several nodes (nodes.py draws each node's series)
+        name += f" · {node_count(row)} nodes"
     script = row_experiment is not None
     if script:
         own = row.get("experiment")

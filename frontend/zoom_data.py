@@ -27,11 +27,11 @@ import numpy as np
 from flask import Flask, Response, request
 
 from radtrack.errors import RadtrackError
-from radtrack.frontend.attributed import chart_series
 from radtrack.frontend.chart_query import chart_inputs
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.exposure import zoom_problem
 from radtrack.frontend.figures import chart_arrays
+from radtrack.frontend.nodes import plotted
 
 ROUTE = "/_radtrack/zoom"
 def encode(arrays: list[tuple[str, str, np.ndarray, np.ndarray]], rev: str) -> bytes:
@@ -71,8 +71,8 @@ def zoom_payload(source: DataSource, query: Mapping[str, object]) -> bytes | Non
         query.get("overlay"))
     if rev != query.get("rev") or not runs or not metrics:
         return None
-    series, _ = chart_series(source, runs, metrics, options.power)
-    return encode(chart_arrays(metrics, runs, series, options), rev)
+    lanes, series, _ = plotted(source, runs, metrics, options)  # as the chart (nodes.py)
+    return encode(chart_arrays(metrics, lanes, series, options), rev)
 
 
 def register(server: Flask, source: DataSource) -> None:

@@ -32,8 +32,8 @@ def _series(metric: str = "m") -> dict[tuple[str, str], Series]:
 
 def test_series_frame_names_runs_and_gives_time_as_iso_and_seconds() -> None:
     frame = exports.series_frame(_series(), ["r1", "r2"], ["m"], names={"r1": "exp-1 A"})
-    assert list(frame.columns) == ["run", "run_id", "metric", "label", "scope", "unit", "time",
-                                   "seconds", "unix_time", "value"]
+    assert list(frame.columns) == ["run", "run_id", "node", "metric", "label", "scope", "unit",
+                                   "time", "seconds", "unix_time", "value"]
     assert len(frame) == 200
     assert frame["run"].iloc[0] == "exp-1 A" and frame["run"].iloc[100] == "r2"  # no name: id
     assert frame["time"].iloc[0] == "2023-11-14T22:13:20.000Z"
@@ -54,7 +54,7 @@ def test_csv_and_json_parse_back_to_the_same_samples() -> None:
     assert list(back.columns) == exports.SERIES_COLUMNS
     np.testing.assert_allclose(back["value"], frame["value"])
     records = json.loads(exports.series_json(frame))
-    assert records[3] == {"run": "r1", "run_id": "r1", "metric": "m", "label": "m",
+    assert records[3] == {"run": "r1", "run_id": "r1", "node": 0, "metric": "m", "label": "m",
                           "scope": "run", "unit": "",  # the script's own: no unit
                           "time": "2023-11-14T22:13:23.000Z", "seconds": 3.0,
                           "unix_time": START + 3, "value": 6.0}
@@ -63,7 +63,7 @@ def test_csv_and_json_parse_back_to_the_same_samples() -> None:
 def test_empty_selection_exports_an_empty_table_with_headers() -> None:
     frame = exports.series_frame({}, ["r1"], ["m"])
     assert exports.series_csv(frame).strip() == (
-        "run,run_id,metric,label,scope,unit,time,seconds,unix_time,value")
+        "run,run_id,node,metric,label,scope,unit,time,seconds,unix_time,value")
 
 
 def test_each_sample_says_whose_figure_and_its_unit() -> None:

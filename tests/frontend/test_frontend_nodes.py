@@ -1,0 +1,204 @@
+"""A multi-node run on the page (frontend/nodes.py): a real SQLite store holding a two-node run
+stored as radtrack stores one (node 1's series as ``system/node1/<key>``, its trace
+``telemetry/node1.<listener>.parquet``, ``radtrack.nodes`` and ``radtrack.node<K>.*`` tags,
+``summary/node<K>/...`` figures), read through the Dash app's own routes: the metric list,
+the chart callback, the zoom route, the CSV export and the Summary table."""
+
+from __future__ import annotations
+
+import io
+import json
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from mlflow import MlflowClient
+from mlflow.entities import Metric
+from synthetic import new_store, seed_workload
+
+from radtrack.frontend.app import create_app
+from radtrack.frontend.callbacks_chart import HEADER_PREFIX, QUERY_KEY
+from radtrack.frontend.data import DataSource
+from radtrack.frontend.figures import decode_array, legend_labels, run_colours
+from radtrack.frontend.picker import run_row
+from radtrack.frontend.zoom_data import ROUTE, decode
+from radtrack.store import schema
+
+KEYS = ("smi/gpu0/power_w", "top/cpu_pct")
+POINTS = 40
+NODE1_POWER = 321.0  # node 1's power: a constant no synthetic node-0 trace holds
+
+
+def _add_node(client: MlflowClient, run_id: str, start: float, node: int) -> None:
+    """Node ``node``'s part of a run, as the node's sink, the end of the run and outcome.py
+    store it: its series node-scoped (history holds only the last sample, so the page must
+    read the node's trace to draw all of them), a trace per listener, its figures and tags."""
+    times = start + np.arange(POINTS, dtype=np.float64)
+    values = {"smi/gpu0/power_w": np.full(POINTS, NODE1_POWER),
+              "top/cpu_pct": np.linspace(10.0, 50.0, POINTS)}
+    end_ms = int(times[-1] * 1000)
+    logged = [Metric(schema.stored_key(schema.node_scoped(k, node)), float(v[-1]), end_ms,
+                     POINTS - 1) for k, v in values.items()]
+    logged += [Metric(schema.node_summary_key(0, "duration_s"), float(POINTS), end_ms, 0),
+               Metric(schema.node_summary_key(node, "duration_s"), float(POINTS - 1), end_ms, 0),
+               Metric(schema.node_summary_key(node, "gpu_energy_j"), 12_000.0, end_ms, 0),
+               Metric(schema.nodes_total_key("gpu_energy_j"), 20_000.0, end_ms, 0)]
+    client.log_batch(run_id, metrics=logged, synchronous=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for key, column in values.items():
+            listener = key.split("/", 1)[0]
+            path = Path(tmp) / f"{schema.node_stream(listener, node)}{schema.TRACE_SUFFIX}"
+            pd.DataFrame({"time": times, "step": np.arange(POINTS),
+                          schema.node_scoped(key, node): column}).to_parquet(path, index=False)
+            client.log_artifact(run_id, str(path), schema.TELEMETRY_DIR)
+    tags = {schema.NODES: "2", schema.node_tag(0, "host"): "gpu-a",
+            schema.node_tag(node, "host"): "gpu-b", schema.node_tag(0, "status"): "FINISHED",
+            schema.node_tag(node, "status"): "FINISHED",
+            schema.node_tag(node, "clock_offset_ms"): "+1.250"}
+    for name, value in tags.items():
+        client.set_tag(run_id, name, value)
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    root = tmp_path_factory.mktemp("nodes-store")
+    uri = new_store(root)
+    (multi,) = seed_workload(uri, "nodes", 1, ["A"], metrics=KEYS, points=POINTS, epochs=0,
+                             artifact_root=root / "artifacts")
+    (single,) = seed_workload(uri, "nodes", 2, ["A"], metrics=KEYS, points=POINTS, epochs=0,
+                              artifact_root=root / "artifacts", start=1_700_001_000.0)
+    client = MlflowClient(tracking_uri=uri)
+    _add_node(client, multi.run_id, multi.start, 1)
+    # a one-node run's own metric that merely looks node-scoped stays a metric of its own
+    client.log_metric(single.run_id, "node1/loss", 0.5, step=0)
+    app = create_app(uri, root / "views")
+    return {"uri": uri, "multi": multi, "single": single, "http": app.server.test_client()}
+
+
+def _dash(http, output: str, inputs: list[tuple[str, str, object]],
+          state: list[tuple[str, str, object]], changed: str) -> dict:
+    """One callback through Dash's own route, as the browser calls it."""
+    def props(items: list[tuple[str, str, object]]) -> list[dict]:
+        return [{"id": i, "property": p, "value": v} for i, p, v in items]
+
+    outputs = [{"id": part.rsplit(".", 1)[0], "property": part.rsplit(".", 1)[1]}
+               for part in output.strip(".").split("...")]
+    body = {"output": output, "outputs": outputs if "..." in output else outputs[0],
+            "inputs": props(inputs), "state": props(state), "changedPropIds": [changed]}
+    answer = http.post("/_dash-update-component", json=body)
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    return answer.get_json()["response"]
+
+
+def _chart(store: dict, runs: list[str], metrics: list[str]) -> dict:
+    response = _dash(store["http"], "..chart.figure...chart-key.data..", [
+        ("selection", "data", runs), ("metrics", "value", metrics), ("xmode", "value", "seconds"),
+        ("smooth", "value", 1), ("logy", "value", []), ("live", "n_intervals", 0),
+        ("power", "value", "attributed"), ("overlay", "value", [])],
+        [("view-range", "data", None), ("chart-key", "data", None)], "metrics.value")
+    return response["chart"]["figure"]
+
+
+def test_the_picker_lists_a_metric_once_and_says_the_run_has_two_nodes(store) -> None:
+    multi, single = store["multi"].run_id, store["single"].run_id
+    response = _dash(store["http"], "metrics.options", [
+        ("selection", "data", [multi, single]), ("metric-search", "value", ""),
+        ("metrics", "value", [])], [], "selection.data")
+    options = response["metrics"]["options"]
+    values = [o["value"] for o in options]
+    assert {"smi/gpu0/power_w", "top/cpu_pct"} <= set(values)
+    assert not any(v.startswith("node1/smi") or v.startswith("node1/top") for v in values)
+    assert values.count("smi/gpu0/power_w") == 1
+    assert "node1/loss" in values  # the one-node run's own metric, as it logged it
+    notes = [o["label"] for o in options if o["value"] == HEADER_PREFIX + "nodes"]
+    assert notes == ["runs over 2 nodes: each metric is drawn once per node"]
+    alone = _dash(store["http"], "metrics.options", [
+        ("selection", "data", [single]), ("metric-search", "value", ""),
+        ("metrics", "value", [])], [], "selection.data")["metrics"]["options"]
+    assert not any(o["value"] == HEADER_PREFIX + "nodes" for o in alone)
+    row_multi, row_single = DataSource(store["uri"]).run_rows([multi, single])
+    label = run_row(row_multi, False).children[0].options[0]["label"]
+    assert label == f"{store['multi'].run_name} · 2 nodes"
+    assert run_row(row_single, False).children[0].options[0]["label"] == store["single"].run_name
+
+
+def test_a_picked_metric_is_drawn_once_per_node_in_a_legend_group_each(store) -> None:
+    multi, single = store["multi"], store["single"]
+    figure = _chart(store, [multi.run_id, single.run_id], ["smi/gpu0/power_w"])
+    traces = figure["data"]
+    names = [t["name"] for t in traces]
+    labels = legend_labels(DataSource(store["uri"]).run_rows([multi.run_id, single.run_id]))
+    assert labels[multi.run_id].startswith(multi.run_name)
+    assert names == [f"{labels[multi.run_id]} · node 0", f"{labels[multi.run_id]} · node 1",
+                     labels[single.run_id]]  # the one-node run as it always was
+    groups = [t["legendgroup"] for t in traces]
+    assert len(set(groups)) == 3 and all(t["showlegend"] for t in traces)
+    node1 = traces[1]
+    assert node1["meta"][1] == "smi/gpu0/power_w" and node1["meta"][0] != multi.run_id
+    y = decode_array(node1["y"])
+    assert len(y) == POINTS and np.allclose(y, NODE1_POWER)  # node 1's own trace, every sample
+    assert not np.allclose(decode_array(traces[0]["y"]), NODE1_POWER)
+    # each run keeps the colour it has everywhere on the page; node 1 has one of its own
+    colours = [t["line"]["color"] for t in traces]
+    runs = run_colours([multi.run_id, single.run_id])
+    assert colours[0] == runs[multi.run_id] and colours[2] == runs[single.run_id]
+    assert colours[1] not in (colours[0], colours[2])
+    # hover names the trace: the node is in it
+    assert all("node" in n for n in names[:2])
+
+
+def test_a_zoom_answers_every_node_trace_the_chart_drew(store) -> None:
+    multi = store["multi"]
+    figure = _chart(store, [multi.run_id], ["smi/gpu0/power_w", "top/cpu_pct"])
+    assert len(figure["data"]) == 4
+    query = {**figure[QUERY_KEY], "x": [5.0, 20.0]}
+    answer = store["http"].post(ROUTE, json=query)
+    assert answer.status_code == 200, answer.get_data(as_text=True)
+    header, arrays = decode(answer.get_data())
+    assert [meta for meta, _ in header["traces"]] == [t["meta"] for t in figure["data"]]
+    node1_power = [i for i, t in enumerate(figure["data"])
+                   if t["name"].endswith("node 1") and t["meta"][1] == "smi/gpu0/power_w"]
+    x, y = arrays[node1_power[0]]
+    assert len(x) and x.min() >= 4.0 and x.max() <= 21.0 and np.allclose(y, NODE1_POWER)
+
+
+def test_the_csv_export_has_a_node_column(store) -> None:
+    multi, single = store["multi"], store["single"]
+    exports = ("png", "jpg", "svg", "pdf", "csv", "json", "view")
+    response = _dash(store["http"], "..download.data...export-msg.children..",
+                     [(f"export-{k}", "n_clicks", 1 if k == "csv" else None) for k in exports], [
+        ("selection", "data", [multi.run_id, single.run_id]),
+        ("metrics", "value", ["top/cpu_pct"]), ("xmode", "value", "seconds"),
+        ("smooth", "value", 1), ("logy", "value", []), ("view-range", "data", None),
+        ("experiment", "value", "nodes"), ("workload", "value", None),
+        ("power", "value", "attributed"), ("overlay", "value", [])], "export-csv.n_clicks")
+    csv = pd.read_csv(io.StringIO(response["download"]["data"]["content"]))
+    assert list(csv.columns[:4]) == ["run", "run_id", "node", "metric"]
+    counts = csv.groupby(["run_id", "node"]).size().to_dict()
+    assert counts == {(multi.run_id, 0): POINTS, (multi.run_id, 1): POINTS,
+                      (single.run_id, 0): POINTS}
+    mine = csv[(csv["run_id"] == multi.run_id) & (csv["node"] == 1)]
+    assert set(mine["run"]) == {multi.run_name} and set(mine["metric"]) == {"top/cpu_pct"}
+    assert mine["value"].iloc[-1] == pytest.approx(50.0)
+    assert response["export-msg"]["children"] == f"{3 * POINTS} samples exported as CSV."
+
+
+def test_the_summary_table_has_a_row_per_node_and_for_all_nodes(store) -> None:
+    multi, single = store["multi"], store["single"]
+    response = _dash(store["http"], "summary-data.data", [
+        ("tabs", "value", "summary"), ("selection", "data", [multi.run_id, single.run_id]),
+        ("live", "n_intervals", 0)], [], "selection.data")
+    rows = response["summary-data"]["data"]["rows"]
+    runs = [r["run"] for r in rows]
+    assert runs == [multi.run_name, f"{multi.run_name} · node 0", f"{multi.run_name} · node 1",
+                    f"{multi.run_name} · all nodes", single.run_name]
+    node1 = rows[2]
+    assert node1["status"] == "FINISHED" and node1["duration_s"] == POINTS - 1
+    assert node1["gpu_energy_j"] == pytest.approx(12_000.0)
+    assert rows[3]["gpu_energy_j"] == pytest.approx(20_000.0)
+    assert "host gpu-b" in node1["_tips"]["run"] and "clock offset ms +1.250" in node1["_tips"]["run"]
+    assert "a run over 2 nodes" in rows[0]["_tips"]["run"]
+    assert "nodes" not in rows[4]["_tips"].get("run", "")
+    json.dumps(response)  # what the page receives is plain JSON
