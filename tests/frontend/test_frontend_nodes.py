@@ -8,14 +8,12 @@ from __future__ import annotations
 
 import io
 import json
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
-from mlflow.entities import Metric
+from node_runs import KEYS, NODE1_POWER, POINTS, add_node
 from synthetic import new_store, seed_workload
 
 from radtrack.frontend.app import create_app
@@ -24,41 +22,6 @@ from radtrack.frontend.data import DataSource
 from radtrack.frontend.figures import decode_array, legend_labels, run_colours
 from radtrack.frontend.picker import run_row
 from radtrack.frontend.zoom_data import ROUTE, decode
-from radtrack.store import schema
-
-KEYS = ("smi/gpu0/power_w", "top/cpu_pct")
-POINTS = 40
-NODE1_POWER = 321.0  # node 1's power: a constant no synthetic node-0 trace holds
-
-
-def _add_node(client: MlflowClient, run_id: str, start: float, node: int) -> None:
-    """Node ``node``'s part of a run, as the node's sink, the end of the run and outcome.py
-    store it: its series node-scoped (history holds only the last sample, so the page must
-    read the node's trace to draw all of them), a trace per listener, its figures and tags."""
-    times = start + np.arange(POINTS, dtype=np.float64)
-    values = {"smi/gpu0/power_w": np.full(POINTS, NODE1_POWER),
-              "top/cpu_pct": np.linspace(10.0, 50.0, POINTS)}
-    end_ms = int(times[-1] * 1000)
-    logged = [Metric(schema.stored_key(schema.node_scoped(k, node)), float(v[-1]), end_ms,
-                     POINTS - 1) for k, v in values.items()]
-    logged += [Metric(schema.node_summary_key(0, "duration_s"), float(POINTS), end_ms, 0),
-               Metric(schema.node_summary_key(node, "duration_s"), float(POINTS - 1), end_ms, 0),
-               Metric(schema.node_summary_key(node, "gpu_energy_j"), 12_000.0, end_ms, 0),
-               Metric(schema.nodes_total_key("gpu_energy_j"), 20_000.0, end_ms, 0)]
-    client.log_batch(run_id, metrics=logged, synchronous=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        for key, column in values.items():
-            listener = key.split("/", 1)[0]
-            path = Path(tmp) / f"{schema.node_stream(listener, node)}{schema.TRACE_SUFFIX}"
-            pd.DataFrame({"time": times, "step": np.arange(POINTS),
-                          schema.node_scoped(key, node): column}).to_parquet(path, index=False)
-            client.log_artifact(run_id, str(path), schema.TELEMETRY_DIR)
-    tags = {schema.NODES: "2", schema.node_tag(0, "host"): "gpu-a",
-            schema.node_tag(node, "host"): "gpu-b", schema.node_tag(0, "status"): "FINISHED",
-            schema.node_tag(node, "status"): "FINISHED",
-            schema.node_tag(node, "clock_offset_ms"): "+1.250"}
-    for name, value in tags.items():
-        client.set_tag(run_id, name, value)
 
 
 @pytest.fixture(scope="module")
@@ -69,12 +32,17 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> dict:
                              artifact_root=root / "artifacts")
     (single,) = seed_workload(uri, "nodes", 2, ["A"], metrics=KEYS, points=POINTS, epochs=0,
                               artifact_root=root / "artifacts", start=1_700_001_000.0)
+    (live,) = seed_workload(uri, "nodes", 3, ["A"], metrics=KEYS, points=POINTS, epochs=0,
+                            status="RUNNING", artifact_root=root / "artifacts",
+                            start=1_700_002_000.0)
     client = MlflowClient(tracking_uri=uri)
-    _add_node(client, multi.run_id, multi.start, 1)
+    add_node(client, multi.run_id, multi.start, 1)
+    add_node(client, live.run_id, live.start, 1, live=True)
     # a one-node run's own metric that merely looks node-scoped stays a metric of its own
     client.log_metric(single.run_id, "node1/loss", 0.5, step=0)
     app = create_app(uri, root / "views")
-    return {"uri": uri, "multi": multi, "single": single, "http": app.server.test_client()}
+    return {"uri": uri, "multi": multi, "single": single, "live": live,
+            "http": app.server.test_client()}
 
 
 def _dash(http, output: str, inputs: list[tuple[str, str, object]],
@@ -147,6 +115,15 @@ def test_a_picked_metric_is_drawn_once_per_node_in_a_legend_group_each(store) ->
     assert colours[1] not in (colours[0], colours[2])
     # hover names the trace: the node is in it
     assert all("node" in n for n in names[:2])
+
+
+def test_a_running_run_draws_each_node_from_its_metric_history(store) -> None:
+    live = store["live"]
+    figure = _chart(store, [live.run_id], ["top/cpu_pct"])
+    traces = figure["data"]
+    assert [t["name"].rsplit(" · ", 1)[1] for t in traces] == ["node 0", "node 1"]
+    y = decode_array(traces[1]["y"])
+    assert len(y) == POINTS and y[0] == pytest.approx(10.0) and y[-1] == pytest.approx(50.0)
 
 
 def test_a_zoom_answers_every_node_trace_the_chart_drew(store) -> None:
