@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from mlflow import MlflowClient
-from support import radtrack_cli
+from support import radtrack_cli, sqlite_locked
 
 from radtrack.analysis.cpu_energy_share import split
 
@@ -41,31 +41,40 @@ def _history(c: MlflowClient, run_id: str, key: str) -> tuple[np.ndarray, np.nda
     return np.array([m.timestamp / 1000 for m in h]), np.array([m.value for m in h])
 
 
-@pytest.fixture(scope="module")
-def workload(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("cpu_share")
-    root = tmp / "powercap"
+def _launch(tmp: Path, experiment: str, env: dict[str, str]) -> tuple[Path, dict[str, str]]:
+    """The two-row sheet on a fresh copy of the tree; (the feeder's log, the env used)."""
+    root = tmp / f"powercap-{experiment}"
     shutil.copytree(RAPL / "server_2socket", root)
-    log = tmp / "written.json"
+    log = tmp / f"written-{experiment}.json"
     feeder = f"{root} {log} --steps 100 --step-s 0.02 " + " ".join(f"{z}={w}" for z, w in WATTS.items())
-    sheet = tmp / "sheet.csv"
-    sheet.write_text(HEADER + f"cpu,1,-,-,{TESTS / 'listeners' / 'rapl_fake.py'},,{feeder},0.1,feeder\n"
-                              f"cpu,1,-,-,{TESTS / 'scripts' / 'busy.py'},,1.2,0.1,burner\n")
-    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    sheet = tmp / f"{experiment}.csv"
+    sheet.write_text(HEADER + f"{experiment},1,-,-,{TESTS / 'listeners' / 'rapl_fake.py'},,{feeder},0.1,feeder\n"
+                              f"{experiment},1,-,-,{TESTS / 'scripts' / 'busy.py'},,1.2,0.1,burner\n")
     # every listener reads before the scripts start (rapl holds no start by itself)
-    env = {"MLFLOW_TRACKING_URI": uri, "RADTRACK_HOME": str(tmp / ".radtrack"),
-           "RADTRACK_POWERCAP_ROOT": str(root), "RADTRACK_RAPL_EVERY_S": "0",
+    env = {**env, "RADTRACK_POWERCAP_ROOT": str(root), "RADTRACK_RAPL_EVERY_S": "0",
            "RADTRACK_TOP_CORE_EVERY_S": "0", "RADTRACK_WAIT_LISTENERS": "1"}
     p = radtrack_cli("-l", "rapl+top", "--carbon-intensity", str(INTENSITY), str(sheet), env=env,
                      cwd=tmp)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    c = MlflowClient(uri)
-    exp = c.get_experiment_by_name("cpu")
+    return log, env
+
+
+def _runs(c: MlflowClient, experiment: str) -> dict[str, object]:
+    exp = c.get_experiment_by_name(experiment)
     assert exp is not None
     runs = {r.info.run_name if r.data.tags.get("radtrack.role") == "row" else "parent": r
             for r in c.search_runs([exp.experiment_id])}
     assert sorted(runs) == ["burner", "feeder", "parent"], sorted(runs)
-    return c, runs, env, json.loads(log.read_text()), tmp
+    return runs
+
+
+@pytest.fixture(scope="module")
+def workload(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("cpu_share")
+    uri = f"sqlite:///{tmp / 'mlflow.db'}"
+    log, env = _launch(tmp, "cpu", {"MLFLOW_TRACKING_URI": uri, "RADTRACK_HOME": str(tmp / ".radtrack")})
+    c = MlflowClient(uri)
+    return c, _runs(c, "cpu"), env, json.loads(log.read_text()), tmp
 
 
 def test_each_device_is_split_by_cpu_time_and_the_parts_add_up(workload):
@@ -128,3 +137,33 @@ def test_the_report_shows_each_runs_attributed_cpu_energy(workload):
         assert float(row["energy_j"]) == pytest.approx(attributed, rel=1e-3), row
         assert float(row["co2e_g"]) == pytest.approx(attributed / 3.6e6 * INTENSITY, rel=1e-3)
         assert row["attribution"] == "process-cpu-time"
+
+
+def _accounting(run) -> tuple[set[str], dict[str, str]]:
+    """What accounting stored on a run: its keys and its attribution tags."""
+    keys = {k for k in run.data.metrics if k.startswith(("summary/attribution/", "summary/workload/"))
+            or k == "summary/co2e_g"}
+    return keys, {k: v for k, v in run.data.tags.items() if k.startswith("radtrack.attribution.")
+                  and not k.endswith((".gpu", ".uuid"))}
+
+
+@pytest.mark.slow
+def test_sync_stores_the_cpu_split_as_the_live_launch(workload):
+    """The same sheet with its store away throughout: ``radtrack sync``'s end step stores the
+    CPU-side split as the live launch did (radtrack/postrun/synced.py)."""
+    c, live, env, _, tmp = workload
+    with sqlite_locked(tmp / "mlflow.db"):
+        log, _ = _launch(tmp, "away", {**env, "RADTRACK_STORE_WAIT_S": "2"})
+    s = radtrack_cli("sync", env=env, cwd=tmp)
+    assert s.returncode == 0 and "end step" in s.stdout, s.stdout + s.stderr
+    away = _runs(c, "away")
+    for who in live:
+        assert _accounting(away[who]) == _accounting(live[who]), who
+    parent = away["parent"].data.metrics
+    written = json.loads(log.read_text())
+    for zone, device in DEVICES.items():
+        measured = parent[f"summary/workload/{device}/energy_j"]
+        assert measured == pytest.approx(written["true_uj"][zone][-1] / 1e6, rel=0.02)
+        parts = sum(away[n].data.metrics[f"summary/attribution/{device}/energy_j"] for n in ("feeder", "burner"))
+        parts += parent[f"summary/workload/{device}/other_energy_j"] + parent[f"summary/workload/{device}/idle_energy_j"]
+        assert parts == pytest.approx(measured, rel=1e-6)
