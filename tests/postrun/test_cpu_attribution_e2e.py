@@ -167,3 +167,31 @@ def test_sync_stores_the_cpu_split_as_the_live_launch(workload):
         parts = sum(away[n].data.metrics[f"summary/attribution/{device}/energy_j"] for n in ("feeder", "burner"))
         parts += parent[f"summary/workload/{device}/other_energy_j"] + parent[f"summary/workload/{device}/idle_energy_j"]
         assert parts == pytest.approx(measured, rel=1e-6)
+
+
+@pytest.mark.slow
+def test_a_workload_stored_without_accounting_is_split_from_its_traces(workload):
+    """A co-located workload whose end step could not account it (here: a bad
+    ``RADTRACK_MPS_ATTRIBUTION`` stops accounting) has no ``summary/attribution/...``; the
+    report accounts it from the stored traces (radtrack/analysis/stored_accounting.py), the
+    CPU side by CPU time too, reading the traces of whichever listeners declare the roles."""
+    c, _, env, _, tmp = workload
+    _launch(tmp, "unaccounted", {**env, "RADTRACK_MPS_ATTRIBUTION": "bogus"})
+    runs = _runs(c, "unaccounted")
+    assert not any(k.startswith("summary/attribution/") for r in runs.values() for k in r.data.metrics)
+    p = radtrack_cli("report", "unaccounted", "--format", "csv", env=env, cwd=tmp, check=True)
+    table = list(csv.DictReader(io.StringIO(p.stdout)))
+    ids = {n: runs[n].info.run_id for n in ("feeder", "burner")}
+    cores = sum(1 for k in runs["feeder"].data.metrics if k.startswith("summary/top/cpu")
+                and k.endswith("/util_pct/mean"))
+    t, host = _history(c, ids["feeder"], "top/cpu_pct")
+    proc = {n: _history(c, i, "top/proc/cpu_pct") for n, i in ids.items()}
+    want = {n: 0.0 for n in ids}
+    for device in DEVICES.values():
+        got = split(_history(c, ids["feeder"], f"rapl/{device}/energy_j"), proc, (t, host * cores))
+        for n in ids:
+            want[n] += got[n]
+    for name in ids:
+        row = next(r for r in table if name in r.values())
+        assert row["attribution"] == "process-cpu-time (from traces)", row
+        assert float(row["energy_j"]) == pytest.approx(want[name], rel=0.15), (name, row["energy_j"], want)
