@@ -92,6 +92,16 @@ def metric_options(keys: list[str], search: str | None, chosen: list[str],
     return [*notes, shown_note, *options] if shown_note else [*notes, *options]
 
 
+def listed_metrics(source: DataSource, runs: list[str], search: str | None,
+                   chosen: list[str]) -> list[dict]:
+    """The metric list of a selection: :func:`metric_options` of its keys, headed by what its
+    multi-node runs draw (nodes.py)."""
+    if not runs:
+        return metric_options([], search, chosen)
+    return metric_options(source.metric_keys(runs), search, chosen,
+                          nodes_note(source.run_rows(runs)))
+
+
 def chart_figure(source: DataSource, selection: list[str], metrics: list[str],
                  options: ChartOptions, rev: str):
     """The chart: a trace per run and metric, per node of a multi-node run (nodes.py)."""
@@ -155,9 +165,7 @@ def register(app: Dash, source: DataSource, summaries: SummaryCache) -> None:
         # A tick answers with the options too (the keys are cached): Dash keeps only the
         # latest answer of a callback, so a tick sent while the options of a new selection
         # were on their way used to drop them (a script run's metrics never listed).
-        keys = source.metric_keys(selection) if selection else []
-        note = nodes_note(source.run_rows(selection)) if selection else ""
-        return metric_options(keys, search, chosen, note)
+        return listed_metrics(source, list(selection or []), search, chosen)
 
     app.clientside_callback(TABS_JS, Output("summary-panel", "style"),
                             Output("corr-panel", "style"), Output("shares-panel", "style"),

@@ -9,7 +9,7 @@ from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
 
 from radtrack.frontend import picker
-from radtrack.frontend.callbacks_chart import chart_answer, metric_options
+from radtrack.frontend.callbacks_chart import chart_answer, listed_metrics
 from radtrack.frontend.chart_query import (
     chart_inputs,
     link_range,
@@ -294,13 +294,12 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
             return (*[no_update] * 9, str(exc), no_update, no_update, "", *keep)
         view = usable(source, view, problems)
         runs = list(dict.fromkeys(view.runs))
-        keys = source.metric_keys(runs) if runs else []
         logy_value = ["log"] if view.logy else []
         zoom = link_range(source, view) if runs else None
         figure, key = chart_answer(source, runs, view.metrics, view.xmode, view.smooth,
                                    logy_value, zoom, view.power, view.overlay)
         return (runs, basket_children(source, runs), list(view.metrics),
-                metric_options(keys, metric_search, view.metrics),
+                listed_metrics(source, runs, metric_search, list(view.metrics)),
                 view.experiment, view.workload, view.xmode, view.smooth, logy_value, message,
                 figure, key, link_message(problems), view.power,
                 ["gpus"] if view.overlay else [], zoom)

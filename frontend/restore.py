@@ -25,7 +25,7 @@ from flask import has_request_context, request
 from mlflow.exceptions import MlflowException
 
 from radtrack.errors import RadtrackError
-from radtrack.frontend.callbacks_chart import chart_answer, metric_options, summary_answer
+from radtrack.frontend.callbacks_chart import chart_answer, listed_metrics, summary_answer
 from radtrack.frontend.callbacks_select import basket_children, runs_children, workload_options
 from radtrack.frontend.chart_query import link_range
 from radtrack.frontend.data import DataSource
@@ -91,10 +91,9 @@ def restore(source: DataSource, search: str, summaries: SummaryCache) -> Restore
         zoom = link_range(source, view)
         figure, key = chart_answer(source, runs, view.metrics, view.xmode, view.smooth, logy,
                                    zoom, view.power, view.overlay)
-        keys = source.metric_keys(runs)
         return Restored(
             selection=runs, metrics=list(view.metrics),
-            metric_options=metric_options(keys, None, view.metrics),
+            metric_options=listed_metrics(source, runs, None, list(view.metrics)),
             experiment=view.experiment, workload=view.workload,
             workload_options=workload_options(source, view.experiment, None),
             runs=runs_children(source, view.experiment, view.workload, None, runs),

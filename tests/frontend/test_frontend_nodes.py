@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import numpy as np
 import pandas as pd
@@ -179,3 +180,15 @@ def test_the_summary_table_has_a_row_per_node_and_for_all_nodes(store) -> None:
     assert "a run over 2 nodes" in rows[0]["_tips"]["run"]
     assert "nodes" not in rows[4]["_tips"].get("run", "")
     json.dumps(response)  # what the page receives is plain JSON
+
+
+def test_a_shared_link_to_a_two_node_chart_comes_with_every_node_and_the_note(store) -> None:
+    multi = store["multi"]
+    page = store["http"].get(f"/?runs={multi.run_id}&metric=smi%2Fgpu0%2Fpower_w")
+    assert page.status_code == 200
+    text = page.get_data(as_text=True)
+    assert "runs over 2 nodes: each metric is drawn once per node" in text
+    text = text.replace("\\u00b7", "·")  # the layout's JSON, in the page
+    names = re.findall(r'"name":"(nodes-1 A[^"]*)"', text)  # the chart's traces
+    assert [n.rsplit(" · ", 1)[1] for n in names] == ["node 0", "node 1"]
+    assert '"run":"nodes-1 A · node 1"' in text  # the Summary table's node row
