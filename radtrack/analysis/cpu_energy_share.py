@@ -11,6 +11,11 @@ CPU time was used at all (or the host's busy time is unknown and no run used any
 the runs' sum stands for the busy time. A run's shares add up with ``other`` and
 ``idle`` to the host's energy: nothing is counted twice, nothing lost.
 
+Co-location accounting applies it per 1-s window of the workload (radtrack/analysis/
+attribution.py, for every device whose energy series declares scope ``host``), on the CPU
+series whichever listener declares them (``proc_cpu``, ``host_cpu``: :func:`cpu_readings`);
+:func:`split` applies it over the energy counter's own intervals.
+
 This is a model: a package's power is not linear in its busy time (an idle package draws
 a large part of its busy power), so the split says who kept the CPUs busy, not what each
 run would draw alone (docs/listeners.md "CPU and DRAM energy").

@@ -19,7 +19,8 @@ The *device* of a series is its key's middle part (``smi/gpu0/power_w`` -> ``gpu
 the same device, and only one of them counts, the one whose series declares the higher
 ``priority`` (ties: the key that sorts first). Scope ``device`` is a GPU or a board,
 ``host`` the machine's CPU side (CPU package, DRAM): both are in a run's total energy,
-each shown apart by :func:`device_energies`.
+each shown apart by :func:`device_energies`. Who kept a host's CPUs busy (its CPU-side
+devices are split by it among co-located runs) comes by role too: :func:`cpu_time_keys`.
 
 Pure: no MLflow, no store access.
 """
