@@ -3,85 +3,23 @@
 ``solo``, ``GPU time-slicing with N`` (plain co-location on a GPU the run's processes used:
 N other runs beside it), ``CPU only, shared with N`` (co-located, but its processes never
 used a GPU: they shared the host's CPUs), ``MPS 50 % with N`` (``MPS`` without a limit),
-``MIG slice 3g.40gb``, in the words of radtrack/spec.py ``sharing_text``: read from the
-row's ``radtrack.collocation`` and ``radtrack.colocated_with`` tags (docs/architecture.md),
-its per-process GPU summaries (``summary/smi/gpu<i>/proc_mem_used_mib/max``: GPU memory of
-its processes) and the host's GPUs; the script's file name from its ``script`` param (or
-MLflow's source name).
+``MIG slice 3g.40gb``: radtrack/analysis/sharing.py's words, the report's ``sharing``
+column's too; the script's file name from its ``script`` param (or MLflow's source name).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from pathlib import PurePath
 
-from radtrack.spec import sharing_text
-from radtrack.store import schema
+from radtrack.analysis.sharing import colocated_count, colocation_text, text_of, uses_gpu
 
-_MPS = re.compile(r"^mps(?::(\d+(?:\.\d+)?))?$", re.IGNORECASE)
-_ABSENT = ("", "-", "none", "nan")
-
-
-def _text(value: object) -> str:
-    if value is None or (isinstance(value, float) and value != value):
-        return ""
-    return str(value).strip()
-
-
-def colocated_count(row: Mapping[str, object]) -> int:
-    """How many other runs shared the run's GPUs (its ``radtrack.colocated_with`` names)."""
-    others = _text(row.get(f"tag.{schema.COLOCATED_WITH}"))
-    return len([n for n in others.split(",") if n.strip()])
-
-
-_PROCESS_GPU = re.compile(r"^metric\.summary/[^/]+/gpu\d+/(proc_mem_used_mib|proc_sm_util_pct)/(max|mean)$")
-
-
-def uses_gpu(row: Mapping[str, object]) -> bool | None:
-    """Whether the run's processes used a GPU: its per-process GPU readings (memory, SM
-    share) where it has them (True where any is above 0); else True for a row placed on a
-    GPU the host has (its Devices cell set, smi ran), False for a run that saw no GPU (none
-    on the host: smi did not run), None where it saw GPUs it was not placed on."""
-    readings = [v for k, v in row.items() if isinstance(k, str) and _number(v) and (
-        _PROCESS_GPU.match(k) or (k.startswith(f"metric.{schema.SUMMARY_ATTRIBUTION_PREFIX}")
-                                  and k.endswith("/sm_share_pct")))]
-    if readings:
-        return any(float(v) > 0 for v in readings)
-    smi = schema.listener_tag(schema.SMI)
-    seen = (_text(row.get(f"tag.{smi}")) == "ok" or _text(row.get(f"tag.{schema.GPU_UUIDS}"))
-            or any(isinstance(k, str) and k.startswith(f"tag.{smi}.gpu") and k.endswith(".uuid")
-                   and _text(v) for k, v in row.items()))
-    if not seen:
-        return False
-    devices = _text(row.get(f"tag.{schema.DEVICES}") or row.get("devices"))
-    return True if devices.strip("-") else None
-
-
-def _number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value == value
-
-
-def colocation_text(row: Mapping[str, object]) -> str:
-    """``solo``, ``GPU time-slicing with 2``, ``CPU only, shared with 1``, ``MPS 50 % with 1``,
-    ``MIG slice 3g.40gb``; '' for a run radtrack did not launch (no co-location recorded)."""
-    mode = _text(row.get("collocation") or row.get(f"tag.{schema.COLLOCATION}"))
-    others = colocated_count(row)
-    mig = _text(row.get(f"tag.{schema.MIG_PROFILE}"))
-    if _MPS.match(mode) or mode.lower() not in _ABSENT:
-        return sharing_text(mode, others, None)
-    if mig:
-        return sharing_text(mig, others, None)
-    if others:
-        return sharing_text("-", others, uses_gpu(row))
-    if mode == "-" or row.get(f"tag.{schema.ROLE}") == schema.ROLE_ROW:
-        return "solo"
-    return ""
+__all__ = ["colocated_count", "colocation_text", "description", "script_text", "uses_gpu"]
 
 
 def script_text(row: Mapping[str, object]) -> str:
     """The script's file name (``sgemm.py``), or ''."""
-    script = _text(row.get("file") or row.get("param.script")
+    script = text_of(row.get("file") or row.get("param.script")
                    or row.get("tag.mlflow.source.name"))
     if not script:
         return ""

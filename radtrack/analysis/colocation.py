@@ -24,8 +24,8 @@ import pandas as pd
 from radtrack.analysis.interference import interference
 from radtrack.store import schema
 
-COLUMNS = ["experiment", "workload", "launch", "rows", "collocation", "devices", "duration_s", "energy_j",
-           "co2e_g", "idle_energy_j", "other_energy_j", "work", "work_unit", "energy_per_unit_j", "stp",
+COLUMNS = ["experiment", "workload", "launch", "rows", "collocation", "sharing", "devices", "duration_s",
+           "energy_j", "co2e_g", "idle_energy_j", "other_energy_j", "work", "work_unit", "energy_per_unit_j", "stp",
            "antt", "serial_energy_j", "energy_vs_serial_pct", "note"]
 _WORKLOAD_PREFIX = f"metric.{schema.SUMMARY_WORKLOAD_PREFIX}"
 
@@ -36,14 +36,15 @@ def _value(parent: pd.Series | None, key: str) -> float:
 
 
 def _per_gpu(parent: pd.Series | None, suffix: str) -> float:
-    """Sum of ``summary/workload/gpu<i>/<suffix>`` over the workload's GPUs."""
+    """Sum of ``summary/workload/<device>/<suffix>`` over the workload's devices (GPUs, CPU
+    packages and their DRAM: ``pkg0/dram``)."""
     if parent is None:
         return float("nan")
     total = 0.0
     found = False
     for column, value in parent.items():
         if (isinstance(column, str) and column.startswith(_WORKLOAD_PREFIX)
-                and column.endswith(suffix) and column.count("/") == 3 and pd.notna(value)):
+                and column.endswith(suffix) and column.count("/") >= 3 and pd.notna(value)):
             total += float(value)
             found = True
     return total if found else float("nan")
@@ -78,6 +79,8 @@ def workload_table(runs: pd.DataFrame, inter: pd.DataFrame) -> pd.DataFrame:
         row: dict[str, object] = {
             "experiment": experiment, "workload": workload, "launch": launch, "rows": len(group),
             "collocation": ",".join(sorted({str(c) for c in group["collocation"]})),
+            "sharing": ", ".join(sorted({str(c) for c in group["sharing"]}))
+            if "sharing" in group else "",
             "devices": ",".join(sorted({str(d) for d in children.get("devices", [])})),
             "duration_s": _value(parent, "duration_s"),
             "energy_j": _value(parent, "energy_j"),

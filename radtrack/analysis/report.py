@@ -38,6 +38,7 @@ from radtrack.analysis.result_checks import (
 )
 from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.analysis.script_runs import is_script_run, load_script_runs, own_metric_columns
+from radtrack.analysis.sharing import colocation_text
 from radtrack.analysis.variability import time_to_target, variability
 from radtrack.errors import RadtrackError
 from radtrack.store import schema
@@ -92,6 +93,11 @@ def analyze_experiment(experiment: str, workload: int | None = None,
     launches = everything.get(f"tag.{schema.LAUNCH_ID}", pd.Series("", index=everything.index))
     table.insert(table.columns.get_loc("user") + 1, "launch", table["run_id"].map(
         dict(zip(everything["run_id"], launches.fillna(""), strict=True))).fillna(""))
+    # what each run shared, in the page's words (analysis/sharing.py): the sheet's cell alone
+    # says '-' for a solo run and a time-shared one alike
+    sharing = {row["run_id"]: colocation_text(row) or "-" for row in runs.to_dict("records")}
+    table.insert(table.columns.get_loc("collocation") + 1 if "collocation" in table.columns else 1,
+                 "sharing", table["run_id"].map(sharing).fillna("-"))
     # solo runs of other experiments (or of --baseline EXP) and their summaries
     foreign = with_candidates(runs, uri, baseline)
     pooled, pooled_summary = runs, summary
@@ -103,6 +109,8 @@ def analyze_experiment(experiment: str, workload: int | None = None,
                          spread=variability(pooled, pooled_summary))
     if "run_id" in inter:
         inter = inter.merge(energy_cols[["run_id", "energy_j_ci95_pct"]], on="run_id", how="left")
+        inter.insert(inter.columns.get_loc("collocation") + 1 if "collocation" in inter.columns else 1,
+                     "sharing", inter["run_id"].map(sharing).fillna("-"))
     workloads = workload_table(everything, inter)
     if not workloads.empty:
         workloads.insert(workloads.columns.get_loc("energy_j") + 1, "energy_j_ci95_pct",

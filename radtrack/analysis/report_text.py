@@ -50,16 +50,16 @@ class ExperimentReport:
 
 # --wide: the columns worth a glance, one line per row (files carry every column)
 WIDE_RUN_VIEW = ["run_name", "user", "launch", "gpu_used", "workload", "letter", "status", "collocation",
-                 "duration_s", "samples", "energy_j", "energy_j_ci95_pct", "attribution", "gpu_energy_j",
+                 "sharing", "duration_s", "samples", "energy_j", "energy_j_ci95_pct", "attribution", "gpu_energy_j",
                  "activity_energy_j", "co2e_g", "power_w_mean", "power_w_p95", "power_w_max",
                  "gpu_util_pct_mean", "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max",
                  "sm_clock_mhz_mean", "proc_cpu_pct_mean", "cpu_pct_mean", "rss_mib_max", "energy_note",
                  "checks"]
-WIDE_INTERFERENCE_VIEW = ["run_name", "collocation", "slowdown", "slowdown_lo", "slowdown_hi",
+WIDE_INTERFERENCE_VIEW = ["run_name", "collocation", "sharing", "slowdown", "slowdown_lo", "slowdown_hi",
                           "slowdown_basis", "duration_s", "solo_duration_s", "work_unit", "energy_j",
                           "energy_j_ci95_pct", "attribution", "energy_per_unit_j", "solo_energy_per_unit_j",
                           "energy_per_unit_change_pct", "solo_runs", "baseline_rule", "checks", "note"]
-WIDE_WORKLOAD_VIEW = ["workload", "launch", "rows", "collocation", "duration_s", "energy_j",
+WIDE_WORKLOAD_VIEW = ["workload", "launch", "rows", "collocation", "sharing", "duration_s", "energy_j",
                       "energy_j_ci95_pct", "co2e_g", "idle_energy_j", "other_energy_j", "work", "work_unit",
                       "energy_per_unit_j", "stp", "antt", "serial_energy_j", "energy_vs_serial_pct", "note"]
 SCRIPT_VIEW = ["run_name", "row_run_name", "script_experiment", "status", "duration_s",
@@ -67,15 +67,15 @@ SCRIPT_VIEW = ["run_name", "row_run_name", "script_experiment", "status", "durat
 VARIABILITY_VIEW_FIXED = ["file", "params", "collocation", "rows_in_workload", "gpu", "n"]
 
 # the default (fitted) views: the run's name leads every block
-RUN_VIEW = ["run_name", "status", "collocation", "duration_s", "samples", "energy_j", "energy_j_ci95_pct",
+RUN_VIEW = ["run_name", "status", "sharing", "duration_s", "samples", "energy_j", "energy_j_ci95_pct",
             "power_w_mean", "gpu_util_pct_mean", "proc_cpu_pct_mean", "cpu_pct_mean", "checks",
             "gpu_used", "user", "launch", "attribution", "gpu_energy_j", "activity_energy_j", "co2e_g",
             "power_w_p95", "power_w_max", "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max",
             "sm_clock_mhz_mean", "rss_mib_max"]
-INTERFERENCE_VIEW = ["run_name", "collocation", "slowdown", "slowdown_lo", "slowdown_hi", "slowdown_basis",
+INTERFERENCE_VIEW = ["run_name", "sharing", "slowdown", "slowdown_lo", "slowdown_hi", "slowdown_basis",
                      "duration_s", "solo_duration_s", "energy_j", "energy_per_unit_j",
                      "solo_energy_per_unit_j", "energy_per_unit_change_pct", "checks"]
-WORKLOAD_VIEW = ["workload", "rows", "collocation", "duration_s", "energy_j", "energy_j_ci95_pct", "stp",
+WORKLOAD_VIEW = ["workload", "rows", "sharing", "duration_s", "energy_j", "energy_j_ci95_pct", "stp",
                  "antt", "serial_energy_j", "energy_vs_serial_pct", "launch", "co2e_g", "idle_energy_j",
                  "other_energy_j", "work", "work_unit", "energy_per_unit_j"]
 
@@ -94,6 +94,8 @@ HEADERS = {
 #: (the run's span, counts, the interference figures); every other column's label is
 #: meaning.describe's: scope and unit (docs/analysis.md, What each figure means)
 LEGEND = {
+    "sharing": "sharing: what the run shared (solo, GPU time-slicing / CPU only, shared / MPS with N "
+               "other runs, MIG slice), as the page's labels say",
     "duration_s": "span_s: the run's span, its script's first to last process (s)",
     "solo_duration_s": "solo_span_s: the solo runs' mean span (s)",
     "samples": "samples: the fewest readings any of the run's hardware series holds in its span",

@@ -13,7 +13,7 @@ from mlflow import MlflowClient
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID, FakeHost  # noqa: E402
-from support import radtrack_cli  # noqa: E402
+from support import radtrack_cli, report_rows  # noqa: E402
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 JOB = SCRIPTS / "shared_gpu_job.py"
@@ -166,6 +166,11 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     assert "footprint" in rep.stdout and "400 g/kWh x PUE 1.2 (--carbon-intensity)" in rep.stdout
     assert "250 g/kWh x PUE 1 ($RADTRACK_CARBON_INTENSITY)" in rep.stdout
     assert "co2e_g" in rep.stdout
+    # what each run shared, in the page's words, not the sheet's '-' (analysis/sharing.py)
+    sharing = {name: row["sharing"] for name, row in report_rows(rep.stdout).items()}
+    assert sharing == {"acct-1 A": "solo", "acct-2 A": "solo", "acct-3 A": "GPU time-slicing with 1",
+                       "acct-3 B": "GPU time-slicing with 1", "acct-4 A": "MPS with 1",
+                       "acct-4 B": "MPS with 1"}, rep.stdout
     section = rep.stdout.split("Co-located workloads")[1].split("Run-to-run")[0]
     lines = {line.split()[0]: line.split() for line in section.splitlines()[2:] if line.strip()}
     assert set(lines) == {"3", "4"}  # the two co-located workloads
