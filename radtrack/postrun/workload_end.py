@@ -93,7 +93,8 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict:
         for gpu, acc in accounts.items():
             parts = ", ".join(f"{r.spec.letter} {acc.energy_j(r.run_id):.0f} J" for r in rows
                               if r.run_id in acc.energy)
-            say(f"{name}: GPU {gpu[:12]} {acc.gpu_energy_j:.0f} J{interval(rows, acc)} ({acc.method}): "
+            device = f"host {gpu}" if acc.host else f"GPU {gpu[:12]}"  # <host>:pkg0, or a GPU's UUID
+            say(f"{name}: {device} {acc.gpu_energy_j:.0f} J{interval(rows, acc)} ({acc.method}): "
                 f"{parts}, other {acc.energy_j('other'):.0f} J, idle {acc.energy_j('idle'):.0f} J")
         if len(rows) > 1:
             stored = end.read_stored(first.experiment, first.workload, end.uri)

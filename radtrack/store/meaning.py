@@ -101,7 +101,8 @@ SUMMARY_COLUMNS: dict[str, str | tuple[str, str, str, str, str]] = {
     "rss_mib": "top/proc/rss_mib",
     # (scope, unit, role, name, unit text)
     "duration_s": ("run", "s", "other", "run duration", "s"),
-    "energy_j": ("device_share", "J", "energy", "run's GPU energy, attributed", "J"),
+    "energy_j": ("device_share", "J", "energy", "run's energy (GPUs + host CPU/DRAM where read), attributed",
+                 "J"),
     "gpu_energy_j": ("device", "J", "energy", "GPU energy over the run's span", "J"),
     "co2e_g": ("run", "g", "other", "run footprint", "g CO2e"),
     "activity_energy_j": ("device", "J", "energy", "GPU energy, activity model", "J"),
@@ -116,7 +117,7 @@ COLUMN_ALIASES = {"host_cpu_pct": "cpu_pct_mean", "run_cpu_pct": "proc_cpu_pct_m
                   "power_w": "power_w_mean"}
 #: summary/workload/<key> on a co-located workload's parent run (postrun/accounting.py)
 _WORKLOAD: dict[str, tuple[str, str, str, str]] = {  # key -> (unit, role, name, unit text)
-    "energy_j": ("J", "energy", "workload GPU energy", "J"),
+    "energy_j": ("J", "energy", "workload energy (GPUs + host CPU/DRAM where read)", "J"),
     "idle_energy_j": ("J", "energy", "workload GPU idle energy", "J"),
     "other_energy_j": ("J", "energy", "GPU energy of processes outside the workload", "J"),
     "duration_s": ("s", "other", "workload duration", "s"),
@@ -159,6 +160,9 @@ _MONITORING: dict[str, tuple[str, str, str]] = {  # -> (unit, name, unit text)
 _CI = ((schema.CI95_SUFFIX, "%", "95 % interval", "± % of the figure"),
        (schema.CI95_FLAG_SUFFIX, "", "interval flag", "0 ok, 1 bursty load, 2 span too short"))
 _GPU = re.compile(r"gpu\d+")
+# an attributed device's figure: summary/attribution/<device>/..., summary/workload/<device>/...,
+# attribution/<device>/<series> (a GPU gpu<i>, or a host's CPU package or DRAM: pkg0/dram)
+_HOST_DEVICE = re.compile(r"^(?:summary/attribution|summary/workload|attribution)/(.+)/[^/]+$")
 _OWN_PREFIXES = (schema.SUMMARY_PREFIX, schema.ATTRIBUTION_PREFIX, schema.WINDOW_PREFIX)
 
 
@@ -182,6 +186,10 @@ def describe(key: str, tags: Mapping[str, object] | None = None) -> Meaning:
     own = name.startswith(_OWN_PREFIXES) or name == schema.SPOOL_DROPPED_KEY
     meaning = (_series_shape(name) if name != key and not own and _script_like(name)
                else _describe(name))
+    host = _HOST_DEVICE.match(name)
+    if host and not _GPU.fullmatch(host.group(1)):  # the host's CPU side (rapl's pkg0, pkg0/dram)
+        return _with(meaning, meaning.key, re.sub(r"\bGPU\b", f"host {host.group(1)}", meaning.name),
+                     meaning.stat)
     if tags and meaning.scope == "device" and meaning.role not in ("device_power", "energy_counter"):
         parts = meaning.key.split("/")
         scope = next((p for p in parts if _GPU.fullmatch(p)), None)
