@@ -200,8 +200,8 @@ def render_report(report: ExperimentReport, wide: bool = False) -> str:
         if not wide:
             parts.append(_legend(inter_view, inter, wide))
         parts += ["  Baselines used:", *_baselines(inter)]
-    parts += ["", wrap("Co-located workloads (measured GPU energy; STP, ANTT and energy vs the same rows "
-                       "run one after another, against their solo runs)")]
+    parts += ["", wrap("Co-located workloads (measured energy: GPUs, and CPU/DRAM where read; STP, ANTT and "
+                       "energy vs the same rows run one after another, against their solo runs)")]
     workloads = report.workloads
     if workloads.empty:
         parts.append("(no co-located workloads)")
