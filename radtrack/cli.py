@@ -46,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         print(USAGE, end="", file=sys.stderr)
         return 2
     if argv[0] in SUBCOMMANDS:
-        return run_subcommand(argv[0], argv[1:])
+        try:
+            return run_subcommand(argv[0], argv[1:])
+        except BrokenPipeError:  # `radtrack report EXP | head`: the reader had enough
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit's flush
+            return 0
     args = build_parser().parse_args(argv)
     if args.target.lower().endswith(".csv") and args.script_args:
         # A sheet takes no script arguments: what follows it are radtrack's own options
