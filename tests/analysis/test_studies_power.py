@@ -1,13 +1,18 @@
-"""power-variation end to end on CPU: the study's sheets (smoke-sized, --device cpu) through
-the real CLI into a real SQLite store, with the nvidia-smi / MPS doubles and NVML doubles in
-every process standing for a 400 W H100 (tests/doubles/), then ``radtrack report --study``.
-The locked-clocks sheet runs only here, through the doubles: the test host cannot lock clocks.
+"""power-variation end to end on CPU: the study's three sheets (smoke-sized, --device cpu)
+merged into one launch through the real CLI into a real SQLite store, with the nvidia-smi /
+MPS doubles and NVML doubles in every process standing for two H100s (400 W and 300 W,
+tests/doubles/), then ``radtrack report --study``. The locked-clocks sheet runs only here,
+through the doubles: the test host cannot lock clocks.
 """
 
 from __future__ import annotations
 
+import argparse
+import csv
 import json
+import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -15,46 +20,89 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
 import nvml_scenario  # noqa: E402
-from fakehost import H100_UUID, FakeHost  # noqa: E402
+from fakehost import H100_UUID, SECOND_UUID, FakeHost, gpu  # noqa: E402
 from studies_support import cpu_sheet  # noqa: E402
 from support import radtrack_cli  # noqa: E402
 
 WATTS = 400.0
+SECOND_WATTS = 300.0
 # a fixed number of smoke steps (the sheets run until MaxTime; torch's import alone may
 # take that long on a loaded test host)
 FINITE = {"1000000": "40", "50": "4"}
-# several launches of smoke-sized torch scripts: minutes on a small, shared CPU
+# one launch of 8 smoke-sized torch scripts: minutes on a small, shared CPU
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-@pytest.fixture
-def gpu_host(store, tmp_path, monkeypatch):
-    host = FakeHost(tmp_path, monkeypatch)
-    env = nvml_scenario.write(tmp_path / "scenario.json", [{
-        "uuid": H100_UUID, "watts": WATTS, "mps_server_sm": None,
-        "procs": [{"match": "sgemm.py", "sm": 40, "mem_mib": 600}]}])
-    return host, env
+def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                *args: str) -> subprocess.CompletedProcess[str]:
+    """``radtrack report ARGS`` through the CLI's entry point (radtrack.cli.main, what
+    ``python -m radtrack`` runs) in this process: no interpreter start and MLflow import
+    per call. What the CLI sets process-wide (argparse's error hook, two MLflow
+    variables) is undone after the test."""
+    from radtrack.cli import main
+
+    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    capsys.readouterr()
+    try:
+        code = main(["report", *args])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["radtrack", "report", *args], code, out.out, out.err)
 
 
-def test_power_variation_sheets_and_report(gpu_host, store, tmp_path):
-    host, env = gpu_host
-    plain = cpu_sheet("power-variation", tmp_path / "pv.csv", workloads={1, 2, 4}, replace=FINITE)
-    p = radtrack_cli(str(plain), env=env, timeout=400)
-    assert p.returncode == 0, p.stderr[-3000:]
-    locked = cpu_sheet("power-variation", tmp_path / "pv-clocks.csv", sheet="clocks.csv",
-                       workloads={11}, replace=FINITE)
-    p = radtrack_cli(str(locked), env=env, timeout=400)
-    assert p.returncode == 0, p.stderr[-3000:]
-    # the clocks were locked for each locked workload and reset after it, through the double
-    changes = host.argvs(changing_only=True)
+def merged_sheet(dst: Path, parts: list[Path]) -> Path:
+    """One sheet of the rows of ``parts`` (each a cpu_sheet copy), columns united: a row
+    without a column's cell leaves it blank (Clocks: not locked)."""
+    rows = [row for part in parts for row in csv.DictReader(part.open(newline=""))]
+    columns = list(dict.fromkeys(c for part in parts
+                                 for c in csv.DictReader(part.open(newline="")).fieldnames or []))
+    with dst.open("w", newline="") as f:
+        out = csv.DictWriter(f, columns, restval="")
+        out.writeheader()
+        out.writerows(rows)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeHost]:
+    """sheet.csv's solo, time-shared x2 and MPS x2 workloads (1, 2, 4), spaceshare.csv's
+    one copy per GPU (6) and clocks.csv's solo at 1410 MHz (11), launched once on a host of
+    two doubled GPUs; the store is this module's."""
+    tmp = tmp_path_factory.mktemp("power")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp / 'mlflow.db'}")
+        mp.setenv("RADTRACK_HOME", str(tmp / ".radtrack"))
+        mp.chdir(tmp)
+        host = FakeHost(tmp, mp, gpus=[gpu(0), gpu(1, SECOND_UUID)])
+        procs = [{"match": "sgemm.py", "sm": 40, "mem_mib": 600}]
+        env = nvml_scenario.write(tmp / "scenario.json", [
+            {"uuid": H100_UUID, "watts": WATTS, "mps_server_sm": None, "procs": procs},
+            {"uuid": SECOND_UUID, "watts": SECOND_WATTS, "procs": procs}])
+        sheet = merged_sheet(tmp / "pv-all.csv", [
+            cpu_sheet("power-variation", tmp / "pv.csv", workloads={1, 2, 4}, replace=FINITE),
+            cpu_sheet("power-variation", tmp / "ss.csv", sheet="spaceshare.csv", replace=FINITE),
+            cpu_sheet("power-variation", tmp / "pv-clocks.csv", sheet="clocks.csv",
+                      workloads={11}, replace=FINITE)])
+        p = radtrack_cli(str(sheet), env=env, timeout=700)
+        assert p.returncode == 0, p.stderr[-3000:]
+        yield host
+
+
+def test_power_variation_sheets_and_report(launched, tmp_path, monkeypatch, capsys):
+    # the clocks were locked for the locked workload and reset after it, through the double
+    changes = launched.argvs(changing_only=True)
     assert changes == [["-i", "0", "-lgc", "1410,1410"], ["-i", "0", "-rgc"]]
 
     out = tmp_path / "pv-table.csv"
-    p = radtrack_cli("report", "power-variation", "--study", "power-variation",
-                     "--format", "csv", "--out", str(out))
+    p = report_here(monkeypatch, capsys, "power-variation", "--study", "power-variation",
+                    "--format", "csv", "--out", str(out))
     assert p.returncode == 0, p.stderr
     assert "Power, SM clock and temperature in steady state" in p.stdout
-    table = pd.read_csv(out).set_index("workload")
+    table = pd.read_csv(out)
+    table = table[table["workload"] != 6].set_index("workload")  # one GPU each: below
     assert list(table.index) == [1, 2, 4, 11]
     assert list(table["configuration"]) == ["solo", "time-shared x2", "MPS x2",
                                             "solo @ 1410 MHz"]
@@ -77,40 +125,29 @@ def test_power_variation_sheets_and_report(gpu_host, store, tmp_path):
     assert (table["work_unit"] == "tflop").all()
 
     # json carries the same table; a workload filter keeps only its rows
-    p = radtrack_cli("report", "power-variation", "--study", "power-variation", "--workload", "2",
-                     "--format", "json")
+    p = report_here(monkeypatch, capsys, "power-variation", "--study", "power-variation",
+                    "--workload", "2", "--format", "json")
     assert p.returncode == 0, p.stderr
     doc = json.loads(p.stdout)
     assert [r["workload"] for r in doc["configurations"]] == [2]
 
 
-def test_unknown_study_is_one_clear_line(store):
-    p = radtrack_cli("report", "anything", "--study", "power-varation")
+def test_unknown_study_is_one_clear_line(store, monkeypatch, capsys):
+    p = report_here(monkeypatch, capsys, "anything", "--study", "power-varation")
     assert p.returncode == 2
+    assert p.stdout == ""
     assert p.stderr.strip() == ("radtrack report: unknown study 'power-varation'; studies: "
                                 "power-variation, multi-level-utilisation, time-to-accuracy, "
                                 "host-gpu-eda")
 
 
-def test_space_sharing_sheet_on_two_gpus(store, tmp_path, monkeypatch):
+def test_space_sharing_sheet_on_two_gpus(launched, tmp_path, monkeypatch, capsys):
     """examples/studies/power-variation/spaceshare.csv (one copy per GPU at once) on two
     doubled GPUs (issue 29, the CPU part): one table row per GPU, each copy measured on its
     own GPU, against a solo copy of the same script."""
-    from fakehost import SECOND_UUID, gpu
-
-    FakeHost(tmp_path, monkeypatch, gpus=[gpu(0), gpu(1, SECOND_UUID)])
-    env = nvml_scenario.write(tmp_path / "two.json", [
-        {"uuid": H100_UUID, "watts": WATTS, "procs": [{"match": "sgemm.py", "sm": 40, "mem_mib": 600}]},
-        {"uuid": SECOND_UUID, "watts": 300.0, "procs": [{"match": "sgemm.py", "sm": 40, "mem_mib": 600}]}])
-    solo = cpu_sheet("power-variation", tmp_path / "pv.csv", workloads={1}, replace=FINITE)
-    p = radtrack_cli(str(solo), env=env, timeout=400)
-    assert p.returncode == 0, p.stderr[-3000:]
-    space = cpu_sheet("power-variation", tmp_path / "ss.csv", sheet="spaceshare.csv", replace=FINITE)
-    p = radtrack_cli(str(space), env=env, timeout=400)
-    assert p.returncode == 0, p.stderr[-3000:]
     out = tmp_path / "table.csv"
-    p = radtrack_cli("report", "power-variation", "--study", "power-variation",
-                     "--format", "csv", "--out", str(out))
+    p = report_here(monkeypatch, capsys, "power-variation", "--study", "power-variation",
+                    "--format", "csv", "--out", str(out))
     assert p.returncode == 0, p.stderr
     table = pd.read_csv(out)
     shared = table[table["workload"] == 6]
@@ -118,5 +155,5 @@ def test_space_sharing_sheet_on_two_gpus(store, tmp_path, monkeypatch):
     assert set(shared["configuration"]) == {"space-shared x2 GPUs"}
     by_gpu = shared.set_index("gpu")
     assert by_gpu.loc[H100_UUID, "power_w_mean"] == pytest.approx(WATTS)
-    assert by_gpu.loc[SECOND_UUID, "power_w_mean"] == pytest.approx(300.0)
+    assert by_gpu.loc[SECOND_UUID, "power_w_mean"] == pytest.approx(SECOND_WATTS)
     assert list(table.loc[table["workload"] == 1, "configuration"]) == ["solo"]
