@@ -1,14 +1,18 @@
 """Spreadsheet formula injection: ``radtrack export`` and ``radtrack report`` CSV neutralise
 text cells a spreadsheet would run (radtrack/csvsafe.py), through the real CLI on a real
-SQLite store; ``--raw`` writes them as they are."""
+SQLite store; ``--raw`` writes them as they are. One store and one hostile run serve the
+module; its six commands start together (each ``radtrack`` process spends seconds starting
+MLflow)."""
 
 from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
+import subprocess
+from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
+import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 from support import radtrack_cli
@@ -41,11 +45,34 @@ def _cells(text: str) -> list[str]:
     return [cell for row in csv.reader(io.StringIO(text)) for cell in row]
 
 
-def test_export_csv_neutralises_formulas(store: str, tmp_path: Path) -> None:
-    _hostile_run(store)
-    out = tmp_path / "wide.csv"
-    p = radtrack_cli("export", "inj", "--out", str(out))
-    assert p.returncode == 0, p.stderr
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The hostile run in a store of its own, and the export and report commands run on it."""
+    root = tmp_path_factory.mktemp("inj")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    _hostile_run(uri)
+    env = {"MLFLOW_TRACKING_URI": uri, "RADTRACK_HOME": str(root / ".radtrack")}
+    files = {name: root / name for name in ("wide.csv", "raw.csv", "wide.parquet", "r.csv")}
+    calls = {"export": ("export", "inj", "--out", str(files["wide.csv"])),
+             "export_raw": ("export", "inj", "--raw", "--out", str(files["raw.csv"])),
+             "export_parquet": ("export", "inj", "--out", str(files["wide.parquet"])),
+             "report": ("report", "inj", "--format", "csv"),
+             "report_out": ("report", "inj", "--format", "csv", "--out", str(files["r.csv"])),
+             "report_raw": ("report", "inj", "--format", "csv", "--raw")}
+    with ThreadPoolExecutor(len(calls)) as pool:
+        done = dict(zip(calls, pool.map(lambda args: radtrack_cli(*args, cwd=root, env=env),
+                                        calls.values()), strict=True))
+    return {**done, **files}
+
+
+def _ok(p: subprocess.CompletedProcess[str]) -> subprocess.CompletedProcess[str]:
+    assert p.returncode == 0, (p.args, p.stderr)
+    return p
+
+
+def test_export_csv_neutralises_formulas(hostile: dict) -> None:
+    _ok(hostile["export"])
+    out = hostile["wide.csv"]
     cells = _cells(out.read_text())
     assert "'=HYPERLINK(\"http://x\")" in cells and "'=1+1" in cells
     assert "'+cmd|' /C calc'!A0" in cells and "'-2+3" in cells
@@ -57,27 +84,20 @@ def test_export_csv_neutralises_formulas(store: str, tmp_path: Path) -> None:
     wide = pd.read_csv(out)
     assert wide["param.lr"].tolist() == [-0.5, -0.5]  # numbers stay numbers
     assert sorted(wide["loss"].tolist()) == [-1.5, 2.0]
-    raw = tmp_path / "raw.csv"
-    assert radtrack_cli("export", "inj", "--raw", "--out", str(raw)).returncode == 0
-    assert '=HYPERLINK("http://x")' in _cells(raw.read_text())
+    _ok(hostile["export_raw"])
+    assert '=HYPERLINK("http://x")' in _cells(hostile["raw.csv"].read_text())
     # parquet keeps the values as they are: only CSV is read by spreadsheets
-    pq = tmp_path / "wide.parquet"
-    assert radtrack_cli("export", "inj", "--out", str(pq)).returncode == 0
-    assert set(pd.read_parquet(pq)["run_name"]) == {HOSTILE["run_name"]}
+    _ok(hostile["export_parquet"])
+    assert set(pd.read_parquet(hostile["wide.parquet"])["run_name"]) == {HOSTILE["run_name"]}
 
 
-def test_report_csv_neutralises_formulas(store: str, tmp_path: Path) -> None:
-    _hostile_run(store)
-    p = radtrack_cli("report", "inj", "--format", "csv")
-    assert p.returncode == 0, p.stderr
-    cells = _cells(p.stdout)
+def test_report_csv_neutralises_formulas(hostile: dict) -> None:
+    cells = _cells(_ok(hostile["report"]).stdout)
     assert "'=HYPERLINK(\"http://x\")" in cells
     assert not [c for c in cells if c.startswith(("=", "+", "@", "\t", "\r"))]
-    out = tmp_path / "r.csv"
-    assert radtrack_cli("report", "inj", "--format", "csv", "--out", str(out)).returncode == 0
-    assert "'=HYPERLINK(\"http://x\")" in _cells(out.read_text())
-    raw = radtrack_cli("report", "inj", "--format", "csv", "--raw")
-    assert raw.returncode == 0 and '=HYPERLINK("http://x")' in _cells(raw.stdout)
+    _ok(hostile["report_out"])
+    assert "'=HYPERLINK(\"http://x\")" in _cells(hostile["r.csv"].read_text())
+    assert '=HYPERLINK("http://x")' in _cells(_ok(hostile["report_raw"]).stdout)
 
 
 def test_the_rule() -> None:
