@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +41,11 @@ def _env(cluster, uri: str, tmp_path: Path) -> dict[str, str]:
             "RADTRACK_HOME": str(tmp_path / ".radtrack")}
 
 
+def _spooled_lines(spool: Path, listener: str) -> int:
+    """Lines the listener wrote to the spool (its hello, then its samples)."""
+    return sum(len(f.read_bytes().splitlines()) for f in spool.glob(f"*/{listener}.jsonl"))
+
+
 def _runs(uri: str, experiment: str):
     from mlflow import MlflowClient
 
@@ -50,12 +54,14 @@ def _runs(uri: str, experiment: str):
     return c, (c.search_runs([exp.experiment_id]) if exp else [])
 
 
+# top reads every 0.2 s on its rows: its first CPU % falls inside the 1.5-s script's span
+# even when it starts late on a loaded host (the solo row had no top/cpu_pct in CI at 1 s)
 THREE = """\
-Experiment, Workload, Status, Run, Devices, Collocation, File, Listeners, Params, Partition, Job
-slurmy, 1, , , 0, -, show_env.py, top, pair-a, ,
-slurmy, 1, , , 1, -, show_env.py, none, pair-b, ,
-slurmy, 2, , , , -, show_env.py, top, solo, other,
-slurmy, 3, , , 0, -, show_env.py, none, gpu-solo, ,
+Experiment, Workload, Status, Run, Devices, Collocation, File, Listeners, Params, Partition, Job, Interval
+slurmy, 1, , , 0, -, show_env.py, top, pair-a, , , 0.2
+slurmy, 1, , , 1, -, show_env.py, none, pair-b, , ,
+slurmy, 2, , , , -, show_env.py, top, solo, other, , 0.2
+slurmy, 3, , , 0, -, show_env.py, none, gpu-solo, , ,
 """
 
 
@@ -118,17 +124,15 @@ def test_detach_then_status_on_shared_sqlite(slurm_cluster, tmp_path: Path) -> N
     job = row["Job"].split()[0]
     assert "radtrack status" in p.stderr
 
-    def finished() -> bool:
-        s = radtrack_cli("status", str(sheet), env=env)
-        assert s.returncode in (0, 1), s.stderr
-        return _rows(sheet)[0]["Job"].endswith("COMPLETED")
-
-    wait_for(finished, 120, "radtrack status to see the job finish")
-    assert _rows(sheet)[0]["Status"] == "FINISHED detached-1 A"
-    row = _rows(sheet)[0]
-    assert row["Job"] == f"{job} COMPLETED" and row["Run"]
+    # SLURM says when the job ended (squeue, cheap); then one `radtrack status` finds it so
+    wait_for(lambda: slurm_cluster.state(job) not in ("PENDING", "RUNNING", "COMPLETING", ""),
+             120, "the job to end")
+    assert slurm_cluster.state(job) == "COMPLETED"
     s = radtrack_cli("status", str(sheet), env=env)
-    assert s.returncode == 0 and f"detached-1: job {job} COMPLETED" in s.stdout
+    assert s.returncode == 0 and f"detached-1: job {job} COMPLETED" in s.stdout, s.stdout + s.stderr
+    row = _rows(sheet)[0]
+    assert row["Status"] == "FINISHED detached-1 A"
+    assert row["Job"] == f"{job} COMPLETED" and row["Run"]
     # resume: a FINISHED workload is not submitted again
     again = radtrack_cli(str(sheet), "--executor", "slurm", "--shared-fs", env=env)
     assert again.returncode == 0 and "FINISHED, skipped" in again.stderr
@@ -175,45 +179,6 @@ def test_ctrl_c_cancels_the_jobs(slurm_cluster, tmp_path: Path) -> None:
     wait_for(lambda: not Path(f"/proc/{workload_pid}").exists(), 30, "the workload to end")
 
 
-def test_scancelled_job_is_killed_and_reruns_with_rerun(slurm_cluster, tmp_path: Path) -> None:
-    pid_file, release = tmp_path / "pid", tmp_path / "release"
-    sheet = _sheet(tmp_path, WAITER.format(exp="scancelled", pid=pid_file, release=release),
-                   ("wait_for_file.py",))
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    env = _env(slurm_cluster, uri, tmp_path)
-    args = (str(sheet), "--executor", "slurm", "--shared-fs", "--grace", "2")
-    p = radtrack_cli(*args, "--detach", env=env)
-    assert p.returncode == 0, p.stderr
-    job = _rows(sheet)[0]["Job"].split()[0]
-    wait_for(pid_file.exists, 120, "the job's workload to start")
-    # the script starts before its run exists (radtrack/run/record.py): a
-    # cancel before that leaves no run to look at
-    wait_for(lambda: any((tmp_path / "jobhome" / "spool").glob("*/meta.json")),
-             120, "the job's run to be created")
-    assert slurm_cluster.run("scancel", job).returncode == 0
-    wait_for(lambda: slurm_cluster.state(job) == "CANCELLED", 60, "the job to be cancelled")
-    s = radtrack_cli("status", str(sheet), env=env)
-    assert s.returncode == 1 and f"job {job} CANCELLED" in s.stdout, s.stdout + s.stderr
-    row = _rows(sheet)[0]
-    assert row["Status"].startswith("KILLED scancelled-1 A") and row["Job"] == f"{job} CANCELLED"
-    _, runs = _runs(uri, "scancelled")
-    child = next(r for r in runs if r.data.tags["radtrack.role"] == "row")
-    assert child.info.status == "KILLED"
-    assert child.data.tags["radtrack.slurm.state"] == "CANCELLED"
-
-    skipped = radtrack_cli(*args, env=env)
-    assert skipped.returncode == 0 and "use --rerun" in skipped.stderr
-    assert _rows(sheet)[0]["Job"] == f"{job} CANCELLED"  # nothing submitted
-
-    release.write_text("go")
-    again = radtrack_cli(*args, "--rerun", env=env, timeout=240)
-    assert again.returncode == 0, again.stderr
-    row = _rows(sheet)[0]
-    new_job = row["Job"].split()[0]
-    assert new_job != job and row["Job"] == f"{new_job} COMPLETED"
-    assert row["Status"].startswith("FINISHED scancelled-1 A") and row["Run"] != child.info.run_id
-
-
 def test_launcher_killed_on_the_node_leaves_its_spool_for_status(slurm_cluster,
                                                                  tmp_path: Path) -> None:
     """The job's launcher dies at once (SIGKILL, as from the OOM killer): the run stays
@@ -232,7 +197,7 @@ def test_launcher_killed_on_the_node_leaves_its_spool_for_status(slurm_cluster,
     spool = home / "spool"
     # the workload starts before its run exists (radtrack/run/record.py): wait for the run
     wait_for(lambda: any(spool.glob("*/meta.json")), 120, "the job's run to be created")
-    time.sleep(2.5)  # a few top samples in the spool
+    wait_for(lambda: _spooled_lines(spool, "top") >= 4, 60, "a few top samples in the spool")
     workload_pid = int(pid_file.read_text())
     launcher = int(Path(f"/proc/{workload_pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
     os.kill(launcher, signal.SIGKILL)

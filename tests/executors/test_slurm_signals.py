@@ -1,7 +1,8 @@
 """A job SLURM ends (scancel, time limit) while its script is slow to stop, on a cluster
 whose KillWait (5 s in tests/slurm_cluster.py) is shorter than ``--grace``: the job fits its
 grace into KillWait and says so in its log, the rows end KILLED with SLURM's reason in the
-sheet and in MLflow, nothing stays in the node's spool, and ``--rerun`` runs them again.
+sheet and in MLflow, nothing stays in the node's spool, a plain resubmission skips them
+(nothing submitted) and ``--rerun`` runs them again in a new job.
 ``radtrack sheet.csv --executor slurm`` and ``radtrack status`` as subprocesses against the
 tests' single-node SLURM, into SQLite on a path declared shared."""
 
@@ -12,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -108,6 +110,7 @@ def test_scancel_with_grace_longer_than_killwait(slurm_cluster, tmp_path: Path) 
 
     skipped = radtrack_cli(*args, env=env)
     assert skipped.returncode == 0 and "KILLED before, skipped (use --rerun" in skipped.stderr
+    assert _row(sheet)["Job"] == f"{job} CANCELLED"  # nothing submitted
     release.write_text("go")
     again = radtrack_cli(*args, "--rerun", env=env, timeout=240)
     assert again.returncode == 0, again.stderr
@@ -126,8 +129,11 @@ def test_time_limit_while_the_submitter_waits(slurm_cluster, tmp_path: Path) -> 
         wait_for(lambda: any((d / "meta.json").exists() for d in _spooled(tmp_path)), 60,
                  "the row's run to be created")
         job = _row(sheet)["Job"].split()[0]
-        # a time limit already passed: slurmctld ends the job at its next check (<= 30 s)
-        p = slurm_cluster.run("scontrol", "update", f"JobId={job}", "TimeLimit=0:01")
+        # the job's end moved to 2 s from now (its time limit shortened to match: a limit in
+        # minutes, TimeLimit=1, would end it only a minute after its start): slurmctld times
+        # it out at its next time-limit check (every 30 s), reason TimeLimit
+        end = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(time.time() + 2))
+        p = slurm_cluster.run("scontrol", "update", f"JobId={job}", f"EndTime={end}")
         assert p.returncode == 0, p.stderr
         out, err = proc.communicate(timeout=120)
     finally:
