@@ -113,30 +113,55 @@ def test_three_workloads_into_mlflow_server_over_postgres(slurm_cluster, mlflow_
 
 
 def test_detach_then_status_on_shared_sqlite(slurm_cluster, tmp_path: Path) -> None:
-    sheet = _sheet(tmp_path, "Experiment,Workload,Status,Run,Devices,Collocation,File,"
-                             "Listeners,Params,Job\ndetached,1,,,,-,show_env.py,none,x,\n")
+    """Two workloads submitted with --detach, one of them named and given arguments to break
+    out of a shell (none of it reaches one: the experiment name arrives verbatim, the script
+    gets its arguments as written, --sbatch-arg's text is SLURM's comment as written)."""
+    marker = tmp_path / "pwned"
+    evil_exp = f'x"; touch {marker}; #$(touch {marker})'
+    sheet = _sheet(tmp_path, (
+        "Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Job\n"
+        "detached,1,,,,-,show_env.py,none,x,\n"
+        f"\"{evil_exp.replace(chr(34), chr(34) * 2)}\",1,,,,-,show_env.py,none,"
+        f"\"'$(touch {marker})' '`touch {marker}`' '; touch {marker}' \"\"x y\"\"\",\n"))
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     env = _env(slurm_cluster, uri, tmp_path)
-    p = radtrack_cli(str(sheet), "--executor", "slurm", "--shared-fs", "--detach", env=env)
+    comment = f"--sbatch-arg=--comment=$(touch {marker})"
+    p = radtrack_cli(str(sheet), "--executor", "slurm", "--shared-fs", "--detach", comment,
+                     env=env)
     assert p.returncode == 0, p.stderr
-    row = _rows(sheet)[0]
+    row, evil = _rows(sheet)
     assert row["Status"] == "PENDING detached-1 A"  # back before the job ran
-    job = row["Job"].split()[0]
+    job, evil_job = row["Job"].split()[0], evil["Job"].split()[0]
     assert "radtrack status" in p.stderr
 
-    # SLURM says when the job ended (squeue, cheap); then one `radtrack status` finds it so
-    wait_for(lambda: slurm_cluster.state(job) not in ("PENDING", "RUNNING", "COMPLETING", ""),
-             120, "the job to end")
-    assert slurm_cluster.state(job) == "COMPLETED"
+    # SLURM says when the jobs ended (squeue, cheap); then one `radtrack status` finds it so
+    wait_for(lambda: all(slurm_cluster.state(j) not in ("PENDING", "RUNNING", "COMPLETING", "")
+                         for j in (job, evil_job)), 120, "the jobs to end")
+    assert slurm_cluster.state(job) == slurm_cluster.state(evil_job) == "COMPLETED"
     s = radtrack_cli("status", str(sheet), env=env)
     assert s.returncode == 0 and f"detached-1: job {job} COMPLETED" in s.stdout, s.stdout + s.stderr
-    row = _rows(sheet)[0]
+    assert f"{evil_exp}-1: job {evil_job} COMPLETED" in s.stdout, s.stdout
+    row, evil = _rows(sheet)
     assert row["Status"] == "FINISHED detached-1 A"
     assert row["Job"] == f"{job} COMPLETED" and row["Run"]
+    assert evil["Status"] == f"FINISHED {evil_exp}-1 A" and evil["Job"] == f"{evil_job} COMPLETED"
+
+    assert not marker.exists()
+    c, runs = _runs(uri, evil_exp)  # the experiment name arrived verbatim
+    child = next(r for r in runs if r.data.tags["radtrack.role"] == "row")
+    assert child.info.run_id == evil["Run"]
+    log = Path(c.download_artifacts(child.info.run_id, "logs/output.log", str(tmp_path)))
+    expected = json.dumps([f"$(touch {marker})", f"`touch {marker}`", f"; touch {marker}", "x y"])
+    assert f"argv {expected}" in log.read_text()
+    for j in (job, evil_job):
+        got = slurm_cluster.run("squeue", "-h", "--states=all", "-j", j, "-o", "%k").stdout
+        assert got.strip() == f"$(touch {marker})"
+
     # resume: a FINISHED workload is not submitted again
-    again = radtrack_cli(str(sheet), "--executor", "slurm", "--shared-fs", env=env)
-    assert again.returncode == 0 and "FINISHED, skipped" in again.stderr
-    assert _rows(sheet)[0]["Job"] == f"{job} COMPLETED"
+    again = radtrack_cli(str(sheet), "--executor", "slurm", "--shared-fs", comment, env=env)
+    assert again.returncode == 0 and again.stderr.count("FINISHED, skipped") == 2, again.stderr
+    assert [r["Job"] for r in _rows(sheet)] == [f"{job} COMPLETED", f"{evil_job} COMPLETED"]
+    assert not marker.exists()
 
 
 WAITER = ("Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Job\n"
@@ -244,29 +269,6 @@ def test_launcher_killed_on_the_node_leaves_its_spool_for_status(slurm_cluster,
     assert again.returncode == 0 and "0 run(s) stored" in again.stdout or \
         "nothing to do" in again.stdout
     assert len(c.get_metric_history(run_id, history[0].key)) == len(history)
-
-
-def test_sheet_content_never_reaches_a_shell(slurm_cluster, tmp_path: Path) -> None:
-    marker = tmp_path / "pwned"
-    evil_exp = f'x"; touch {marker}; #$(touch {marker})'
-    text = ("Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Job\n"
-            f"\"{evil_exp.replace(chr(34), chr(34) * 2)}\",1,,,,-,show_env.py,none,"
-            f"\"'$(touch {marker})' '`touch {marker}`' '; touch {marker}' \"\"x y\"\"\",\n")
-    sheet = _sheet(tmp_path, text)
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    env = _env(slurm_cluster, uri, tmp_path)
-    p = radtrack_cli(str(sheet), "--executor", "slurm", "--shared-fs",
-                     f"--sbatch-arg=--comment=$(touch {marker})", env=env, timeout=240)
-    assert p.returncode == 0, p.stderr
-    assert not marker.exists()
-    c, runs = _runs(uri, evil_exp)  # the experiment name arrived verbatim
-    child = next(r for r in runs if r.data.tags["radtrack.role"] == "row")
-    log = Path(c.download_artifacts(child.info.run_id, "logs/output.log", str(tmp_path)))
-    expected = json.dumps([f"$(touch {marker})", f"`touch {marker}`", f"; touch {marker}", "x y"])
-    assert f"argv {expected}" in log.read_text()
-    job = _rows(sheet)[0]["Job"].split()[0]
-    comment = slurm_cluster.run("squeue", "-h", "--states=all", "-j", job, "-o", "%k").stdout
-    assert comment.strip() == f"$(touch {marker})"
 
 
 def test_bad_slurm_columns_reported_before_anything_is_submitted(slurm_cluster,
