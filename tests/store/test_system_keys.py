@@ -1,7 +1,11 @@
-"""Listener series stored under MLflow's ``system/`` prefix; readers take both key forms."""
+"""Listener series stored under MLflow's ``system/`` prefix; readers take both key forms.
+
+One store serves the module: two seeded runs with the same samples under the two key forms,
+and a run launched with top; the three ``report`` commands run once, together."""
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pandas as pd
@@ -28,32 +32,6 @@ def test_key_forms() -> None:
     assert canonical_key("loss") == "loss" and canonical_key("summary/duration_s") == "summary/duration_s"
     assert stored_keys(["loss", "system/top/cpu_pct", "top/cpu_pct"]) == {
         "loss": "loss", "top/cpu_pct": "system/top/cpu_pct"}
-
-
-def test_launcher_stores_listener_series_under_system(store: str, tmp_path: Path) -> None:
-    p = radtrack_cli("-e", "sys", "-l", "top", "--interval", "0.2", str(BUSY), "2")
-    assert p.returncode == 0, p.stderr
-    c = MlflowClient(store)
-    exp = c.get_experiment_by_name("sys")
-    run = next(r for r in c.search_runs([exp.experiment_id])
-               if r.data.tags.get("radtrack.role") == "row")
-    keys = set(run.data.metrics)
-    series = {k for k in keys if not k.startswith("summary/")}
-    assert "system/top/cpu_pct" in series and "system/top/mem_used_mib" in series
-    assert all(k.startswith("system/top/") for k in series), series
-    assert "summary/top/cpu_pct/mean" in keys  # summaries keep their keys
-    history = c.get_metric_history(run.info.run_id, "system/top/mem_used_mib")
-    trace = pd.read_parquet(c.download_artifacts(run.info.run_id, "telemetry/top.parquet",
-                                                 str(tmp_path)))
-    assert "top/mem_used_mib" in trace.columns and not any(
-        col.startswith("system/") for col in trace.columns)  # the trace keeps the bare form
-    assert sorted(h.step for h in history) == trace["step"].tolist()
-    # readers name it as before
-    assert "top/mem_used_mib" in analysis.list_metrics([run.info.run_id])
-    report = radtrack_cli("report", "--correlate", run.info.run_id, "--metrics",
-                          "top/cpu_pct,top/mem_used_mib", cwd=tmp_path)
-    assert report.returncode == 0, report.stderr
-    assert "top/mem_used_mib" in report.stdout
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +70,49 @@ def test_analysis_and_frontend_read_both_forms(both_forms) -> None:
         assert len(got[(new.run_id, metric)]) == len(got[(old.run_id, metric)]) == 40
 
 
-def test_report_reads_both_forms(both_forms, tmp_path: Path) -> None:
-    for run in (both_forms["new"], both_forms["old"]):
-        p = radtrack_cli("report", "--correlate", run.run_id, "--metrics", ",".join(METRICS),
-                         "--tracking-uri", both_forms["uri"], cwd=tmp_path)
+@pytest.fixture(scope="module")
+def launched(both_forms: dict) -> dict:
+    """busy.py launched with top into the key-forms store (experiment 'sys'); then the three
+    ``report --correlate`` commands (the launched run, the new-form and the old-form run)
+    start together, each its own radtrack process."""
+    root, uri = both_forms["root"], both_forms["uri"]
+    env = {"MLFLOW_TRACKING_URI": uri, "RADTRACK_HOME": str(root / ".radtrack")}
+    p = radtrack_cli("-e", "sys", "-l", "top", "--interval", "0.2", str(BUSY), "1", cwd=root, env=env)
+    assert p.returncode == 0, p.stderr
+    c = MlflowClient(uri)
+    exp = c.get_experiment_by_name("sys")
+    run = next(r for r in c.search_runs([exp.experiment_id])
+               if r.data.tags.get("radtrack.role") == "row")
+    calls = [("report", "--correlate", run.info.run_id, "--metrics", "top/cpu_pct,top/mem_used_mib")]
+    calls += [("report", "--correlate", r.run_id, "--metrics", ",".join(METRICS), "--tracking-uri", uri)
+              for r in (both_forms["new"], both_forms["old"])]
+    with ThreadPoolExecutor(len(calls)) as pool:
+        reports = list(pool.map(lambda args: radtrack_cli(*args, cwd=root, env=env), calls))
+    return {"run": run, "client": c, "uri": uri, "report": reports[0], "forms": reports[1:]}
+
+
+def test_launcher_stores_listener_series_under_system(launched: dict, tmp_path: Path) -> None:
+    c, run = launched["client"], launched["run"]
+    keys = set(run.data.metrics)
+    series = {k for k in keys if not k.startswith("summary/")}
+    assert "system/top/cpu_pct" in series and "system/top/mem_used_mib" in series
+    assert all(k.startswith("system/top/") for k in series), series
+    assert "summary/top/cpu_pct/mean" in keys  # summaries keep their keys
+    history = c.get_metric_history(run.info.run_id, "system/top/mem_used_mib")
+    trace = pd.read_parquet(c.download_artifacts(run.info.run_id, "telemetry/top.parquet",
+                                                 str(tmp_path)))
+    assert "top/mem_used_mib" in trace.columns and not any(
+        col.startswith("system/") for col in trace.columns)  # the trace keeps the bare form
+    assert sorted(h.step for h in history) == trace["step"].tolist()
+    # readers name it as before
+    assert "top/mem_used_mib" in analysis.list_metrics([run.info.run_id], tracking_uri=launched["uri"])
+    report = launched["report"]
+    assert report.returncode == 0, report.stderr
+    assert "top/mem_used_mib" in report.stdout
+
+
+def test_report_reads_both_forms(launched: dict) -> None:
+    for p in launched["forms"]:
         assert p.returncode == 0, p.stderr
         matrix = p.stdout.splitlines()[2:]  # title, column header, one row per metric
         assert [line.split()[0] for line in matrix] == METRICS, p.stdout
