@@ -5,10 +5,13 @@ examples/timeshare.csv are meant to be run."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
+import pytest
 from support import radtrack_cli
 
 from radtrack.analysis.result_checks import MIN_SAMPLES
@@ -29,6 +32,26 @@ pair,2,,,,-,busy.py,top,0.7,0.2
 """
 
 
+def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                *args: str) -> subprocess.CompletedProcess[str]:
+    """``radtrack report ARGS`` through the CLI's entry point (radtrack.cli.main, what
+    ``python -m radtrack`` runs) in this process: no interpreter start and MLflow import
+    per call. What the CLI sets process-wide (argparse's error hook, two MLflow
+    variables) is undone after the test."""
+    from radtrack.cli import main
+
+    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    capsys.readouterr()
+    try:
+        code = main(["report", *args])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["radtrack", "report", *args], code, out.out, out.err)
+
+
 def _runs(uri: str, experiment: str) -> dict[str, str]:
     from mlflow import MlflowClient
 
@@ -38,7 +61,9 @@ def _runs(uri: str, experiment: str) -> dict[str, str]:
             if r.data.tags.get("radtrack.role") == "row"}
 
 
-def test_report_finds_solo_runs_of_another_experiment_and_names_them(store: str, tmp_path: Path) -> None:
+def test_report_finds_solo_runs_of_another_experiment_and_names_them(
+        store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     shutil.copy(SCRIPTS / "busy.py", tmp_path / "busy.py")
     (tmp_path / "solo.csv").write_text(SOLO)
     (tmp_path / "pair.csv").write_text(PAIR)
@@ -48,7 +73,7 @@ def test_report_finds_solo_runs_of_another_experiment_and_names_them(store: str,
     # the launcher's own STP line at the end of the co-located workload used them too
     assert "pair-1: STP" in launched.stderr, launched.stderr
 
-    proc = radtrack_cli("report", "pair", cwd=tmp_path)
+    proc = report_here(monkeypatch, capsys, "pair")
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert max(len(line) for line in text.splitlines()) <= WIDTH, text
@@ -58,7 +83,7 @@ def test_report_finds_solo_runs_of_another_experiment_and_names_them(store: str,
     assert f"pair-1 B: alone-2 A ({solo['alone-2 A'][:8]}) in 'alone' (other experiment)" in used
     assert "STP" in text
 
-    proc = radtrack_cli("report", "pair", "--format", "json", cwd=tmp_path)
+    proc = report_here(monkeypatch, capsys, "pair", "--format", "json")
     doc = json.loads(proc.stdout)
     inter = {r["run_name"]: r for r in doc["interference"]}
     assert set(inter) == {"pair-1 A", "pair-1 B"}  # pair-2 A ran alone: no slowdown of its own
@@ -76,16 +101,16 @@ def test_report_finds_solo_runs_of_another_experiment_and_names_them(store: str,
 
     # --baseline names the experiment to take them from: 'pair' has one solo run, of other
     # params, used and flagged as such; an experiment that does not exist is refused
-    proc = radtrack_cli("report", "pair", "--baseline", "pair", "--format", "json", cwd=tmp_path)
+    proc = report_here(monkeypatch, capsys, "pair", "--baseline", "pair", "--format", "json")
     doc = json.loads(proc.stdout)
     inter = {r["run_name"]: r for r in doc["interference"]}
     assert inter["pair-1 A"]["solo_run_ids"] == pair["pair-2 A"]
     assert inter["pair-1 A"]["baseline_mismatch"].startswith("params differ")
     flagged = {(c["run_name"], c["check"]) for c in doc["checks"]}
     assert ("pair-1 A", "baseline-differs") in flagged
-    proc = radtrack_cli("report", "pair", "--baseline", "nowhere", cwd=tmp_path)
+    proc = report_here(monkeypatch, capsys, "pair", "--baseline", "nowhere")
     assert proc.returncode == 2 and "experiment 'nowhere' not found" in proc.stderr
 
     # --wide keeps the old one-line-per-row view
-    wide = radtrack_cli("report", "pair", "--wide", cwd=tmp_path).stdout
+    wide = report_here(monkeypatch, capsys, "pair", "--wide").stdout
     assert any(len(line) > WIDTH for line in wide.splitlines())
