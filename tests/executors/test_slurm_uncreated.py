@@ -81,7 +81,7 @@ def test_job_cancelled_before_its_runs_existed(store: str, tmp_path: Path) -> No
     parent = [r for r in runs if r.data.tags.get("radtrack.role") == "workload"]
     assert len(rows) == 1 and len(parent) == 1, lines
     row = rows[0]
-    assert row.info.status == "KILLED" and parent[0].info.status == "KILLED"
+    assert row.info.status == "KILLED" and parent[0].info.status == "KILLED", lines
     assert row.data.tags["radtrack.slurm.state"] == "CANCELLED"
     assert row.data.tags["radtrack.stopped_by"] == "slurm:CANCELLED"
     assert row.data.tags["radtrack.slurm.job_id"] == JOB

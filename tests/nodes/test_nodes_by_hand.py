@@ -62,12 +62,12 @@ def finish(tmp: Path, node: int, proc: subprocess.Popen[str], timeout: float = 2
     return (tmp / f"node{node}.log").read_text()
 
 
-def the_run(tmp: Path):
-    """The one row run of experiment "multi" (and the client)."""
+def the_run(tmp: Path, experiment: str = "multi"):
+    """The one row run of ``experiment`` (and the client)."""
     from mlflow import MlflowClient
 
     client = MlflowClient(f"sqlite:///{tmp / 'mlflow.db'}")
-    exp = client.get_experiment_by_name("multi")
+    exp = client.get_experiment_by_name(experiment)
     rows = client.search_runs([exp.experiment_id], f"tags.`{schema.ROLE}` = '{schema.ROLE_ROW}'")
     assert len(rows) == 1, [r.info.run_name for r in rows]
     return client, rows[0]
@@ -143,6 +143,11 @@ def _tree(pid: int) -> list[int]:
         return [pid]
 
 
+def spooled_lines(spool: Path, stream: str) -> int:
+    """Lines written to the spool's ``<stream>.jsonl`` files (a listener's hello and samples)."""
+    return sum(len(f.read_bytes().splitlines()) for f in spool.glob(f"*/{stream}.jsonl"))
+
+
 def _wait_for(what, timeout: float = 180.0, every: float = 0.2):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -164,7 +169,8 @@ def test_a_killed_node_makes_the_run_killed_and_sync_recovers_its_spool(tmp_path
     spool1 = tmp_path / "node1" / "spool"
     # node 1 trains and its sink is bound to the run (meta.json names it)
     _wait_for(lambda: Path(f"{hold}.1").exists() and list(spool1.glob("*/meta.json")))
-    time.sleep(1.0)  # a few more samples, some not shipped yet
+    bound = spooled_lines(spool1, "node1.top")
+    _wait_for(lambda: spooled_lines(spool1, "node1.top") >= bound + 3)  # a few more samples
     for pid in _tree(nodes[1].pid):
         try:
             os.kill(pid, signal.SIGKILL)

@@ -11,6 +11,7 @@ visibly, without root or SLURM (scripts/ensure-slurm.sh installs it as root).
 from __future__ import annotations
 
 import csv
+import json
 import os
 import socket
 import subprocess
@@ -117,50 +118,16 @@ def two_nodes() -> Iterator[SlurmCluster]:
         cluster.stop()
 
 
-def test_a_sheet_row_over_two_slurm_nodes_is_one_run(two_nodes: SlurmCluster,
-                                                      tmp_path: Path) -> None:
-    sheet = tmp_path / "multi.csv"
-    with sheet.open("w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["Experiment", "Workload", "Devices", "Collocation", "File", "Listeners",
-                    "Params", "Nodes"])
-        w.writerow(["multi", "1", "", "-", str(DDP), "top", "--steps 5", "2"])
-    env = {**os.environ, **two_nodes.env, "PYTHONUNBUFFERED": "1",
-           "RADTRACK_HOME": str(tmp_path / "home"), "RADTRACK_JOB_HOME": str(tmp_path / "job"),
-           "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
-           "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
-    dry = subprocess.run([sys.executable, "-m", "radtrack", str(sheet), "--executor", "slurm",
-                          "--shared-fs", "--dry-run"], env=env, cwd=tmp_path, text=True,
-                         capture_output=True, timeout=120)
-    assert "--nodes=2 --ntasks-per-node=1" in dry.stdout, dry.stdout + dry.stderr
-    proc = subprocess.run([sys.executable, "-m", "radtrack", str(sheet), "--executor", "slurm",
-                           "--shared-fs", "--interval", "0.1"], env=env, cwd=tmp_path,
-                          text=True, capture_output=True, timeout=400)
-    outs = "".join(p.read_text() for p in tmp_path.glob(".multi*.slurm/*.out"))
-    assert proc.returncode == 0, proc.stdout + proc.stderr + outs
-    assert "node 0 = radnode1" in outs and "node radnode2: node 1 of 2" in outs, outs
-
-    client, run = the_run(tmp_path)
-    assert run.info.status == "FINISHED", outs
-    tags, metrics = run.data.tags, run.data.metrics
-    assert tags[schema.NODES] == "2" and tags.get(schema.SLURM_JOB_ID)
-    assert tags[schema.node_tag(1, "status")] == "FINISHED"
-    assert len(client.get_metric_history(run.info.run_id, "system/top/cpu_pct")) >= 2
-    assert len(client.get_metric_history(run.info.run_id, "system/node1/top/cpu_pct")) >= 2
-    for key in (schema.node_summary_key(0, "duration_s"), schema.node_summary_key(1, "duration_s"),
-                schema.nodes_total_key("duration_s")):
-        assert metrics[key] > 0, key
-    assert "FINISHED" in sheet.read_text()
-
-
-def _agent_of(node: str) -> int | None:
-    """The pid of the node agent task SLURM runs as ``node`` (multiple-slurmd: one host)."""
+def _agent_of(node: str, job_name: str) -> int | None:
+    """The pid of the node agent task SLURM runs as ``node`` for job ``job_name``
+    (multiple-slurmd: one host, both jobs' agents on it)."""
     import psutil
 
     for p in psutil.process_iter(["cmdline"]):
         try:
             if "radtrack.executors.slurm_nodes" in " ".join(p.info["cmdline"] or []) and \
                     p.environ().get("SLURMD_NODENAME") == node and \
+                    p.environ().get("SLURM_JOB_NAME") == job_name and \
                     "srun" not in (p.info["cmdline"] or [""])[0]:
                 return p.pid
         except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -168,16 +135,17 @@ def _agent_of(node: str) -> int | None:
     return None
 
 
-def test_a_dead_slurm_node_leaves_a_killed_run_and_sync_stores_its_spool(
-        two_nodes: SlurmCluster, tmp_path: Path) -> None:
-    """Node 1's task (agent, script, listeners) SIGKILLed mid-run, as a node lost: the run is
+def test_rows_over_two_slurm_nodes_one_finished_one_with_a_dead_node(two_nodes: SlurmCluster,
+                                                                     tmp_path: Path) -> None:
+    """One submission, two workloads, each a job over both nodes. "multi" trains 5 steps: one
+    run with both nodes' series, per-node and total figures, FINISHED. "dead" holds until
+    node 1's task (agent, script, listeners) is SIGKILLed mid-run, as a node lost: its run is
     KILLED naming node 1, node 0's samples are stored, and `radtrack sync` on the job's
     RADTRACK_JOB_HOME (shared here: both slurmd share this host) stores node 1's spool once."""
     import signal
-    import time
 
     import psutil
-    from test_nodes_by_hand import _wait_for
+    from test_nodes_by_hand import _wait_for, spooled_lines
 
     from radtrack.store.recovery import read_spool
 
@@ -187,22 +155,27 @@ def test_a_dead_slurm_node_leaves_a_killed_run_and_sync_stores_its_spool(
         w = csv.writer(f)
         w.writerow(["Experiment", "Workload", "Devices", "Collocation", "File", "Listeners",
                     "Params", "Nodes"])
-        w.writerow(["multi", "1", "", "-", str(DDP), "top", f"--hold {hold} --step-s 0.05", "2"])
+        w.writerow(["multi", "1", "", "-", str(DDP), "top", "--steps 5", "2"])
+        w.writerow(["dead", "1", "", "-", str(DDP), "top", f"--hold {hold} --step-s 0.05", "2"])
     job_home = tmp_path / "job"
     env = {**os.environ, **two_nodes.env, "PYTHONUNBUFFERED": "1",
            "RADTRACK_HOME": str(tmp_path / "home"), "RADTRACK_JOB_HOME": str(job_home),
            "MLFLOW_TRACKING_URI": f"sqlite:///{tmp_path / 'mlflow.db'}",
            "OMP_NUM_THREADS": "1", "GLOO_SOCKET_IFNAME": "lo"}
+    # (the dry run's "--nodes=2 --ntasks-per-node=1": tests/nodes/test_nodes_contract.py)
     submitter = subprocess.Popen([sys.executable, "-m", "radtrack", str(sheet), "--executor",
                                   "slurm", "--shared-fs", "--interval", "0.1"], env=env,
                                  cwd=tmp_path, text=True, stdout=subprocess.PIPE,
                                  stderr=subprocess.STDOUT)
+    spool = job_home / "spool"
     try:
-        # both ranks step; node 1's spool is bound to the run (meta.json names it)
-        _wait_for(lambda: Path(f"{hold}.1").exists() and len(list(
-            (job_home / "spool").glob("*/meta.json"))) >= 2, timeout=300)
-        time.sleep(1.0)
-        agent = _agent_of(NODES[1])
+        # both "dead" ranks step; its node 1's spool is bound to the run (meta.json names it)
+        _wait_for(lambda: Path(f"{hold}.1").exists() and _agent_of(NODES[1], "radtrack-dead-1")
+                  and _node1_folder(spool, _row_run_id(tmp_path, "dead")) is not None,
+                  timeout=300)
+        bound = spooled_lines(spool, "node1.top")
+        _wait_for(lambda: spooled_lines(spool, "node1.top") >= bound + 3)  # a few more samples
+        agent = _agent_of(NODES[1], "radtrack-dead-1")
         assert agent is not None
         tree = [agent, *(c.pid for c in psutil.Process(agent).children(recursive=True))]
         for pid in tree:
@@ -215,16 +188,28 @@ def test_a_dead_slurm_node_leaves_a_killed_run_and_sync_stores_its_spool(
         if submitter.poll() is None:
             submitter.kill()
     outs = "".join(p.read_text() for p in tmp_path.glob(".multi*.slurm/*.out"))
-    assert submitter.returncode == 1, out + outs
+    assert submitter.returncode == 1, out + outs  # one workload KILLED
+    assert "node 0 = radnode1" in outs and "node radnode2: node 1 of 2" in outs, outs
+    lines = [x for x in sheet.read_text().splitlines() if x.startswith(("multi,", "dead,"))]
+    assert "FINISHED" in lines[0] and "KILLED" in lines[1], lines
+
     client, run = the_run(tmp_path)
+    assert run.info.status == "FINISHED", outs
+    tags, metrics = run.data.tags, run.data.metrics
+    assert tags[schema.NODES] == "2" and tags.get(schema.SLURM_JOB_ID)
+    assert tags[schema.node_tag(1, "status")] == "FINISHED"
+    assert len(client.get_metric_history(run.info.run_id, "system/top/cpu_pct")) >= 2
+    assert len(client.get_metric_history(run.info.run_id, "system/node1/top/cpu_pct")) >= 2
+    for key in (schema.node_summary_key(0, "duration_s"), schema.node_summary_key(1, "duration_s"),
+                schema.nodes_total_key("duration_s")):
+        assert metrics[key] > 0, key
+
+    client, run = the_run(tmp_path, "dead")
     assert run.info.status == "KILLED", outs
     assert "node1" in run.data.tags[schema.NODES_FAILED] and "lost" in run.data.tags[schema.NODES_FAILED]
     assert len(client.get_metric_history(run.info.run_id, "system/top/cpu_pct")) >= 2
-    assert "KILLED" in sheet.read_text()
-
-    folders = [m.parent for m in (job_home / "spool").glob("*/meta.json")
-               if (m.parent / "node1.top.jsonl").exists()]
-    assert len(folders) == 1, outs
+    folders = [m.parent for m in spool.glob("*/meta.json") if (m.parent / "node1.top.jsonl").exists()]
+    assert folders == [_node1_folder(spool, run.info.run_id)], outs  # "multi"'s: stored, gone
     spooled = int(read_spool(folders[0] / "node1.top.jsonl")["node1/top/cpu_pct"].notna().sum())
     sync = subprocess.run([sys.executable, "-m", "radtrack", "sync"],
                           env={**env, "RADTRACK_HOME": str(job_home)}, cwd=tmp_path, text=True,
@@ -234,3 +219,29 @@ def test_a_dead_slurm_node_leaves_a_killed_run_and_sync_stores_its_spool(
     assert len(history) == spooled and len({(m.timestamp, m.step) for m in history}) == spooled
     assert client.get_run(run.info.run_id).info.status == "KILLED"
     assert not folders[0].exists()
+
+
+def _row_run_id(tmp: Path, experiment: str) -> str:
+    """The row run of ``experiment`` once it exists, else ""."""
+    from mlflow import MlflowClient
+
+    client = MlflowClient(f"sqlite:///{tmp / 'mlflow.db'}")
+    try:
+        exp = client.get_experiment_by_name(experiment)
+        rows = client.search_runs([exp.experiment_id],
+                                  f"tags.`{schema.ROLE}` = '{schema.ROLE_ROW}'") if exp else []
+    except Exception:  # noqa: BLE001 - the store being made by the jobs: asked again
+        return ""
+    return rows[0].info.run_id if rows else ""
+
+
+def _node1_folder(spool: Path, run_id: str) -> Path | None:
+    """Node 1's spool folder of run ``run_id``, once bound to it (meta.json names it)."""
+    for meta in spool.glob("*/meta.json"):
+        try:
+            bound = json.loads(meta.read_text()).get("run_id")
+        except (OSError, ValueError):  # being written: asked again
+            continue
+        if run_id and bound == run_id and (meta.parent / "node1.top.jsonl").exists():
+            return meta.parent
+    return None
