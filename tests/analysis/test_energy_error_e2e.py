@@ -7,8 +7,10 @@ code windows' and the attributed share's intervals are stored next to their ener
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +26,26 @@ SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "window_epochs.py"
 pytestmark = pytest.mark.slow
 
 
+def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                *args: str) -> subprocess.CompletedProcess[str]:
+    """``radtrack report ARGS`` through the CLI's entry point (radtrack.cli.main, what
+    ``python -m radtrack`` runs) in this process: no interpreter start and MLflow import
+    per call. What the CLI sets process-wide (argparse's error hook, two MLflow
+    variables) is undone after the test."""
+    from radtrack.cli import main
+
+    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    capsys.readouterr()
+    try:
+        code = main(["report", *args])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["radtrack", "report", *args], code, out.out, out.err)
+
+
 def _launch(tmp_path: Path, name: str, util: float) -> None:
     env = nvml_scenario.write(tmp_path / f"{name}.json", [{
         "uuid": H100_UUID, "watts": 300.0, "util_gpu": util, "power_ring": True,
@@ -33,7 +55,8 @@ def _launch(tmp_path: Path, name: str, util: float) -> None:
     assert p.returncode == 0, p.stderr[-3000:]
 
 
-def test_bursty_runs_get_a_wide_flagged_interval_steady_ones_a_narrow_one(store, tmp_path, monkeypatch):
+def test_bursty_runs_get_a_wide_flagged_interval_steady_ones_a_narrow_one(store, tmp_path, monkeypatch,
+                                                                          capsys):
     FakeHost(tmp_path, monkeypatch)
     _launch(tmp_path, "steady", 100.0)
     _launch(tmp_path, "bursty", 25.0)
@@ -55,14 +78,14 @@ def test_bursty_runs_get_a_wide_flagged_interval_steady_ones_a_narrow_one(store,
     assert bursty["window/epoch/gpu_energy_j_ci95_pct"] > steady["window/epoch/gpu_energy_j_ci95_pct"]
     assert "summary/energy_model/gpu0/activity_energy_j" not in bursty  # no GPM listener: no model
 
-    p = radtrack_cli("report", "err", "--format", "json", timeout=300)
+    p = report_here(monkeypatch, capsys, "err", "--format", "json")
     assert p.returncode == 0, p.stderr[-3000:]
     runs = {r["run_id"]: r for r in json.loads(p.stdout)["runs"]}
     b, s = runs[by_load["bursty"].info.run_id], runs[by_load["steady"].info.run_id]
     assert b["energy_j_ci95_pct"] == pytest.approx(bursty[att + "_ci95_pct"], rel=1e-6)
     assert b["energy_note"].startswith("±") and "bursty load near the sensor's period" in b["energy_note"]
     assert s["energy_note"] == "" and s["energy_j_ci95_pct"] < 5.0
-    text = radtrack_cli("report", "err", timeout=300)
+    text = report_here(monkeypatch, capsys, "err")
     assert "energy_j_ci95_pct" in text.stdout and "bursty load near the sensor's period" in text.stdout
     # the experiment's measured energy line carries its interval too
     assert re.search(r"Measured GPU energy of 2 workload\(s\): [0-9.e-]+ kWh ±\d+\.\d % \(95 %\)", text.stdout)

@@ -4,18 +4,39 @@ launcher stores runs (tests/analysis/test_analysis_seed.py), read through the CL
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
+import subprocess
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
-from support import radtrack_cli
 from test_analysis_seed import T0, Row, seed_workload
 
 from radtrack.analysis import result_checks as rc
 from radtrack.analysis.text_table import WIDTH
 from radtrack.analysis.variability import ratio_interval
+
+
+def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                *args: str) -> subprocess.CompletedProcess[str]:
+    """``radtrack report ARGS`` through the CLI's entry point (radtrack.cli.main, what
+    ``python -m radtrack`` runs) in this process: no interpreter start and MLflow import
+    per call. What the CLI sets process-wide (argparse's error hook, two MLflow
+    variables) is undone after the test."""
+    from radtrack.cli import main
+
+    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    capsys.readouterr()
+    try:
+        code = main(["report", *args])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["radtrack", "report", *args], code, out.out, out.err)
 
 
 def _series(value: float, seconds: int) -> list[tuple[float, int, float]]:
@@ -58,8 +79,9 @@ def flagged(store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict
     return {"solo": solo, "pair": pair, "idle": idle, "no_gpu": no_gpu, "cpu": cpu, "off": off}
 
 
-def test_report_flags_what_cannot_be_trusted(flagged, tmp_path: Path) -> None:
-    proc = radtrack_cli("report", "coloc", "--format", "json", cwd=tmp_path)
+def test_report_flags_what_cannot_be_trusted(flagged, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    proc = report_here(monkeypatch, capsys, "coloc", "--format", "json")
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     checks = {(c["run_name"], c["check"]): c for c in doc["checks"]}
@@ -85,7 +107,7 @@ def test_report_flags_what_cannot_be_trusted(flagged, tmp_path: Path) -> None:
     assert inter["coloc-1 A"]["checks"] == "faster-than-solo,busy-baseline"
     assert inter["coloc-1 A"]["solo_runs"].endswith("in 'base'")
 
-    text = radtrack_cli("report", "coloc", cwd=tmp_path).stdout
+    text = report_here(monkeypatch, capsys, "coloc").stdout
     assert max(len(line) for line in text.splitlines()) <= WIDTH, text
     flags = " ".join(text.split("Checks (7)")[1].split())
     assert "- coloc-1 A [slowdown] faster-than-solo: slowdown 0.5" in flags
