@@ -4,11 +4,18 @@ two row runs), one row's script opening its own ``mlflow.start_run()`` (a script
 links both ways), plus a run still RUNNING. It is copied into a new SQLite store and into a
 real ``mlflow server``; every run must come back whole (params, tags, every metric point,
 artifacts with the Parquet trace readable, times, statuses, names) with its links pointing
-at the copies, ``radtrack report`` must read the copy, and a second copy adds nothing.
+at the copies, ``radtrack report`` must read the copy, and a second copy adds nothing (or,
+after an interrupted copy, makes that one again).
+
+The source store and its report are made once per module (module fixtures). Every metric
+point is compared in the stores' own tables (all SQLite, the server's backend too): one
+query a run, where MLflow's client asks once per metric key (80 a row run).
 """
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +23,7 @@ import pytest
 from servers import MlflowServer, free_port, start_mlflow_server
 from support import radtrack_cli
 
-from radtrack.store import schema
+from radtrack.store import newstore, schema
 
 EXP = "cp"
 OWN_RUN = """\
@@ -57,11 +64,25 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     runs = {r.info.run_name: r for r in c.search_runs([exp_id])}
     roles = [r.data.tags.get(schema.ROLE) for r in runs.values()]
     assert sorted(map(str, roles)) == ["None", "row", "row", "script", "workload"], runs.keys()
-    return {"uri": uri, "folder": folder, "env": env, "runs": runs}
+    return {"uri": uri, "db": folder / "mlflow.db", "folder": folder, "env": env, "runs": runs}
 
 
-def _history(c: Any, run_id: str, key: str) -> list[tuple[int, int, float]]:
-    return sorted((m.step, m.timestamp, m.value) for m in c.get_metric_history(run_id, key))
+@pytest.fixture(scope="module")
+def source_report(source: dict[str, Any]) -> Any:
+    """``radtrack report`` of the source store, what each copy's report is compared with."""
+    return radtrack_cli("report", EXP, "--tracking-uri", source["uri"], env=source["env"])
+
+
+def _points(db: Path, run_id: str) -> dict[str, list[tuple]]:
+    """Every point of every metric history of one run, read from the SQLite store's own
+    table: key -> sorted (step, timestamp, value, is_nan)."""
+    with contextlib.closing(sqlite3.connect(db)) as con:
+        rows = con.execute("SELECT key, step, timestamp, value, is_nan FROM metrics WHERE run_uuid = ?",
+                           (run_id,)).fetchall()
+    out: dict[str, list[tuple]] = {}
+    for key, *point in rows:
+        out.setdefault(key, []).append(tuple(point))
+    return {key: sorted(points) for key, points in out.items()}
 
 
 def _files(c: Any, run_id: str, path: str = "") -> dict[str, int]:
@@ -71,9 +92,10 @@ def _files(c: Any, run_id: str, path: str = "") -> dict[str, int]:
     return out
 
 
-def assert_copied(src_uri: str, dst_uri: str, tmp: Path) -> dict[str, str]:
+def assert_copied(src_uri: str, dst_uri: str, tmp: Path, src_db: Path, dst_db: Path) -> dict[str, str]:
     """Every ended run of EXP in ``src_uri`` is in ``dst_uri`` whole, its links remapped;
-    returns source id -> copy id."""
+    returns source id -> copy id. ``src_db``, ``dst_db``: the SQLite files behind them
+    (a server's backend), where the metric histories are compared."""
     import pandas as pd
     from mlflow import MlflowClient
 
@@ -101,8 +123,10 @@ def assert_copied(src_uri: str, dst_uri: str, tmp: Path) -> dict[str, str]:
             assert copy.data.tags[key] == want, (name, key)
         assert copy.data.tags[schema.COPIED_FROM_STORE] == src_uri
         assert set(copy.data.metrics) == set(run.data.metrics), name
+        theirs, ours = _points(src_db, run.info.run_id), _points(dst_db, copy.info.run_id)
+        assert set(theirs) == set(run.data.metrics), name
         for key in run.data.metrics:
-            assert _history(d, copy.info.run_id, key) == _history(s, run.info.run_id, key), (name, key)
+            assert ours[key] == theirs[key], (name, key)
         files = _files(s, run.info.run_id)
         assert _files(d, copy.info.run_id) == files, name
         if schema.trace_artifact("top") in files:
@@ -127,13 +151,8 @@ def _copy(src: str, dst: str, *more: str, env: dict[str, str]) -> Any:
     return radtrack_cli("copy", "--from", src, "--to", dst, *more, env=env, timeout=300)
 
 
-def _check_second_copy_and_report(source: dict[str, Any], dst: str, tmp: Path) -> None:
-    again = _copy(source["uri"], dst, EXP, env=source["env"])
-    assert again.returncode == 0, again.stdout + again.stderr
-    assert "0 run(s) copied, 4 already there, 1 still running skipped, 0 failed" in again.stdout
-    assert again.stdout.count("already copied") == 4
-    assert_copied(source["uri"], dst, tmp)  # still exactly one copy each
-    theirs = radtrack_cli("report", EXP, "--tracking-uri", source["uri"], env=source["env"])
+def _check_report(source: dict[str, Any], theirs: Any, dst: str) -> None:
+    assert theirs.returncode == 0, theirs.stdout + theirs.stderr
     ours = radtrack_cli("report", EXP, "--tracking-uri", dst, env=source["env"])
     assert ours.returncode == 0, ours.stdout + ours.stderr
     for name in (f"{EXP}-1 A", f"{EXP}-1 B"):  # the row runs, as the source's report has them
@@ -142,7 +161,13 @@ def _check_second_copy_and_report(source: dict[str, Any], dst: str, tmp: Path) -
     assert f"experiment {EXP}: 2 run(s)" in ours.stdout
 
 
-def test_copy_into_a_new_sqlite_store(source: dict[str, Any], tmp_path: Path) -> None:
+def test_copy_into_a_new_sqlite_store_then_again_after_an_interrupted_copy(
+        source: dict[str, Any], source_report: Any, tmp_path: Path) -> None:
+    """A dry run makes nothing; the copy; then a copy an earlier ``radtrack copy`` could
+    not end (it stays RUNNING in the target) is deleted and copied again, never counted as
+    there, while the other three are (still exactly one copy each)."""
+    from mlflow import MlflowClient
+
     dst = f"sqlite:///{tmp_path / 'team.db'}"
     dry = _copy(source["uri"], dst, "--dry-run", env=source["env"])
     assert dry.returncode == 0, dry.stdout + dry.stderr
@@ -152,41 +177,46 @@ def test_copy_into_a_new_sqlite_store(source: dict[str, Any], tmp_path: Path) ->
     assert p.returncode == 0, p.stdout + p.stderr
     assert "4 run(s) copied, 0 already there, 1 still running skipped, 0 failed" in p.stdout
     assert "still-running: skipped, still RUNNING in the source" in p.stdout
-    assert_copied(source["uri"], dst, tmp_path)
-    _check_second_copy_and_report(source, dst, tmp_path)
+    first = assert_copied(source["uri"], dst, tmp_path, source["db"], tmp_path / "team.db")
+
+    d = MlflowClient(dst)
+    exp_id = d.get_experiment_by_name(EXP).experiment_id
+    victim = next(r for r in d.search_runs([exp_id]) if r.data.tags.get(schema.ROLE) == "script")
+    d.update_run(victim.info.run_id, status="RUNNING")  # as if the copy stopped before its end
+    again = _copy(source["uri"], dst, EXP, env=source["env"])
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "unfinished copy" in again.stdout
+    assert "1 run(s) copied, 3 already there, 1 still running skipped, 0 failed" in again.stdout
+    assert again.stdout.count("already copied") == 3
+    ids = assert_copied(source["uri"], dst, tmp_path, source["db"], tmp_path / "team.db")
+    made_again = victim.data.tags[schema.COPIED_FROM]
+    assert ids[made_again] != victim.info.run_id == first[made_again]
+    assert {k: v for k, v in ids.items() if k != made_again} == {
+        k: v for k, v in first.items() if k != made_again}  # the other three left as they were
+    _check_report(source, source_report, dst)
 
 
-def test_copy_into_an_mlflow_server(source: dict[str, Any], tmp_path: Path) -> None:
+def test_copy_into_an_mlflow_server(source: dict[str, Any], source_report: Any, tmp_path: Path) -> None:
+    """Into a real ``mlflow server`` (artifacts through it); a second copy adds nothing."""
+    newstore.create(tmp_path / "server.db")  # whole from radtrack's template: MLflow's migrations not run again
     server: MlflowServer = start_mlflow_server(f"sqlite:///{tmp_path / 'server.db'}",
                                                tmp_path / "server-artifacts", tmp_path / "server")
     try:
         p = _copy(source["uri"], server.uri, EXP, env=source["env"])
         assert p.returncode == 0, p.stdout + p.stderr
         assert "4 run(s) copied, 0 already there, 1 still running skipped, 0 failed" in p.stdout
-        assert_copied(source["uri"], server.uri, tmp_path)
+        first = assert_copied(source["uri"], server.uri, tmp_path, source["db"], tmp_path / "server.db")
         # the artifacts went through the server, into its own artifact store
         assert list((tmp_path / "server-artifacts").rglob("top.parquet"))
-        _check_second_copy_and_report(source, server.uri, tmp_path)
+        again = _copy(source["uri"], server.uri, EXP, env=source["env"])
+        assert again.returncode == 0, again.stdout + again.stderr
+        assert "0 run(s) copied, 4 already there, 1 still running skipped, 0 failed" in again.stdout
+        assert again.stdout.count("already copied") == 4
+        # still exactly one copy each, the same ones
+        assert assert_copied(source["uri"], server.uri, tmp_path, source["db"], tmp_path / "server.db") == first
+        _check_report(source, source_report, server.uri)
     finally:
         server.stop()
-
-
-def test_an_interrupted_copy_is_made_again(source: dict[str, Any], tmp_path: Path) -> None:
-    """A copy an earlier ``radtrack copy`` could not end (it stays RUNNING in the target) is
-    deleted and copied again, never counted as there."""
-    from mlflow import MlflowClient
-
-    dst = f"sqlite:///{tmp_path / 'team.db'}"
-    assert _copy(source["uri"], dst, EXP, env=source["env"]).returncode == 0
-    d = MlflowClient(dst)
-    exp_id = d.get_experiment_by_name(EXP).experiment_id
-    victim = next(r for r in d.search_runs([exp_id]) if r.data.tags.get(schema.ROLE) == "script")
-    d.update_run(victim.info.run_id, status="RUNNING")  # as if the copy stopped before its end
-    p = _copy(source["uri"], dst, EXP, env=source["env"])
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "unfinished copy" in p.stdout
-    assert "1 run(s) copied, 3 already there" in p.stdout
-    assert_copied(source["uri"], dst, tmp_path)
 
 
 @pytest.mark.parametrize("case", ["unknown", "same", "unreachable", "no-source"])
