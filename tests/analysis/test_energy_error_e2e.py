@@ -1,9 +1,10 @@
 """Energy error bars end to end (issue 30): the real CLI and launcher, a real SQLite store and
-the NVML doubles (tests/doubles/nvml_scenario.py) standing for an H100 at 300 W, once under a
-steady load (NVML utilisation 100 %) and once under a bursty one (25 %: busy a quarter of
-the time, what a small-batch training loop with gaps looks like to NVML). The run's, the
-code windows' and the attributed share's intervals are stored next to their energies, and
-``radtrack report`` shows them and flags the bursty run with its reason."""
+the NVML doubles (tests/doubles/nvml_scenario.py) standing for two H100s at 300 W, GPU 0
+under a steady load (NVML utilisation 100 %), GPU 1 under a bursty one (25 %: busy a
+quarter of the time, what a small-batch training loop with gaps looks like to NVML). The
+run's, the code windows' and the attributed share's intervals are stored next to their
+energies, and ``radtrack report`` shows them and flags the bursty run with its reason.
+One launch (a sheet of three rows) serves every test."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import json
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,10 +21,12 @@ from mlflow import MlflowClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
 import nvml_scenario  # noqa: E402
-from fakehost import H100_UUID, FakeHost  # noqa: E402
+from fakehost import H100_UUID, SECOND_UUID, FakeHost, gpu  # noqa: E402
 from support import radtrack_cli  # noqa: E402
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "window_epochs.py"
+SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
+SCRIPT = SCRIPTS / "window_epochs.py"
+TRIAL = SCRIPTS / "mlflow_code" / "steady_trial.py"
 pytestmark = pytest.mark.slow
 
 
@@ -46,25 +50,44 @@ def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[s
     return subprocess.CompletedProcess(["radtrack", "report", *args], code, out.out, out.err)
 
 
-def _launch(tmp_path: Path, name: str, util: float) -> None:
-    env = nvml_scenario.write(tmp_path / f"{name}.json", [{
-        "uuid": H100_UUID, "watts": 300.0, "util_gpu": util, "power_ring": True,
-        "procs": [{"match": f"--tag {name}", "sm": 60, "mem_mib": 800}]}])
-    p = radtrack_cli("-e", "err", "-d", "0", "-l", "smi", "--interval", "0.1", str(SCRIPT),
-                     "--seconds", "1", "--tag", name, env=env, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
+@pytest.fixture(scope="module")
+def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Experiment 'err': window_epochs.py steady on GPU 0 (workload 1), then bursty on GPU 1
+    (workload 2); experiment 'err-trial': steady_trial.py, a run the script opens itself, on
+    bursty GPU 1. smi every 0.1 s. Yields the launcher's stderr; the store is this module's."""
+    tmp = tmp_path_factory.mktemp("energy-error")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp / 'mlflow.db'}")
+        mp.setenv("RADTRACK_HOME", str(tmp / ".radtrack"))
+        mp.chdir(tmp)
+        FakeHost(tmp, mp, gpus=[gpu(0), gpu(1, SECOND_UUID)])
+
+        def procs(*tags: str) -> list[dict[str, object]]:
+            return [{"match": f"--tag {t}", "sm": 60, "mem_mib": 800} for t in tags]
+
+        env = nvml_scenario.write(tmp / "scenario.json", [
+            {"uuid": H100_UUID, "watts": 300.0, "util_gpu": 100.0, "power_ring": True,
+             "procs": procs("steady")},
+            {"uuid": SECOND_UUID, "watts": 300.0, "util_gpu": 25.0, "power_ring": True,
+             "procs": procs("bursty", "trial")}])
+        (tmp / "err.csv").write_text(
+            "Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Interval\n"
+            f"err,1,,,0,-,{SCRIPT},smi,--seconds 1 --tag steady,0.1\n"
+            f"err,2,,,1,-,{SCRIPT},smi,--seconds 1 --tag bursty,0.1\n"
+            f"err-trial,1,,,1,-,{TRIAL},smi,--seconds 2 --tag trial,0.1\n")
+        p = radtrack_cli(str(tmp / "err.csv"), env=env, timeout=400)
+        assert p.returncode == 0, p.stderr[-3000:]
+        yield p.stderr
 
 
-def test_bursty_runs_get_a_wide_flagged_interval_steady_ones_a_narrow_one(store, tmp_path, monkeypatch,
+def test_bursty_runs_get_a_wide_flagged_interval_steady_ones_a_narrow_one(launched, monkeypatch,
                                                                           capsys):
-    FakeHost(tmp_path, monkeypatch)
-    _launch(tmp_path, "steady", 100.0)
-    _launch(tmp_path, "bursty", 25.0)
-    client = MlflowClient(store)
+    client = MlflowClient()
     exp = client.get_experiment_by_name("err")
     rows = [r for r in client.search_runs([exp.experiment_id]) if r.data.tags.get("radtrack.role") == "row"]
     by_load = dict(zip(("steady", "bursty"), sorted(rows, key=lambda r: r.info.start_time), strict=True))
     steady, bursty = by_load["steady"].data.metrics, by_load["bursty"].data.metrics
+    # a row's keys name its GPUs as it sees them: gpu0 in both rows
     key = "summary/smi/gpu0/energy_j"
     assert steady[key] > 0 and bursty[key] > 0  # the counter's figure is there, unchanged
     assert steady[key + "_ci95_pct"] < 5.0 and steady[key + "_ci95_flag"] == 0.0
@@ -91,26 +114,18 @@ def test_bursty_runs_get_a_wide_flagged_interval_steady_ones_a_narrow_one(store,
     assert re.search(r"Measured GPU energy of 2 workload\(s\): [0-9.e-]+ kWh ±\d+\.\d % \(95 %\)", text.stdout)
 
 
-def test_a_script_run_carries_the_interval_of_its_span(store, tmp_path, monkeypatch):
+def test_a_script_run_carries_the_interval_of_its_span(launched):
     """A run the script opened itself (docs/mlflow-code.md) gets its span's energy with its
     interval, and its share of the row's attributed energy with the GPU's interval."""
-    FakeHost(tmp_path, monkeypatch)
-    env = nvml_scenario.write(tmp_path / "trial.json", [{
-        "uuid": H100_UUID, "watts": 300.0, "util_gpu": 25.0, "power_ring": True,
-        "procs": [{"match": "--tag trial", "sm": 60, "mem_mib": 800}]}])
-    script = Path(__file__).resolve().parents[1] / "scripts" / "mlflow_code" / "steady_trial.py"
-    p = radtrack_cli("-e", "err", "-d", "0", "-l", "smi", "--interval", "0.1", str(script),
-                     "--seconds", "2", "--tag", "trial", env=env, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    # the launcher's energy line carries the GPU energy's interval and why it is wide
-    line = next(x for x in p.stderr.splitlines() if ": GPU " in x and " J" in x)
+    # the launcher's energy line of that row carries the GPU energy's interval and why it is wide
+    line = next(x for x in launched.splitlines() if "err-trial-1: GPU " in x and " J" in x)
     assert re.search(r" J ±\d+\.\d %, (bursty|window too short)", line), line
-    client = MlflowClient(store)
-    exp = client.get_experiment_by_name("err")
+    client = MlflowClient()
+    exp = client.get_experiment_by_name("err-trial")
     trial = next(r for r in client.search_runs([exp.experiment_id]) if r.info.run_name == "trial")
     m = trial.data.metrics
     assert trial.data.tags["radtrack.role"] == "script"
     # its share of the row's energy (the counter, read every 5 s, shaped by the power inside
     # its intervals) with the GPU's interval over the span: bursty, and a 2-s span is short
-    att = "summary/attribution/gpu0/energy_j"
+    att = "summary/attribution/gpu0/energy_j"  # GPU 1 as the row sees it
     assert m[att] > 0 and m[att + "_ci95_pct"] > 0 and m[att + "_ci95_flag"] in (1.0, 2.0)
