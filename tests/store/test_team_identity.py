@@ -3,7 +3,10 @@ tag and the run's user id) and its launch (``radtrack.launch_id``); two launches
 workload number never give runs a reader cannot tell apart; a user who may not write to an
 experiment is refused up front with the admin's grant command (docs/deployment.md,
 section 5). Through the real CLI, against SQLite and ``mlflow server --app-name basic-auth``
-over PostgreSQL (tests/servers.py)."""
+over PostgreSQL (tests/servers.py).
+
+The same user's two launches of one co-located workload (two sheets) are launched once per
+module and read by both tests about them."""
 
 from __future__ import annotations
 
@@ -66,54 +69,65 @@ def test_run_names_of_launches_of_one_workload(tmp_path: Path, monkeypatch: pyte
     assert tracking.launch_user() == getpass.getuser()
 
 
-def test_same_user_twice_gets_a_suffix_and_is_told(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    env = {"RADTRACK_HOME": str(tmp_path / ".radtrack"), "MLFLOW_TRACKING_URI": uri,
-           "MLFLOW_TRACKING_USERNAME": ""}
-    args = ["-e", "twice", "-w", "1", "-l", "none", str(SCRIPTS / "busy.py"), "0.2"]
-    first = radtrack_cli(*args, cwd=tmp_path, env=env)
-    assert first.returncode == 0, first.stderr
-    assert "already exists" not in first.stderr
-    second = radtrack_cli(*args, cwd=tmp_path, env=env)
-    assert second.returncode == 0, second.stderr
-    runs = _runs(uri, "twice")
-    parents = {r.data.tags["radtrack.launch_id"]: r for r in _by_role(runs, "workload")}
-    rows = {r.data.tags["radtrack.launch_id"]: r for r in _by_role(runs, "row")}
-    assert len(parents) == 2 and set(parents) == set(rows)
-    names = sorted(p.info.run_name for p in parents.values())
-    assert names[0] == "twice-1" and names[1].startswith("twice-1 #")
-    suffix = names[1].split(" #")[1]
-    newer = next(lid for lid, p in parents.items() if p.info.run_name == names[1])
-    assert newer.startswith(suffix) and rows[newer].info.run_name == f"twice-1 A #{suffix}"
-    line = next(x for x in second.stderr.splitlines() if "already exists" in x)
-    assert f"'twice-1 #{suffix}'" in line and getpass.getuser() in line, line
-    # who launched: the OS user without an MLflow account
-    assert {r.data.tags["mlflow.user"] for r in runs} == {getpass.getuser()}
-    assert {r.info.user_id for r in runs} == {getpass.getuser()}
-    # the closing line names the stored (suffixed) run
-    assert f"twice-1 A #{suffix}: FINISHED" in second.stderr
-    # no "View run" lines on a local store either way
-    assert "View run" not in first.stdout + second.stdout
-
-
 PAIR = ("Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params\n"
         "grouped,1,,,,-,{busy},none,0.2\n"
         "grouped,1,,,,-,{busy},none,0.3\n")
 
 
-def test_report_keeps_two_launches_of_one_workload_apart(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def two_sheets(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The same co-located workload (experiment grouped, workload 1, two rows) launched
+    from two sheets one after the other, by the same user (the OS user, no MLflow account),
+    into one SQLite store: the store's URI, the environment and both launches."""
+    folder = tmp_path_factory.mktemp("two-sheets")
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    env = {"RADTRACK_HOME": str(folder / ".radtrack"), "MLFLOW_TRACKING_URI": uri,
+           "MLFLOW_TRACKING_USERNAME": ""}
+    launches = []
+    for name in ("one", "two"):
+        sheet = folder / f"{name}.csv"
+        sheet.write_text(PAIR.format(busy=SCRIPTS / "busy.py"))
+        launches.append(radtrack_cli(str(sheet), cwd=folder, env=env))
+    return {"uri": uri, "env": env, "launches": launches}
+
+
+def test_same_user_twice_gets_a_suffix_and_is_told(two_sheets: dict) -> None:
+    first, second = two_sheets["launches"]
+    assert first.returncode == 0, first.stderr
+    assert "already exists" not in first.stderr
+    assert second.returncode == 0, second.stderr
+    runs = _runs(two_sheets["uri"], "grouped")
+    parents = {r.data.tags["radtrack.launch_id"]: r for r in _by_role(runs, "workload")}
+    rows: dict[str, list] = {}
+    for r in _by_role(runs, "row"):
+        rows.setdefault(r.data.tags["radtrack.launch_id"], []).append(r)
+    assert len(parents) == 2 and set(parents) == set(rows)
+    names = sorted(p.info.run_name for p in parents.values())
+    assert names[0] == "grouped-1" and names[1].startswith("grouped-1 #")
+    suffix = names[1].split(" #")[1]
+    newer = next(lid for lid, p in parents.items() if p.info.run_name == names[1])
+    assert newer.startswith(suffix)
+    assert sorted(r.info.run_name for r in rows[newer]) == [f"grouped-1 A #{suffix}", f"grouped-1 B #{suffix}"]
+    line = next(x for x in second.stderr.splitlines() if "already exists" in x)
+    assert f"'grouped-1 #{suffix}'" in line and getpass.getuser() in line, line
+    # who launched: the OS user without an MLflow account
+    assert {r.data.tags["mlflow.user"] for r in runs} == {getpass.getuser()}
+    assert {r.info.user_id for r in runs} == {getpass.getuser()}
+    # the closing lines name the stored (suffixed) runs
+    assert f"grouped-1 A #{suffix}: FINISHED" in second.stderr
+    assert f"grouped-1 B #{suffix}: FINISHED" in second.stderr
+    # no "View run" lines on a local store either way
+    assert "View run" not in first.stdout + second.stdout
+
+
+def test_report_keeps_two_launches_of_one_workload_apart(two_sheets: dict) -> None:
     """The same co-located workload (experiment grouped, workload 1) launched from two
     sheets: the report's per-run rows carry each its user and launch, grouped by launch,
     and the workloads table has one row per launch, not one merged row of four."""
     import json
 
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    env = {"RADTRACK_HOME": str(tmp_path / ".radtrack"), "MLFLOW_TRACKING_URI": uri,
-           "MLFLOW_TRACKING_USERNAME": ""}
-    for name in ("one", "two"):
-        sheet = tmp_path / f"{name}.csv"
-        sheet.write_text(PAIR.format(busy=SCRIPTS / "busy.py"))
-        p = radtrack_cli(str(sheet), env=env)
+    uri, env = two_sheets["uri"], two_sheets["env"]
+    for p in two_sheets["launches"]:
         assert p.returncode == 0, p.stderr
     rows = _by_role(_runs(uri, "grouped"), "row")
     launches = {r.data.tags["radtrack.launch_id"] for r in rows}
@@ -236,15 +250,18 @@ def test_user_without_write_permission_is_refused_up_front(mlflow_auth_server, t
     admin_env = {**os.environ, "MLFLOW_TRACKING_USERNAME": srv.admin[0],
                  "MLFLOW_TRACKING_PASSWORD": srv.admin[1]}
     subprocess.run([sys.executable, "-c", words[4]], env=admin_env, check=True, timeout=120)
-    # ...and carol's launch goes through
-    p = radtrack_cli(*args, cwd=tmp_path, env=_as(srv, carol, tmp_path))
+    # ...and carol's launch goes through, with, in the same launch (a sheet), an experiment
+    # that does not exist yet: carol creates it and manages it
+    sheet = tmp_path / "carol.csv"
+    sheet.write_text("Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params\n"
+                     f"locked,1,,,,-,{SCRIPTS / 'busy.py'},none,0.2\n"
+                     f"carols-{carol[0]},1,,,,-,{SCRIPTS / 'busy.py'},none,0.2\n")
+    p = radtrack_cli(str(sheet), cwd=tmp_path, env=_as(srv, carol, tmp_path))
     assert p.returncode == 0, p.stdout + p.stderr
-    (row,) = _by_role(_runs(srv.uri, "locked"), "row")
-    assert row.data.tags["mlflow.user"] == carol[0] == row.info.user_id
-    # an experiment that does not exist yet: carol creates it and manages it
-    p = radtrack_cli("-e", f"carols-{carol[0]}", "-l", "none", str(SCRIPTS / "busy.py"), "0.2",
-                     cwd=tmp_path, env=_as(srv, carol, tmp_path))
-    assert p.returncode == 0, p.stdout + p.stderr
+    for experiment in ("locked", f"carols-{carol[0]}"):
+        (row,) = _by_role(_runs(srv.uri, experiment), "row")
+        assert row.data.tags["mlflow.user"] == carol[0] == row.info.user_id, experiment
+        assert row.info.status == "FINISHED", experiment
 
 
 def test_refused_credentials_stop_the_launch_in_one_line(mlflow_auth_server, tmp_path: Path,
