@@ -25,8 +25,9 @@ os.environ.setdefault("DO_NOT_TRACK", "true")
 # every test became a group of its own and those module fixtures ran once per worker.)
 # Session fixtures (PostgreSQL, mlflow server, SLURM, Chromium) start once per worker.
 # The longest files go first, so no worker starts one near the end while the other idles.
-LONGEST_FIRST = ("test_workloads.py", "test_deployment_doc.py", "test_mlflow_code.py",
-                 "test_slurm_signals.py", "test_slurm_e2e.py", "test_studies_power.py")
+LONGEST_FIRST = ("test_deployment_doc.py", "test_workloads.py", "test_mlflow_code.py",
+                 "test_process_tree.py", "test_store_creation.py", "test_slurm_e2e.py",
+                 "test_team_identity.py", "test_slurm_signals.py", "test_studies_power.py")
 
 
 def _longest_first(items: list[pytest.Item]) -> None:
