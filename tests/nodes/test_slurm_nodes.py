@@ -170,9 +170,9 @@ def test_rows_over_two_slurm_nodes_one_finished_one_with_a_dead_node(two_nodes: 
     spool = job_home / "spool"
     try:
         # both "dead" ranks step; its node 1's spool is bound to the run (meta.json names it)
-        _wait_for(lambda: Path(f"{hold}.1").exists() and _agent_of(NODES[1], "radtrack-dead-1")
-                  and _node1_folder(spool, _row_run_id(tmp_path, "dead")) is not None,
-                  timeout=300)
+        _wait_for(lambda: Path(f"{hold}.1").exists(), timeout=300)
+        _wait_for(lambda: _node1_folder(spool, _row_run_id(tmp_path, "dead")) is not None,
+                  every=0.5)
         bound = spooled_lines(spool, "node1.top")
         _wait_for(lambda: spooled_lines(spool, "node1.top") >= bound + 3)  # a few more samples
         agent = _agent_of(NODES[1], "radtrack-dead-1")
