@@ -122,9 +122,14 @@ def settle(client: MlflowClient, job: Job, state: JobState,
         lost = [r.info.run_id for r in runs if r.info.status == "RUNNING"
                 and r.data.tags.get(schema.ROLE) == schema.ROLE_ROW]
         job.node = job.node or next((r.data.tags.get(schema.HOSTNAME, "") for r in runs), "")
+        created: list[str] = []
         if not any(r.data.tags.get(schema.ROLE) == schema.ROLE_ROW for r in runs):
-            lost += _uncreated(client, job, state, log)  # ended before its runs existed
-        if _leftovers(client, job, lost, log):  # the runs' ends, as their launcher left them
+            created = _uncreated(client, job, state, log)  # ended before its runs existed
+            lost += created
+        # the runs' ends, as their launcher left them; runs created here are read again even
+        # when storing their spool failed (kept for the next refresh): their parent is closed
+        # below like any run SLURM ended, never left RUNNING
+        if _leftovers(client, job, lost, log) or created:
             runs = _runs_of(client, job)
     by_row = {r.data.tags.get(schema.ROW): r for r in runs
               if r.data.tags.get(schema.ROLE) == schema.ROLE_ROW}
