@@ -6,6 +6,7 @@ would pick whichever conftest module was imported first.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import json
 import os
@@ -14,6 +15,10 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -156,3 +161,23 @@ def report_rows(text: str, section: str = "Per-run summary") -> dict[str, dict[s
             continue
         rows.setdefault(cells[0], {}).update(zip(header, cells, strict=False))
     return rows
+
+
+def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                *args: str) -> subprocess.CompletedProcess[str]:
+    """``radtrack report ARGS`` through the CLI's entry point (radtrack.cli.main, what
+    ``python -m radtrack`` runs) in this process: no interpreter start and MLflow import
+    per call. What the CLI sets process-wide (argparse's error hook, two MLflow
+    variables) is undone after the test."""
+    from radtrack.cli import main
+
+    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+    capsys.readouterr()
+    try:
+        code = main(["report", *args])
+    except SystemExit as exc:  # argparse's own errors
+        code = exc.code
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["radtrack", "report", *args], code, out.out, out.err)

@@ -5,14 +5,12 @@ examples/timeshare.csv are meant to be run."""
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from support import radtrack_cli
+from support import radtrack_cli, report_here
 
 from radtrack.analysis.result_checks import MIN_SAMPLES
 from radtrack.analysis.text_table import WIDTH
@@ -31,25 +29,6 @@ pair,1,,,,-,busy.py,top,1,0.2
 pair,2,,,,-,busy.py,top,0.7,0.2
 """
 
-
-def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                *args: str) -> subprocess.CompletedProcess[str]:
-    """``radtrack report ARGS`` through the CLI's entry point (radtrack.cli.main, what
-    ``python -m radtrack`` runs) in this process: no interpreter start and MLflow import
-    per call. What the CLI sets process-wide (argparse's error hook, two MLflow
-    variables) is undone after the test."""
-    from radtrack.cli import main
-
-    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    capsys.readouterr()
-    try:
-        code = main(["report", *args])
-    except SystemExit as exc:  # argparse's own errors
-        code = exc.code
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(["radtrack", "report", *args], code, out.out, out.err)
 
 
 def _runs(uri: str, experiment: str) -> dict[str, str]:

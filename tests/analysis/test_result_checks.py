@@ -4,39 +4,18 @@ launcher stores runs (tests/analysis/test_analysis_seed.py), read through the CL
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import subprocess
 from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
+from support import report_here
 from test_analysis_seed import T0, Row, seed_workload
 
 from radtrack.analysis import result_checks as rc
 from radtrack.analysis.text_table import WIDTH
 from radtrack.analysis.variability import ratio_interval
-
-
-def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                *args: str) -> subprocess.CompletedProcess[str]:
-    """``radtrack report ARGS`` through the CLI's entry point (radtrack.cli.main, what
-    ``python -m radtrack`` runs) in this process: no interpreter start and MLflow import
-    per call. What the CLI sets process-wide (argparse's error hook, two MLflow
-    variables) is undone after the test."""
-    from radtrack.cli import main
-
-    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    capsys.readouterr()
-    try:
-        code = main(["report", *args])
-    except SystemExit as exc:  # argparse's own errors
-        code = exc.code
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(["radtrack", "report", *args], code, out.out, out.err)
 
 
 def _series(value: float, seconds: int) -> list[tuple[float, int, float]]:

@@ -3,8 +3,6 @@ real CLI, NVML doubles for the GPU readings), and the temperature baseline on a 
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +15,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID, FakeHost  # noqa: E402
 from studies_support import cpu_sheet  # noqa: E402
-from support import radtrack_cli  # noqa: E402
+from support import radtrack_cli, report_here  # noqa: E402
 
 from radtrack.analysis.studies.host_gpu_eda import (  # noqa: E402
     cross_validated_rmse,
@@ -42,25 +40,6 @@ def one_openmp_thread() -> Iterator[None]:
     with threadpool_limits(limits=1):
         yield
 
-
-def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                *args: str) -> subprocess.CompletedProcess[str]:
-    """``radtrack report ARGS`` through the CLI's entry point (radtrack.cli.main, what
-    ``python -m radtrack`` runs) in this process: no interpreter start and MLflow import
-    per call. What the CLI sets process-wide (argparse's error hook, two MLflow
-    variables) is undone after the test."""
-    from radtrack.cli import main
-
-    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    capsys.readouterr()
-    try:
-        code = main(["report", *args])
-    except SystemExit as exc:  # argparse's own errors
-        code = exc.code
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(["radtrack", "report", *args], code, out.out, out.err)
 
 
 @pytest.mark.slow

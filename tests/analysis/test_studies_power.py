@@ -7,10 +7,8 @@ through the doubles: the test host cannot lock clocks.
 
 from __future__ import annotations
 
-import argparse
 import csv
 import json
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID, SECOND_UUID, FakeHost, gpu  # noqa: E402
 from studies_support import cpu_sheet  # noqa: E402
-from support import radtrack_cli  # noqa: E402
+from support import radtrack_cli, report_here  # noqa: E402
 
 WATTS = 400.0
 SECOND_WATTS = 300.0
@@ -32,25 +30,6 @@ FINITE = {"1000000": "40", "50": "4"}
 # one launch of 8 smoke-sized torch scripts: minutes on a small, shared CPU
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-
-def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                *args: str) -> subprocess.CompletedProcess[str]:
-    """``radtrack report ARGS`` through the CLI's entry point (radtrack.cli.main, what
-    ``python -m radtrack`` runs) in this process: no interpreter start and MLflow import
-    per call. What the CLI sets process-wide (argparse's error hook, two MLflow
-    variables) is undone after the test."""
-    from radtrack.cli import main
-
-    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    capsys.readouterr()
-    try:
-        code = main(["report", *args])
-    except SystemExit as exc:  # argparse's own errors
-        code = exc.code
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(["radtrack", "report", *args], code, out.out, out.err)
 
 
 def merged_sheet(dst: Path, parts: list[Path]) -> Path:

@@ -4,8 +4,6 @@ readings are the H100's recorded ones, then ``radtrack report --study``."""
 
 from __future__ import annotations
 
-import argparse
-import subprocess
 import sys
 from pathlib import Path
 
@@ -17,30 +15,11 @@ import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID, FakeHost  # noqa: E402
 from gpu_doubles import H100_GPM  # noqa: E402
 from studies_support import cpu_sheet  # noqa: E402
-from support import radtrack_cli  # noqa: E402
+from support import radtrack_cli, report_here  # noqa: E402
 
 # a launch of smoke-sized torch scripts: minutes on a small, shared CPU
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
-
-def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                *args: str) -> subprocess.CompletedProcess[str]:
-    """``radtrack report ARGS`` through the CLI's entry point (radtrack.cli.main, what
-    ``python -m radtrack`` runs) in this process: no interpreter start and MLflow import
-    per call. What the CLI sets process-wide (argparse's error hook, two MLflow
-    variables) is undone after the test."""
-    from radtrack.cli import main
-
-    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    capsys.readouterr()
-    try:
-        code = main(["report", *args])
-    except SystemExit as exc:  # argparse's own errors
-        code = exc.code
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(["radtrack", "report", *args], code, out.out, out.err)
 
 
 def test_levels_sheet_and_report(store, tmp_path, monkeypatch, capsys):
