@@ -16,7 +16,11 @@ metric history for the script's own), put on a common grid per run:
 - counters (cumulative readings: ``.../energy_j``): the last value inside the step, so
   differences between rows are the energy used in between;
 - a step without a sample of a metric holds NaN for it (nothing is interpolated); every
-  step from the run's first sample to its last has a row.
+  step from the run's first sample to its last has a row;
+- a run over several nodes (radtrack/nodes/) has a row per node and step, a ``node``
+  column after the run's identity, and each node's series under the plain names
+  (``top/cpu_pct``, not ``node1/top/cpu_pct``), ``--metrics`` naming them for every
+  node; an export without a multi-node run has no ``node`` column.
 
 What each metric column is (whose figure, in what unit: ``top/cpu_pct`` is the host's CPU
 in % of all cores, ``top/proc/cpu_pct`` the run's in % of one core) travels with it, from
@@ -29,6 +33,7 @@ radtrack/store/meaning.py: a Parquet file carries it in each column's field meta
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import re
 import sys
@@ -41,6 +46,7 @@ from radtrack.analysis.resample import is_counter, resample  # noqa: F401 (is_co
 from radtrack.analysis.script_runs import load_script_runs
 from radtrack.csvsafe import safe_frame
 from radtrack.errors import RadtrackError
+from radtrack.store import schema
 from radtrack.store.meaning import describe
 
 FORMATS = ("parquet", "csv")
@@ -66,7 +72,7 @@ def export_table(experiment: str, workload: int | None = None, every: float = 1.
     uri = resolve_tracking_uri(tracking_uri)
     runs = _export_runs(experiment, workload, uri)
     try:
-        series = load_series(list(runs["run_id"]), metrics=metrics, tracking_uri=uri)
+        series = _load(list(runs["run_id"]), metrics, _node_count(runs), uri)
     except RadtrackError:
         if metrics:  # which of them, the close names, and the command that lists them all
             _unknown_metrics(experiment, workload, metrics, list(runs["run_id"]), uri)
@@ -79,10 +85,57 @@ def export_table(experiment: str, workload: int | None = None, every: float = 1.
     out["time"] = out.pop("start_time") + pd.to_timedelta(out["seconds"], unit="s")
     extra = [c for c in info.columns if c.startswith(("param.", "tag."))]
     out = out[IDENTITY + ["seconds", "time"] + metric_cols + extra]
+    out, by = by_node(out, metric_cols)
     order = {run_id: i for i, run_id in enumerate(runs["run_id"])}
-    out = out.sort_values(["run_id", "seconds"], key=lambda c: c.map(order) if c.name == "run_id"
+    out = out.sort_values(["run_id", *by, "seconds"], key=lambda c: c.map(order) if c.name == "run_id"
                           else c, kind="stable")
     return out.reset_index(drop=True)
+
+
+def _node_count(runs: pd.DataFrame) -> int:
+    """The most nodes any of ``runs`` ran on (1: none spans nodes)."""
+    tag = pd.to_numeric(runs.get(f"tag.{schema.NODES}", pd.Series(dtype=float)), errors="coerce")
+    return int(tag.max()) if tag.notna().any() else 1
+
+
+def _load(run_ids: list[str], metrics: list[str] | None, nodes: int, uri: str) -> pd.DataFrame:
+    """``metrics`` of the runs, and the same series of every other node of a multi-node run
+    (``node<K>/<key>``) where a node has them."""
+    if not metrics or nodes < 2:
+        return load_series(run_ids, metrics=metrics, tracking_uri=uri)
+    scoped = [f"{schema.node_scope(k)}/{m}" for k in range(1, nodes) for m in metrics]
+    try:
+        return load_series(run_ids, metrics=[*metrics, *scoped], tracking_uri=uri)
+    except RadtrackError:  # a node without one of them: node by node, what each has
+        parts = [load_series(run_ids, metrics=metrics, tracking_uri=uri)]
+        for key in scoped:
+            with contextlib.suppress(RadtrackError):
+                parts.append(load_series(run_ids, metrics=[key], tracking_uri=uri))
+        return pd.concat(parts, ignore_index=True)
+
+
+def by_node(frame: pd.DataFrame, metric_cols: list[str]) -> tuple[pd.DataFrame, list[str]]:
+    """A multi-node run's rows, one per node and step: node K's series (``node<K>/<key>``:
+    radtrack/store/schema.py split_node) under their plain names in rows whose ``node`` is
+    K, node 0's in rows of node 0, a ``node`` column after the run's identity. ``frame`` as
+    it is (and no sort key) where no series is node-scoped."""
+    scoped = {c: schema.split_node(c) for c in metric_cols}
+    nodes = sorted({n for n, _ in scoped.values() if n is not None})
+    if not nodes:
+        return frame, []
+    plain = [c for c in metric_cols if scoped[c][0] is None]
+    rest = [c for c in frame.columns if c not in metric_cols]
+    parts = [frame[rest + plain].assign(node=0)]
+    for node in nodes:
+        cols = {c: scoped[c][1] for c in metric_cols if scoped[c][0] == node}
+        part = frame[rest + list(cols)].rename(columns=cols).assign(node=node)
+        parts.append(part.dropna(how="all", subset=list(cols.values())))
+    parts[0] = parts[0].dropna(how="all", subset=plain) if plain else parts[0]
+    out = pd.concat(parts, ignore_index=True)
+    names = list(dict.fromkeys(plain + [v for _, v in scoped.values()]))
+    ident = rest[:rest.index("seconds")]
+    out = out[ident + ["node"] + rest[len(ident):len(ident) + 2] + names + rest[len(ident) + 2:]]
+    return out, ["node"]
 
 
 def _export_runs(experiment: str, workload: int | None, uri: str) -> pd.DataFrame:
