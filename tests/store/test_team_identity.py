@@ -170,6 +170,7 @@ def _as(srv, creds: tuple[str, str], tmp_path: Path) -> dict[str, str]:
             "MLFLOW_TRACKING_USERNAME": creds[0], "MLFLOW_TRACKING_PASSWORD": creds[1]}
 
 
+@pytest.mark.timeout(600)  # ~2 min at load 5 on 2 cores; past the 300 s default at load 9
 def test_two_users_launch_the_same_workload_at_once(mlflow_auth_server, tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     srv = mlflow_auth_server
