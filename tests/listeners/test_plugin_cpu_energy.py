@@ -89,5 +89,8 @@ def test_a_plugin_cpu_counter_is_split_by_cpu_time(store, site, tmp_path):
     t_e, uj = _history(c, ids["feeder"], "cpumeter/socket0/energy_uj")
     want = split((t_e, uj / 1e6), {n: _history(c, i, "top/proc/cpu_pct") for n, i in ids.items()},
                  (t, host * cores))
+    # within 15 %, or 1 % of the host's energy for a small share (the history the rule is
+    # re-applied to is thinner than the traces accounting read: a few % of a small share)
+    total = sum(want.values())
     for name in rows:
-        assert shares[name] == pytest.approx(want[name], rel=0.15), (name, shares, want)
+        assert shares[name] == pytest.approx(want[name], rel=0.15, abs=0.01 * total), (name, shares, want)

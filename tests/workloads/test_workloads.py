@@ -59,7 +59,8 @@ def plain_env() -> dict[str, str]:
     return env
 
 
-def run_script(path: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+# generous: a smoke run takes seconds alone, over a minute on a 2-core CI host running two test files
+def run_script(path: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(path), *args], env=plain_env(),
                           capture_output=True, text=True, timeout=timeout)
 

@@ -94,8 +94,9 @@ def test_pick_two_runs_plot_zoom_and_export(web, app, store, snap) -> None:
     with web.expect_download() as download:
         web.click("#export-csv")
     rows = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text())))
-    assert list(rows[0]) == ["run", "run_id", "metric", "label", "scope", "unit", "time", "seconds",
-                             "unix_time", "value"]
+    assert list(rows[0]) == ["run", "run_id", "node", "metric", "label", "scope", "unit", "time",
+                             "seconds", "unix_time", "value"]
+    assert {r["node"] for r in rows} == {"0"}  # one-node runs
     assert {(r["label"], r["scope"], r["unit"]) for r in rows} == {("GPU power (W)", "device", "W")}
     assert len(rows) == 2 * 600
     # runs by display name (as in the legend), time as ISO 8601 and as seconds since start
