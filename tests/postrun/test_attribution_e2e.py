@@ -162,9 +162,10 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     # radtrack report shows the attributed energy with its method, and the workload table
     rep = radtrack_cli("report", "acct")
     assert rep.returncode == 0, rep.stderr[-2000:]
+    flat = " ".join(rep.stdout.split())  # the report's prose is wrapped at 120 columns
     assert "mps-thread-cap" in rep.stdout and "process-sm-util" in rep.stdout
-    assert "footprint" in rep.stdout and "400 g/kWh x PUE 1.2 (--carbon-intensity)" in rep.stdout
-    assert "250 g/kWh x PUE 1 ($RADTRACK_CARBON_INTENSITY)" in rep.stdout
+    assert "footprint" in flat and "400 g/kWh x PUE 1.2 (--carbon-intensity)" in flat
+    assert "250 g/kWh x PUE 1 ($RADTRACK_CARBON_INTENSITY)" in flat
     assert "co2e_g" in rep.stdout
     # what each run shared, in the page's words, not the sheet's '-' (analysis/sharing.py)
     sharing = {name: row["sharing"] for name, row in report_rows(rep.stdout).items()}
