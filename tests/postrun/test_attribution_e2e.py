@@ -173,7 +173,10 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
                        "acct-3 B": "GPU time-slicing with 1", "acct-4 A": "MPS with 1",
                        "acct-4 B": "MPS with 1"}, rep.stdout
     section = rep.stdout.split("Co-located workloads")[1].split("Run-to-run")[0]
-    lines = {line.split()[0]: line.split() for line in section.splitlines()[2:] if line.strip()}
+    lines: dict[str, list[str]] = {}  # a workload's cells over every block of the fitted table
+    for line in section.splitlines()[2:]:
+        if line.strip() and line.split()[0].isdigit():
+            lines.setdefault(line.split()[0], []).extend(line.split()[1:])
     assert set(lines) == {"3", "4"}  # the two co-located workloads
     assert "1.00" in lines["3"] and "1.20" in lines["4"]  # their STP
     csv = radtrack_cli("report", "acct", "--format", "csv", "--out", str(tmp / "rep.csv"))
