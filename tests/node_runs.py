@@ -55,3 +55,18 @@ def add_node(client: MlflowClient, run_id: str, start: float, node: int,
                      schema.node_tag(node, "status"): "FINISHED"})
     for name, value in tags.items():
         client.set_tag(run_id, name, value)
+
+
+def seed_nodes_experiment(root: Path) -> tuple[str, object, object]:
+    """A store in ``root`` with experiment ``nodes``: workload 1 a two-node run (node 1 added
+    by :func:`add_node`), workload 2 a one-node run.
+    Returns the store's URI and the two seeded runs."""
+    from synthetic import new_store, seed_workload
+
+    uri = new_store(root)
+    (multi,) = seed_workload(uri, "nodes", 1, ["A"], metrics=KEYS, points=POINTS, epochs=0,
+                             artifact_root=root / "artifacts")
+    (one,) = seed_workload(uri, "nodes", 2, ["A"], metrics=KEYS, points=POINTS, epochs=0,
+                           artifact_root=root / "artifacts", start=1_700_001_000.0)
+    add_node(MlflowClient(tracking_uri=uri), multi.run_id, multi.start, 1)
+    return uri, multi, one

@@ -12,21 +12,12 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from mlflow import MlflowClient
-from node_runs import KEYS, POINTS, add_node
-from synthetic import new_store, seed_workload
+from node_runs import POINTS, seed_nodes_experiment
 
 
 @pytest.fixture(scope="module")
 def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> str:
-    root = tmp_path_factory.mktemp("export-nodes")
-    uri = new_store(root)
-    (multi,) = seed_workload(uri, "nodes", 1, ["A"], metrics=KEYS, points=POINTS, epochs=0,
-                             artifact_root=root / "artifacts")
-    seed_workload(uri, "nodes", 2, ["A"], metrics=KEYS, points=POINTS, epochs=0,
-                  artifact_root=root / "artifacts", start=1_700_001_000.0)
-    client = MlflowClient(uri)
-    add_node(client, multi.run_id, multi.start, 1)
+    uri, _, _ = seed_nodes_experiment(tmp_path_factory.mktemp("export-nodes"))
     return uri
 
 

@@ -14,8 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
-from node_runs import KEYS, NODE1_POWER, POINTS, add_node
-from synthetic import new_store, seed_workload
+from node_runs import KEYS, NODE1_POWER, POINTS, add_node, seed_nodes_experiment
+from synthetic import seed_workload
 
 from radtrack.frontend.app import create_app
 from radtrack.frontend.callbacks_chart import HEADER_PREFIX, QUERY_KEY
@@ -28,16 +28,11 @@ from radtrack.frontend.zoom_data import ROUTE, decode
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> dict:
     root = tmp_path_factory.mktemp("nodes-store")
-    uri = new_store(root)
-    (multi,) = seed_workload(uri, "nodes", 1, ["A"], metrics=KEYS, points=POINTS, epochs=0,
-                             artifact_root=root / "artifacts")
-    (single,) = seed_workload(uri, "nodes", 2, ["A"], metrics=KEYS, points=POINTS, epochs=0,
-                              artifact_root=root / "artifacts", start=1_700_001_000.0)
+    uri, multi, single = seed_nodes_experiment(root)
     (live,) = seed_workload(uri, "nodes", 3, ["A"], metrics=KEYS, points=POINTS, epochs=0,
                             status="RUNNING", artifact_root=root / "artifacts",
                             start=1_700_002_000.0)
     client = MlflowClient(tracking_uri=uri)
-    add_node(client, multi.run_id, multi.start, 1)
     add_node(client, live.run_id, live.start, 1, live=True)
     # a one-node run's own metric that merely looks node-scoped stays a metric of its own
     client.log_metric(single.run_id, "node1/loss", 0.5, step=0)
