@@ -29,7 +29,7 @@ from mlflow.entities import Experiment, ViewType
 from radtrack.analysis import data as analysis
 from radtrack.analysis.run_records import records_frame
 from radtrack.errors import RadtrackError
-from radtrack.store.schema import NODES, node_stream, split_node
+from radtrack.store.schema import NODES, split_node, trace_of
 
 #: statuses whose data can still grow; anything else is cached for the life of the server
 LIVE_STATUSES = frozenset({"RUNNING", "SCHEDULED"})
@@ -285,13 +285,6 @@ class DataSource:
                                          part["step"].to_numpy(dtype=np.int64),
                                          part["value"].to_numpy(dtype=np.float64))
         return {m: found[m] if m in found else _empty(run_id, m, start) for m in wanted}
-
-
-def trace_of(key: str) -> str:
-    """The trace that may hold ``key``: its listener's (``smi`` for ``smi/gpu0/power_w``), node
-    K's own (``node1.smi`` for ``node1/smi/gpu0/power_w``, radtrack/store/schema.py)."""
-    node, own = split_node(key)
-    return node_stream(own.split("/", 1)[0], node or 0)
 
 
 def node_count(row: dict) -> int:

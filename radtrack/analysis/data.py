@@ -268,14 +268,6 @@ def _empty_series() -> pd.DataFrame:
     })
 
 
-def _trace_of(key: str) -> str:
-    """The trace a listener key is in: its listener's (``top/cpu_pct`` -> ``top``), or node
-    K's of a multi-node run (``node1/top/cpu_pct`` -> ``node1.top``)."""
-    node, own = schema.split_node(key)
-    listener = own.split("/", 1)[0]
-    return listener if node is None else schema.node_stream(listener, node)
-
-
 def _run_series(client: MlflowClient, run: Run, wanted: list[str] | None) -> pd.DataFrame:
     run_id = run.info.run_id
     start_s = run.info.start_time / 1000.0
@@ -283,7 +275,7 @@ def _run_series(client: MlflowClient, run: Run, wanted: list[str] | None) -> pd.
     from_parquet: set[str] = set()
     # A listener's keys start with its name (docs/architecture.md): traces of other
     # listeners need not even be listed or downloaded.
-    prefixes = None if wanted is None else {_trace_of(k) for k in wanted if "/" in k}
+    prefixes = None if wanted is None else {schema.trace_of(k) for k in wanted if "/" in k}
     listed = (telemetry_listeners(run_id, client=client, status=run.info.status,
                                   artifact_uri=run.info.artifact_uri)
               if prefixes != set() else [])

@@ -161,6 +161,13 @@ def node_stream(listener: str, node: int) -> str:
     return listener if not node else f"{node_scope(node)}.{listener}"
 
 
+def trace_of(key: str) -> str:
+    """The trace that holds a listener key: its listener's (``top`` for ``top/cpu_pct``), or
+    node K's own (``node1.top`` for ``node1/top/cpu_pct``)."""
+    node, own = split_node(key)
+    return node_stream(own.split("/", 1)[0], node or 0)
+
+
 def split_node_stream(name: str) -> tuple[int | None, str]:
     """A trace name read back: ``node1.top`` -> ``(1, "top")``, ``top`` -> ``(None, "top")``."""
     head, sep, rest = name.partition(".")
