@@ -109,12 +109,24 @@ def faster_than_solo(inter: Mapping[str, object]) -> Flag | None:
                 "slowed by something else, and repeat both to get a spread")
 
 
+def _radtrack_pct(record: Mapping[str, object]) -> float:
+    """radtrack's own CPU over the run's span, % of one core: the launcher process's (its
+    MLflow import and storing) and the listeners' (``summary/monitoring/*``); 0 unknown."""
+    duration = _number(record.get(_METRIC + schema.DURATION_KEY))
+    used = [_number(record.get(_METRIC + k))
+            for k in (schema.MONITORING_LAUNCHER_CPU, schema.MONITORING_LISTENERS_CPU)]
+    total = sum(u for u in used if math.isfinite(u))
+    return 100.0 * total / duration if math.isfinite(duration) and duration > 0 else 0.0
+
+
 def busy_host(record: Mapping[str, object], summary: Mapping[str, object]) -> str | None:
     """Why the host or the GPU was busy with other work during a run (a solo run: a baseline
     taken so is too slow); None when it was not, or nothing says.
 
     Host: ``cpu_pct_mean`` (top/cpu_pct, % of all cores) less the run's own processes
-    (``proc_cpu_pct_mean``, % of one core, over the cores the top listener saw; without
+    (``proc_cpu_pct_mean``, % of one core) and radtrack's (its launcher and listeners,
+    ``summary/monitoring/launcher_cpu_s`` and ``listeners_cpu_s`` over the run's duration),
+    over the cores the top listener saw; without
     per-core readings, at most all of one core) above BUSY_HOST_PCT; without a per-process
     reading, the host above BUSY_HOST_TOTAL_PCT. GPU:
     the SM utilisation of processes not the run's (smi's ``all_procs_sm_util_pct`` less
@@ -125,6 +137,8 @@ def busy_host(record: Mapping[str, object], summary: Mapping[str, object]) -> st
     if math.isfinite(host):
         own = _number(summary.get("proc_cpu_pct_mean"))
         cores = sum(1 for k, v in record.items() if isinstance(k, str) and _CORE.match(k) and _finite(v))
+        # radtrack's own processes (the launcher, the listeners) are not the host's other work
+        own = own + _radtrack_pct(record) if math.isfinite(own) else own
         if math.isfinite(own) and cores:
             others = host - own / cores
             if others > BUSY_HOST_PCT:

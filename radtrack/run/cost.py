@@ -7,7 +7,11 @@
   its own readings and lines (its ``Stats`` line at a clean stop), equally without one;
   ``samples``, the samples the launcher took from it; ``missed``, sampling deadlines it
   skipped because a reading ran late (samples never taken);
-- for the row: ``listeners_cpu_s`` (their sum), ``store_cpu_s`` (the launcher's storing:
+- for the row: ``launcher_cpu_s``, the launcher process's whole CPU over the row's span
+  (all its threads: MLflow's import and the run's creation when they overlap the script,
+  the storing below, the other rows of its workload; what the busy-host check of
+  radtrack/analysis/result_checks.py counts as radtrack's own, not the host's other work);
+  ``listeners_cpu_s`` (their sum), ``store_cpu_s`` (the launcher's storing:
   the reader threads that parse and spool the listeners' lines, the shipper thread until
   the end of the run, and the end-of-run shipping and trace writing), ``cpu_pct`` (both
   over the row's span, % of one core: its listeners run for its span only, stopped as its
@@ -97,6 +101,7 @@ class Meter:
     shipper_cpu_s: float = 0.0
     spool_bytes: int = 0
     close_cpu_s: float = 0.0
+    launcher_cpu_s: float | None = None  # the launcher process's CPU over the row's span
     _t0: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
@@ -106,6 +111,8 @@ class Meter:
             with contextlib.suppress(OSError):
                 self.spool_bytes = sum(p.stat().st_size for p in sink.dir.glob(f"*{SPOOL_SUFFIX}"))
         self._t0 = time.thread_time()
+        if self.row.launcher_cpu0 is not None:
+            self.launcher_cpu_s = time.process_time() - self.row.launcher_cpu0
 
     def closed(self) -> None:
         self.close_cpu_s = time.thread_time() - self._t0
@@ -123,6 +130,8 @@ class Meter:
         store = intake_cpu_s(row.lprocs) + self.shipper_cpu_s + self.close_cpu_s
         out[schema.MONITORING_LISTENERS_CPU] = round(listeners, 6)
         out[schema.MONITORING_STORE_CPU] = round(store, 6)
+        if self.launcher_cpu_s is not None:
+            out[schema.MONITORING_LAUNCHER_CPU] = round(self.launcher_cpu_s, 6)
         if duration_s > 0:
             out[schema.MONITORING_CPU_PCT] = round(100 * (listeners + store) / duration_s, 4)
         out[schema.MONITORING_POINTS] = float(row.sink.stored if row.sink is not None else 0)

@@ -76,6 +76,7 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
         for row in rows:
             if not row.spec.manual:
                 row.started = time.time()
+                row.launcher_cpu0 = time.process_time()
     except BaseException:
         abort(rows, barrier_w)
         raise

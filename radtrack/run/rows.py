@@ -32,6 +32,7 @@ class Row:
     lprocs: list[ListenerProc] = field(default_factory=list)
     sink: Sink | None = None
     started: float = 0.0  # wall clock, when measurement started
+    launcher_cpu0: float | None = None  # the launcher's process CPU (s) then (radtrack/run/cost.py)
     ended: float = 0.0
     listening: bool = False
     stopped_by: str = ""

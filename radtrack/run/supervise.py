@@ -105,6 +105,7 @@ def manual_control(row: Row) -> None:
     control = row.folder / "control"
     if not row.listening and not row.started and (control / "start").exists():
         row.started = float((control / "start").read_text() or time.time())
+        row.launcher_cpu0 = time.process_time()
         if row.sink is not None:
             row.sink.set_start(as_told(row.started))
         start_row_listeners(row)

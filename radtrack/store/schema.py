@@ -223,6 +223,10 @@ MONITORING_PREFIX = SUMMARY_PREFIX + "monitoring/"
 MONITORING_LISTENERS_CPU = MONITORING_PREFIX + "listeners_cpu_s"  # their processes' CPU
 MONITORING_STORE_CPU = MONITORING_PREFIX + "store_cpu_s"  # the launcher's intake + shipping
 MONITORING_CPU_PCT = MONITORING_PREFIX + "cpu_pct"  # both over the run's duration, % of a core
+# the launcher process's whole CPU over the row's span (its MLflow import, run creation and
+# storing included, for every row of the workload it ran): what the host's CPU holds of
+# radtrack's own besides the listeners
+MONITORING_LAUNCHER_CPU = MONITORING_PREFIX + "launcher_cpu_s"
 MONITORING_POINTS = MONITORING_PREFIX + "points"  # listener metric points stored
 MONITORING_SPOOL_BYTES = MONITORING_PREFIX + "spool_bytes"  # the listeners' lines as received
 MONITORING_MISSED = MONITORING_PREFIX + "missed"  # sampling deadlines skipped, all listeners
@@ -243,6 +247,18 @@ READINGS_STAT = "n"
 def summary_key(key: str, stat: str | None = None) -> str:
     """``summary/<key>`` (a total, e.g. an energy counter's delta) or ``summary/<key>/<stat>``."""
     return f"{SUMMARY_PREFIX}{key}" if stat is None else f"{SUMMARY_PREFIX}{key}/{stat}"
+
+
+#: a power rail's energy over the run's span: ``summary/<rail>/energy_j``, ``<rail>`` its key
+#: without the unit (tegrastats/power/vdd_gpu_soc_mw -> tegrastats/power/vdd_gpu_soc;
+#: rapl/pkg0/core/energy_j and .../power_w -> rapl/pkg0/core: radtrack/store/energy_sources.py
+#: rail_energies); a part of its device's energy, never added to it nor to the run's
+RAIL_ENERGY = "energy_j"
+
+
+def rail_energy_key(rail: str) -> str:
+    """A rail's energy over the run: ``summary/tegrastats/power/vdd_gpu_soc/energy_j``."""
+    return f"{SUMMARY_PREFIX}{rail}/{RAIL_ENERGY}"
 
 
 def attribution_key(scope: str, quantity: str) -> str:

@@ -121,6 +121,12 @@ def test_busy_host_counts_the_runs_own_cpu_out() -> None:
     # a CPU-bound script on both cores of an otherwise idle host is not a busy host
     assert rc.busy_host(cores, {"cpu_pct_mean": 95.0, "proc_cpu_pct_mean": 190.0}) is None
     assert "not the run's own" in rc.busy_host(cores, {"cpu_pct_mean": 95.0, "proc_cpu_pct_mean": 20.0})
+    # a short run: the launcher's MLflow import and the listeners (radtrack's own, 70 % of a
+    # core over the 4-s span) are not the host's other work; without them it would be
+    ours = {**cores, "metric.summary/duration_s": 4.0, "metric.summary/monitoring/launcher_cpu_s": 2.4,
+            "metric.summary/monitoring/listeners_cpu_s": 0.4}
+    assert rc.busy_host(ours, {"cpu_pct_mean": 55.0, "proc_cpu_pct_mean": 20.0}) is None
+    assert "not the run's own" in rc.busy_host(cores, {"cpu_pct_mean": 55.0, "proc_cpu_pct_mean": 20.0})
     # another process on the run's GPU
     gpu = {"metric.summary/smi/gpu0/all_procs_sm_util_pct/mean": 60.0,
            "metric.summary/smi/gpu0/proc_sm_util_pct/mean": 30.0}
