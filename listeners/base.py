@@ -312,6 +312,13 @@ class Listener(Plugin):
     def sample(self) -> dict[str, float]:
         """One reading: metric key -> value. Keys must be among those probed."""
 
+    def grown(self) -> list[MetricSpec] | None:
+        """Every metric it emits, when they grew since its last hello (smi following a GPU
+        the run turned out to use, listeners/gpu_follow.py); None when nothing changed.
+        Asked after each reading: the runner then sends a new hello with these and
+        :meth:`tags`, which replaces the earlier one. Most listeners never grow."""
+        return None
+
     def timed_samples(self) -> list[TimedSample]:
         """Readings with their own timestamps gathered since the last call (by
         :meth:`sample` or :meth:`final_sample`); the runner writes each as its own sample

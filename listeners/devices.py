@@ -10,6 +10,9 @@ A listener watches only the run's GPUs (its ``--devices``, else its CUDA_VISIBLE
 every GPU where neither is set): what watching costs grows with the GPUs watched. With
 ``RADTRACK_ALL_GPUS=1`` in its environment (a sheet row's Env cell) it watches every GPU
 NVML sees instead, the host-wide view, scoped by NVML index (``gpu<i>`` = NVML GPU i).
+A GPU outside the run's that a process of its tree turns out to use is followed from then
+on (listeners/gpu_follow.py; :func:`unwatched` lists where to look, :func:`gpu_at`
+describes one).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from radtrack.device_entries import LEGACY_MIG_RE, uuid_matches, visible_entries
 from radtrack.errors import RadtrackError
 from radtrack.listeners.nvml import NA, nvml_query, text
 
-__all__ = ["ALL_GPUS_ENV", "GpuDevice", "host_wide", "resolve", "run_devices", "visible_entries"]
+__all__ = ["ALL_GPUS_ENV", "GpuDevice", "gpu_at", "host_wide", "resolve", "run_devices",
+           "unwatched", "visible_entries"]
 
 ALL_GPUS_ENV = "RADTRACK_ALL_GPUS"
 
@@ -169,3 +173,24 @@ def run_devices(devices: list[str], environ: Mapping[str, str] | None = None) ->
     if host_wide(environ):
         return resolve(None)
     return resolve(visible_entries(devices, environ))
+
+
+def gpu_at(index: int, scope: str) -> GpuDevice:
+    """Physical NVML GPU ``index``, watched as ``scope`` (a GPU smi follows: gpu_follow.py)."""
+    return _describe(scope, "", _physical(index))
+
+
+def unwatched(watched: list[GpuDevice]) -> list[tuple[int, Any]]:
+    """(NVML index, handle) of each physical GPU that none of ``watched`` is on (a watched
+    MIG instance's parent counts as watched), leaving out GPUs in MIG mode: their
+    contexts are listed per instance, so a look at the whole GPU would not find them."""
+    taken = {d.index for d in watched}
+    out = []
+    for i in range(_device_count()):
+        if i in taken:
+            continue
+        handle = _physical(i)
+        if handle is NA or _mig_children(handle):
+            continue
+        out.append((i, handle))
+    return out

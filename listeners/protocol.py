@@ -13,7 +13,10 @@ Messages travel one JSON object a line, on a listener's stdout and in the sink's
   {"type": "stats", "listener": NAME, "cpu_s": SECONDS, "samples": N, "missed": N}
 
 ``listener`` names the listener on lines of a shared sampler (several listeners in one
-process). A ``samples`` line is a columnar batch: several samples on one line, the i-th
+process). A listener whose metrics grow (smi following a GPU the run turned out to use,
+listeners/gpu_follow.py) says hello again, with every metric so far and its tags; a later
+hello replaces the earlier one wherever hellos are read (the sink's stream, its crash
+recovery, ``radtrack sync``), and run tags come from the last. A ``samples`` line is a columnar batch: several samples on one line, the i-th
 at ``t[i]`` with the i-th entry of each value list (null: no value then); listeners write
 the readings their source stamps itself this way (smi's driver power buffer: ~50 a
 second, one line a second instead of 50), and readers expand it with :func:`samples_of`
@@ -51,7 +54,8 @@ class ProtocolError(ValueError):
 
 @dataclass(slots=True)
 class Hello:
-    """A listener's first line: what it will emit, with units, and tags describing its probe."""
+    """A listener's first line: what it will emit, with units, and tags describing its probe
+    (again, whole, when that grew: the last one holds)."""
 
     listener: str
     metrics: list[dict[str, Any]]  # MetricSpec fields: key, unit, description, source (older

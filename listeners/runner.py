@@ -1,6 +1,7 @@
 """Run listeners in this process and write their messages, one line each, to a stream.
 
-Messages are ``Hello`` (what a listener emits, with units), ``Sample``, ``Samples`` (the
+Messages are ``Hello`` (what a listener emits, with units; again, whole, when
+:meth:`Listener.grown` says its metrics grew), ``Sample``, ``Samples`` (the
 readings a source stamps itself, one columnar line per read: smi's driver power buffer)
 and ``Error`` (then exit code 1), written through listeners/protocol.py's one encoder; the
 stream is flushed at most once a second (FLUSH_EVERY_S), and at once for hellos, errors,
@@ -29,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from math import isfinite
 from typing import TextIO
 
-from radtrack.listeners.base import Listener, ListenerConfig, TimedSample
+from radtrack.listeners.base import Listener, ListenerConfig, MetricSpec, TimedSample
 from radtrack.listeners.protocol import Error, Hello, Sample, Stats, batch, canonical, encode
 from radtrack.listeners.registry import get
 from radtrack.listeners.wrappers import CommandWrapper
@@ -182,7 +183,7 @@ def _run(members: list[_Member], stream: TextIO, count: int | None, shared: bool
     stop = _Stop()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    sharing = "+".join(m.name for m in members)
+    sampler = f"shared: {'+'.join(m.name for m in members)} (pid {os.getpid()})"
 
     def label(m: _Member) -> str | None:  # lines of a shared sampler name their listener
         return m.name if shared else None
@@ -191,7 +192,7 @@ def _run(members: list[_Member], stream: TextIO, count: int | None, shared: bool
         active: list[_Member] = []
         for m in members:
             try:
-                _probe(m, out, shared, f"shared: {sharing} (pid {os.getpid()})")
+                _probe(m, out, shared, sampler)
             except BrokenPipeError:
                 raise
             except Exception as exc:
@@ -214,6 +215,9 @@ def _run(members: list[_Member], stream: TextIO, count: int | None, shared: bool
             c0 = time.thread_time()
             try:
                 values = m.listener.final_sample() if final else m.listener.sample()
+                grown = m.listener.grown()
+                if grown is not None:  # new metrics (a GPU smi follows): a new hello first
+                    _hello(m, grown, out, shared, sampler)
                 regular = _line(time.time(), values, m.keys, listener=label(m))
                 timed = m.listener.timed_samples()
                 if timed:
@@ -298,7 +302,13 @@ def _probe(m: _Member, out: TextIO | _Lines, shared: bool, sampler: str) -> None
     if not why:
         raise RuntimeError(f"{m.name} unavailable: {why.reason}")
     m.listener = cls(m.config)
-    specs = m.listener.probe() if isinstance(m.listener, Listener) else []
+    _hello(m, m.listener.probe() if isinstance(m.listener, Listener) else [], out, shared, sampler)
+
+
+def _hello(m: _Member, specs: list[MetricSpec], out: TextIO | _Lines, shared: bool,
+           sampler: str) -> None:
+    """``m``'s hello: its metrics (the keys its lines may carry from now on) and tags."""
+    assert m.listener is not None
     m.keys = {s.key for s in specs}
     tags = m.listener.tags()
     if shared:

@@ -49,9 +49,10 @@ from radtrack.listeners.base import (
     Series,
     TimedSample,
 )
-from radtrack.listeners.devices import run_devices
+from radtrack.listeners.devices import gpu_at, host_wide, run_devices
 from radtrack.listeners.driver_samples import READ_EVERY_S, DriverSamples
 from radtrack.listeners.energy_backfill import backfill
+from radtrack.listeners.gpu_follow import GpuFollower, follow_enabled, positions, restored
 from radtrack.listeners.gpuprocs import MPS_CLIENT_REASON
 from radtrack.listeners.nvml import NA, nvml_available, nvml_query, text
 from radtrack.listeners.proctree import ProcessTree
@@ -175,6 +176,9 @@ class SmiListener(Listener):
         self._unsupported: list[str] = []
         self._mps_servers: dict[int, bool] = {}
         self._timed: list[TimedSample] = []  # driver power samples not yet handed out
+        self._specs: list[MetricSpec] = []  # every metric declared so far
+        self._grown = False  # a GPU was followed since the last hello
+        self.follower: GpuFollower | None = None  # GPUs outside the run's, looked at
         # an MPS client (the launcher gives MPS rows the daemon's pipe directory) has no SM
         # figure of its own: NVML accounts its work to the server
         self.mps_client = bool(os.environ.get("CUDA_MPS_PIPE_DIRECTORY"))
@@ -195,47 +199,91 @@ class SmiListener(Listener):
         return self.mps_client or self.shared_gpus is None or entry in self.shared_gpus
 
     def probe(self) -> list[MetricSpec]:
+        watched = run_devices(self.config.devices)
         self._states = [GpuReader(d, self.config.interval, shared=self._shared(d.entry),
-                                  buffer_every=READ_EVERY_S)
-                        for d in run_devices(self.config.devices)]
-        specs = []
+                                  buffer_every=READ_EVERY_S) for d in watched]
         since = None if self.config.resume else self.config.since  # a restart does not reach back
         for st in self._states:
-            st.probe_fields()
-            key = f"smi/{st.dev.scope}/power_sample_w"
-            buf = DriverSamples(st.dev.parent if st.dev.is_mig else st.dev.handle)
-            if buf.open(self.config.resume.get(key), None if since is None else int(since * 1e6)):
-                st.open_buffer(buf)
-            first = st.read(self.clock())
-            if since is not None and st.energy0_mj is not None:  # the counter answered
-                st.backfill = backfill(buf.history, since, st.energy0_at, first.get("power_w"))
-                if st.backfill is not None:  # energy_j counts from the run's start: 0 J there
-                    st.energy0_mj -= st.backfill.joules * 1000.0
-                    self._timed.append(TimedSample(since, {f"smi/{st.dev.scope}/energy_j": 0.0}))
-            wanted = [q for q in QUANTITIES if self.tree is not None or q not in PROCESS_QUANTITIES]
-            ok = {q for q in wanted if q in first}
-            ok |= {"power_sample_w"} if st.power_buffer is not None else set()
-            # rates and per-process readings need a previous reading, so they are judged
-            # by whether their source answered at all
-            ok |= {q for q in ("pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s") if st.pcie_prev or q in first}
-            if self.tree is not None:
-                mem, util = st.procs.supported()
-                ok |= {"proc_mem_used_mib"} if mem else set()
-                ok |= set(_UTIL_QUANTITIES) if util else set()
-                if self.mps_client:
-                    ok.discard("proc_sm_util_pct")
-                else:
-                    ok.discard("mps_sm_util_pct")
-            self._supported[st.dev.scope] = ok
-            st.keys = {q: f"smi/{st.dev.scope}/{q}" for q in QUANTITIES if q in ok}
-            self._unsupported += [f"{st.dev.scope}/{q}" for q in wanted if q not in ok]
-            st.probed = True
-            for q in wanted:
-                if q in ok:
-                    specs.append(_SERIES[q].spec(f"smi/{st.dev.scope}/{q}"))
-        for st in self._states:  # the first sample reads everything again
-            st.force()
-        return specs
+            self._open(st, since)
+        if self.tree is not None and not host_wide() and follow_enabled():
+            self.follower = GpuFollower(watched, self.config.interval)
+            for scope, index, at in restored(self.name, self.config.resume):
+                self._follow(index, at, scope)  # as the listener's earlier process did
+            # a tree already on another GPU (a late start, a restart) is followed from now
+            for index in self.follower.look(self.clock(), self._tree_pids, force=True):
+                self._follow(index)
+        self._grown = False
+        return list(self._specs)
+
+    def _open(self, st: GpuReader, since: float | None, from_us: int | None = None) -> dict[str, float]:
+        """Probe one GPU's readings (returned: its first); its specs join :attr:`_specs`. ``since``: the run's
+        start, which its energy reaches back to; ``from_us``: where the driver's power
+        samples start without a restart position (a followed GPU: when it was followed)."""
+        key = f"smi/{st.dev.scope}/power_sample_w"
+        st.probe_fields()
+        buf = DriverSamples(st.dev.parent if st.dev.is_mig else st.dev.handle)
+        start_us = from_us if since is None else int(since * 1e6)
+        if buf.open(self.config.resume.get(key), start_us):
+            st.open_buffer(buf)
+        first = st.read(self.clock())
+        if since is not None and st.energy0_mj is not None:  # the counter answered
+            st.backfill = backfill(buf.history, since, st.energy0_at, first.get("power_w"))
+            if st.backfill is not None:  # energy_j counts from the run's start: 0 J there
+                st.energy0_mj -= st.backfill.joules * 1000.0
+                self._timed.append(TimedSample(since, {f"smi/{st.dev.scope}/energy_j": 0.0}))
+        wanted = [q for q in QUANTITIES if self.tree is not None or q not in PROCESS_QUANTITIES]
+        ok = {q for q in wanted if q in first}
+        ok |= {"power_sample_w"} if st.power_buffer is not None else set()
+        # rates and per-process readings need a previous reading, so they are judged
+        # by whether their source answered at all
+        ok |= {q for q in ("pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s") if st.pcie_prev or q in first}
+        if self.tree is not None:
+            mem, util = st.procs.supported()
+            ok |= {"proc_mem_used_mib"} if mem else set()
+            ok |= set(_UTIL_QUANTITIES) if util else set()
+            if self.mps_client:
+                ok.discard("proc_sm_util_pct")
+            else:
+                ok.discard("mps_sm_util_pct")
+        self._supported[st.dev.scope] = ok
+        st.keys = {q: f"smi/{st.dev.scope}/{q}" for q in QUANTITIES if q in ok}
+        self._unsupported += [f"{st.dev.scope}/{q}" for q in wanted if q not in ok]
+        st.probed = True
+        self._specs += [_SERIES[q].spec(f"smi/{st.dev.scope}/{q}") for q in wanted if q in ok]
+        st.force()  # the first sample reads everything again
+        return first
+
+    def _tree_pids(self) -> set[int]:
+        return set(self.tree.pids()) if self.tree is not None else set()
+
+    def _follow(self, index: int, at: float | None = None, scope: str | None = None) -> None:
+        """Watch NVML GPU ``index`` from now on (listeners/gpu_follow.py): under ``scope``
+        since ``at`` where an earlier process followed it, else under the next free scope
+        since now, its first reading stamped then with the positions a restart keeps it by."""
+        assert self.follower is not None
+        if self.follower.take(index) is None:
+            return  # watched already, or no GPU NVML sees (a stale restart position)
+        taken = [int(st.dev.scope[3:]) for st in self._states]
+        scope = scope or f"gpu{max(taken, default=-1) + 1}"
+        st = GpuReader(gpu_at(index, scope), self.config.interval,
+                       shared=self.mps_client or self.shared_gpus is None, buffer_every=READ_EVERY_S)
+        new = at is None
+        at = round(time.time(), 3) if at is None else at  # the tag's ms, the position's us
+        st.followed = at
+        st.procs.checked_us = st.procs.util_ts = int((at - SLOW_EVERY_S) * 1e6)
+        self._states.append(st)
+        first = self._open(st, None, int(at * 1e6))
+        if new:  # the first reading, at the look that found it, carries the positions
+            values = {st.keys[q]: v for q, v in first.items() if q in st.keys}
+            self._timed.append(TimedSample(at, values, positions(self.name, scope, index, at)))
+        self._grown = True
+
+    def grown(self) -> list[MetricSpec] | None:
+        """Every metric, once a GPU was followed since the last hello (base.Listener)."""
+        if not self._grown:
+            return None
+        self._grown = False
+        return list(self._specs)
 
     def tags(self) -> dict[str, str]:
         out = {"radtrack.listener.smi.unsupported": ",".join(self._unsupported)}
@@ -261,6 +309,9 @@ class SmiListener(Listener):
                                                   else "nvmlDeviceGetTotalEnergyConsumption")
             if st.backfill is not None:
                 out.update(st.backfill.tags(prefix))
+            if st.followed is not None:  # a GPU the run turned out to use: from then on
+                out[f"{prefix}.followed"] = f"{st.followed:.3f}"
+                out[f"{prefix}.energy_from"] = "followed"
         return out
 
     def sample(self) -> dict[str, float]:
@@ -277,6 +328,9 @@ class SmiListener(Listener):
             out.update({keys[q]: v for q, v in values.items() if q in keys})
             if st.power_buffer is not None and st.buffer.due(now):
                 self._timed += _timed(f"smi/{st.dev.scope}/power_sample_w", st.power_buffer)
+        if self.follower is not None:
+            for index in self.follower.look(now, self._tree_pids):
+                self._follow(index)
         return out
 
     def timed_samples(self) -> list[TimedSample]:

@@ -120,6 +120,7 @@ class GpuReader:
     absent: set[tuple[Any, ...]] = field(default_factory=set)
     probed: bool = False
     slow_now: bool = False  # the last reading took the once-a-second ones
+    followed: float | None = None  # unix s a GPU outside the run's was followed from (gpu_follow.py)
 
     def __post_init__(self) -> None:
         self.procs = ProcessShare(self.dev.handle, solo=not self.shared)

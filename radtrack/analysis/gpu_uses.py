@@ -85,12 +85,22 @@ def physical_gpu(tags: Mapping[str, str], scope: str) -> str | None:
     return f"{host}:{scope}" if host else f"this host:{scope}"
 
 
+def followed(tags: Mapping[str, str], scope: str) -> float:
+    """When smi began to follow GPU ``scope``, one outside the run's own that its process
+    tree turned out to use (tag ``...<scope>.followed``, unix s; listeners/gpu_follow.py):
+    the run uses it from then. -inf for one of the run's own GPUs."""
+    try:
+        return float(tags.get(gpu_tag(scope, "followed")) or "-inf")
+    except ValueError:
+        return float("-inf")
+
+
 def run_uses(run: str, frames: Mapping[str, pd.DataFrame], tags: Mapping[str, str],
              collocation: str | None, start: float, end: float) -> dict[str, GpuUse]:
     """scope -> the run's use of that GPU, from whichever listeners declare its power
     (``device_power``), energy counter (``energy_counter``) and per-process shares
     (``proc_share``); a scope without them or without a GPU UUID is left out (nothing to
-    account it by)."""
+    account it by). A GPU smi followed is the run's from when it was followed."""
     mode, thread_pct, slices = placement(collocation)
     keys = _keys(frames)
     by_device = es.sources(keys)
@@ -117,6 +127,7 @@ def run_uses(run: str, frames: Mapping[str, pd.DataFrame], tags: Mapping[str, st
         readings |= {q: p for q, roles in READINGS.items()
                      if (p := _pairs(frames, es.find(keys, scope, q, *roles)))}
         name = tags.get(gpu_tag(scope, "name"), "")
-        out[scope] = GpuUse(run=run, gpu=gpu, mode=mode, start=start, end=end, readings=readings,
+        out[scope] = GpuUse(run=run, gpu=gpu, mode=mode, start=max(start, followed(tags, scope)),
+                            end=end, readings=readings,
                             thread_pct=thread_pct, slices=slices, gpu_slices=gpu_slices(name))
     return out

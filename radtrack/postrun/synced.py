@@ -59,7 +59,10 @@ def read_sink(folder: Path) -> SpooledSink:
         frame, _ = span_frame(read_spool(path), span.start, span.end)
         if not frame.empty:
             sink.frames[name] = frame
-        hello = next((m for m in messages(path) if isinstance(m, Hello)), None)
+        # the last hello: a listener whose metrics grew says hello again (listeners/gpu_follow.py)
+        hello = None
+        for m in messages(path):
+            hello = m if isinstance(m, Hello) else hello
         if hello is not None:
             sink.hellos[name] = hello
     return sink
