@@ -26,7 +26,7 @@ ALLOWED = {
     "frontend/layout.py": "the metric search's placeholder shows a listener prefix",
     "frontend/shares.py": "the note says which listener a workload without accounting lacked",
     "radtrack/analysis/result_checks.py": "issue 38's checks name the smi listener in their "
-                                          "advice; their key patterns are still to move to roles",
+                                          "advice (its state tag); their series go by role",
     "radtrack/analysis/script_runs.py": "the system-metric prefixes of a script run's view "
                                         "(listener names as prefixes), still to move to roles",
     "radtrack/analysis/studies/utilisation.py": "the note says which listeners give the levels",

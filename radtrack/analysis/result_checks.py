@@ -16,13 +16,14 @@ One function per check, pure (plain mappings in, a :class:`Flag` or None out); t
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from radtrack.store import energy_sources as es
 from radtrack.store import schema
+from radtrack.store.meaning import Meaning, describe
 
 #: without repeats, a slowdown under 1 - this is beyond run-to-run noise
 NOISE_FLOOR = 0.05
@@ -43,9 +44,43 @@ IDLE_GPU_PCT = 1.0
 
 CHECK_COLUMNS = ["run_id", "run_name", "figure", "check", "why", "todo"]
 _METRIC = "metric."
-_CORE = re.compile(r"metric\.top/cpu\d+/util_pct$")
-_GPU_ENERGY = re.compile(r"metric\.summary/(?P<listener>smi|dcgm)/(?P<scope>gpu\d+)/energy_j$")
-_GPU_SERIES = re.compile(r"metric\.(?:summary/)?(?:smi|dcgm)/gpu\d+/")
+_SUMMARY = _METRIC + schema.SUMMARY_PREFIX
+#: the scopes of a GPU's (or a board's) own readings
+_DEVICE_SCOPES = ("device", "device_share")
+
+
+@dataclass(frozen=True)
+class _Summary:
+    """One finite summary of a listener's series on a run, by what the listener declares."""
+
+    device: str  # the series' device (``gpu0``, ``power``, ``package0``)
+    series: str  # the listener key it summarises (``smi/gpu0/power_w``)
+    meaning: Meaning
+    value: float
+
+
+def _summaries(record: Mapping[str, object]) -> list[_Summary]:
+    """The run's declared listener summaries (``metric.summary/<key>/<stat>``, an energy's
+    ``metric.summary/<key>``), chosen by role and scope, never by listener name."""
+    out = []
+    for key, value in record.items():
+        key = str(key)
+        if not key.startswith(_SUMMARY) or not _finite(value):
+            continue
+        m = describe(key[len(_METRIC):])
+        if not m.declared or not m.stat:
+            continue
+        series = key[len(_SUMMARY):]
+        series = series if m.stat == "total" else series.rsplit("/", 1)[0]
+        out.append(_Summary(es.device_of(series), series, m, _number(value)))
+    return out
+
+
+def _core_count(record: Mapping[str, object]) -> int:
+    """The host's cores, as many as per-core busy-time series the run holds (0: unknown)."""
+    keys = [str(k)[len(_METRIC):] for k, v in record.items()
+            if str(k).startswith(_METRIC) and not str(k).startswith(_SUMMARY) and _finite(v)]
+    return len(es.cpu_time_keys(keys).cores)
 
 
 @dataclass(frozen=True)
@@ -136,7 +171,7 @@ def busy_host(record: Mapping[str, object], summary: Mapping[str, object]) -> st
     host = _number(summary.get("cpu_pct_mean"))
     if math.isfinite(host):
         own = _number(summary.get("proc_cpu_pct_mean"))
-        cores = sum(1 for k, v in record.items() if isinstance(k, str) and _CORE.match(k) and _finite(v))
+        cores = _core_count(record)
         # radtrack's own processes (the launcher, the listeners) are not the host's other work
         own = own + _radtrack_pct(record) if math.isfinite(own) else own
         if math.isfinite(own) and cores:
@@ -154,14 +189,17 @@ def busy_host(record: Mapping[str, object], summary: Mapping[str, object]) -> st
         elif host > BUSY_HOST_TOTAL_PCT:
             reasons.append(f"host CPU {host:.0f} % of all cores (no per-process reading to tell "
                            "the run's own share)")
-    for key, value in record.items():
-        m = re.fullmatch(r"metric\.summary/smi/(gpu\d+)/all_procs_sm_util_pct/mean", str(key))
-        if not m or not _finite(value):
+    # a device's SM share of every process (role proc_share, the device's) and the run's own
+    # (the device's share): the rest is other processes'
+    shares = [x for x in _summaries(record) if x.meaning.role == "proc_share" and x.meaning.stat == "mean"]
+    for every in shares:
+        if every.meaning.scope != "device" or not every.series.endswith("/all_procs_sm_util_pct"):
             continue
-        own = _number(record.get(f"{_METRIC}summary/smi/{m.group(1)}/proc_sm_util_pct/mean"))
-        others = _number(value) - (own if math.isfinite(own) else 0.0)
-        if math.isfinite(own) and others > BUSY_GPU_PCT:
-            reasons.append(f"other processes used {others:.0f} % of {m.group(1)}'s SMs")
+        own = [x.value for x in shares if x.device == every.device and x.meaning.scope == "device_share"
+               and x.series.rsplit("/", 1)[0] == every.series.rsplit("/", 1)[0]]
+        others = every.value - (own[0] if own else 0.0)
+        if own and others > BUSY_GPU_PCT:
+            reasons.append(f"other processes used {others:.0f} % of {every.device}'s SMs")
     return "; ".join(reasons) or None
 
 
@@ -230,18 +268,25 @@ def counter_vs_power(record: Mapping[str, object], summary: Mapping[str, object]
     if not math.isfinite(span) or span < POWER_MISMATCH_MIN_S:
         return None
     found = []
-    for key, value in record.items():
-        m = _GPU_ENERGY.fullmatch(str(key))
-        counter = _number(value)
-        if not m or not math.isfinite(counter) or counter <= 0:
+    summaries = _summaries(record)
+    for total in summaries:
+        # a device's energy from its cumulative counter (declared energy_counter), in J
+        src = es.source(total.series) if total.meaning.stat == "total" else None
+        counter = total.value
+        if src is None or src.kind != "counter" or counter <= 0:
             continue
-        mean = _number(record.get(f"{_METRIC}summary/{m.group('listener')}/{m.group('scope')}/power_w/mean"))
-        if not math.isfinite(mean):
+        # its instantaneous power's mean over the span (declared device_power, the same
+        # device; the highest priority first), in W
+        powers = sorted((x for x in summaries if x.device == total.device and x.meaning.stat == "mean"
+                         and x.meaning.role == "device_power" and x.meaning.flavour == ""
+                         and x.meaning.unit in es.POWER_UNITS),
+                        key=lambda x: (-x.meaning.priority, x.series))
+        if not powers:
             continue
-        integrated = mean * span
+        integrated = powers[0].value * es.POWER_UNITS[powers[0].meaning.unit] * span
         off = 100.0 * (integrated / counter - 1.0)
         if abs(off) > POWER_MISMATCH_PCT:
-            found.append(f"{m.group('scope')}: counter {counter:.0f} J, mean power x span "
+            found.append(f"{total.device}: counter {counter:.0f} J, mean power x span "
                          f"{integrated:.0f} J ({off:+.0f} %)")
     if not found:
         return None
@@ -255,7 +300,7 @@ def _has_gpu_readings(record: Mapping[str, object], summary: Mapping[str, object
     if any(_finite(summary.get(c)) for c in ("gpu_util_pct_mean", "power_w_mean", "gpu_energy_j",
                                               "proc_sm_util_pct_mean", "mem_used_mib_mean")):
         return True
-    return any(_GPU_SERIES.match(str(k)) and _finite(v) for k, v in record.items())
+    return any(x.meaning.scope in _DEVICE_SCOPES for x in _summaries(record))
 
 
 def no_gpu_activity(record: Mapping[str, object], summary: Mapping[str, object]) -> Flag | None:
