@@ -1,13 +1,19 @@
 """Time and energy of a script's code windows, joined with the listeners' series after the run.
 
-For each window the script recorded (radtrack/script/codewindows.py), on each GPU the run used:
-the GPU's energy over the window (the energy counter, shaped inside its 5-s intervals by
-the instantaneous power: radtrack/analysis/attribution.py ``cumulative_energy``), the
-run's attributed energy when it shared the GPU (its per-second accounting, prorated at the
-window's edges), and the time-weighted mean power, GPU utilisation and SM activity.
+For each window the script recorded (radtrack/script/codewindows.py), on each device the
+run used (a GPU, a Jetson board, a plugin's device; the host's CPU packages and DRAM where
+``rapl`` or another host energy listener ran: radtrack/analysis/gpu_uses.py ``run_uses``):
+the device's energy over the window (the energy counter, shaped inside its intervals by
+the power: radtrack/analysis/attribution.py ``cumulative_energy``; integrated power where
+there is no counter), the run's attributed energy when it shared the device (its
+per-second accounting, prorated at the window's edges), and the time-weighted mean power,
+GPU utilisation and SM activity.
 
 Stored on the run as metrics ``window/<name>/duration_s``, ``energy_j`` (attributed, summed
-over GPUs), ``gpu_energy_j`` (the GPUs' whole energy), ``power_w``, ``gpu_util_pct``,
+over every device, the host's CPU side included, like the run's ``energy_j``),
+``gpu_energy_j`` (the whole energy of the devices of scope ``device``: GPUs, a board),
+``cpu_energy_j`` (the whole energy of the host's CPU side, scope ``host``: each CPU package
+and its DRAM, where read), ``power_w`` (``gpu_energy_j`` over the window), ``gpu_util_pct``,
 ``sm_active_pct``, the energy's 95 % interval ``energy_j_ci95_pct`` / ``gpu_energy_j_ci95_pct``
 and ``energy_j_ci95_flag`` (radtrack/analysis/energy_error.py; the attributed share carries
 its GPUs' relative interval), the activity model's ``activity_energy_j`` where GPM ran
@@ -15,6 +21,11 @@ its GPUs' relative interval), the activity model's ``activity_energy_j`` where G
 ``windows/windows.parquet``. A window shorter than the power readings can resolve (the
 sampling interval, at least the sensor's 100-ms refresh) gets ``below_resolution_flag`` =
 1 and its duration only: no energy figure is made up for it.
+
+Power rails (a Jetson's ``VDD_GPU_SOC``, RAPL's ``core``) get no window figure: a rail is a
+part of its device's energy, never added to it; its energy is stored over the whole run
+(``summary/<rail>/energy_j``, radtrack/store/traces.py) and its series at full resolution,
+from which a window's share can be read (``radtrack export``).
 """
 
 from __future__ import annotations
@@ -79,6 +90,8 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
     rows = []
     seen: dict[str, int] = {}
     keys = frame_keys(frames)
+    # the host's CPU side (scope host: CPU packages, DRAM), apart from the GPUs and boards
+    host = {d for d, src in es.energy_sources(keys).items() if src.scope == "host"}
     sensors = {g.scope: g for g in gpu_energies(frames)} if uses else {}
     try:
         constants = load_constants() if sensors else None
@@ -95,18 +108,24 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
         if uses:
             short = any(b - a < resolution_s(u) for u in uses.values())
             row["below_resolution"] = short
-            gpu_j = att_j = model_j = 0.0
-            utils, actives, parts, flags = [], [], [], []
+            gpu_j = cpu_j = att_j = model_j = 0.0
+            utils, actives, parts, gpu_parts, flags = [], [], [], [], []
             for scope, use in uses.items():
                 cum = cumulative_energy(use, np.array([a, b]))
-                gpu_j += float(cum[1] - cum[0])
+                joules = float(cum[1] - cum[0])
+                if scope in host:
+                    cpu_j += joules
+                else:
+                    gpu_j += joules
                 if (sensor := sensors.get(scope)) is not None and constants is not None:
                     ci = sensor.interval(a, b, constants)
-                    parts.append((float(cum[1] - cum[0]), ci.ci95_pct))
+                    parts.append((joules, ci.ci95_pct))
                     flags.append(flag_code(ci))
                     model_j += sensor.model_energy(a, b)
                 else:
-                    parts.append((float(cum[1] - cum[0]), float("nan")))
+                    parts.append((joules, float("nan")))
+                if scope not in host:
+                    gpu_parts.append(parts[-1])
                 acc = accounts.get(use.gpu)
                 att_j += attributed_between(acc, run, a, b) if acc is not None else float("nan")
                 if (u := _column(frames, es.find(keys, scope, "gpu_util_pct", "utilisation"))) is not None:
@@ -114,12 +133,15 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
                 if (s := _column(frames, es.find(keys, scope, "sm_active_pct", "utilisation"))) is not None:
                     actives.append(mean_between(*s, a, b))
             if not short:
-                row.update(gpu_energy_j=gpu_j, energy_j=att_j,
-                           power_w=gpu_j / (b - a) if b > a else np.nan,
+                devices = bool(set(uses) - host)
+                row.update(gpu_energy_j=gpu_j if devices else np.nan, energy_j=att_j,
+                           cpu_energy_j=cpu_j if set(uses) & host else np.nan,
+                           power_w=gpu_j / (b - a) if b > a and devices else np.nan,
                            gpu_util_pct=float(np.nanmean(utils)) if utils else np.nan,
                            sm_active_pct=float(np.nanmean(actives)) if actives else np.nan,
-                           # the attributed share carries its GPUs' relative interval
-                           gpu_energy_j_ci95_pct=combine(parts), energy_j_ci95_pct=combine(parts),
+                           # the attributed share carries its devices' relative interval
+                           gpu_energy_j_ci95_pct=combine(gpu_parts) if gpu_parts else np.nan,
+                           energy_j_ci95_pct=combine(parts),
                            energy_j_ci95_flag=max(flags) if flags else np.nan,
                            activity_energy_j=model_j if model_j > 0 else np.nan)
         rows.append(row)
@@ -140,7 +162,7 @@ def record_windows(client: MlflowClient, run: str, windows_file: Path, uses: Map
         values = {"duration_s": w["duration_s"]}
         if w.get("below_resolution"):
             values["below_resolution_flag"] = 1.0
-        for key in ("energy_j", "gpu_energy_j", "power_w", "gpu_util_pct", "sm_active_pct",
+        for key in ("energy_j", "gpu_energy_j", "cpu_energy_j", "power_w", "gpu_util_pct", "sm_active_pct",
                     "energy_j_ci95_pct", "gpu_energy_j_ci95_pct", "energy_j_ci95_flag", "activity_energy_j"):
             value = w.get(key)
             if value is not None and np.isfinite(value):

@@ -12,7 +12,12 @@ role, scope, unit, flavour, priority; :func:`radtrack.store.meaning.describe`):
   source's own buffer: error bars and attribution's shape, not the run's total),
   ``running_average`` (never integrated);
 - ``power_rail`` (power, or a part's cumulative counter in an energy unit): a part of a
-  device's total. A rail's energy is shown per rail and never added to its device's.
+  device's total. A rail's energy is shown per rail and never added to its device's:
+  :func:`rail_energies` gives each rail's (its name: :func:`radtrack.store.meaning.rail_name`)
+  from its best series, by the device's rule (a counter's last minus first reading, else
+  its interval-average power, else its instantaneous power, integrated; a mean since the
+  source started, or a source's own samples, never), stored as
+  ``summary/<rail>/energy_j`` (radtrack/store/schema.py ``rail_energy_key``).
 
 The *device* of a series is its key's middle part (``smi/gpu0/power_w`` -> ``gpu0``,
 ``rapl/package0/energy_j`` -> ``package0``): two listeners that name a device alike measure
@@ -34,7 +39,7 @@ import numpy as np
 
 from radtrack import stats
 from radtrack.store import schema
-from radtrack.store.meaning import describe
+from radtrack.store.meaning import RAIL_FLAVOURS, describe, rail_name
 
 #: unit -> factor to watts / joules
 POWER_UNITS = {"W": 1.0, "mW": 1e-3, "kW": 1e3, "µW": 1e-6, "uW": 1e-6}
@@ -59,6 +64,7 @@ class Source:
     scope: str  # device or host
     priority: int = 0
     unit_kind: str = "power"  # "power" (W, mW) or "energy" (a counter: J, µJ)
+    flavour: str = ""  # a power reading's kind, as declared (listeners.base.FLAVOURS)
 
     @property
     def cumulative(self) -> bool:
@@ -91,7 +97,7 @@ def source(key: str) -> Source | None:
         energy = m.unit in ENERGY_UNITS
         return Source(m.key, device_of(m.key), "rail",
                       ENERGY_UNITS[m.unit] if energy else POWER_UNITS[m.unit], m.scope,
-                      m.priority, "energy" if energy else "power")
+                      m.priority, "energy" if energy else "power", m.flavour)
     return None
 
 
@@ -133,6 +139,28 @@ def rails(keys: Iterable[str]) -> list[Source]:
     """Every rail series (parts of a device's total), by key."""
     return sorted((s for found in sources(keys).values() for s in found if s.kind == "rail"),
                   key=lambda s: s.key)
+
+
+def rail_sources(keys: Iterable[str]) -> dict[str, Source]:
+    """rail name -> the series its energy comes from, as a device's: its counter, else its
+    interval-average power, else its instantaneous power (then the highest priority, the
+    key that sorts first); a rail read only as a mean since start has none."""
+    found: dict[str, list[Source]] = {}
+    for s in rails(keys):
+        if s.flavour in RAIL_FLAVOURS:
+            found.setdefault(rail_name(s.key), []).append(s)
+    order = {"": 2, "average": 1}
+    return {rail: min(group, key=lambda s: (0 if s.cumulative else order[s.flavour],
+                                            -s.priority, s.key))
+            for rail, group in sorted(found.items())}
+
+
+def rail_energies(readings: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
+    """rail name -> joules over ``readings`` (key -> (times s, values): a run's series cut
+    to its span, radtrack/store/spans.py), by :func:`series_energy` like a device's; NaN
+    where its series has fewer than two readings. Never part of a device's or a run's total."""
+    return {rail: series_energy(src, *readings[src.key])
+            for rail, src in rail_sources(readings).items()}
 
 
 def series_energy(src: Source, t: np.ndarray, v: np.ndarray) -> float:

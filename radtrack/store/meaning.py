@@ -141,6 +141,7 @@ _WINDOW: dict[str, tuple[str, str, str, str, str]] = {
     "below_resolution_flag": ("run", "0/1", "other", "shorter than the power sensor resolves", "0/1"),
     "energy_j": ("device_share", "J", "energy", "run's GPU energy, attributed", "J"),
     "gpu_energy_j": ("device", "J", "energy", "GPU energy", "J"),
+    "cpu_energy_j": ("host", "J", "energy", "host CPU and DRAM energy", "J"),
     "power_w": ("device", "W", "device_power", "GPU power, mean", "W"),
     "gpu_util_pct": ("device", "%", "utilisation", "GPU utilisation, mean", "% of time a kernel ran"),
     "sm_active_pct": ("device", "%", "utilisation", "GPU SM active, mean", "% of SM cycles"),
@@ -278,11 +279,60 @@ def _summary(key: str, rest: str) -> Meaning:
         base = _describe(series)
         return _with(base, key, f"{base.name}, {STATS[stat]}", stat)
     base = _describe(rest)
+    if rest.endswith("/" + schema.RAIL_ENERGY) and (base.role == "power_rail" or not base.declared):
+        rail = _rail_energy(key, rest[: -len(schema.RAIL_ENERGY) - 1])
+        if rail is not None:  # summary/<rail>/energy_j: a power rail's energy over the run
+            return rail
     if base.role == "energy_counter":  # summary/<counter> = last - first: the run's total
         name = (base.name.removesuffix(" counter") + " over the run" if base.name.endswith(" counter")
                 else f"{base.name}, total")
         return _with(base, key, name, "total", role="energy")
     return _with(base, key, f"{base.name}, total", "total")
+
+
+#: a rail's quantity names dropped from its name (rapl/pkg0/core/power_w -> rapl/pkg0/core)
+_RAIL_QUANTITIES = ("power", "energy")
+#: the flavours of a rail's series that are integrated (never a mean since start, never samples)
+RAIL_FLAVOURS = ("", "average")
+
+
+def rail_name(key: str) -> str:
+    """The name of the rail a ``power_rail`` series (or its declared pattern) measures: its
+    key without the unit suffix, and without a bare ``power``/``energy`` last part
+    (``tegrastats/power/vdd_gpu_soc_mw`` -> ``tegrastats/power/vdd_gpu_soc``,
+    ``rapl/pkg0/core/energy_j`` and ``rapl/pkg0/core/power_w`` -> ``rapl/pkg0/core``); a key
+    without a known unit suffix is its own name."""
+    head, _, _ = key.rpartition("/")
+    quantity, unit = split_unit(key)
+    if not unit:
+        return key
+    if quantity in _RAIL_QUANTITIES and head:
+        return head
+    return f"{head}/{quantity}" if head else quantity
+
+
+def _rail_energy(key: str, rail: str) -> Meaning | None:
+    """``summary/<rail>/energy_j`` (schema.rail_energy_key) when ``rail`` is the name of a
+    rail its listener declares (a ``power_rail`` series integrated for energy)."""
+    for series in _declared(rail.split("/", 1)[0]) or ():
+        if series.role != "power_rail" or series.flavour not in RAIL_FLAVOURS:
+            continue
+        found = _family(rail_name(series.pattern)).fullmatch(rail)
+        if found is None:
+            continue
+        values = found.groupdict()
+        label = re.sub(r"<([a-z_]+)>", lambda m, found=values: found.get(m[1], m[0]), series.label)
+        name = re.sub(r"\s+(?:power|energy)$", "", label) + " energy over the run"
+        return replace(_meaning(key, series.scope, "J", "energy", name, "J", "total"),
+                       ids=tuple(values.items()))
+    return None
+
+
+@cache
+def _family(pattern: str) -> re.Pattern[str]:
+    """A declared pattern's placeholders as groups, each within one key part."""
+    return re.compile("".join(f"(?P<{m[1]}>[^/]+?)" if m[1] else re.escape(m[0])
+                              for m in re.finditer(r"<([a-z_]+)>|[^<]+|<", pattern)))
 
 
 def _column(column: str, key: str | None = None) -> Meaning:

@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING
 
 from radtrack.listeners.protocol import Hello, as_dict
 from radtrack.store.recovery import read_spool
-from radtrack.store.schema import READINGS_STAT, TELEMETRY_DIR, stored_key, summary_key
+from radtrack.store.schema import (
+    READINGS_STAT,
+    TELEMETRY_DIR,
+    rail_energy_key,
+    stored_key,
+    summary_key,
+)
 from radtrack.store.spool import MAX_METRICS_PER_CALL, Span, Stream
 
 if TYPE_CHECKING:
@@ -36,6 +42,7 @@ def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
 
     span = span or Span()
     summary: list[Metric] = []
+    figures: dict[str, float] = {}  # one value a key (a counter rail's is its total too)
     ends = 0
     now = int(time.time() * 1000)
     stored: dict[str, pd.DataFrame] = {}
@@ -46,11 +53,12 @@ def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
             if frame.empty:
                 continue
             frames[s.name] = stored[s.name] = frame
-            summary += [Metric(k, v, now, 0) for k, v in summarize(frame, counts).items()]
+            figures.update(summarize(frame, counts))
             points = end_points(frame, span)
             summary += points
             ends += len(points)
-    summary += [Metric(k, v, now, 0) for k, v in energy_summaries(stored).items()]
+    figures.update(energy_summaries(stored))
+    summary += [Metric(k, v, now, 0) for k, v in figures.items()]
     for i in range(0, len(summary), MAX_METRICS_PER_CALL):
         client.log_batch(run_id, metrics=summary[i:i + MAX_METRICS_PER_CALL])
     return ends
@@ -89,18 +97,35 @@ def log_trace(client: MlflowClient, run_id: str, name: str, frame: pd.DataFrame,
 
 
 def energy_summaries(frames: dict[str, pd.DataFrame]) -> dict[str, float]:
-    """Each GPU energy's 95 % interval and flag, and the activity model's second figure
-    (radtrack/analysis/energy_figures.py); none, with one line on stderr, where the sensor
-    constants given in $RADTRACK_SENSOR_CONSTANTS are unusable (the counter's figure stays)."""
+    """Each power rail's energy over the frames (``summary/<rail>/energy_j``:
+    radtrack/store/energy_sources.py ``rail_energies``), each GPU energy's 95 % interval and
+    flag, and the activity model's second figure (radtrack/analysis/energy_figures.py); no
+    interval, with one line on stderr, where the sensor constants given in
+    $RADTRACK_SENSOR_CONSTANTS are unusable (the counter's figure stays)."""
     import sys
 
     from radtrack.analysis.energy_figures import run_figures
 
+    out = rail_summaries(frames)
     try:
-        return run_figures(frames)
+        out.update(run_figures(frames))
     except ValueError as exc:
         print(f"radtrack: energy intervals left out: {exc}", file=sys.stderr)
-        return {}
+    return out
+
+
+def rail_summaries(frames: dict[str, pd.DataFrame]) -> dict[str, float]:
+    """``summary/<rail>/energy_j`` of every power rail in the frames (each cut to the run's
+    span: its integral over the span), where it can be told."""
+    from radtrack.store.energy_sources import rail_energies
+
+    readings = {}
+    for frame in frames.values():
+        for key in frame.columns[2:]:
+            part = frame[["time", key]].dropna().sort_values("time", kind="stable")
+            readings[str(key)] = (part["time"].to_numpy(dtype=float), part[key].to_numpy(dtype=float))
+    return {rail_energy_key(rail): joules for rail, joules in rail_energies(readings).items()
+            if joules == joules}
 
 
 def summarize(frame: pd.DataFrame, counts: dict[str, int] | None = None) -> dict[str, float]:

@@ -3,7 +3,9 @@ a stand-in ``tegrastats`` on PATH replaying recorded Jetson lines (tests/data/te
 and the ``rapl`` listener on a recorded powercap tree (tests/data/rapl) whose counters the
 run's own script advances, wrapping one of them. The run's energy, its code windows' energy,
 its CO2e and the report's columns are checked against the stored rails' integral and the
-tree's true increments (issue 40: readers select series by role, never by listener name)."""
+tree's true increments (issue 40: readers select series by role, never by listener name).
+Each power rail (a Jetson's rails, RAPL's core and uncore) gets its own energy over the
+run, ``summary/<rail>/energy_j``, never added to its device's or the run's."""
 
 from __future__ import annotations
 
@@ -124,6 +126,41 @@ def test_tegrastats_run_gets_board_energy_windows_and_co2e(jetson):
         assert w.gpu_energy_j == pytest.approx(_integral(t, board_mw / 1000, w.start, w.end), rel=0.12), w.step
 
 
+def test_each_rail_gets_its_energy_and_power_apart_from_the_board(jetson):
+    """Every rail's energy over the run is the integral of its stored series (its span's
+    end points included); the board's total is its own, not the board plus its rails (the
+    AGX modules' board is the sum of their rails); a running average is never integrated."""
+    c, run, env, rails, t, board_mw, _ = jetson
+    m = run.data.metrics
+    joules = np.trapezoid(board_mw / 1000, t)
+    parts = 0.0
+    for rail in rails:
+        tr, mw = _history(c, run, f"tegrastats/power/{rail}_mw")
+        assert tr[0] == pytest.approx(t[0], abs=0.002) and tr[-1] == pytest.approx(t[-1], abs=0.002)
+        want = np.trapezoid(mw / 1000, tr)
+        got = m[f"summary/tegrastats/power/{rail}/energy_j"]
+        assert got == pytest.approx(want, rel=0.01), rail
+        parts += got
+        assert m[f"summary/tegrastats/power/{rail}_mw/max"] == pytest.approx(mw.max())  # its power
+        assert mw.min() <= m[f"summary/tegrastats/power/{rail}_mw/mean"] <= mw.max()
+        assert f"summary/tegrastats/power/{rail}_avg/energy_j" not in m  # mean since start
+    assert parts == pytest.approx(joules, rel=0.01)  # the rails are the board's parts
+    board = m["summary/attribution/power/energy_j"]  # the board, solo: all of it
+    assert board == pytest.approx(joules, rel=0.03) and board < 1.5 * joules  # never board + rails
+    assert not any(k.startswith("summary/tegrastats/power/rails_sum") and k.endswith("/energy_j")
+                   for k in m)  # the board is no rail
+
+    # radtrack export: by key, with what it is (radtrack/store/meaning.py)
+    from radtrack.export import column_meanings, export_table
+
+    key = f"summary/tegrastats/power/{rails[0]}/energy_j"
+    table = export_table("jetson", metrics=[key], tracking_uri=env["MLFLOW_TRACKING_URI"])
+    assert table[key].dropna().tolist() == [pytest.approx(m[key])]
+    said = column_meanings(table).set_index("column").loc[key]
+    assert said["label"] == f"rail {rails[0]} energy over the run (J)", said
+    assert (said["scope"], said["unit"], said["role"]) == ("device", "J", "energy")
+
+
 def test_tegrastats_report_shows_board_energy_power_and_co2e(jetson):
     """The report's columns: the board's energy, its power summary (never a rail's, never
     the running average), the footprint."""
@@ -137,14 +174,19 @@ def test_tegrastats_report_shows_board_energy_power_and_co2e(jetson):
 
 # -- CPU and DRAM: RAPL counters, one wrapping during the run ----------------------------
 
-WATTS = {"intel-rapl:0": 60.0, "intel-rapl:0:0": 8.0, "intel-rapl:1": 75.0, "intel-rapl:1:0": 9.0}
+WATTS = {"intel-rapl:0": 60.0, "intel-rapl:0:0": 8.0, "intel-rapl:1": 75.0, "intel-rapl:1:0": 9.0,
+         "intel-rapl:0:1": 30.0, "intel-rapl:0:2": 6.0}
 DEVICES = {"intel-rapl:0": "pkg0", "intel-rapl:0:0": "pkg0/dram", "intel-rapl:1": "pkg1",
            "intel-rapl:1:0": "pkg1/dram"}
+#: package 0's core and uncore subzones (client_psys's, recorded), added beside its dram
+PARTS = {"intel-rapl:0:1": ("intel-rapl:0:0", "pkg0/core"), "intel-rapl:0:2": ("intel-rapl:0:1", "pkg0/uncore")}
 
 
 def test_rapl_run_energy_is_cpu_plus_dram_across_a_wrap(store, tmp_path):
     root = tmp_path / "powercap"
     shutil.copytree(RAPL / "server_2socket", root)
+    for zone, (recorded, _) in PARTS.items():
+        shutil.copytree(RAPL / "client_psys" / recorded, root / zone)
     top = int((root / "intel-rapl:1" / "max_energy_range_uj").read_text())
     (root / "intel-rapl:1" / "energy_uj").write_text(f"{top - 5_000_000}\n")  # 5 J before it wraps
     log = tmp_path / "written.json"
@@ -154,7 +196,7 @@ def test_rapl_run_energy_is_cpu_plus_dram_across_a_wrap(store, tmp_path):
     env = {"RADTRACK_POWERCAP_ROOT": str(root), "RADTRACK_RAPL_EVERY_S": "0",
            "RADTRACK_WAIT_LISTENERS": "1"}
     radtrack_cli("-e", "cpu", "-l", "rapl", "--interval", "0.1", "--carbon-intensity", str(INTENSITY),
-                 str(HERE / "rapl_fake.py"), str(root), str(log), "--steps", "100", "--step-s", "0.02",
+                 str(HERE / "rapl_windowed.py"), str(root), str(log), "--steps", "100", "--step-s", "0.02",
                  *(f"{z}={w}" for z, w in WATTS.items()), env=env, check=True)
     written = json.loads(log.read_text())
     assert 1 < written["wrap_at"]["intel-rapl:1"] < 100 and "intel-rapl:0" not in written["wrap_at"]
@@ -170,8 +212,36 @@ def test_rapl_run_energy_is_cpu_plus_dram_across_a_wrap(store, tmp_path):
         assert all(round(e * 1e6) in set(cumulative) for e in energy[1:-1]), (device, energy)
         assert energy[-1] == pytest.approx(true_j[device], rel=0.01)
         assert m[f"summary/rapl/{device}/energy_j"] == pytest.approx(true_j[device], rel=0.01)  # each part shown
-    total = sum(true_j.values())
+    # package 0's core and uncore: power rails, each with its energy over the run (the
+    # counter's last - first over the span, the tree's true increment) and its power summary
+    for zone, (_, part) in PARTS.items():
+        t, energy = _history(c, run, f"rapl/{part}/energy_j")
+        assert m[f"summary/rapl/{part}/energy_j"] == pytest.approx(energy[-1] - energy[0], rel=0.01)
+        assert m[f"summary/rapl/{part}/energy_j"] == pytest.approx(written["true_uj"][zone][-1] / 1e6,
+                                                                   rel=0.01), part
+        tp, watts = _history(c, run, f"rapl/{part}/power_w")
+        assert m[f"summary/rapl/{part}/power_w/max"] == pytest.approx(watts.max())
+        assert m[f"summary/rapl/{part}/power_w/mean"] == pytest.approx(
+            np.trapezoid(watts, tp) / (tp[-1] - tp[0]), rel=1e-3)  # its end points stored in ms
+    total = sum(true_j.values())  # packages + DRAM: the rails are not in it
     report = _report("cpu", env)
     assert float(report["energy_j"]) == pytest.approx(total, rel=0.01)  # packages + DRAM, once each
     assert float(report["co2e_g"]) == pytest.approx(total / 3.6e6 * INTENSITY, rel=0.01)
     assert m["summary/co2e_g"] == pytest.approx(total / 3.6e6 * INTENSITY, rel=0.01)
+
+    # the code window gets the host's CPU side (packages + DRAM, no rail) as its own figure:
+    # each device's stored counter at the window's ends (shaped between its readings by
+    # its power), and the tree's true energy written inside the window
+    first, last = written["window"]
+    windows = {k.split("/")[-1]: v for k, v in m.items() if k.startswith("window/busy/")}
+    assert "gpu_energy_j" not in windows and "power_w" not in windows, windows  # no GPU, no board
+    a = windows["duration_s"]
+    stored = true_in = 0.0
+    for zone, device in DEVICES.items():
+        t, energy = _history(c, run, f"rapl/{device}/energy_j")
+        end = next(w.timestamp / 1000 for w in c.get_metric_history(run.info.run_id, "window/busy/duration_s"))
+        stored += float(np.diff(np.interp([end - a, end], t, energy))[0])
+        true_in += (written["true_uj"][zone][last] - written["true_uj"][zone][first]) / 1e6
+    assert windows["cpu_energy_j"] == pytest.approx(stored, rel=0.05)
+    assert windows["cpu_energy_j"] == pytest.approx(true_in, rel=0.2)
+    assert windows["energy_j"] == pytest.approx(windows["cpu_energy_j"], rel=0.1)  # solo: all of it
