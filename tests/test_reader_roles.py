@@ -27,8 +27,6 @@ ALLOWED = {
     "frontend/shares.py": "the note says which listener a workload without accounting lacked",
     "radtrack/analysis/result_checks.py": "issue 38's checks name the smi listener in their "
                                           "advice (its state tag); their series go by role",
-    "radtrack/analysis/script_runs.py": "the system-metric prefixes of a script run's view "
-                                        "(listener names as prefixes), still to move to roles",
     "radtrack/analysis/studies/utilisation.py": "the note says which listeners give the levels",
 }
 
@@ -78,3 +76,18 @@ def test_the_check_finds_a_pattern_a_key_and_a_frame(tmp_path: Path) -> None:
     finally:
         ROOT = saved
     assert [h.split(":")[1] for h in hits] == ["2", "4", "4"]
+
+
+def test_a_script_runs_own_metrics_are_those_no_listener_declares() -> None:
+    """A script run's view keeps the script's metrics and leaves out every listener's series,
+    a node's, a Jetson's or RAPL's as well as the GPU listeners' (declared, not by name)."""
+    import pandas as pd
+
+    from radtrack.analysis.script_runs import own_metric_columns
+
+    columns = ["run_id", "metric.loss", "metric.val_acc", "metric.train/throughput",
+               "metric.smi/gpu0/power_w", "metric.node1/top/cpu_pct", "metric.summary/duration_s",
+               "metric.tegrastats/power/rails_sum_mw", "metric.rapl/package0/energy_j",
+               "metric.iostat/sda/read_bytes_per_s", "metric.window/epoch/energy_j"]
+    assert own_metric_columns(pd.DataFrame(columns=columns)) == [
+        "metric.loss", "metric.val_acc", "metric.train/throughput"]

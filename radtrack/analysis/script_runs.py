@@ -13,11 +13,12 @@ import pandas as pd
 
 from radtrack.analysis.data import load_runs
 from radtrack.store import schema
+from radtrack.store.meaning import describe
 
-# metric families radtrack writes; everything else on a script's run is the script's own
+# metric families radtrack writes; a listener's series (any listener that declares it, a
+# plugin's too) are radtrack's as well; everything else on a script's run is its own
 _RADTRACK_FAMILIES = (schema.SUMMARY_PREFIX, schema.ATTRIBUTION_PREFIX, schema.WINDOW_PREFIX,
                       schema.SYSTEM_PREFIX)
-_SYSTEM_LISTENERS = ("smi/", "dcgm/", "top/", "iostat/", "tegrastats/")
 
 
 def is_script_run(runs: pd.DataFrame) -> pd.Series:
@@ -47,7 +48,8 @@ def script_run_ids(rows: pd.DataFrame) -> dict[str, str]:
 def own_metric_columns(frame: pd.DataFrame) -> list[str]:
     """``metric.*`` columns the script logged itself (not radtrack's families or series)."""
     return [c for c in frame.columns if c.startswith("metric.")
-            and not c.removeprefix("metric.").startswith(_RADTRACK_FAMILIES + _SYSTEM_LISTENERS)]
+            and not c.removeprefix("metric.").startswith(_RADTRACK_FAMILIES)
+            and not describe(c.removeprefix("metric.")).declared]
 
 
 def load_script_runs(rows: pd.DataFrame, tracking_uri: str | None = None) -> pd.DataFrame:
