@@ -9,7 +9,8 @@
 #    only its own GPUs with per-GPU closure; a DDP run over NCCL across both GPUs)
 #    -> gpu_two_tests.log ($TWO_TESTS: other test ids)
 # 2. examples/studies/power-variation/spaceshare.csv (one SGEMM copy per GPU at once) beside
-#    sheet.csv's solo copy (workload 1), MaxTime $PV_MINUTES (default 0.25), then
+#    sheet.csv's solo copy (workload 1), MaxTime $PV_MINUTES (default 0.25; $PV_GPUS=N puts
+#    one copy on each of GPUs 0..N-1 instead of the sheet's two), then
 #    `radtrack report power-variation --study power-variation` -> spaceshare.log,
 #    power-variation.txt / .csv, and the store as spaceshare-store.tgz
 # Installs like benchmarks/device_call.sh (carry .whl). NVLink multicast stays off (the host's
@@ -33,19 +34,21 @@ timeout "${TESTS_S:-330}" python3 -m pytest -v -m gpu -p no:cacheprovider --time
 grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" "$out/gpu_two_tests.log" | tail -8
 
 work=$(mktemp -d); export RADTRACK_HOME="$work/.radtrack"; uri="sqlite:///$work/mlflow.db"
-python3 - "$repo/examples/studies/power-variation" "$work/pv.csv" "${PV_MINUTES:-0.25}" <<'PY'
+python3 - "$repo/examples/studies/power-variation" "$work/pv.csv" "${PV_MINUTES:-0.25}" "${PV_GPUS:-}" <<'PY'
 import csv
 import sys
 from pathlib import Path
 
-src, dst, minutes = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+src, dst, minutes, gpus = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], sys.argv[4]
 rows = []
 for name, keep in (("sheet.csv", {"1"}), ("spaceshare.csv", None)):
     lines = [x for x in (src / name).read_text().splitlines() if not x.startswith("#")]
-    for row in csv.DictReader(lines):
-        if keep is None or row["Workload"] in keep:
-            row.update(File=str((src / row["File"]).resolve()), MaxTime=minutes, Status="", Run="")
-            rows.append(row)
+    found = [r for r in csv.DictReader(lines) if keep is None or r["Workload"] in keep]
+    if name == "spaceshare.csv" and gpus:  # one copy on each of GPUs 0..PV_GPUS-1
+        found = [{**found[0], "Devices": str(i)} for i in range(int(gpus))]
+    for row in found:
+        row.update(File=str((src / row["File"]).resolve()), MaxTime=minutes, Status="", Run="")
+        rows.append(row)
 with dst.open("w", newline="") as f:
     w = csv.DictWriter(f, list(rows[0]))
     w.writeheader()
