@@ -14,11 +14,14 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
+from radtrack import stats
 from radtrack.store import schema
 
 KEYS = ("smi/gpu0/power_w", "top/cpu_pct")
 POINTS = 40
 NODE1_POWER = 321.0  # node 1's power: a constant no synthetic node-0 trace holds
+NODE1_ENERGY_J = NODE1_POWER * (POINTS - 1)  # its GPU energy over its 39 s of samples
+NODES_SPAN_S = POINTS + 0.5  # the run's span over both nodes (node 1's part started 0.5 s early)
 
 
 def add_node(client: MlflowClient, run_id: str, start: float, node: int,
@@ -35,10 +38,17 @@ def add_node(client: MlflowClient, run_id: str, start: float, node: int,
     logged = [Metric(schema.stored_key(schema.node_scoped(k, node)), float(v[i]),
                      int(times[i] * 1000), i) for k, v in values.items() for i in kept]
     if not live:
+        # each node's GPU energy as outcome.py stores it, here its power integrated: node 0's
+        # from the trace seed_workload logged, node 1's from its constant
+        history = client.get_metric_history(run_id, schema.stored_key(KEYS[0]))
+        node0_j = stats.integrate(np.array([m.timestamp / 1000 for m in history]),
+                                  np.array([m.value for m in history]))
         logged += [Metric(schema.node_summary_key(0, "duration_s"), float(POINTS), end_ms, 0),
                    Metric(schema.node_summary_key(node, "duration_s"), float(POINTS - 1), end_ms, 0),
-                   Metric(schema.node_summary_key(node, "gpu_energy_j"), 12_000.0, end_ms, 0),
-                   Metric(schema.nodes_total_key("gpu_energy_j"), 20_000.0, end_ms, 0)]
+                   Metric(schema.node_summary_key(0, "gpu_energy_j"), node0_j, end_ms, 0),
+                   Metric(schema.node_summary_key(node, "gpu_energy_j"), NODE1_ENERGY_J, end_ms, 0),
+                   Metric(schema.nodes_total_key("gpu_energy_j"), node0_j + NODE1_ENERGY_J, end_ms, 0),
+                   Metric(schema.nodes_total_key("duration_s"), NODES_SPAN_S, end_ms, 0)]
     client.log_batch(run_id, metrics=logged, synchronous=True)
     with tempfile.TemporaryDirectory() as tmp:
         for key, column in values.items() if not live else ():

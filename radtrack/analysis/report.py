@@ -21,12 +21,19 @@ import pandas as pd
 from radtrack.analysis.baseline_runs import with_candidates
 from radtrack.analysis.colocation import workload_table
 from radtrack.analysis.correlation import METHODS, correlate
-from radtrack.analysis.data import load_runs, load_series, resolve_tracking_uri
+from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.energy_columns import energy_error_columns, workload_intervals
 from radtrack.analysis.gpulabel import physical_gpus_of_row
 from radtrack.analysis.interference import interference
 from radtrack.analysis.monitoring_cost import monitoring_table
 from radtrack.analysis.node_figures import node_table
+from radtrack.analysis.node_summaries import (
+    PER_NODE_PREFIXES,
+    PER_NODE_WHY,
+    node_parts,
+    with_node_rows,
+    with_totals,
+)
 from radtrack.analysis.report_files import emit_tables
 from radtrack.analysis.report_text import ExperimentReport, render_report
 from radtrack.analysis.result_checks import (
@@ -69,6 +76,9 @@ def analyze_experiment(experiment: str, workload: int | None = None,
         raise RadtrackError(f"experiment {experiment!r} has no workload {workload} "
                             f"(workloads: {known or 'none'})")
     summary = summarize_runs(runs, tracking_uri=uri)
+    # a multi-node run: a row per node from its own series, the run's row its totals
+    parts = node_parts(runs, summary, node_loader(uri))
+    summary = with_totals(summary, parts, runs)
     targets = None
     if target is not None and len(runs):
         metric, value = target
@@ -80,7 +90,7 @@ def analyze_experiment(experiment: str, workload: int | None = None,
     table = runs[["run_id", "experiment", "start_time"]].merge(summary, on="run_id")
     if "samples" in table:  # a count: printed and written as a whole number
         table["samples"] = pd.to_numeric(table["samples"], errors="coerce").round().astype("Int64")
-    energy_cols = energy_error_columns(runs)
+    energy_cols = with_totals(energy_error_columns(runs), parts, runs)
     table = table.merge(energy_cols, on="run_id", how="left")
     # next to the run: the physical GPU(s), as every run names its own GPUs gpu0..
     gpu_used = {row["run_id"]: physical_gpus_of_row(row) for row in runs.to_dict("records")}
@@ -155,6 +165,14 @@ def analyze_experiment(experiment: str, workload: int | None = None,
         ["workload", "_launched", "launch", "letter", "start_time"], kind="stable") \
         .drop(columns="_launched")
     inter = inter.sort_values(["workload", "letter"], kind="stable")
+    for run_id in set(parts["run_id"]) & set(table["run_id"]):  # the run's row of a multi-node run
+        row = table[table["run_id"] == run_id].iloc[0]
+        blanks.setdefault(run_id, {}).update(
+            {c: PER_NODE_WHY for c in table.columns if str(c).startswith(PER_NODE_PREFIXES)
+             and pd.isna(row[c])})
+    table = with_node_rows(table.reset_index(drop=True), parts)
+    if "samples" in table:  # a count, node rows' included
+        table["samples"] = pd.to_numeric(table["samples"], errors="coerce").round().astype("Int64")
     shown = everything[is_parent & ~is_script_run(everything)]
     if workload is not None:
         shown = shown[shown["workload"] == workload]
@@ -169,6 +187,20 @@ def analyze_experiment(experiment: str, workload: int | None = None,
                             nodes=node_table(runs[runs["run_id"].isin(table["run_id"])]),
                             checks=checks.reset_index(drop=True),
                             blanks={r: b for r, b in blanks.items() if r in set(table["run_id"])})
+
+
+def node_loader(uri: str):
+    """Series of a run for :func:`node_parts`: the keys it has (a node's listener may have
+    read fewer than another's)."""
+    def load(run_ids: list[str], keys: list[str]) -> pd.DataFrame:
+        try:
+            return load_series(run_ids, metrics=keys, tracking_uri=uri)
+        except RadtrackError:  # a key none of the runs has: read those they have
+            known = set(list_metrics(run_ids, tracking_uri=uri))
+            kept = [k for k in keys if k in known]
+            return load_series(run_ids, metrics=kept, tracking_uri=uri) if kept else pd.DataFrame()
+
+    return load
 
 
 def script_table(rows: pd.DataFrame, uri: str) -> pd.DataFrame:

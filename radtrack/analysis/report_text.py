@@ -49,7 +49,7 @@ class ExperimentReport:
 
 
 # --wide: the columns worth a glance, one line per row (files carry every column)
-WIDE_RUN_VIEW = ["run_name", "user", "launch", "gpu_used", "workload", "letter", "status", "collocation",
+WIDE_RUN_VIEW = ["run_name", "node", "host", "user", "launch", "gpu_used", "workload", "letter", "status", "collocation",
                  "sharing", "duration_s", "samples", "energy_j", "energy_j_ci95_pct", "attribution", "gpu_energy_j",
                  "activity_energy_j", "co2e_g", "power_w_mean", "power_w_p95", "power_w_max",
                  "gpu_util_pct_mean", "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max",
@@ -67,7 +67,7 @@ SCRIPT_VIEW = ["run_name", "row_run_name", "script_experiment", "status", "durat
 VARIABILITY_VIEW_FIXED = ["file", "params", "collocation", "rows_in_workload", "gpu", "n"]
 
 # the default (fitted) views: the run's name leads every block
-RUN_VIEW = ["run_name", "status", "sharing", "duration_s", "samples", "energy_j", "energy_j_ci95_pct",
+RUN_VIEW = ["run_name", "node", "host", "status", "sharing", "duration_s", "samples", "energy_j", "energy_j_ci95_pct",
             "power_w_mean", "gpu_util_pct_mean", "proc_cpu_pct_mean", "cpu_pct_mean", "checks",
             "gpu_used", "user", "launch", "attribution", "gpu_energy_j", "activity_energy_j", "co2e_g",
             "power_w_p95", "power_w_max", "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max",
@@ -109,7 +109,15 @@ LEGEND = {
     "serial_energy_j": "serial_energy_j: the rows' energy run solo one after another (J)",
     "energy_vs_serial_pct": "energy_vs_serial_pct: the workload's energy vs serial_energy_j (%)",
     "checks": "checks: results that cannot be trusted as they stand (see Checks below)",
+    "node": "node: a multi-node run's own row ('all': the whole run, its span and energy over "
+            "every node, its power, utilisation and CPU per node) and one row per node (0, 1, ...: "
+            "that node's own figures)",
+    "host": "host: the node's host",
 }
+#: the Multi-node runs section's printed columns: each node's facts (its figures are in the
+#: per-run summary's node rows; the files keep every column)
+NODE_VIEW = ["run_name", "node", "host", "status", "exit_code", "co2e_g", "clock_offset_ms",
+             "clock_error_ms", "why"]
 
 
 def column_legend(column: str) -> str | None:
@@ -146,10 +154,11 @@ def _blank_legend(report: ExperimentReport, table: pd.DataFrame) -> str:
     return wrap(lines[0], indent="  ")
 
 
-def _view(frame: pd.DataFrame, columns: list[str], wide: bool, key: str | None) -> str:
+def _view(frame: pd.DataFrame, columns: list[str], wide: bool, key: str | list[str] | None) -> str:
     if wide:
         return render(frame, columns)
-    return fit(frame, columns, key=[key] if key else None, headers=HEADERS)
+    keys = [key] if isinstance(key, str) else key
+    return fit(frame, columns, key=keys, headers=HEADERS)
 
 
 def _baselines(inter: pd.DataFrame) -> list[str]:
@@ -185,9 +194,10 @@ def render_report(report: ExperimentReport, wide: bool = False) -> str:
                                          if c.endswith(("_mean", "_cv"))]
     run_view = (WIDE_RUN_VIEW if wide else RUN_VIEW) + extra
     inter_view = WIDE_INTERFERENCE_VIEW if wide else INTERFERENCE_VIEW
-    parts: list[str | None] = [f"experiment {report.experiment}: {len(runs)} run(s)",
+    count = runs["run_id"].nunique() if "run_id" in runs else len(runs)  # node rows are no runs
+    parts: list[str | None] = [f"experiment {report.experiment}: {count} run(s)",
              *([wrap(report.footprint)] if report.footprint else []),
-             "", "Per-run summary", _view(runs, run_view, wide, "run_name")]
+             "", "Per-run summary", _view(runs, run_view, wide, ["run_name", "node"])]
     if not runs.empty:
         parts += [_legend(run_view, runs, wide), _blank_legend(report, runs)]
     parts += ["", wrap("Co-location interference (against solo runs of the same File + params on the same "
@@ -228,8 +238,9 @@ def render_report(report: ExperimentReport, wide: bool = False) -> str:
                         "run_name" if "run_name" in cost else None)]
     nodes = report.nodes
     if nodes is not None and not nodes.empty:
-        parts += ["", wrap("Multi-node runs (each node's part and all of them; clock offset to node 0 "
-                           "and its error in ms; docs/sheets.md, Multi-node rows)"),
-                  _view(nodes, list(nodes.columns), wide, "run_name")]
+        parts += ["", wrap("Multi-node runs (each node's part and all of them: status, exit code, "
+                           "clock offset to node 0 and its error in ms; each node's figures are its "
+                           "row in the per-run summary; docs/sheets.md, Multi-node rows)"),
+                  _view(nodes, list(nodes.columns) if wide else NODE_VIEW, wide, "run_name")]
     parts += _checks(report.checks)
     return "\n".join(p for p in parts if p is not None)
