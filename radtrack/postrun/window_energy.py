@@ -20,7 +20,10 @@ its GPUs' relative interval), the activity model's ``activity_energy_j`` where G
 (radtrack/analysis/energy_figures.py) (step = the window's step, else its occurrence) and the table
 ``windows/windows.parquet``. A window shorter than the power readings can resolve (the
 sampling interval, at least the sensor's 100-ms refresh) gets ``below_resolution_flag`` =
-1 and its duration only: no energy figure is made up for it.
+1 and its duration only: no energy figure is made up for it. The GPUs and the host's CPU
+side are resolved apart: a window the host's counters cannot resolve (RAPL's, read every
+1 s) keeps its GPU figures and gets no ``cpu_energy_j`` and no attributed ``energy_j``
+(which is over both); the flag says that nothing could be resolved.
 
 Power rails (a Jetson's ``VDD_GPU_SOC``, RAPL's ``core``) get no window figure: a rail is a
 part of its device's energy, never added to it; its energy is stored over the whole run
@@ -106,8 +109,13 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
                                   else occurrence, "start": a, "end": b, "duration_s": b - a,
                                   "open_at_end": bool(w.get("open_at_end", False))}
         if uses:
-            short = any(b - a < resolution_s(u) for u in uses.values())
-            row["below_resolution"] = short
+            # each side by its own readings' resolution (the host's counters every 1 s, a
+            # GPU's power every 0.1 s): what one cannot resolve leaves the other's figures
+            gpu_short = any(b - a < resolution_s(u) for s, u in uses.items() if s not in host)
+            cpu_short = any(b - a < resolution_s(u) for s, u in uses.items() if s in host)
+            devices, hosts = bool(set(uses) - host), bool(set(uses) & host)
+            short = gpu_short or cpu_short  # the attributed energy_j is over both
+            row["below_resolution"] = (gpu_short or not devices) and (cpu_short or not hosts)
             gpu_j = cpu_j = att_j = model_j = 0.0
             utils, actives, parts, gpu_parts, flags = [], [], [], [], []
             for scope, use in uses.items():
@@ -133,17 +141,17 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
                 if (s := _column(frames, es.find(keys, scope, "sm_active_pct", "utilisation"))) is not None:
                     actives.append(mean_between(*s, a, b))
             if not short:
-                devices = bool(set(uses) - host)
-                row.update(gpu_energy_j=gpu_j if devices else np.nan, energy_j=att_j,
-                           cpu_energy_j=cpu_j if set(uses) & host else np.nan,
-                           power_w=gpu_j / (b - a) if b > a and devices else np.nan,
+                row.update(energy_j=att_j, energy_j_ci95_pct=combine(parts),
+                           # the attributed share carries its devices' relative interval
+                           energy_j_ci95_flag=max(flags) if flags else np.nan)
+            if devices and not gpu_short:
+                row.update(gpu_energy_j=gpu_j, power_w=gpu_j / (b - a) if b > a else np.nan,
                            gpu_util_pct=float(np.nanmean(utils)) if utils else np.nan,
                            sm_active_pct=float(np.nanmean(actives)) if actives else np.nan,
-                           # the attributed share carries its devices' relative interval
-                           gpu_energy_j_ci95_pct=combine(gpu_parts) if gpu_parts else np.nan,
-                           energy_j_ci95_pct=combine(parts),
-                           energy_j_ci95_flag=max(flags) if flags else np.nan,
+                           gpu_energy_j_ci95_pct=combine(gpu_parts),
                            activity_energy_j=model_j if model_j > 0 else np.nan)
+            if hosts and not cpu_short:
+                row["cpu_energy_j"] = cpu_j
         rows.append(row)
     return pd.DataFrame(rows)
 

@@ -48,8 +48,24 @@ def test_a_cpu_only_window_has_no_gpu_figure_and_a_gpu_only_one_no_cpu_figure() 
     cpu = window_table([{"name": "w", "step": 0, "start": T0 + 2, "end": T0 + 5}], "r",
                        {"pkg0": _use("host:pkg0", 50.0)}, {"rapl": frames["rapl"]}, {})
     assert cpu.iloc[0]["cpu_energy_j"] == pytest.approx(150.0)
-    assert np.isnan(cpu.iloc[0]["gpu_energy_j"]) and np.isnan(cpu.iloc[0]["power_w"])
+    assert pd.isna(cpu.iloc[0].get("gpu_energy_j")) and pd.isna(cpu.iloc[0].get("power_w"))
     gpu = window_table([{"name": "w", "step": 0, "start": T0 + 2, "end": T0 + 5}], "r",
                        {"gpu0": _use("GPU-1", 200.0)}, {"smi": frames["smi"]}, {})
     assert gpu.iloc[0]["gpu_energy_j"] == pytest.approx(600.0)
-    assert np.isnan(gpu.iloc[0]["cpu_energy_j"])
+    assert pd.isna(gpu.iloc[0].get("cpu_energy_j"))
+
+
+def test_a_window_the_hosts_counters_cannot_resolve_keeps_its_gpu_figures() -> None:
+    """RAPL read every 1 s, the GPU every 0.1 s: a 0.5-s window has the GPU's energy, not the
+    host's (nor the attributed total over both); not flagged, as something was resolved."""
+    slow = T0 + np.arange(0, 10.5, 1.0)
+    host = GpuUse("r", "host:pkg0", "plain", T0, T0 + 10,
+                  {"power_w": (slow, np.full(len(slow), 50.0)), "energy_j": (slow, 50.0 * (slow - T0))})
+    uses = {"gpu0": _use("GPU-1", 200.0), "pkg0": host}
+    windows = [{"name": "short", "step": 0, "start": T0 + 2, "end": T0 + 2.5},
+               {"name": "tiny", "step": 0, "start": T0 + 3, "end": T0 + 3.02}]
+    table = window_table(windows, "r", uses, _frames(), account(list(uses.values()), T0, T0 + 10))
+    short, tiny = table.iloc[0], table.iloc[1]
+    assert short["gpu_energy_j"] == pytest.approx(100.0) and not short["below_resolution"]
+    assert pd.isna(short.get("cpu_energy_j")) and pd.isna(short.get("energy_j"))
+    assert tiny["below_resolution"] and pd.isna(tiny["gpu_energy_j"])  # neither resolves it
