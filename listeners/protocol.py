@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from radtrack.errors import RadtrackError
+from radtrack.store.schema import listener_tag
 
 ALIASES = {"dcgmi": "dcgm", "nvidia-smi": "smi"}
 
@@ -113,6 +114,31 @@ class Stats:
 
 
 Message = Hello | Sample | Error | Samples | Stats
+
+
+#: a device a listener began to watch mid-run (smi following a GPU the run turned out to use,
+#: listeners/gpu_follow.py): tag ``radtrack.listener.<name>.<scope>.followed`` = unix s
+FOLLOWED = "followed"
+
+
+def late_keys(hello: Hello | None) -> dict[str, float]:
+    """Key -> the unix time its series became the run's, for each device the hello's
+    listener followed mid-run: a reader starts such a series there, not at the run's start
+    (radtrack/store/spans.py holds no reading back before it)."""
+    if hello is None:
+        return {}
+    prefix, suffix = listener_tag(hello.listener) + ".", "." + FOLLOWED
+    out: dict[str, float] = {}
+    for tag, value in hello.tags.items():
+        if not (tag.startswith(prefix) and tag.endswith(suffix)):
+            continue
+        try:
+            at = float(value)
+        except (TypeError, ValueError):
+            continue
+        part = f"{hello.listener}/{tag[len(prefix):-len(suffix)]}/"
+        out.update({str(m["key"]): at for m in hello.metrics if str(m.get("key", "")).startswith(part)})
+    return out
 
 
 def samples_of(msg: Message | None) -> list[Sample]:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from radtrack.listeners.protocol import late_keys
 from radtrack.script import handshake
 from radtrack.script.run_events import Span, absolute_uri, read_spans
 from radtrack.store import schema
@@ -142,7 +143,8 @@ def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
     sliced: dict[str, pd.DataFrame] = {}
     readings: dict[str, int] = {}
     for name, f in frames.items():
-        cut, counts = span_frame(f, start, end)
+        hello = row.sink.hello(name) if row.sink is not None else None
+        cut, counts = span_frame(f, start, end, late_keys(hello))  # a GPU followed mid-run: from then
         if not cut.empty:
             sliced[name] = cut.reset_index(drop=True)
             readings.update(counts)

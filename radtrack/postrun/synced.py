@@ -46,7 +46,7 @@ class SpooledSink:
 def read_sink(folder: Path) -> SpooledSink:
     """A row's traces and probes, from its spool folder's ``<listener>.jsonl`` files, over the
     run's span as the launcher's sink cuts them (radtrack/store/spans.py)."""
-    from radtrack.listeners.protocol import Hello
+    from radtrack.listeners.protocol import Hello, late_keys
     from radtrack.store.recovery import messages, read_spool
     from radtrack.store.sink import spooled_span
     from radtrack.store.spans import span_frame
@@ -56,15 +56,15 @@ def read_sink(folder: Path) -> SpooledSink:
     span = spooled_span(folder)
     for path in sorted(folder.glob(f"*{SPOOL_SUFFIX}")):
         name = path.name[:-len(SPOOL_SUFFIX)]
-        frame, _ = span_frame(read_spool(path), span.start, span.end)
-        if not frame.empty:
-            sink.frames[name] = frame
         # the last hello: a listener whose metrics grew says hello again (listeners/gpu_follow.py)
         hello = None
         for m in messages(path):
             hello = m if isinstance(m, Hello) else hello
         if hello is not None:
             sink.hellos[name] = hello
+        frame, _ = span_frame(read_spool(path), span.start, span.end, late_keys(hello))
+        if not frame.empty:
+            sink.frames[name] = frame
     return sink
 
 

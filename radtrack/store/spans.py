@@ -34,14 +34,18 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     import pandas as pd
 
 
-def span_frame(frame: pd.DataFrame, start: float | None, end: float | None
-               ) -> tuple[pd.DataFrame, dict[str, int]]:
+def span_frame(frame: pd.DataFrame, start: float | None, end: float | None,
+               late: Mapping[str, float] | None = None) -> tuple[pd.DataFrame, dict[str, int]]:
     """``frame`` (time, step, one column per key) cut to ``start`` .. ``end`` (None: open)
     with the span's end points added (module docstring); and each key's readings inside.
-    Empty, with no counts, when nothing of it lies in the span."""
+    Empty, with no counts, when nothing of it lies in the span. ``late``: key -> when its
+    series became the run's, inside the span (a GPU smi followed mid-run,
+    listeners/gpu_follow.py): it gets no point at the span's start, its readings begin there."""
     import pandas as pd
 
     if frame.empty:
@@ -61,6 +65,10 @@ def span_frame(frame: pd.DataFrame, start: float | None, end: float | None
         at_step.append((float(end), _step_at(t, steps, inside, float(end), before=False)))
     values = {k: [_value_at(t, frame[k].to_numpy(dtype=float), inside, at) for at, _ in at_step]
               for k in keys}
+    if start is not None:
+        for k, since in (late or {}).items():
+            if k in values and since > start:
+                values[k][0] = float("nan")
     # a series read inside the span; or one read rarely (an energy counter every few
     # seconds) with readings either side of both ends: its ends interpolated, no reading
     counts = {k: n[k] for k in keys if n[k] or (at_step and all(v == v for v in values[k]))}

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from radtrack.listeners.protocol import Hello, as_dict
+from radtrack.listeners.protocol import Hello, as_dict, late_keys
 from radtrack.store.recovery import read_spool
 from radtrack.store.schema import (
     READINGS_STAT,
@@ -48,7 +48,7 @@ def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
     stored: dict[str, pd.DataFrame] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for s in streams:
-            frame, counts = span_frame(read_spool(s.path), span.start, span.end)
+            frame, counts = span_frame(read_spool(s.path), span.start, span.end, late_keys(s.hello))
             log_trace(client, run_id, s.name, frame, s.hello, Path(tmp))
             if frame.empty:
                 continue

@@ -7,7 +7,8 @@ A scenario (JSON) lists GPUs:
              "procs": [{"match": "--tag a", "sm": 75, "mem_mib": 1000}, ...]}]}``.
 The energy counter advances at ``watts`` in real time, so a run's counter energy is
 ``watts x its duration``. A process whose command line contains ``match`` is on that GPU
-with ``mem_mib`` of memory and ``sm`` % SM utilisation in every per-process sample. With
+with ``mem_mib`` of memory and ``sm`` % SM utilisation in every per-process sample (with
+``"after_s": s``, only once it has run s seconds: a script reaching for the GPU late). With
 ``mps_server_sm`` set, the matched processes are MPS clients: listed with their memory,
 never sampled; the samples carry that figure for an MPS server process instead.
 Optional per GPU: ``"power_ring": true`` offers the driver's power sample buffer, one
@@ -92,12 +93,13 @@ class ScenarioNvml(FakeNvml):
 
     def _matched(self, handle: FakeGpu) -> list[tuple[int, dict[str, Any]]]:
         out = []
-        for proc in psutil.process_iter(["pid", "cmdline"]):
+        for proc in psutil.process_iter(["pid", "cmdline", "create_time"]):
             line = " ".join(proc.info["cmdline"] or [])
             if "radtrack.script.bootstrap" not in line:
                 continue
+            age = time.time() - (proc.info["create_time"] or 0.0)
             for p in self.spec[id(handle)]["procs"]:
-                if p["match"] in line:
+                if p["match"] in line and age >= p.get("after_s", 0.0):
                     out.append((proc.info["pid"], p))
         return out
 

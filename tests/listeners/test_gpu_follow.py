@@ -193,3 +193,43 @@ def test_the_runner_says_hello_again_when_smi_follows_a_gpu(monkeypatch, child):
     assert gpu1_at and min(gpu1_at) > hellos[1]
     resumes = [x["resume"] for x in lines if "resume" in x]
     assert any(r.get("smi/gpu1/followed_nvml_index") == 1 for r in resumes)
+
+
+def test_the_last_hello_holds_along_the_spool_path(tmp_path):
+    """A spooled smi stream with a second hello (GPU 1 followed at t=105 in a run spanning
+    100..110): the launcher's stream, a killed launcher's recovery and ``radtrack sync``'s
+    reading of the folder all keep the second; the followed GPU's series start at the
+    follow, with no point held back to the run's start, while GPU 0's cover the span."""
+    from radtrack.listeners.protocol import Hello, Sample, encode, late_keys
+    from radtrack.postrun.synced import read_sink
+    from radtrack.store import runfiles
+    from radtrack.store.recovery import reopen_streams
+    from radtrack.store.spool import Spool
+
+    def metrics(*scopes: str) -> list[dict]:
+        return [{"key": f"smi/{s}/{q}", "unit": u} for s in scopes
+                for q, u in (("power_w", "W"), ("energy_j", "J"))]
+
+    first = Hello("smi", metrics("gpu0"), {"radtrack.listener.smi.gpu0.uuid": "GPU-0"}, 0.5)
+    second = Hello("smi", metrics("gpu0", "gpu1"), {**first.tags, f"{TAG}.uuid": "GPU-1",
+                                                    f"{TAG}.followed": "105.000"}, 0.5)
+    lines = [first, Sample(101.0, {"smi/gpu0/power_w": 300.0, "smi/gpu0/energy_j": 0.0}),
+             second, Sample(105.0, {"smi/gpu1/power_w": 400.0, "smi/gpu1/energy_j": 0.0}),
+             Sample(109.0, {"smi/gpu0/power_w": 300.0, "smi/gpu0/energy_j": 2400.0,
+                            "smi/gpu1/power_w": 400.0, "smi/gpu1/energy_j": 1600.0})]
+    spool = Spool(tmp_path)
+    for msg in lines:
+        spool.append("smi", encode(msg))
+    spool.close_files()
+    assert spool.hello("smi") == second
+    assert late_keys(second) == {"smi/gpu1/power_w": 105.0, "smi/gpu1/energy_j": 105.0}
+    assert late_keys(first) == {}
+    assert reopen_streams(tmp_path)["smi"].hello == second
+    runfiles.write(tmp_path, runfiles.FINISH_FILE, {"start": 100.0, "end": 110.0})
+    sink = read_sink(tmp_path)
+    assert sink.hello("smi") == second
+    frame = sink.frames["smi"]
+    gpu0 = frame.dropna(subset=["smi/gpu0/power_w"])
+    gpu1 = frame.dropna(subset=["smi/gpu1/power_w"])
+    assert gpu0["time"].min() == 100.0 and gpu0["time"].max() == 110.0
+    assert gpu1["time"].min() == 105.0 and gpu1["time"].max() == 110.0
