@@ -27,12 +27,25 @@ from radtrack.frontend.figures import (
     legend_labels,
     run_labels,
 )
-from radtrack.frontend.nodes import lane_colours, lane_labels, nodes_note, plotted, with_node_rows
+from radtrack.frontend.nodes import (
+    lane,
+    lane_colours,
+    lane_labels,
+    lane_series,
+    node_label,
+    nodes_note,
+    plotted,
+    run_lanes,
+    split_lane,
+    whole_run_label,
+    with_node_rows,
+)
 from radtrack.frontend.summaries import (  # noqa: F401 (summary_frame: re-export)
     EMPTY_SUMMARY,
     SummaryCache,
     summary_frame,
 )
+from radtrack.store import schema
 
 # Listener groups in the order a reader scans them; anything else follows, the script's
 # own metrics (no listener prefix) come last.
@@ -215,26 +228,52 @@ def register(app: Dash, source: DataSource, summaries: SummaryCache) -> None:
     def correlation(tab, selection, chosen, scope):
         if tab != "correlation":
             raise PreventUpdate
-        selection = list(selection or [])
-        labels = run_labels(source.runs(selection)) if selection else {}
-        scope_options = [{"label": "whole selection", "value": "all"}] + [
-            {"label": labels[r], "value": r} for r in selection]
-        keys = set(source.metric_keys(selection)) if selection else set()
-        metrics = [m for m in (chosen or []) if m in keys]
-        if len(metrics) < 2:
-            return empty_figure("Pick at least two metrics to correlate"), scope_options
-        runs = selection if scope in (None, "all") or scope not in selection else [scope]
-        frame = long_frame(source.series(runs, metrics))
-        present = [m for m in metrics if m in set(frame["metric"])]
-        if len(present) < 2:
-            return empty_figure("Fewer than two of these metrics have samples"), scope_options
-        matrix = correlate(frame, present, bin_s=1.0)
-        title = ("Pearson correlation, 1 s bins, " +
-                 ("whole selection" if len(runs) > 1 else labels.get(runs[0], runs[0])))
-        return correlation_figure(matrix, title), scope_options
+        return correlation_answer(source, list(selection or []), chosen, scope)
 
     @app.callback(Output("corr-scope", "value"), Input("selection", "data"),
                   State("corr-scope", "value"), prevent_initial_call=True)
     def reset_scope(selection, scope):
-        return scope if scope in (selection or []) else "all"
+        # a run's scope, or one of its nodes' (nodes.py lanes), while the run is selected
+        return scope if isinstance(scope, str) and split_lane(scope)[0] in (selection or []) \
+            else "all"
 
+
+def correlation_answer(source: DataSource, selection: list[str], chosen, scope) -> tuple[dict, list]:
+    """The Correlation tab: its heatmap and its scope's options: the whole selection, each
+    run, and each node of a multi-node run (``node<K>/<run id>``, node 0's too). Each node's
+    series are a series of their own (nodes.py lanes): a run's nodes are pooled as separate
+    series, never one node's samples binned with another's."""
+    rows = source.run_rows(selection) if selection else []
+    by_id = {str(r["run_id"]): r for r in rows}
+    labels = run_labels(source.runs(selection)) if selection else {}
+    lanes = run_lanes(rows, selection)
+    of_run = {r: [x for x in lanes if split_lane(x)[0] == r] for r in selection}
+    options = [{"label": "whole selection", "value": "all"}]
+    for run_id in selection:
+        many = len(of_run[run_id]) > 1
+        options.append({"label": whole_run_label(labels[run_id], by_id[run_id]) if many
+                        else labels[run_id], "value": run_id})
+        options += [{"label": f"{labels[run_id]} · {node_label(by_id[run_id], k)}",
+                     "value": schema.node_scoped(run_id, k)}
+                    for k in range(len(of_run[run_id])) if many]
+    keys = set(source.metric_keys(selection)) if selection else set()
+    metrics = [m for m in (chosen or []) if m in keys]
+    if len(metrics) < 2:
+        return empty_figure("Pick at least two metrics to correlate"), options
+    named = {o["value"]: o["label"] for o in options}
+    run_id, node = split_lane(scope) if isinstance(scope, str) else ("", 0)
+    if isinstance(scope, str) and scope in named and scope != "all" and scope not in selection:
+        shown, what = [lane(run_id, node)], named[scope]  # one node of a run
+    elif scope in selection or len(selection) == 1:
+        one = scope if scope in selection else selection[0]
+        shown, what = of_run[one], labels[one]
+    else:
+        shown, what = lanes, "whole selection"
+    if len(shown) > 1 and what != "whole selection":
+        what += f", its {len(shown)} nodes pooled"
+    frame = long_frame(lane_series(source, shown, metrics))
+    present = [m for m in metrics if m in set(frame["metric"])]
+    if len(present) < 2:
+        return empty_figure("Fewer than two of these metrics have samples"), options
+    matrix = correlate(frame, present, bin_s=1.0)
+    return correlation_figure(matrix, "Pearson correlation, 1 s bins, " + what), options

@@ -3,7 +3,9 @@ difference and ratio to a baseline run the user picks ("which run used the most 
 and by how much", without arithmetic).
 
 The values are the Summary tab's (summaries.py: the launcher's stored summaries for a
-finished run), drawn as plain HTML bars: the page's plotly.js holds only scatter and
+finished run; a run over several nodes as a whole, ``<run> · all 2 nodes``, its energy
+summed over its nodes, its per-node power and utilisation blank, as a note under the bars
+says: frontend/nodes.py), drawn as plain HTML bars: the page's plotly.js holds only scatter and
 heatmap traces (page_shell.py).
 """
 
@@ -18,9 +20,14 @@ from dash.exceptions import PreventUpdate
 from radtrack.frontend.columns import column_help, column_title
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.figures import run_colours, run_labels
+from radtrack.frontend.nodes import node_count, whole_run_label
 from radtrack.frontend.summaries import SummaryCache
 
 DEFAULT_COLUMN = "energy_j"
+#: under the bars when a compared run ran over several nodes
+WHOLE_RUNS = ("A run over several nodes is compared as a whole: its span, and its energy summed "
+              "over every node. Its power, utilisation and CPU are per node (blank here): each "
+              "node's are in the Summary tab.")
 
 
 def compare_panel() -> html.Div:
@@ -149,7 +156,12 @@ def register(app: Dash, source: DataSource, summaries: SummaryCache) -> None:
         if baseline not in selection:
             baseline = selection[0]
         records = comparison(table, column, baseline)
+        rows = {str(r["run_id"]): r for r in source.run_rows(selection)}
+        # a run over several nodes is compared as a whole (summaries.py with_nodes)
+        labels = {r: whole_run_label(x, rows.get(r, {})) for r, x in labels.items()}
         view = compare_view(records, column, baseline, labels, run_colours(selection),
                             run_checks_of(table))
+        if any(node_count(r) > 1 for r in rows.values()):
+            view = html.Div([view, html.P(WHOLE_RUNS, className="hint compare-nodes")])
         return ([{"label": column_title(c), "value": c} for c in columns], column,
                 [{"label": labels[r], "value": r} for r in selection], baseline, view)

@@ -9,6 +9,12 @@ of its own, ``<run label> · node K``). Node 0's lane is the run id itself, node
 id scoped as a key is (``node1/<run id>``), so the chart's trace ``meta`` ([lane, metric]),
 the zoom path's answer and the export name each node's series alike. A one-node run is one
 lane, its run id: it looks as it always did.
+
+The other tabs: the Summary tab's row of such a run is the whole run (``<run> · all 2
+nodes``: its span and energy over every node) with a row per node below it (``<run> · node 1
+(gpu-b)``: :func:`with_node_rows`); the Correlation tab takes each node's series as a series
+of its own (:func:`lane_series`; a scope per run, pooling its nodes, and one per node); the
+Compare tab compares runs as wholes (:func:`whole_run_label`, compare.py).
 """
 
 from __future__ import annotations
@@ -21,11 +27,12 @@ from radtrack.analysis.node_figures import node_table
 from radtrack.frontend.attributed import chart_series
 from radtrack.frontend.data import DataSource, Series, node_count
 from radtrack.frontend.figures import ChartOptions, run_colours
-from radtrack.frontend.summaries import FLAGGED, TIPS
+from radtrack.frontend.summaries import FLAGGED, NODES, TIPS
 from radtrack.store import schema
 
-__all__ = ["lane", "lane_colours", "lane_labels", "node_count", "nodes_note", "plotted",
-           "run_lanes", "split_lane", "with_node_rows"]
+__all__ = ["lane", "lane_colours", "lane_labels", "lane_series", "node_count", "node_host",
+           "node_label", "nodes_note", "plotted", "run_lanes", "split_lane", "whole_run_label",
+           "with_node_rows"]
 
 
 def lane(run_id: str, node: int) -> str:
@@ -96,42 +103,85 @@ def plotted(source: DataSource, runs: list[str], metrics: list[str], options: Ch
     return lanes, series, attributed
 
 
+def node_host(row: Mapping[str, object], node: int) -> str:
+    """Node ``node``'s host (its ``radtrack.node<K>.host`` tag), '' where not recorded."""
+    host = row.get(f"tag.{schema.node_tag(node, 'host')}")
+    return host if isinstance(host, str) else ""
+
+
+def node_label(row: Mapping[str, object], node: int) -> str:
+    """``node K (host)``: how the Summary, Correlation and Compare tabs name a node."""
+    host = node_host(row, node)
+    return f"node {node} ({host})" if host else f"node {node}"
+
+
+def whole_run_label(label: str, row: Mapping[str, object]) -> str:
+    """A multi-node run's label where its figures are the whole run's: ``<label> · all 2 nodes``;
+    a one-node run's label as it is."""
+    count = node_count(dict(row))
+    return f"{label} · all {count} nodes" if count > 1 else label
+
+
+def lane_series(source: DataSource, lanes: Sequence[str], metrics: Sequence[str]
+                ) -> dict[tuple[str, str], Series]:
+    """Each lane's series of ``metrics`` (node K's ``node<K>/<metric>`` of its run), named by
+    the lane: analysis over them (the Correlation tab's) tells the nodes apart."""
+    from dataclasses import replace
+
+    out: dict[tuple[str, str], Series] = {}
+    for name in lanes:
+        run_id, node = split_lane(name)
+        wanted = {m: schema.node_scoped(m, node) if node else m for m in metrics}
+        found = source.series([run_id], list(wanted.values()))
+        for metric, key in wanted.items():
+            out[(name, metric)] = replace(found[(run_id, key)], run_id=name, metric=metric)
+    return out
+
+
 def with_node_rows(table: pd.DataFrame, runs: Sequence[Mapping[str, object]],
                    labels: Mapping[str, str]) -> pd.DataFrame:
-    """The Summary table (a ``run`` and a ``run_id`` column; ``runs``: the run rows) with, after each multi-node run's
-    row, a row per node and one for all its nodes (radtrack/analysis/node_figures.py: status,
-    duration, GPU energy, CO2e where the table has those columns), the node's host, clock
-    offset and why it did not finish in the row's tooltip."""
-    if table.empty or "run_id" not in table:
-        return table
-    shown = set(table["run_id"])
-    shared = [c for c in ("status", "duration_s", "gpu_energy_j", "co2e_g") if c in table]
-    extra: dict[str, list[dict]] = {}
-    for run in runs:
-        run_id = str(run["run_id"])
-        if node_count(run) < 2 or run_id not in shown:
-            continue
-        for fig in node_table(pd.DataFrame([dict(run)])).to_dict("records"):
-            which = "all nodes" if fig["node"] == "all" else f"node {fig['node']}"
-            tip = "; ".join(f"{k.replace('_', ' ')} {fig[k]}" for k in (
-                "host", "exit_code", "clock_offset_ms", "clock_error_ms", "why") if str(fig[k]))
-            row = {"run": f"{labels.get(run_id, run_id)} · {which}", "run_id": run_id,
-                   **{c: fig[c] for c in shared}}
-            if TIPS in table:
-                row[TIPS] = {"run": tip} if tip else {}
-            if FLAGGED in table:
-                row[FLAGGED] = []
-            extra.setdefault(run_id, []).append(row)
-    if not extra:
-        return table
+    """The Summary table (a ``run`` and a ``run_id`` column; ``runs``: the run rows) with each
+    multi-node run's row named as the whole run (``<run> · all 2 nodes``: its span and energy
+    over every node, summaries.py ``with_nodes``) and followed by a row per node (``<run> ·
+    node 1 (gpu-b)``: that node's own figures from the hidden ``_nodes`` column; its exit code,
+    clock offset and why it did not finish in the row's tooltip,
+    radtrack/analysis/node_figures.py). The hidden column is dropped."""
+    if table.empty or "run_id" not in table or NODES not in table:
+        return table.drop(columns=[NODES], errors="ignore")
+    rows = {str(r["run_id"]): r for r in runs}
+    columns = [c for c in table.columns if c != NODES]
     out: list[dict] = []
     for row in table.to_dict("records"):
-        mine = extra.pop(str(row["run_id"]), [])
-        if mine and TIPS in table:  # the run's own row: what its node rows are
+        parts = row.pop(NODES, None)
+        run_id = str(row["run_id"])
+        run = rows.get(run_id)
+        if not isinstance(parts, list) or not parts or run is None:
+            out.append(row)
+            continue
+        label = labels.get(run_id, run_id)
+        row["run"] = whole_run_label(label, run)
+        if TIPS in row:  # the run's own row: what it holds, what its node rows are
             tips = dict(row.get(TIPS) or {})
-            said = f"a run over {len(mine) - 1} nodes: each node's figures and all nodes' " \
-                   "totals are in the rows below"
+            said = (f"a run over {len(parts)} nodes: this row is the whole run (its span, and its "
+                    "energy summed over every node); each node's own figures, power and "
+                    "utilisation included, are in the rows below")
             tips["run"] = "\n".join(filter(None, [tips.get("run", ""), said]))
-            row = {**row, TIPS: tips}
-        out += [row, *mine]
-    return pd.DataFrame(out, columns=table.columns)
+            row[TIPS] = tips
+        out.append(row)
+        facts = {str(f["node"]): f for f in node_table(pd.DataFrame([dict(run)])).to_dict("records")}
+        for part in parts:
+            node = int(part["node"])
+            fact = facts.get(str(node), {})
+            tip = "; ".join(f"{k.replace('_', ' ')} {fact[k]}" for k in (
+                "host", "exit_code", "clock_offset_ms", "clock_error_ms", "why") if str(fact.get(k, "")))
+            mine = {c: part.get(c) for c in columns if c in part and c not in ("run", "run_id")}
+            node_row = {c: None for c in columns} | mine | {
+                "run": f"{label} · {node_label(run, node)}", "run_id": run_id}
+            if "checks" in columns:
+                node_row["checks"] = ""
+            if TIPS in columns:
+                node_row[TIPS] = {"run": tip} if tip else {}
+            if FLAGGED in columns:
+                node_row[FLAGGED] = []
+            out.append(node_row)
+    return pd.DataFrame(out, columns=columns)

@@ -7,6 +7,10 @@ launcher's stored summary metrics (``summary/<key>/mean|max``, ``summary/<l>/<sc
 read for all the selected runs with their run rows, which the page already holds), samples
 (through the server's series cache) only for what those cannot answer.
 
+A run over several nodes is summarised node by node, each from its own series, and its
+row holds the whole run (radtrack/analysis/node_summaries.py); its nodes' rows go with it
+in the hidden ``_nodes`` column (frontend/nodes.py draws them below the run's).
+
 Each row also says what cannot be trusted as it stands (``checks``: the short names of
 radtrack/analysis/result_checks.py's flags, as ``radtrack report`` prints them) and, in the
 hidden ``_tips`` column, a cell's tooltip: why a blank cell is blank (a CPU-only run, no GPU
@@ -39,6 +43,8 @@ _DROPPED = ("run_name", "workload", "letter", "file")
 #: hidden columns (assets/summary_table.js draws none whose id starts with '_'):
 #: column -> tooltip, and the columns a check flags
 TIPS, FLAGGED = "_tips", "_flagged"
+#: hidden: a multi-node run's rows per node (radtrack/analysis/node_summaries.py node_parts)
+NODES = "_nodes"
 
 
 def summary_frame(source: DataSource, runs: pd.DataFrame) -> pd.DataFrame:
@@ -53,7 +59,23 @@ def summary_frame(source: DataSource, runs: pd.DataFrame) -> pd.DataFrame:
         return long_frame(source.series(run_ids, keys))
 
     table = summarize_runs(runs, tracking_uri=source.tracking_uri, quantiles=False, load=load)
-    return with_energy_intervals(table, runs)
+    return with_nodes(with_energy_intervals(table, runs), runs, load)
+
+
+def with_nodes(table: pd.DataFrame, runs: pd.DataFrame, load) -> pd.DataFrame:
+    """A multi-node run's row as the whole run (its span and energy over every node, its
+    power and utilisation blank: radtrack/analysis/node_summaries.py), its nodes' own rows in
+    the hidden ``_nodes`` column (frontend/nodes.py draws them below it); as it is when no
+    run spans nodes."""
+    from radtrack.analysis.node_summaries import node_parts, with_totals
+
+    parts = node_parts(runs, table, load, quantiles=False)
+    if parts.empty:
+        return table
+    out = with_totals(table, parts, runs)
+    by_run = {str(r): g.to_dict("records") for r, g in parts.groupby("run_id", sort=False)}
+    out[NODES] = out["run_id"].map(lambda r: by_run.get(str(r)))
+    return out
 
 
 def with_checks(table: pd.DataFrame, runs: pd.DataFrame) -> pd.DataFrame:

@@ -14,12 +14,21 @@ import numpy as np
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
-from node_runs import KEYS, NODE1_ENERGY_J, NODE1_POWER, POINTS, add_node, seed_nodes_experiment
+from node_runs import (
+    KEYS,
+    NODE1_ENERGY_J,
+    NODE1_POWER,
+    NODES_SPAN_S,
+    POINTS,
+    add_node,
+    seed_nodes_experiment,
+)
 from synthetic import seed_workload
 
+from radtrack.analysis.correlation import correlate
 from radtrack.frontend.app import create_app
 from radtrack.frontend.callbacks_chart import HEADER_PREFIX, QUERY_KEY
-from radtrack.frontend.data import DataSource
+from radtrack.frontend.data import DataSource, long_frame
 from radtrack.frontend.figures import decode_array, legend_labels, run_colours
 from radtrack.frontend.picker import run_row
 from radtrack.frontend.zoom_data import ROUTE, decode
@@ -158,24 +167,90 @@ def test_the_csv_export_has_a_node_column(store) -> None:
     assert response["export-msg"]["children"] == f"{3 * POINTS} samples exported as CSV."
 
 
-def test_the_summary_table_has_a_row_per_node_and_for_all_nodes(store) -> None:
+def test_the_summary_table_has_the_whole_run_and_a_row_per_node(store) -> None:
     multi, single = store["multi"], store["single"]
     response = _dash(store["http"], "summary-data.data", [
         ("tabs", "value", "summary"), ("selection", "data", [multi.run_id, single.run_id]),
         ("live", "n_intervals", 0)], [], "selection.data")
     rows = response["summary-data"]["data"]["rows"]
     runs = [r["run"] for r in rows]
-    assert runs == [multi.run_name, f"{multi.run_name} · node 0", f"{multi.run_name} · node 1",
-                    f"{multi.run_name} · all nodes", single.run_name]
-    node1 = rows[2]
-    assert node1["status"] == "FINISHED" and node1["duration_s"] == POINTS - 1
+    assert runs == [f"{multi.run_name} · all 2 nodes", f"{multi.run_name} · node 0 (gpu-a)",
+                    f"{multi.run_name} · node 1 (gpu-b)", single.run_name]
+    whole, node0, node1 = rows[:3]
     stored = MlflowClient(tracking_uri=store["uri"]).get_run(multi.run_id).data.metrics
-    assert node1["gpu_energy_j"] == pytest.approx(NODE1_ENERGY_J, rel=1e-3)  # 4 digits shown
-    assert rows[3]["gpu_energy_j"] == pytest.approx(stored["summary/nodes/gpu_energy_j"], rel=1e-3)
+    # each node's own figures (node 1's constant power from its own trace), 4 digits shown
+    assert node1["status"] == "FINISHED" and node1["duration_s"] == POINTS - 1
+    assert node1["power_w_mean"] == pytest.approx(NODE1_POWER)
+    assert node0["power_w_mean"] != pytest.approx(NODE1_POWER, rel=1e-3)
+    assert node1["gpu_energy_j"] == pytest.approx(NODE1_ENERGY_J, rel=1e-3)
+    assert node0["gpu_energy_j"] == pytest.approx(stored["summary/node0/gpu_energy_j"], rel=1e-3)
+    # the run's row: the whole run (stored total span and energy); power per node only
+    assert whole["gpu_energy_j"] == pytest.approx(stored["summary/nodes/gpu_energy_j"], rel=1e-3)
+    assert whole["energy_j"] == pytest.approx(node0["energy_j"] + node1["energy_j"], rel=1e-3)
+    assert whole["duration_s"] == pytest.approx(NODES_SPAN_S) and whole["power_w_mean"] is None
     assert "host gpu-b" in node1["_tips"]["run"] and "clock offset ms +1.250" in node1["_tips"]["run"]
-    assert "a run over 2 nodes" in rows[0]["_tips"]["run"]
-    assert "nodes" not in rows[4]["_tips"].get("run", "")
+    assert "a run over 2 nodes: this row is the whole run" in whole["_tips"]["run"]
+    assert "nodes" not in rows[3]["_tips"].get("run", "")
+    assert rows[3]["power_w_mean"] is not None  # a one-node run as it always was
+    assert "_nodes" not in whole and all(c["id"] != "_nodes" for c in
+                                         response["summary-data"]["data"]["columns"])
     json.dumps(response)  # what the page receives is plain JSON
+
+
+def _z(figure: dict) -> np.ndarray:
+    z = figure["data"][0]["z"]  # plotly's typed array carries its shape
+    if isinstance(z, dict):
+        return decode_array(z).reshape(tuple(int(n) for n in str(z.get("shape", "2, 2")).split(",")))
+    return np.array(z, dtype=float)
+
+
+def test_the_correlation_tab_takes_each_node_as_its_own_series(store) -> None:
+    multi, single = store["multi"], store["single"]
+    metrics = ["smi/gpu0/power_w", "top/cpu_pct"]
+
+    def correlation(scope: str) -> dict:
+        return _dash(store["http"], "..corr.figure...corr-scope.options..", [
+            ("tabs", "value", "correlation"), ("selection", "data", [multi.run_id, single.run_id]),
+            ("metrics", "value", metrics), ("corr-scope", "value", scope)], [], "corr-scope.value")
+
+    answer = correlation(f"node1/{multi.run_id}")
+    options = {o["value"]: o["label"] for o in answer["corr-scope"]["options"]}
+    assert options[multi.run_id] == f"{multi.run_name} · all 2 nodes"
+    assert options[f"node0/{multi.run_id}"] == f"{multi.run_name} · node 0 (gpu-a)"
+    assert options[f"node1/{multi.run_id}"] == f"{multi.run_name} · node 1 (gpu-b)"
+    assert options[single.run_id] == single.run_name and len(options) == 5
+    # node 1 alone: its power is a constant, so it correlates with nothing (node 0's would)
+    figure = answer["corr"]["figure"]
+    assert "node 1 (gpu-b)" in figure["layout"]["title"]["text"]
+    assert np.isnan(_z(figure)[0, 1])
+    node0 = correlation(f"node0/{multi.run_id}")["corr"]["figure"]
+    assert np.isfinite(_z(node0)[0, 1])
+    # the run: its nodes pooled as separate series, as radtrack.analysis.correlate pools runs
+    whole = correlation(multi.run_id)["corr"]["figure"]
+    assert "its 2 nodes pooled" in whole["layout"]["title"]["text"]
+    source = DataSource(store["uri"])
+    parts = [long_frame(source.series([multi.run_id], metrics)),
+             long_frame(source.series([multi.run_id], [f"node1/{m}" for m in metrics]))
+             .assign(run_id="node1", metric=lambda f: f["metric"].str.removeprefix("node1/"))]
+    expected = correlate(pd.concat(parts, ignore_index=True), metrics)
+    assert _z(whole)[0, 1] == pytest.approx(expected.iloc[0, 1])
+    assert _z(whole)[0, 1] != pytest.approx(_z(node0)[0, 1])
+
+
+def test_the_compare_tab_compares_a_multi_node_run_as_a_whole(store) -> None:
+    multi, single = store["multi"], store["single"]
+    response = _dash(store["http"], "..compare-column.options...compare-column.value..."
+                     "compare-baseline.options...compare-baseline.value...compare-view.children..",
+                     [("compare-selection", "data", {"runs": [multi.run_id, single.run_id], "at": 1}),
+                      ("compare-column", "value", "gpu_energy_j"),
+                      ("compare-baseline", "value", single.run_id)], [], "compare-selection.data")
+    baselines = {o["value"]: o["label"] for o in response["compare-baseline"]["options"]}
+    assert baselines[multi.run_id] == f"{multi.run_name} · all 2 nodes"
+    assert baselines[single.run_id] == single.run_name
+    text = json.dumps(response["compare-view"]["children"], ensure_ascii=False)
+    stored = MlflowClient(tracking_uri=store["uri"]).get_run(multi.run_id).data.metrics
+    assert f'"{stored["summary/nodes/gpu_energy_j"]:,.0f}"' in text  # the run's total, as stored
+    assert "compared as a whole" in text and "each node's are in the Summary tab" in text
 
 
 def test_a_shared_link_to_a_two_node_chart_comes_with_every_node_and_the_note(store) -> None:
@@ -187,4 +262,4 @@ def test_a_shared_link_to_a_two_node_chart_comes_with_every_node_and_the_note(st
     text = text.replace("\\u00b7", "·")  # the layout's JSON, in the page
     names = re.findall(r'"name":"(nodes-1 A[^"]*)"', text)  # the chart's traces
     assert [n.rsplit(" · ", 1)[1] for n in names] == ["node 0", "node 1"]
-    assert '"run":"nodes-1 A · node 1"' in text  # the Summary table's node row
+    assert '"run":"nodes-1 A · node 1 (gpu-b)"' in text  # the Summary table's node row
