@@ -42,13 +42,15 @@ while True:
 """
 
 
-def _row(uri: str, experiment: str):
+def _row(uri: str, experiment: str, earlier: set[str] | frozenset[str] = frozenset()):
+    """The experiment's one row run besides those of ``earlier`` (run ids)."""
     from mlflow import MlflowClient
 
     c = MlflowClient(uri)
     exp = c.get_experiment_by_name(experiment)
     assert exp is not None
-    rows = [r for r in c.search_runs([exp.experiment_id]) if r.data.tags.get("radtrack.role") == "row"]
+    rows = [r for r in c.search_runs([exp.experiment_id]) if r.data.tags.get("radtrack.role") == "row"
+            and r.info.run_id not in earlier]
     assert len(rows) == 1
     return c, rows[0]
 
@@ -79,24 +81,44 @@ JETSONS = {
 }
 
 
-@pytest.fixture(scope="module", params=sorted(JETSONS))
-def jetson(request, tmp_path_factory):
-    """One tegrastats run (code windows, a carbon intensity) on a replayed recording:
-    (client, row run, env, the board's stored power (t s, mW), its energy in J)."""
+@pytest.fixture(scope="module")
+def jetsons(tmp_path_factory):
+    """Each recording's tegrastats run (code windows, a carbon intensity), one launch each
+    into experiment ``jetson`` of one store (one report then covers both): recording ->
+    (client, row run, env, its rails, the board's stored power (t s, mW), a folder of its own)."""
     tmp = tmp_path_factory.mktemp("jetson")
-    exe = tmp / "bin" / "tegrastats"
-    exe.parent.mkdir()
-    exe.write_text(FAKE.format(python=sys.executable, rec=str(TEGRA / request.param)))
-    exe.chmod(0o755)
     uri = f"sqlite:///{tmp / 'mlflow.db'}"
-    env = {"PATH": f"{exe.parent}{os.pathsep}{os.environ['PATH']}", "MLFLOW_TRACKING_URI": uri,
-           "RADTRACK_HOME": str(tmp / ".radtrack")}
-    radtrack_cli("-e", "jetson", "-l", "tegrastats", "--interval", "0.2", "--carbon-intensity",
-                 str(INTENSITY), str(SCRIPTS / "window_epochs.py"), "--seconds", "1", env=env,
-                 cwd=tmp, check=True)
-    c, run = _row(uri, "jetson")
-    t, board_mw = _history(c, run, "tegrastats/power/rails_sum_mw")
-    return c, run, env, JETSONS[request.param], t, board_mw, tmp
+    out = {}
+    for recording in sorted(JETSONS):
+        exe = tmp / recording / "bin" / "tegrastats"
+        exe.parent.mkdir(parents=True)
+        exe.write_text(FAKE.format(python=sys.executable, rec=str(TEGRA / recording)))
+        exe.chmod(0o755)
+        env = {"PATH": f"{exe.parent}{os.pathsep}{os.environ['PATH']}", "MLFLOW_TRACKING_URI": uri,
+               "RADTRACK_HOME": str(tmp / ".radtrack")}
+        radtrack_cli("-e", "jetson", "-l", "tegrastats", "--interval", "0.2", "--carbon-intensity",
+                     str(INTENSITY), str(SCRIPTS / "window_epochs.py"), "--seconds", "1", env=env,
+                     cwd=tmp, check=True)
+        c, run = _row(uri, "jetson", {r[1].info.run_id for r in out.values()})
+        t, board_mw = _history(c, run, "tegrastats/power/rails_sum_mw")
+        out[recording] = (c, run, env, JETSONS[recording], t, board_mw, exe.parents[1])
+    return out
+
+
+@pytest.fixture(scope="module", params=sorted(JETSONS))
+def jetson(request, jetsons):
+    """One recording's run: (client, row run, env, rails, board t s, board mW, its folder)."""
+    return jetsons[request.param]
+
+
+@pytest.fixture(scope="module")
+def jetson_report(jetsons) -> dict[str, dict[str, str]]:
+    """``radtrack report jetson`` of both runs, once: run id -> its row."""
+    env = next(iter(jetsons.values()))[2]
+    p = radtrack_cli("report", "jetson", "--format", "csv", env=env, check=True)
+    rows = list(csv.DictReader(io.StringIO(p.stdout)))
+    assert len(rows) == len(JETSONS), p.stdout
+    return {r["run_id"]: r for r in rows}
 
 
 def test_tegrastats_run_gets_board_energy_windows_and_co2e(jetson):
@@ -161,12 +183,12 @@ def test_each_rail_gets_its_energy_and_power_apart_from_the_board(jetson):
     assert (said["scope"], said["unit"], said["role"]) == ("device", "J", "energy")
 
 
-def test_tegrastats_report_shows_board_energy_power_and_co2e(jetson):
+def test_tegrastats_report_shows_board_energy_power_and_co2e(jetson, jetson_report):
     """The report's columns: the board's energy, its power summary (never a rail's, never
     the running average), the footprint."""
-    _, _, env, _, t, board_mw, tmp = jetson
+    _, run, _, _, t, board_mw, _ = jetson
     joules = np.trapezoid(board_mw / 1000, t)
-    report = _report("jetson", env)
+    report = jetson_report[run.info.run_id]
     assert float(report["energy_j"] or "nan") == pytest.approx(joules, rel=0.03)
     assert float(report["co2e_g"] or "nan") == pytest.approx(joules / 3.6e6 * INTENSITY, rel=0.03)
     assert board_mw.min() / 1000 - 1e-6 <= float(report["power_w_mean"]) <= board_mw.max() / 1000 + 1e-6
