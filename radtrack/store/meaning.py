@@ -280,7 +280,7 @@ def _summary(key: str, rest: str) -> Meaning:
         return _with(base, key, f"{base.name}, {STATS[stat]}", stat)
     base = _describe(rest)
     if rest.endswith("/" + schema.RAIL_ENERGY) and (base.role == "power_rail" or not base.declared):
-        rail = _rail_energy(key, rest[: -len(schema.RAIL_ENERGY) - 1])
+        rail = _rail_energy(key, rest)
         if rail is not None:  # summary/<rail>/energy_j: a power rail's energy over the run
             return rail
     if base.role == "energy_counter":  # summary/<counter> = last - first: the run's total
@@ -311,28 +311,16 @@ def rail_name(key: str) -> str:
     return f"{head}/{quantity}" if head else quantity
 
 
-def _rail_energy(key: str, rail: str) -> Meaning | None:
-    """``summary/<rail>/energy_j`` (schema.rail_energy_key) when ``rail`` is the name of a
-    rail its listener declares (a ``power_rail`` series integrated for energy)."""
-    for series in _declared(rail.split("/", 1)[0]) or ():
-        if series.role != "power_rail" or series.flavour not in RAIL_FLAVOURS:
-            continue
-        found = _family(rail_name(series.pattern)).fullmatch(rail)
-        if found is None:
-            continue
-        values = found.groupdict()
-        label = re.sub(r"<([a-z_]+)>", lambda m, found=values: found.get(m[1], m[0]), series.label)
-        name = re.sub(r"\s+(?:power|energy)$", "", label) + " energy over the run"
-        return replace(_meaning(key, series.scope, "J", "energy", name, "J", "total"),
-                       ids=tuple(values.items()))
+def _rail_energy(key: str, rest: str) -> Meaning | None:
+    """``summary/<rail>/energy_j`` (schema.rail_energy_key) of a rail its listener declares."""
+    for series in _declared(rest.split("/", 1)[0]) or ():
+        if series.role == "power_rail" and series.flavour in RAIL_FLAVOURS:
+            family = replace(series, pattern=f"{rail_name(series.pattern)}/{schema.RAIL_ENERGY}")
+            if (values := family.match(rest)) is not None:
+                name = re.sub(r"\s+(?:power|energy)$", "", family.spec(rest).label)
+                return replace(_meaning(key, series.scope, "J", "energy", f"{name} energy over the run",
+                                        "J", "total"), ids=tuple(values.items()))
     return None
-
-
-@cache
-def _family(pattern: str) -> re.Pattern[str]:
-    """A declared pattern's placeholders as groups, each within one key part."""
-    return re.compile("".join(f"(?P<{m[1]}>[^/]+?)" if m[1] else re.escape(m[0])
-                              for m in re.finditer(r"<([a-z_]+)>|[^<]+|<", pattern)))
 
 
 def _column(column: str, key: str | None = None) -> Meaning:
