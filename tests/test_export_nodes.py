@@ -19,15 +19,26 @@ import numpy as np
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
-from node_runs import NODE1_ENERGY_J, NODE1_POWER, NODES_SPAN_S, POINTS, seed_nodes_experiment
+from node_runs import KEYS, NODE1_ENERGY_J, NODE1_POWER, NODES_SPAN_S, POINTS, seed_nodes_experiment
 from support import report_here
+from synthetic import seed_workload
 
 from radtrack.store import schema
 
 
 @pytest.fixture(scope="module")
 def seeded(tmp_path_factory: pytest.TempPathFactory) -> tuple:
-    return seed_nodes_experiment(tmp_path_factory.mktemp("export-nodes"))
+    root = tmp_path_factory.mktemp("export-nodes")
+    uri, multi, single = seed_nodes_experiment(root)
+    # workload 3: a two-node run whose node 1 was lost before it stored anything
+    (lost,) = seed_workload(uri, "nodes", 3, ["A"], metrics=KEYS, points=POINTS, epochs=0,
+                            status="KILLED", artifact_root=root / "artifacts", start=1_700_002_000.0)
+    client = MlflowClient(tracking_uri=uri)
+    for name, value in {schema.NODES: "2", schema.node_tag(0, "status"): "FINISHED",
+                        schema.node_tag(1, "status"): "KILLED", schema.node_tag(1, "why"): "lost",
+                        schema.NODES_FAILED: "node1: lost"}.items():
+        client.set_tag(lost.run_id, name, value)
+    return uri, multi, single, lost
 
 
 @pytest.fixture(scope="module")
@@ -65,7 +76,7 @@ def test_a_two_node_run_exports_a_row_per_node_and_step(two_nodes: str, tmp_path
 
 def test_the_report_has_a_row_per_node_and_the_runs_totals(seeded, tmp_path: Path, monkeypatch,
                                                            capsys) -> None:
-    uri, multi, single = seeded
+    uri, multi, single, lost = seeded
     p = report_here(monkeypatch, capsys, "nodes", "--tracking-uri", uri, "--format", "json",
                     "--out", str(tmp_path / "report.json"))
     assert p.returncode == 0, p.stderr
@@ -92,14 +103,22 @@ def test_the_report_has_a_row_per_node_and_the_runs_totals(seeded, tmp_path: Pat
     other = runs[runs["run_id"] == single.run_id]
     assert len(other) == 1 and other["node"].iloc[0] == ""
     assert np.isfinite(other["power_w_mean"].iloc[0])
+    # a node that stored nothing: its row says so, the run has no energy total
+    gone = runs[runs["run_id"] == lost.run_id]
+    assert list(gone["node"]) == ["all", "0", "1"]
+    assert list(gone["status"]) == ["KILLED", "FINISHED", "KILLED"]
+    assert np.isfinite(gone["energy_j"].iloc[1]) and gone["energy_j"].iloc[[0, 2]].isna().all()
+    assert gone["power_w_mean"].iloc[2] is None or np.isnan(gone["power_w_mean"].iloc[2])
     # the printed view: within 120 columns, the node and its host next to the run's name
     text = p.stdout
     assert all(len(line) <= 120 for line in text.splitlines())
-    assert "experiment nodes: 2 run(s)" in text
+    assert "experiment nodes: 3 run(s)" in text
     summary = text.split("Per-run summary", 1)[1].split("Co-location", 1)[0]
     lines = [line.split() for line in summary.splitlines() if line.startswith(multi.run_name)]
     assert [line[2:4] for line in lines[:3]] == [["all", "FINISHED"], ["0", "gpu-a"], ["1", "gpu-b"]]
     assert "per node on a multi-node run" in summary
+    assert "not every node's energy is known: no total (its node rows) (nodes-3 A)" in " ".join(
+        summary.split())
     # a report of one-node runs only: no node column
     alone = report_here(monkeypatch, capsys, "nodes", "--workload", "2", "--tracking-uri", uri)
     assert alone.returncode == 0, alone.stderr

@@ -39,6 +39,7 @@ ALL = "all"  # the ``node`` of a multi-node run's own row: the whole run
 #: columns that are per node only: blank on the run's row (and why)
 PER_NODE_PREFIXES = tuple(f"{q.name}_" for q in QUANTITIES)
 PER_NODE_WHY = "per node on a multi-node run (its node rows)"
+NO_TOTAL_WHY = "not every node's energy is known: no total (its node rows)"
 #: the run's figures, not a node's: blank on a node's row
 RUN_ONLY_PREFIXES = ("throughput_", "energy_per_", "time_to_target")
 INTERVALS = ("energy_j_ci95_pct", "energy_note", "activity_energy_j", "gpu_energy_j_ci95_pct")
@@ -115,8 +116,9 @@ def _summaries(views: list[dict], run_id: str, load: SeriesLoader, quantiles: bo
         wanted = summary_metric_keys(sorted(keys))
         series = load([run_id], [k if not node else schema.node_scoped(k, node) for k in wanted]) \
             if wanted else None
+        # the node's own span; node 0's is the run's where it stored none, node K's its samples'
         duration = _number(view.get(f"metric.{schema.DURATION_KEY}"))
-        if duration != duration:
+        if duration != duration and not node:
             duration = _number(view.get("duration_s"))
         if series is not None and not series.empty:
             series = series[series["run_id"] == run_id].assign(

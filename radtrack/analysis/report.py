@@ -28,6 +28,7 @@ from radtrack.analysis.interference import interference
 from radtrack.analysis.monitoring_cost import monitoring_table
 from radtrack.analysis.node_figures import node_table
 from radtrack.analysis.node_summaries import (
+    NO_TOTAL_WHY,
     PER_NODE_PREFIXES,
     PER_NODE_WHY,
     node_parts,
@@ -168,8 +169,9 @@ def analyze_experiment(experiment: str, workload: int | None = None,
     for run_id in set(parts["run_id"]) & set(table["run_id"]):  # the run's row of a multi-node run
         row = table[table["run_id"] == run_id].iloc[0]
         blanks.setdefault(run_id, {}).update(
-            {c: PER_NODE_WHY for c in table.columns if str(c).startswith(PER_NODE_PREFIXES)
-             and pd.isna(row[c])})
+            {c: PER_NODE_WHY if str(c).startswith(PER_NODE_PREFIXES) else NO_TOTAL_WHY
+             for c in table.columns if pd.isna(row[c]) and (str(c).startswith(PER_NODE_PREFIXES)
+                                                             or c in ("energy_j", "gpu_energy_j"))})
     table = with_node_rows(table.reset_index(drop=True), parts)
     if "samples" in table:  # a count, node rows' included
         table["samples"] = pd.to_numeric(table["samples"], errors="coerce").round().astype("Int64")
