@@ -71,7 +71,7 @@ def test_every_loky_trial_run_is_bound_in_fresh_and_reused_workers(workers: tupl
         assert_bound(s, run, row)
         score = s.c.get_metric_history(run.info.run_id, "score")
         assert sorted(m.value for m in score) == pytest.approx([int(i[-1]) + k / 10 for k in range(3)])
-    # the trials ran in loky's workers, not in the script, and the third call's worker is
+    # the trials ran in loky's workers, not in the script, and the second call's worker is
     # one of the first call's: the hook is in a reused worker, and its later run is bound
     main, *pids = (int(p) for p in next(ln for ln in proc.stdout.splitlines()
                                         if ln.startswith("loky pids")).split()[2:])
