@@ -166,7 +166,7 @@ def analyze_experiment(experiment: str, workload: int | None = None,
         ["workload", "_launched", "launch", "letter", "start_time"], kind="stable") \
         .drop(columns="_launched")
     inter = inter.sort_values(["workload", "letter"], kind="stable")
-    for run_id in set(parts["run_id"]) & set(table["run_id"]):  # the run's row of a multi-node run
+    for run_id in set(parts.get("run_id", ())) & set(table["run_id"]):  # a multi-node run's own row
         row = table[table["run_id"] == run_id].iloc[0]
         blanks.setdefault(run_id, {}).update(
             {c: PER_NODE_WHY if str(c).startswith(PER_NODE_PREFIXES) else NO_TOTAL_WHY
