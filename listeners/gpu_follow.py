@@ -24,9 +24,10 @@ read. A restarted listener follows the same GPUs under the same scopes with the 
 leaves restart positions ``smi/<scope>/followed_nvml_index`` and
 ``smi/<scope>/followed_us`` (ListenerConfig.resume), read back by :func:`restored`.
 
-Not followed: GPUs in MIG mode (contexts are listed per instance), a tree that is an MPS
-client there (its contexts are the MPS server's), and the host-wide view, which watches
-every GPU already. ``RADTRACK_FOLLOW_GPUS=0`` turns following off.
+Not followed: GPUs in MIG mode (contexts are listed per instance), and nothing in the
+host-wide view, which watches every GPU already. The MPS clients' list is not read: a tree
+that is an MPS client elsewhere is followed only where the driver lists it among the GPU's
+compute processes. ``RADTRACK_FOLLOW_GPUS=0`` turns following off.
 """
 
 from __future__ import annotations
