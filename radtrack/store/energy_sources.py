@@ -74,7 +74,11 @@ class Source:
 
 def device_of(key: str) -> str:
     """The device a listener key measures: its middle part (``smi/gpu0/power_w`` -> ``gpu0``),
-    the listener's name for a two-part key."""
+    the listener's name for a two-part key; node K's of a multi-node run is its own device,
+    ``node<K>/<device>`` (``node1/smi/gpu0/power_w`` -> ``node1/gpu0``): never node 0's."""
+    node, own = schema.split_node(key)
+    if node is not None:
+        return f"{schema.node_scope(node)}/{device_of(own)}"
     parts = key.split("/")
     return "/".join(parts[1:-1]) or parts[0]
 
@@ -210,8 +214,9 @@ class CpuTimeKeys:
 
 def cpu_time_keys(keys: Iterable[str]) -> CpuTimeKeys:
     """The CPU-time series among ``keys`` (listener keys), each the highest priority of its
-    kind (ties: the key that sorts first); never a radtrack summary."""
-    found = [m for k in sorted(set(keys)) if not k.startswith(_OWN)
+    kind (ties: the key that sorts first); never a radtrack summary, nor node K's series of a
+    multi-node run (its host is not the run's first node's)."""
+    found = [m for k in sorted(set(keys)) if not k.startswith(_OWN) and schema.split_node(k)[0] is None
              and (m := describe(k)).role in ("proc_cpu", "host_cpu") and not m.stat]
 
     def first(ms: list) -> str | None:

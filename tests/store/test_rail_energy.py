@@ -125,3 +125,17 @@ def test_the_sink_stores_each_rails_energy_over_the_span_live_and_synced(store: 
     m = _metrics(store, away)
     assert m["summary/tegrastats/power/gpu/energy_j"] == pytest.approx(60.0, rel=1e-6)
     assert m["summary/rapl/pkg0/core/energy_j"] == pytest.approx(100.0, rel=1e-6)
+
+
+def test_node_k_of_a_multi_node_run_is_its_own_device_and_never_the_runs_host() -> None:
+    """node K's series (``node1/...``) measure node K's devices: never merged with node 0's
+    device of the same name, and never the host whose CPU time a run's processes are set
+    against (its host is another machine)."""
+    keys = ["smi/gpu0/energy_j", "node1/smi/gpu0/energy_j", "top/cpu_pct", "node1/top/cpu_pct",
+            "top/proc/cpu_pct", "node1/top/proc/cpu_pct"]
+    assert es.device_of("node1/smi/gpu0/energy_j") == "node1/gpu0"
+    assert es.device_of("smi/gpu0/energy_j") == "gpu0"
+    found = es.energy_sources(keys)
+    assert found["gpu0"].key == "smi/gpu0/energy_j" and found["node1/gpu0"].key == "node1/smi/gpu0/energy_j"
+    cpu = es.cpu_time_keys(keys)
+    assert (cpu.proc, cpu.host) == ("top/proc/cpu_pct", "top/cpu_pct")
