@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -136,8 +137,9 @@ def late_keys(hello: Hello | None) -> dict[str, float]:
             at = float(value)
         except (TypeError, ValueError):
             continue
-        part = f"{hello.listener}/{tag[len(prefix):-len(suffix)]}/"
-        out.update({str(m["key"]): at for m in hello.metrics if str(m.get("key", "")).startswith(part)})
+        # a node's keys carry its segment first (node1/smi/gpu1/power_w: schema.node_scoped)
+        part = re.compile(rf"(node\d+/)?{re.escape(hello.listener)}/{re.escape(tag[len(prefix):-len(suffix)])}/")
+        out.update({str(m["key"]): at for m in hello.metrics if part.match(str(m.get("key", "")))})
     return out
 
 
