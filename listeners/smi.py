@@ -179,6 +179,7 @@ class SmiListener(Listener):
         self._specs: list[MetricSpec] = []  # every metric declared so far
         self._grown = False  # a GPU was followed since the last hello
         self.follower: GpuFollower | None = None  # GPUs outside the run's, looked at
+        self._follow_failed: list[str] = []  # why a GPU could not be followed
         # an MPS client (the launcher gives MPS rows the daemon's pipe directory) has no SM
         # figure of its own: NVML accounts its work to the server
         self.mps_client = bool(os.environ.get("CUDA_MPS_PIPE_DIRECTORY"))
@@ -206,7 +207,11 @@ class SmiListener(Listener):
         for st in self._states:
             self._open(st, since)
         if self.tree is not None and not host_wide() and follow_enabled():
-            self.follower = GpuFollower(watched, self.config.interval)
+            try:
+                self.follower = GpuFollower(watched, self.config.interval)
+            except Exception as exc:  # noqa: BLE001 - the run's own GPUs are read all the same
+                self._follow_failed.append(f"listing the GPUs: {type(exc).__name__}: {exc}")
+                return list(self._specs)
             for scope, index, at in restored(self.name, self.config.resume):
                 self._follow(index, at, scope)  # as the listener's earlier process did
             # a tree already on another GPU (a late start, a restart) is followed from now
@@ -264,19 +269,24 @@ class SmiListener(Listener):
         if self.follower.take(index) is None:
             return  # watched already, or no GPU NVML sees (a stale restart position)
         taken = [int(st.dev.scope[3:]) for st in self._states]
-        scope = scope or f"gpu{max(taken, default=-1) + 1}"
-        st = GpuReader(gpu_at(index, scope), self.config.interval,
-                       shared=self.mps_client or self.shared_gpus is None, buffer_every=READ_EVERY_S)
+        if scope is None or scope in {st.dev.scope for st in self._states}:
+            scope = f"gpu{max(taken, default=-1) + 1}"
         new = at is None
         at = round(time.time(), 3) if at is None else at  # the tag's ms, the position's us
-        st.followed = at
-        st.procs.checked_us = st.procs.util_ts = int((at - SLOW_EVERY_S) * 1e6)
+        self._grown = True
+        try:
+            st = GpuReader(gpu_at(index, scope), self.config.interval,
+                           shared=self.mps_client or self.shared_gpus is None, buffer_every=READ_EVERY_S)
+            st.followed = at
+            st.procs.checked_us = st.procs.util_ts = int((at - SLOW_EVERY_S) * 1e6)
+            first = self._open(st, None, int(at * 1e6))
+        except Exception as exc:  # noqa: BLE001 - a GPU outside the run's must not stop its readings
+            self._follow_failed.append(f"NVML GPU {index}: {type(exc).__name__}: {exc}")
+            return
         self._states.append(st)
-        first = self._open(st, None, int(at * 1e6))
         if new:  # the first reading, at the look that found it, carries the positions
             values = {st.keys[q]: v for q, v in first.items() if q in st.keys}
             self._timed.append(TimedSample(at, values, positions(self.name, scope, index, at)))
-        self._grown = True
 
     def grown(self) -> list[MetricSpec] | None:
         """Every metric, once a GPU was followed since the last hello (base.Listener)."""
@@ -287,6 +297,8 @@ class SmiListener(Listener):
 
     def tags(self) -> dict[str, str]:
         out = {"radtrack.listener.smi.unsupported": ",".join(self._unsupported)}
+        if self._follow_failed:  # listeners/gpu_follow.py
+            out["radtrack.listener.smi.follow_failed"] = "; ".join(self._follow_failed)[:2000]
         for st in self._states:
             prefix = f"radtrack.listener.smi.{st.dev.scope}"
             out[f"{prefix}.uuid"] = st.dev.uuid

@@ -233,3 +233,28 @@ def test_the_last_hello_holds_along_the_spool_path(tmp_path):
     gpu1 = frame.dropna(subset=["smi/gpu1/power_w"])
     assert gpu0["time"].min() == 100.0 and gpu0["time"].max() == 110.0
     assert gpu1["time"].min() == 105.0 and gpu1["time"].max() == 110.0
+
+
+def test_a_gpu_that_fails_as_it_is_followed_leaves_the_runs_own_readings(monkeypatch, child):
+    """GPU 1, where the tree arrives, is lost as smi opens it: GPU 0 is read on, the next
+    hello says why GPU 1 is not followed, and GPU 1 is not looked at again."""
+    import pynvml
+
+    from radtrack.listeners import smi as smi_module
+
+    gpus = _gpus()
+    fake = FakeNvml(monkeypatch, gpus)
+    gpus[1].procs = [(child, 300 * MIB)]
+
+    def lost(index: int, scope: str):
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
+
+    monkeypatch.setattr(smi_module, "gpu_at", lost)
+    smi = _smi()
+    keys = {s.key for s in smi.probe()}
+    assert {k.split("/")[1] for k in keys} == {"gpu0"}
+    assert "NVML GPU 1: NVMLError" in smi.tags()["radtrack.listener.smi.follow_failed"]
+    fake.reset_counts()
+    samples = _run(smi, 6.0, 1000.0)
+    assert all("smi/gpu0/power_w" in s for s in samples)
+    assert not fake.counts(gpus[1])
