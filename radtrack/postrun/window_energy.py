@@ -119,23 +119,27 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
             gpu_j = cpu_j = att_j = model_j = 0.0
             utils, actives, parts, gpu_parts, flags = [], [], [], [], []
             for scope, use in uses.items():
-                cum = cumulative_energy(use, np.array([a, b]))
+                # a GPU smi followed mid-run is the run's from then on (listeners/gpu_follow.py)
+                lo = max(a, use.start)
+                if lo >= b:
+                    continue
+                cum = cumulative_energy(use, np.array([lo, b]))
                 joules = float(cum[1] - cum[0])
                 if scope in host:
                     cpu_j += joules
                 else:
                     gpu_j += joules
                 if (sensor := sensors.get(scope)) is not None and constants is not None:
-                    ci = sensor.interval(a, b, constants)
+                    ci = sensor.interval(lo, b, constants)
                     parts.append((joules, ci.ci95_pct))
                     flags.append(flag_code(ci))
-                    model_j += sensor.model_energy(a, b)
+                    model_j += sensor.model_energy(lo, b)
                 else:
                     parts.append((joules, float("nan")))
                 if scope not in host:
                     gpu_parts.append(parts[-1])
                 acc = accounts.get(use.gpu)
-                att_j += attributed_between(acc, run, a, b) if acc is not None else float("nan")
+                att_j += attributed_between(acc, run, lo, b) if acc is not None else float("nan")
                 if (u := _column(frames, es.find(keys, scope, "gpu_util_pct", "utilisation"))) is not None:
                     utils.append(mean_between(*u, a, b))
                 if (s := _column(frames, es.find(keys, scope, "sm_active_pct", "utilisation"))) is not None:

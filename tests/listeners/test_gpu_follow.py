@@ -258,3 +258,29 @@ def test_a_gpu_that_fails_as_it_is_followed_leaves_the_runs_own_readings(monkeyp
     samples = _run(smi, 6.0, 1000.0)
     assert all("smi/gpu0/power_w" in s for s in samples)
     assert not fake.counts(gpus[1])
+
+
+def test_a_followed_gpu_counts_in_accounting_and_code_windows_from_its_follow():
+    """A run on GPU 0 from t=100 whose smi followed GPU 1 at t=105: co-location accounting
+    takes GPU 1 as the run's from 105, and a code window before then has GPU 0's energy
+    alone (not an unknown), one across it GPU 1's part from 105."""
+    import numpy as np
+    import pandas as pd
+
+    from radtrack.analysis.gpu_uses import run_uses
+    from radtrack.postrun.window_energy import window_table
+
+    t = np.arange(100.0, 111.0)
+    late = t >= 105
+    frames = {"smi": pd.DataFrame({
+        "time": t, "step": np.arange(len(t)),
+        "smi/gpu0/power_w": 300.0, "smi/gpu0/energy_j": 300.0 * (t - 100),
+        "smi/gpu1/power_w": np.where(late, 400.0, np.nan),
+        "smi/gpu1/energy_j": np.where(late, 400.0 * (t - 105), np.nan)})}
+    tags = {"radtrack.listener.smi.gpu0.uuid": "GPU-0", f"{TAG}.uuid": "GPU-1", f"{TAG}.followed": "105.000"}
+    uses = run_uses("r", frames, tags, "-", 100.0, 110.0)
+    assert uses["gpu0"].start == 100.0 and uses["gpu1"].start == 105.0
+    table = window_table([{"name": "before", "start": 101.0, "end": 104.0},
+                          {"name": "across", "start": 103.0, "end": 107.0}], "r", uses, frames, {})
+    got = dict(zip(table["name"], table["gpu_energy_j"], strict=True))
+    assert got["before"] == pytest.approx(900.0) and got["across"] == pytest.approx(2000.0)
