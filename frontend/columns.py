@@ -16,6 +16,7 @@ from radtrack.store.meaning import describe
 _KNOWN: dict[str, tuple[str, str]] = {
     "energy_j": ("energy_j · attributed (J)",
                  "Energy charged to the run: its attributed share of each GPU it shared "
+                 "(and of the host's CPU and DRAM where read) "
                  "(co-location accounting), the whole GPU's energy for a run alone on it. "
                  "Blank where there is none to charge: no GPU power was recorded (a CPU-only "
                  "run, or no smi listener), or a co-located run has no co-location accounting"),
@@ -23,6 +24,10 @@ _KNOWN: dict[str, tuple[str, str]] = {
                      "Energy its GPUs used over the run's span, whoever used them (for a "
                      "co-located run this includes the other runs' share). Blank where no GPU "
                      "power was recorded (a CPU-only run, or no smi listener)"),
+    "cpu_energy_j": ("cpu_energy_j · host CPU + DRAM (J)",
+                     "Energy of the host's CPU packages and DRAM over the run's span (the rapl "
+                     "listener's counters), whoever used them; part of energy_j (its share of it "
+                     "for co-located runs), never of gpu_energy_j. Blank where not read"),
     "attribution": ("attribution", "How energy_j was split between co-located runs "
                                    "(docs/analysis.md#co-location-accounting)"),
     "co2e_g": ("co2e_g (g CO2e)", "Footprint of energy_j at the run's carbon intensity and PUE"),

@@ -51,7 +51,7 @@ class ExperimentReport:
 # --wide: the columns worth a glance, one line per row (files carry every column)
 WIDE_RUN_VIEW = ["run_name", "node", "host", "user", "launch", "gpu_used", "workload", "letter", "status", "collocation",
                  "sharing", "duration_s", "samples", "energy_j", "energy_j_ci95_pct", "attribution", "gpu_energy_j",
-                 "activity_energy_j", "co2e_g", "power_w_mean", "power_w_p95", "power_w_max",
+                 "cpu_energy_j", "activity_energy_j", "co2e_g", "power_w_mean", "power_w_p95", "power_w_max",
                  "gpu_util_pct_mean", "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max",
                  "sm_clock_mhz_mean", "proc_cpu_pct_mean", "cpu_pct_mean", "rss_mib_max", "energy_note",
                  "checks"]
@@ -69,7 +69,8 @@ VARIABILITY_VIEW_FIXED = ["file", "params", "collocation", "rows_in_workload", "
 # the default (fitted) views: the run's name leads every block
 RUN_VIEW = ["run_name", "node", "host", "status", "sharing", "duration_s", "samples", "energy_j", "energy_j_ci95_pct",
             "power_w_mean", "gpu_util_pct_mean", "proc_cpu_pct_mean", "cpu_pct_mean", "checks",
-            "gpu_used", "user", "launch", "attribution", "gpu_energy_j", "activity_energy_j", "co2e_g",
+            "gpu_used", "user", "launch", "attribution", "gpu_energy_j", "cpu_energy_j", "activity_energy_j",
+            "co2e_g",
             "power_w_p95", "power_w_max", "sm_active_pct_mean", "mem_used_mib_max", "temp_c_max",
             "sm_clock_mhz_mean", "rss_mib_max"]
 INTERFERENCE_VIEW = ["run_name", "sharing", "slowdown", "slowdown_lo", "slowdown_hi", "slowdown_basis",

@@ -1,5 +1,6 @@
-"""A summary's energy is the run's own: attributed energy in ``energy_j``, the GPUs' in
-``gpu_energy_j``, and the method in ``attribution``.
+"""A summary's energy is the run's own: attributed energy in ``energy_j``, the GPUs' (and
+boards') in ``gpu_energy_j``, the host's CPU side (CPU packages and DRAM: scope ``host``,
+radtrack/store/energy_sources.py) in ``cpu_energy_j``, and the method in ``attribution``.
 
 The launcher stores each run's attributed energy per GPU scope as
 ``summary/attribution/<scope>/energy_j`` and the method as the tag
@@ -18,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from radtrack.postrun.footprint import from_tags
+from radtrack.store import energy_sources as es
 from radtrack.store import schema
 
 ATTRIBUTED_RE = re.compile(re.escape(f"metric.{schema.SUMMARY_ATTRIBUTION_PREFIX}")
@@ -30,6 +32,23 @@ def _method(row: pd.Series, scopes: list[str]) -> str:
     methods = [str(row.get(f"{METHOD_TAG}{s}")) for s in scopes
                if isinstance(row.get(f"{METHOD_TAG}{s}"), str)]
     return ",".join(dict.fromkeys(methods)) or "solo"
+
+
+def _host_energy(row: pd.Series) -> float:
+    """The host's CPU-side energy over the run (J): its host-scope energy counters' stored
+    summaries (``summary/<counter key>``, e.g. the rapl listener's packages and DRAM); 0 with
+    no host source, NaN where one has no stored figure."""
+    prefix = f"metric.{schema.SUMMARY_PREFIX}"
+    keys = [str(c)[len(prefix):] for c in row.index if str(c).startswith(prefix)
+            and str(c).endswith("energy_j")]
+    hosts = [s for s in es.energy_sources(keys).values() if s.scope == "host"]
+    total = 0.0
+    for src in hosts:
+        value = pd.to_numeric(row.get(prefix + src.key), errors="coerce")
+        if src.kind != "counter" or pd.isna(value):
+            return float("nan")
+        total += float(value) * src.scale
+    return total
 
 
 def _colocated(row: pd.Series) -> bool:
@@ -48,11 +67,14 @@ def apply_attribution(runs: pd.DataFrame, table: pd.DataFrame,
     if table.empty or "energy_j" not in table.columns:
         return table
     out = table.copy()
-    gpu = pd.to_numeric(out["energy_j"], errors="coerce")
+    measured = pd.to_numeric(out["energy_j"], errors="coerce")  # every device's, host included
     by_id = runs.set_index("run_id") if "run_id" in runs.columns else pd.DataFrame()
+    host = pd.Series([_host_energy(by_id.loc[r]) if r in by_id.index else 0.0 for r in out["run_id"]],
+                     index=out.index, dtype=float)
+    gpu = measured - host.fillna(0.0)  # the GPUs' and boards' alone
     columns = [c for c in by_id.columns if ATTRIBUTED_RE.fullmatch(str(c))]
     energy, method = [], []
-    for run_id, measured in zip(out["run_id"], gpu, strict=True):
+    for run_id, whole in zip(out["run_id"], measured, strict=True):
         row = by_id.loc[run_id] if run_id in by_id.index else pd.Series(dtype=object)
         parts = {ATTRIBUTED_RE.fullmatch(c).group("scope"): row.get(c) for c in columns}  # type: ignore[union-attr]
         parts = {s: float(v) for s, v in parts.items() if v is not None and not pd.isna(v)}
@@ -63,7 +85,7 @@ def apply_attribution(runs: pd.DataFrame, table: pd.DataFrame,
             energy.append(np.nan)
             method.append(UNATTRIBUTED)
         else:
-            energy.append(measured)
+            energy.append(whole)
             method.append("solo")
     missing = [r for r, m in zip(out["run_id"], method, strict=True) if m == UNATTRIBUTED]
     if missing and tracking_uri is not None:
@@ -80,13 +102,16 @@ def apply_attribution(runs: pd.DataFrame, table: pd.DataFrame,
     out["energy_j"] = energy
     position = list(out.columns).index("energy_j") + 1
     out.insert(position, "gpu_energy_j", gpu)
+    if (host != 0).any():  # a run read its host's CPU side: shown apart
+        position += 1
+        out.insert(position, "cpu_energy_j", host.where(host != 0, np.nan))
     out.insert(position + 1, "attribution", method)
     carbon = [from_tags(by_id.loc[r]) if r in by_id.index else None for r in out["run_id"]]
     if any(c is not None for c in carbon):
         out.insert(position + 2, "co2e_g", [c.co2e_g(e) if c is not None else np.nan
                                              for c, e in zip(carbon, out["energy_j"], strict=True)])
     with np.errstate(divide="ignore", invalid="ignore"):
-        scale = np.where(gpu > 0, out["energy_j"] / gpu, np.nan)
+        scale = np.where(measured > 0, out["energy_j"] / measured, np.nan)
     for column in [c for c in out.columns if c.startswith("energy_per_") and c.endswith("_j")]:
         out[column] = pd.to_numeric(out[column], errors="coerce") * scale
     return out

@@ -104,6 +104,7 @@ SUMMARY_COLUMNS: dict[str, str | tuple[str, str, str, str, str]] = {
     "energy_j": ("device_share", "J", "energy", "run's energy (GPUs + host CPU/DRAM where read), attributed",
                  "J"),
     "gpu_energy_j": ("device", "J", "energy", "GPU energy over the run's span", "J"),
+    "cpu_energy_j": ("host", "J", "energy", "host CPU and DRAM energy over the run's span", "J"),
     "co2e_g": ("run", "g", "other", "run footprint", "g CO2e"),
     "activity_energy_j": ("device", "J", "energy", "GPU energy, activity model", "J"),
     "energy_note": ("run", "", "other", "why the energy's interval is wide", ""),
@@ -151,6 +152,7 @@ _WINDOW: dict[str, tuple[str, str, str, str, str]] = {
 _MONITORING: dict[str, tuple[str, str, str]] = {  # -> (unit, name, unit text)
     "listeners_cpu_s": ("s", "monitoring: listeners' CPU time", "CPU s"),
     "store_cpu_s": ("s", "monitoring: storing's CPU time", "CPU s"),
+    "launcher_cpu_s": ("s", "monitoring: the launcher process's CPU time", "CPU s"),
     "cpu_pct": ("%", "monitoring CPU over the run", "% of one core"),
     "points": ("", "monitoring: points stored", ""),
     "spool_bytes": ("B", "monitoring: spool size", "B"),

@@ -248,6 +248,9 @@ def test_rapl_run_energy_is_cpu_plus_dram_across_a_wrap(store, tmp_path):
     total = sum(true_j.values())  # packages + DRAM: the rails are not in it
     report = _report("cpu", env)
     assert float(report["energy_j"]) == pytest.approx(total, rel=0.01)  # packages + DRAM, once each
+    # each part shown: the host's CPU side apart, no GPU energy for a run without a GPU
+    assert float(report["cpu_energy_j"]) == pytest.approx(total, rel=0.01)
+    assert float(report["gpu_energy_j"] or 0) == pytest.approx(0.0, abs=1e-6)
     assert float(report["co2e_g"]) == pytest.approx(total / 3.6e6 * INTENSITY, rel=0.01)
     assert m["summary/co2e_g"] == pytest.approx(total / 3.6e6 * INTENSITY, rel=0.01)
 
