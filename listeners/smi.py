@@ -28,6 +28,10 @@ once, with the driver's timestamp, as ``power_sample_w`` on sample lines of its 
 (:class:`~radtrack.listeners.base.TimedSample`); across a listener restart reading picks
 up after the last sample emitted (``ListenerConfig.resume``).
 
+A GPU outside the run's own that a process of its tree turns out to use is followed from
+the look that finds it, every 5 s (listeners/gpu_follow.py): read as the run's own GPUs
+are, under the next free scope, with a new hello (:meth:`SmiListener.grown`).
+
 A MIG instance has no power sensor of its own: its power and energy readings are the
 parent GPU's (tag ``radtrack.listener.smi.<scope>.parent_uuid``), which co-location
 accounting shares out among the instances.
