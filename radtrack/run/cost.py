@@ -9,7 +9,7 @@
   skipped because a reading ran late (samples never taken);
 - for the row: ``launcher_cpu_s``, the launcher process's whole CPU over the row's span
   (all its threads: MLflow's import and the run's creation when they overlap the script,
-  the storing below, the other rows of its workload; what the busy-host check of
+  the intake below, the other rows of its workload; what the busy-host check of
   radtrack/analysis/result_checks.py counts as radtrack's own, not the host's other work);
   ``listeners_cpu_s`` (their sum), ``store_cpu_s`` (the launcher's storing:
   the reader threads that parse and spool the listeners' lines, the shipper thread until
@@ -111,8 +111,8 @@ class Meter:
             with contextlib.suppress(OSError):
                 self.spool_bytes = sum(p.stat().st_size for p in sink.dir.glob(f"*{SPOOL_SUFFIX}"))
         self._t0 = time.thread_time()
-        if self.row.launcher_cpu0 is not None:
-            self.launcher_cpu_s = time.process_time() - self.row.launcher_cpu0
+        if self.row.launcher_cpu0 is not None and self.row.launcher_cpu1 is not None:
+            self.launcher_cpu_s = self.row.launcher_cpu1 - self.row.launcher_cpu0
 
     def closed(self) -> None:
         self.close_cpu_s = time.thread_time() - self._t0

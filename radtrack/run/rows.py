@@ -33,6 +33,7 @@ class Row:
     sink: Sink | None = None
     started: float = 0.0  # wall clock, when measurement started
     launcher_cpu0: float | None = None  # the launcher's process CPU (s) then (radtrack/run/cost.py)
+    launcher_cpu1: float | None = None  # ... and as its span ended
     ended: float = 0.0
     listening: bool = False
     stopped_by: str = ""

@@ -90,6 +90,8 @@ def end_span(row: Row, clock: Callable[[], float] = time.time) -> list[threading
         row.ended = row.sink.set_end(row.ended or clock)
     else:
         row.ended = row.ended or clock()
+    if row.launcher_cpu0 is not None and row.launcher_cpu1 is None:
+        row.launcher_cpu1 = time.process_time()
     if not row.listening:
         return []
     t = threading.Thread(target=stop_row_listeners, args=(row,), daemon=True,

@@ -59,9 +59,9 @@ def _run_and_check(tmp_path: Path, store: str, env: dict[str, str]) -> None:
     assert abs(m[schema.MONITORING_LISTENERS_CPU] - listeners) < 1e-3
     assert m[schema.MONITORING_STORE_CPU] > 0 and m[schema.MONITORING_SPOOL_BYTES] > 0
     duration = m[schema.DURATION_KEY]
-    # the launcher's whole process over the span holds its storing (and, overlapping the
-    # script, MLflow's import): what the busy-host check counts as radtrack's own
-    assert m[schema.MONITORING_STORE_CPU] <= m[schema.MONITORING_LAUNCHER_CPU] < duration * 2
+    # the launcher's whole process over the span (MLflow's import overlapping the script,
+    # the intake): what the busy-host check counts as radtrack's own; mostly one thread
+    assert 0 < m[schema.MONITORING_LAUNCHER_CPU] < duration * 2
     pct = 100 * (m[schema.MONITORING_LISTENERS_CPU] + m[schema.MONITORING_STORE_CPU]) / duration
     assert 0 < m[schema.MONITORING_CPU_PCT] < 100 and abs(m[schema.MONITORING_CPU_PCT] - pct) < 1
     # every point stored counted once: the store's listener rows are the points recorded
