@@ -27,7 +27,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
-from radtrack import inputs
+from radtrack import inputs, own_threads
 from radtrack.cli_options import check_options, refuse_single_run_options, row_defaults, single_spec
 from radtrack.cli_parser import SUBCOMMANDS, USAGE, build_parser, close_words
 from radtrack.cli_subcommands import run_subcommand
@@ -41,6 +41,7 @@ T = TypeVar("T")
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    own_threads.limit()  # before anything imports NumPy (radtrack/own_threads.py)
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
     if not argv:
         print(USAGE, end="", file=sys.stderr)

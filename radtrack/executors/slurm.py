@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 
+from radtrack import own_threads
 from radtrack.errors import RadtrackError
 from radtrack.executors import slurm_queue as queue
 from radtrack.executors.slurm_job import JOB_HOME, default_job_home, spec_to_json
@@ -145,7 +146,7 @@ def run(workloads: list[list[RunSpec]], uri: str, sheet: Path, opts: SlurmOption
     ledger.uri = without_password(uri)  # the ledger is a file: no password in it
     # the job's environment (SLURM propagates sbatch's, kept by slurmctld, never in a file
     # radtrack writes): the full URI and this submission's launch id
-    job_env = {**os.environ, "MLFLOW_TRACKING_URI": uri, LAUNCH_ID_ENV: launch_id()}
+    job_env = {**own_threads.user_environ(), "MLFLOW_TRACKING_URI": uri, LAUNCH_ID_ENV: launch_id()}
     folder = Ledger.folder(sheet)
     folder.mkdir(parents=True, exist_ok=True)
     home = os.environ.get(JOB_HOME)

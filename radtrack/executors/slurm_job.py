@@ -25,6 +25,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from radtrack import own_threads
 from radtrack.errors import RadtrackError
 from radtrack.script import env as renv
 from radtrack.spec import RunSpec
@@ -96,6 +97,7 @@ def fit_grace(grace: float, kill_wait: float | None) -> tuple[float, str]:
 def main(payload: str) -> int:
     """Run the workload described by ``payload``; exit code as the local executor's."""
     data = json.loads(payload)
+    own_threads.limit()  # radtrack's own process (radtrack/own_threads.py); rows get the user's
     os.environ[renv.HOME] = data.get("home") or default_job_home()
     from radtrack.store.tracking import LAUNCH_ID_ENV, with_password
 

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 
+from radtrack import own_threads
 from radtrack.errors import RadtrackError
 from radtrack.executors.slurm_job import (
     allocated_devices,
@@ -69,6 +70,7 @@ def main(payload: str) -> int:
     from radtrack.nodes.options import free_port
 
     data = json.loads(payload)
+    own_threads.limit()  # radtrack's own process (radtrack/own_threads.py); rows get the user's
     spec = spec_from_json(data["rows"][0])
     job = os.environ.get("SLURM_JOB_ID", "?")
     nodes = int(os.environ.get("SLURM_NNODES") or 0)

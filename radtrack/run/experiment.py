@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from radtrack import own_threads
 from radtrack.errors import PlacementError
 from radtrack.postrun import workload_end
 from radtrack.postrun.workload_end import WorkloadEnd
@@ -232,7 +233,7 @@ def process_env(row: Row, uri: str, placement_env: dict[str, str]) -> dict[str, 
     """A row's script environment: the placement's and the store's on top of the launcher's."""
     spec = row.spec
     # the sheet's Env may not override what placement needs (CUDA_VISIBLE_DEVICES, MPS pipes)
-    e = {**os.environ, **spec.env, **placement_env}
+    e = {**own_threads.user_environ(), **spec.env, **placement_env}
     e.pop(renv.RUN_ID, None)  # RADTBenchmark learns the row run from the row folder
     e.update({
         renv.TRACKING_URI: uri,
