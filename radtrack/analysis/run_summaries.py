@@ -160,10 +160,17 @@ def _plan_from_stored(keys: set[str], stored: Mapping[str, float], quantiles: bo
 _COUNT_STATS = ("n", "count", "samples")
 
 
+#: summarised quantities a sample count leaves out: the run's own GPU memory is read every
+#: 5 s on a GPU the run has to itself (docs/metrics.md, "Reading paces"), a peak not a mean,
+#: so 6 readings in a 30-s run are its whole pace, not a short run
+_PACED = ("proc_mem_used_mib",)
+
+
 def _hardware_keys(keys: list[str] | set[str]) -> list[str]:
-    """The keys of ``keys`` that a summarised quantity reads (listener series)."""
+    """The keys of ``keys`` that a summarised quantity reads (listener series) and whose
+    readings a sample count judges."""
     ordered = sorted(keys)
-    return sorted({k for q in QUANTITIES for k in _keys_for(q, ordered)})
+    return sorted({k for q in QUANTITIES if q.name not in _PACED for k in _keys_for(q, ordered)})
 
 
 def sample_count(keys: list[str] | set[str], stored: Mapping[str, float],

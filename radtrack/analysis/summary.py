@@ -22,7 +22,11 @@ import pandas as pd
 
 from radtrack import stats
 from radtrack.store import energy_sources as es
+from radtrack.store import schema
 from radtrack.store.meaning import describe
+
+#: radtrack's own figures stored beside the listeners' series (never a run's reading)
+_OWN_FIGURES = (schema.SUMMARY_PREFIX, schema.ATTRIBUTION_PREFIX, schema.WINDOW_PREFIX)
 
 
 @dataclass(frozen=True)
@@ -158,7 +162,10 @@ def mean_between(t: np.ndarray | pd.Series, v: np.ndarray | pd.Series, start: fl
 
 def _keys_for(quantity: Quantity, keys: list[str]) -> list[str]:
     """The series ``quantity`` summarises, by declared role: one per device (the
-    highest-priority listener's), or every matching key where it is not per device."""
+    highest-priority listener's), or every matching key where it is not per device. Only
+    listeners' series: radtrack's own figures (a code window's ``window/<name>/gpu_util_pct``,
+    summaries, attribution) share roles with them but are never a run's reading."""
+    keys = [k for k in keys if not k.startswith(_OWN_FIGURES)]
     if quantity.name == "power_w":
         found = (es.power_source(keys, d) for d in es.devices_with(keys, "device_power", scope="device"))
         return sorted(s.key for s in found if s is not None)
