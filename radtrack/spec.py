@@ -8,13 +8,16 @@ from pathlib import Path
 DEFAULT_INTERVAL = 1.0
 
 
-def sharing_text(collocation: str, others: int, uses_gpu: bool | None) -> str:
+def sharing_text(collocation: str, others: int, uses_gpu: bool | None,
+                 gpu_shared: bool | None = None) -> str:
     """What a row shared, in the words the page, the report and the launcher use: ``solo``,
-    ``GPU time-slicing with 2``, ``CPU only, shared with 1``, ``MPS 50 % with 1``, ``MPS``,
-    ``MIG slice 3g.40gb``. ``collocation`` is the sheet's cell (``-``, ``mps``, ``mps:<pct>``,
-    a MIG profile); ``others``: how many other rows ran beside it; ``uses_gpu``: whether its
-    processes used a GPU (None: not known, e.g. no per-process GPU readings). A plain row
-    shares the host's CPUs with its partners in any case, and a GPU only where it used one."""
+    ``GPU time-slicing with 2``, ``own GPU, host shared with 3``, ``CPU only, shared with 1``,
+    ``MPS 50 % with 1``, ``MPS``, ``MIG slice 3g.40gb``. ``collocation`` is the sheet's cell
+    (``-``, ``mps``, ``mps:<pct>``, a MIG profile); ``others``: how many other rows ran beside
+    it; ``uses_gpu``: whether its processes used a GPU (None: not known, e.g. no per-process
+    GPU readings); ``gpu_shared``: whether another row could use its GPUs (False: every row
+    on GPUs of its own, space-sharing; None: not known). A plain row shares the host's CPUs
+    with its partners in any case, and a GPU only where it used one another row had too."""
     c = collocation.strip()
     with_n = f" with {others}" if others else ""
     kind = c.lower()
@@ -27,6 +30,8 @@ def sharing_text(collocation: str, others: int, uses_gpu: bool | None) -> str:
         return "solo"
     if uses_gpu is None:
         return f"co-located with {others}"
+    if uses_gpu and gpu_shared is False:
+        return f"own GPU, host shared with {others}"
     return f"GPU time-slicing with {others}" if uses_gpu else f"CPU only, shared with {others}"
 
 

@@ -95,7 +95,7 @@ HEADERS = {
 #: (the run's span, counts, the interference figures); every other column's label is
 #: meaning.describe's: scope and unit (docs/analysis.md, What each figure means)
 LEGEND = {
-    "sharing": "sharing: what the run shared (solo, GPU time-slicing / CPU only, shared / MPS with N "
+    "sharing": "sharing: what the run shared (solo, GPU time-slicing / own GPU, host shared / CPU only, shared / MPS with N "
                "other runs, MIG slice), as the page's labels say",
     "duration_s": "span_s: the run's span, its script's first to last process (s)",
     "solo_duration_s": "solo_span_s: the solo runs' mean span (s)",

@@ -1,5 +1,6 @@
 """What a run shared, in words: ``solo``, ``GPU time-slicing with N`` (plain co-location on a
-GPU the run's processes used: N other runs beside it), ``CPU only, shared with N``
+GPU the run's processes used: N other runs beside it), ``own GPU, host shared with N``
+(co-located, each row on GPUs of its own: tag ``radtrack.shared_gpus`` empty), ``CPU only, shared with N``
 (co-located, but its processes never used a GPU: they shared the host's CPUs), ``MPS 50 %
 with N`` (``MPS`` without a limit), ``MIG slice 3g.40gb``, in the words of radtrack/spec.py
 ``sharing_text``; one owner for the report's ``sharing`` column and the page's labels
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from radtrack.analysis.attribution import HOST_METHOD
 from radtrack.spec import sharing_text
 from radtrack.store import schema
 
@@ -73,7 +75,17 @@ def colocation_text(row: Mapping[str, object]) -> str:
     if mig:
         return sharing_text(mig, others, None)
     if others:
-        return sharing_text("-", others, uses_gpu(row))
+        shared = row.get(f"tag.{schema.SHARED_GPUS}")
+        # a GPU followed outside the row's Devices may be another row's (listeners/gpu_follow.py)
+        followed = any(isinstance(k, str) and k.startswith("tag.radtrack.listener.") and k.endswith(".followed")
+                       and text_of(v) for k, v in row.items())
+        # co-location accounting split one of its devices (not the host's CPU side, which
+        # co-located rows always share) with someone: it was not its own
+        prefix = f"tag.{schema.ATTRIBUTION_TAG_PREFIX}"
+        split = any(isinstance(k, str) and k.startswith(prefix) and "." not in k[len(prefix):]
+                    and text_of(v) not in ("", "solo", HOST_METHOD) for k, v in row.items())
+        gpu_shared = None if not isinstance(shared, str) or followed else bool(shared.strip()) or split
+        return sharing_text("-", others, uses_gpu(row), gpu_shared)
     if mode == "-" or row.get(f"tag.{schema.ROLE}") == schema.ROLE_ROW:
         return "solo"
     return ""

@@ -61,6 +61,8 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
     for row, shared in zip(rows, shared_entries([visible_entries([], row.env) for row in rows]),
                            strict=True):
         row.env[SHARED_GPUS_ENV] = shared
+        if len(rows) > 1:  # what the row's co-location shared: its GPUs, or the host only
+            row.tags[schema.SHARED_GPUS] = shared
     # a new SQLite store is made whole before any script (or a child of it) can open it:
     # milliseconds, and only where no check before the launch made it (radtrack/store/newstore.py)
     newstore.prepare(recorder.uri)

@@ -36,6 +36,9 @@ SHEET = "radtrack.sheet"  # parent and child
 DEVICES = "radtrack.devices"
 COLLOCATION = "radtrack.collocation"
 COLOCATED_WITH = "radtrack.colocated_with"
+# the row's GPU entries another row of its workload may use too ("*": all, "": none: each
+# co-located row on GPUs of its own, space-sharing); radtrack/device_entries.py shared_entries
+SHARED_GPUS = "radtrack.shared_gpus"
 EXIT_CODE = "radtrack.exit_code"
 CLOCKS = "radtrack.clocks"
 POWER_LIMIT = "radtrack.power_limit"
