@@ -6,7 +6,6 @@ stylesheet is served by this process, so the page works without internet access.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import sys
 from pathlib import Path
@@ -29,6 +28,7 @@ from radtrack.frontend.port import port_problem
 from radtrack.frontend.restore import page_query, restore
 from radtrack.frontend.summaries import SummaryCache
 from radtrack.frontend.views import ViewStore, default_views_dir
+from radtrack.reader_args import ui_parser
 
 ASSETS = Path(__file__).resolve().parent / "assets"
 
@@ -85,20 +85,7 @@ def check_store(uri: str) -> str | None:
     return missing_store(uri)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="radtrack ui",
-        description="Browse radtrack runs: experiment -> workload -> co-located runs, "
-                    "overlaid hardware and ML metrics.")
-    parser.add_argument("--tracking-uri", default=None,
-                        help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)")
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=8050, help="port (default 8050)")
-    parser.add_argument("--views-dir", type=Path, default=None,
-                        help="folder for saved views (default: $RADTRACK_HOME/views, else ./.radtrack/views)")
-    parser.add_argument("--debug", action="store_true", help="Dash debug mode (reloader, dev tools); "
-                        "only with a loopback --host")
-    return parser
+build_parser = ui_parser  # the arguments live in radtrack/reader_args.py (light to import)
 
 
 def main(argv: list[str] | None = None) -> int:

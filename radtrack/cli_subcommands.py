@@ -9,12 +9,15 @@ import sys
 from pathlib import Path
 
 from radtrack.cli_parser import suggesting_subcommand_errors
+from radtrack.reader_args import CHECKS
 
 
 def run_subcommand(name: str, rest: list[str]) -> int:
     suggesting_subcommand_errors()
     if name == "listeners":
         return _list_listeners(rest)
+    if name in CHECKS:  # --help and a wrong option answer before the command's module loads
+        CHECKS[name](rest)
     if name in ("sync", "report", "export", "ui", "copy"):
         _await_finishers(name, rest)
     if name == "sync":

@@ -32,7 +32,6 @@ radtrack/store/meaning.py: a Parquet file carries it in each column's field meta
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import difflib
 import re
@@ -46,10 +45,11 @@ from radtrack.analysis.resample import is_counter, resample  # noqa: F401 (is_co
 from radtrack.analysis.script_runs import load_script_runs
 from radtrack.csvsafe import safe_frame
 from radtrack.errors import RadtrackError
+from radtrack.reader_args import EXPORT_FORMATS, export_args, export_parser
 from radtrack.store import schema
 from radtrack.store.meaning import describe
 
-FORMATS = ("parquet", "csv")
+FORMATS = EXPORT_FORMATS
 IDENTITY = ["run_id", "run_name", "experiment", "workload", "letter", "status", "file",
             "devices", "collocation"]
 _EVERY = re.compile(r"^\s*(?P<number>\d+(?:\.\d*)?|\.\d+)\s*(?P<unit>ms|s|m|min)?\s*$")
@@ -229,31 +229,11 @@ def write(frame: pd.DataFrame, out: Path, fmt: str, raw: bool = False) -> Path |
     return None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="radtrack export",
-        description="Write an experiment's runs as one wide, time-aligned table: a row per run "
-                    "and time step, a column per metric (mean over the step; last value for "
-                    "counters such as energy_j), the runs' params and tags as columns.")
-    p.add_argument("experiment", help="experiment name or id")
-    p.add_argument("--workload", type=int, help="only this workload's rows")
-    p.add_argument("--every", default="1s", help="time step: 1s (default), 500ms, 2m, 0.5")
-    p.add_argument("--metrics", help="comma-separated metric keys (default: every metric)")
-    p.add_argument("--format", choices=FORMATS, default=None, dest="fmt",
-                   help="parquet or csv (default: from the --out suffix, else parquet)")
-    p.add_argument("--out", type=Path, help="the file to write (required unless --list-metrics)")
-    p.add_argument("--list-metrics", action="store_true",
-                   help="print the metric keys --metrics takes for these runs, and exit")
-    p.add_argument("--raw", action="store_true", help="csv: write text cells as they are, "
-                   "without neutralising those a spreadsheet would run as formulas")
-    p.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, "
-                                          "else sqlite:///mlflow.db)")
-    return p
+build_parser = export_parser  # the arguments live in radtrack/reader_args.py (light to import)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    args = export_args(list(sys.argv[1:] if argv is None else argv))
     if args.list_metrics:
         try:
             print("\n".join(metric_names(args.experiment, args.workload, args.tracking_uri)))
@@ -261,8 +241,6 @@ def main(argv: list[str] | None = None) -> int:
             print(f"radtrack export: {exc}", file=sys.stderr)
             return exc.exit_code
         return 0
-    if args.out is None:
-        parser.error("--out FILE is required (or --list-metrics)")
     try:
         every = parse_every(args.every)
     except ValueError as exc:

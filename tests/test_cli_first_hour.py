@@ -182,3 +182,21 @@ def test_export_unknown_metric_names_the_close_ones_and_the_command(store: str,
     assert ok.returncode == 0, ok.stderr
     missing_out = radtrack_cli("export", "coloc", cwd=tmp_path)
     assert missing_out.returncode == 2 and "--out FILE is required" in missing_out.stderr
+
+
+def test_the_reader_commands_arguments_answer_before_their_modules_load() -> None:
+    """``--help`` and a wrong option of report/export/ui answer from radtrack/reader_args.py
+    (no MLflow, pandas or Dash import), and it offers what the modules do."""
+    import subprocess as sp
+
+    from radtrack.analysis.correlation import METHODS
+    from radtrack.reader_args import CORRELATION_METHODS
+
+    assert CORRELATION_METHODS == METHODS
+    code = ("import sys; from radtrack.cli import main\n"
+            "for argv in (['report', '--help'], ['export', 'x'], ['ui', '--port', 'x']):\n"
+            "    try:\n        main(argv)\n    except SystemExit:\n        pass\n"
+            "print(sorted(m for m in ('mlflow', 'pandas', 'dash') if m in sys.modules))")
+    p = sp.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.stdout.strip().splitlines()[-1] == "[]", p.stdout + p.stderr
+    assert "--out FILE is required" in p.stderr and "invalid int value: 'x'" in p.stderr

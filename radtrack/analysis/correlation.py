@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-METHODS = ("pearson", "spearman")
+METHODS = ("pearson", "spearman")  # radtrack/reader_args.py offers the same (a test checks)
 
 
 def align(series: pd.DataFrame, metrics: list[str] | None = None,

@@ -14,13 +14,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from pathlib import Path
 
 import pandas as pd
 
 from radtrack.analysis.baseline_runs import with_candidates
 from radtrack.analysis.colocation import workload_table
-from radtrack.analysis.correlation import METHODS, correlate
+from radtrack.analysis.correlation import correlate
 from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.energy_columns import energy_error_columns, workload_intervals
 from radtrack.analysis.gpulabel import physical_gpus_of_row
@@ -49,9 +48,10 @@ from radtrack.analysis.script_runs import is_script_run, load_script_runs, own_m
 from radtrack.analysis.sharing import colocation_text
 from radtrack.analysis.variability import time_to_target, variability
 from radtrack.errors import RadtrackError
+from radtrack.reader_args import REPORT_FORMATS, report_parser
 from radtrack.store import schema
 
-FORMATS = ("table", "csv", "json", "parquet")
+FORMATS = REPORT_FORMATS
 TABLES = ("runs", "interference", "workloads", "variability", "checks", "scripts", "monitoring")
 
 
@@ -259,63 +259,7 @@ def footprint_line(parents: pd.DataFrame, intervals: pd.Series | None = None) ->
 
 # CLI ------------------------------------------------------------------------------------
 
-def _target(text: str) -> tuple[str, float]:
-    metric, sep, value = text.rpartition("=")
-    try:
-        if not sep or not metric:
-            raise ValueError
-        return metric, float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"--target wants METRIC=VALUE such as val_acc=0.92, got {text!r}") from None
-
-
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"--bin wants a positive number of seconds, got {text!r}")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="radtrack report",
-        description="Summaries, co-location interference and variability of an experiment, "
-                    "or the correlation matrix of a run's metrics.")
-    p.add_argument("experiment", nargs="?", help="experiment name or id")
-    p.add_argument("--workload", type=int, help="only this workload's rows")
-    p.add_argument("--user", metavar="NAME", help="only the runs NAME launched (MLflow's "
-                                                  "mlflow.user tag)")
-    p.add_argument("--target", type=_target, metavar="METRIC=VALUE",
-                   help="time-to-target: first time METRIC reaches VALUE, e.g. val_acc=0.92")
-    p.add_argument("--target-mode", choices=("max", "min"), default="max",
-                   help="max: reached when >= VALUE (accuracy); min: when <= VALUE (loss)")
-    p.add_argument("--study", metavar="NAME", help="a study's tables instead (power-variation, "
-                   "multi-level-utilisation, time-to-accuracy, host-gpu-eda; docs/analysis.md)")
-    p.add_argument("--chart", type=Path, metavar="FILE", help="with --study: its chart (.png/.svg/.pdf)")
-    p.add_argument("--correlate", metavar="RUN_ID", action="append",
-                   help="print the correlation matrix of this run's metrics "
-                        "(repeat to pool several runs)")
-    p.add_argument("--metrics", help="comma-separated metric keys for --correlate "
-                                     "(default: every metric of the run)")
-    p.add_argument("--bin", type=_positive, default=1.0, metavar="SECONDS",
-                   help="time grid for --correlate (default 1 s)")
-    p.add_argument("--method", choices=METHODS, default="pearson", help="correlation method")
-    p.add_argument("--baseline", metavar="EXP", help="take every co-located run's solo baseline "
-                   "from experiment EXP (default: the same script, params and host in the "
-                   "experiment itself, else in any other; docs/analysis.md)")
-    p.add_argument("--wide", action="store_true", help="print every column, one line per row "
-                   "(default: within 120 columns)")
-    p.add_argument("--format", choices=FORMATS, default="table", dest="fmt")
-    p.add_argument("--out", type=Path, help="write the result here in --format")
-    p.add_argument("--raw", action="store_true", help="csv: write text cells as they are, "
-                   "without neutralising those a spreadsheet would run as formulas")
-    p.add_argument("--tracking-uri", help="MLflow tracking URI (default: $MLFLOW_TRACKING_URI, "
-                                          "else sqlite:///mlflow.db)")
-    return p
+build_parser = report_parser  # the arguments live in radtrack/reader_args.py (light to import)
 
 
 def _correlate(args: argparse.Namespace, uri: str) -> None:
