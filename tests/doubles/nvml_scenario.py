@@ -99,9 +99,28 @@ class ScenarioNvml(FakeNvml):
                 continue
             age = time.time() - (proc.info["create_time"] or 0.0)
             for p in self.spec[id(handle)]["procs"]:
-                if p["match"] in line and age >= p.get("after_s", 0.0):
+                if p["match"] in line and age >= p.get("after_s", 0.0) and (
+                        p.get("any_gpu") or self._sees(proc, handle)):
                     out.append((proc.info["pid"], p))
         return out
+
+    def _sees(self, proc: psutil.Process, handle: FakeGpu) -> bool:
+        """Whether a process can hold a context on ``handle``, as CUDA allows: a
+        CUDA_VISIBLE_DEVICES of GPU indices or GPU UUIDs that leaves this physical GPU out
+        hides it (MIG instances and an unset variable: seen). ``"any_gpu": true`` in a proc
+        spec overrides it (a process that reaches a GPU some other way)."""
+        try:
+            cvd = proc.environ().get("CUDA_VISIBLE_DEVICES")
+        except psutil.Error:
+            return True
+        if cvd is None or handle not in self.gpus:
+            return True
+        entries = [e.strip() for e in cvd.split(",") if e.strip()]
+        if all(e.isdigit() for e in entries):
+            return str(self.gpus.index(handle)) in entries
+        if all(e.startswith("GPU-") for e in entries):
+            return any(handle.uuid.startswith(e) for e in entries)
+        return True
 
     def nvmlInit(self) -> None:
         listener = "listeners" in Path(sys.argv[0] if sys.argv else "").parts

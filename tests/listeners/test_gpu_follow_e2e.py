@@ -38,7 +38,9 @@ def test_a_gpu_the_script_turns_out_to_use_is_followed_stored_and_accounted(
     env = nvml_scenario.write(tmp_path / "scenario.json", [
         {"uuid": H100_UUID, "watts": 300.0, "procs": []},
         {"uuid": SECOND_UUID, "watts": WATTS, "procs": [
-            {"match": "--tag a", "sm": 30, "mem_mib": 300, "after_s": LATE_S},
+            # A's CUDA_VISIBLE_DEVICES is 0: it reaches GPU 1 another way (a child it started
+            # with its own), so the double shows it there whatever its variable says
+            {"match": "--tag a", "sm": 30, "mem_mib": 300, "after_s": LATE_S, "any_gpu": True},
             {"match": "--tag b", "sm": 50, "mem_mib": 500}]}])
     sheet = tmp_path / "follow.csv"
     sheet.write_text("Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Interval\n"
