@@ -108,8 +108,11 @@ def test_each_device_is_split_by_cpu_time_and_the_parts_add_up(workload):
         assert cores >= 1
         t, host = _history(c, ids["feeder"], "top/cpu_pct")
         want = split(energy, proc, (t, host * cores))
+        # 25 %: the 1-s windows against the counter's own readings drift apart when samples
+        # bunch on a loaded host (16 % seen in a full -n 2 suite on 2 cores); holding time
+        # would be off several-fold, so the rule is still told apart
         for name in rows:
-            assert shares[name] == pytest.approx(want[name], rel=0.15), (device, name, shares, want)
+            assert shares[name] == pytest.approx(want[name], rel=0.25), (device, name, shares, want)
 
 
 def test_the_runs_footprint_and_the_workloads_include_the_cpu_side(workload):
