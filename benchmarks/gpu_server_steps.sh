@@ -48,8 +48,8 @@ sys.path.insert(0, str(repo / "tests"))
 from servers import start_mlflow_server
 server = start_mlflow_server(f"sqlite:///{work / 'team.db'}", work / "team-artifacts", work / "srv")
 try:
-    for argv in (["copy", "--from", "sqlite:///mlflow.db", "--to", server.uri, "timeshare", "--dry-run"],
-                 ["copy", "--from", "sqlite:///mlflow.db", "--to", server.uri, "timeshare"],
+    for argv in (["copy", "--from", "sqlite:///mlflow.db", "--to", server.uri, "solo", "timeshare", "--dry-run"],
+                 ["copy", "--from", "sqlite:///mlflow.db", "--to", server.uri, "solo", "timeshare"],
                  ["report", "timeshare", "--tracking-uri", server.uri]):
         print("$ radtrack " + " ".join(argv), flush=True)
         p = subprocess.run(["radtrack", *argv], cwd=work, text=True, capture_output=True)
