@@ -169,8 +169,14 @@ def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[s
     ``python -m radtrack`` runs) in this process: no interpreter start and MLflow import
     per call. What the CLI sets process-wide (argparse's error hook, two MLflow
     variables) is undone after the test."""
+    from radtrack import own_threads
     from radtrack.cli import main
 
+    for var in own_threads.VARS:  # radtrack/own_threads.py sets them for its own process
+        if var in os.environ:
+            monkeypatch.setenv(var, os.environ[var])
+        else:
+            monkeypatch.delenv(var, raising=False)
     monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
     monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
     monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")

@@ -22,6 +22,7 @@ from radtrack.analysis.colocation import workload_table
 from radtrack.analysis.correlation import correlate
 from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.energy_columns import energy_error_columns, workload_intervals
+from radtrack.analysis.energy_parts import energy_parts
 from radtrack.analysis.gpulabel import physical_gpus_of_row
 from radtrack.analysis.interference import interference
 from radtrack.analysis.monitoring_cost import monitoring_table
@@ -52,7 +53,8 @@ from radtrack.reader_args import REPORT_FORMATS, report_parser
 from radtrack.store import schema
 
 FORMATS = REPORT_FORMATS
-TABLES = ("runs", "interference", "workloads", "variability", "checks", "scripts", "monitoring")
+TABLES = ("runs", "interference", "workloads", "variability", "checks", "scripts", "monitoring",
+          "energy_parts")
 
 
 def analyze_experiment(experiment: str, workload: int | None = None,
@@ -187,6 +189,7 @@ def analyze_experiment(experiment: str, workload: int | None = None,
                             scripts=script_table(runs[runs["run_id"].isin(table["run_id"])], uri),
                             monitoring=monitoring_table(runs[runs["run_id"].isin(table["run_id"])]),
                             nodes=node_table(runs[runs["run_id"].isin(table["run_id"])]),
+                            energy_parts=energy_parts(runs[runs["run_id"].isin(table["run_id"])]),
                             checks=checks.reset_index(drop=True),
                             blanks={r: b for r, b in blanks.items() if r in set(table["run_id"])})
 

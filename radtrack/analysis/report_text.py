@@ -32,6 +32,7 @@ class ExperimentReport:
     checks: pd.DataFrame | None = None  # results that cannot be trusted as they stand (result_checks.py)
     blanks: dict[str, dict[str, str]] | None = None  # run id -> column -> why it is blank
     nodes: pd.DataFrame | None = None  # multi-node runs per node and in all (node_figures.py)
+    energy_parts: pd.DataFrame | None = None  # each run's devices and rails (energy_parts.py)
 
     def tables(self) -> dict[str, pd.DataFrame]:
         out = {"runs": self.runs, "interference": self.interference,
@@ -44,6 +45,8 @@ class ExperimentReport:
             out["monitoring"] = self.monitoring
         if self.nodes is not None and not self.nodes.empty:
             out["nodes"] = self.nodes
+        if self.energy_parts is not None and not self.energy_parts.empty:
+            out["energy_parts"] = self.energy_parts
         return out
 
 
@@ -243,5 +246,10 @@ def render_report(report: ExperimentReport, wide: bool = False) -> str:
                            "clock offset to node 0 and its error in ms; each node's figures are its "
                            "row in the per-run summary; docs/sheets.md, Multi-node rows)"),
                   _view(nodes, list(nodes.columns) if wide else NODE_VIEW, wide, "run_name")]
+    energy = report.energy_parts
+    if energy is not None and not energy.empty:
+        parts += ["", wrap("Energy by part (J over each run's span: each device the run measured, in "
+                           "energy_j; each power rail inside a device, never added to it)"),
+                  _view(energy, [c for c in energy.columns if c != "run_id"], wide, "run_name")]
     parts += _checks(report.checks)
     return "\n".join(p for p in parts if p is not None)

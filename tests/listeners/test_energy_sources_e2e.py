@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from support import radtrack_cli
+from support import radtrack_cli, report_here
 
 HERE = Path(__file__).parent
 TEGRA = HERE.parents[0] / "data" / "tegrastats"
@@ -204,7 +204,7 @@ DEVICES = {"intel-rapl:0": "pkg0", "intel-rapl:0:0": "pkg0/dram", "intel-rapl:1"
 PARTS = {"intel-rapl:0:1": ("intel-rapl:0:0", "pkg0/core"), "intel-rapl:0:2": ("intel-rapl:0:1", "pkg0/uncore")}
 
 
-def test_rapl_run_energy_is_cpu_plus_dram_across_a_wrap(store, tmp_path):
+def test_rapl_run_energy_is_cpu_plus_dram_across_a_wrap(store, tmp_path, monkeypatch, capsys):
     root = tmp_path / "powercap"
     shutil.copytree(RAPL / "server_2socket", root)
     for zone, (recorded, _) in PARTS.items():
@@ -251,6 +251,14 @@ def test_rapl_run_energy_is_cpu_plus_dram_across_a_wrap(store, tmp_path):
     # each part shown: the host's CPU side apart, no GPU energy for a run without a GPU
     assert float(report["cpu_energy_j"]) == pytest.approx(total, rel=0.01)
     assert float(report["gpu_energy_j"] or 0) == pytest.approx(0.0, abs=1e-6)
+    # and part by part: each package and DRAM (in energy_j), each rail (inside its package)
+    shown = report_here(monkeypatch, capsys, "cpu", "--format", "json")
+    assert shown.returncode == 0, shown.stderr
+    parts = json.loads(shown.stdout)["energy_parts"]
+    counted = sum(p["energy_j"] for p in parts if p["in_energy_j"] == "yes")
+    assert counted == pytest.approx(total, rel=0.01)
+    rails = sorted(p["energy_j"] for p in parts if p["in_energy_j"] != "yes")
+    assert rails == pytest.approx(sorted(m[f"summary/rapl/{part}/energy_j"] for _, part in PARTS.values()))
     assert float(report["co2e_g"]) == pytest.approx(total / 3.6e6 * INTENSITY, rel=0.01)
     assert m["summary/co2e_g"] == pytest.approx(total / 3.6e6 * INTENSITY, rel=0.01)
 
