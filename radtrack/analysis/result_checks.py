@@ -21,9 +21,9 @@ from dataclasses import asdict, dataclass
 
 import pandas as pd
 
+from radtrack.analysis.record_summaries import DEVICE_SCOPES, core_count, summaries
 from radtrack.store import energy_sources as es
 from radtrack.store import schema
-from radtrack.store.meaning import Meaning, describe
 
 #: without repeats, a slowdown under 1 - this is beyond run-to-run noise
 NOISE_FLOOR = 0.05
@@ -44,45 +44,6 @@ IDLE_GPU_PCT = 1.0
 
 CHECK_COLUMNS = ["run_id", "run_name", "figure", "check", "why", "todo"]
 _METRIC = "metric."
-_SUMMARY = _METRIC + schema.SUMMARY_PREFIX
-#: the scopes of a GPU's (or a board's) own readings
-_DEVICE_SCOPES = ("device", "device_share")
-
-
-@dataclass(frozen=True)
-class _Summary:
-    """One finite summary of a listener's series on a run, by what the listener declares."""
-
-    device: str  # the series' device (``gpu0``, ``power``, ``package0``)
-    series: str  # the listener key it summarises (``smi/gpu0/power_w``)
-    meaning: Meaning
-    value: float
-
-
-def _summaries(record: Mapping[str, object]) -> list[_Summary]:
-    """The run's declared listener summaries (``metric.summary/<key>/<stat>``, an energy's
-    ``metric.summary/<key>``), chosen by role and scope, never by listener name."""
-    out = []
-    for key, value in record.items():
-        key = str(key)
-        if not key.startswith(_SUMMARY) or not _finite(value):
-            continue
-        m = describe(key[len(_METRIC):])
-        if not m.declared or not m.stat:
-            continue
-        series = key[len(_SUMMARY):]
-        series = series if m.stat == "total" else series.rsplit("/", 1)[0]
-        out.append(_Summary(es.device_of(series), series, m, _number(value)))
-    return out
-
-
-def _core_count(record: Mapping[str, object]) -> int:
-    """The host's cores, as many as per-core busy-time series the run holds (0: unknown)."""
-    keys = [str(k)[len(_METRIC):] for k, v in record.items()
-            if str(k).startswith(_METRIC) and not str(k).startswith(_SUMMARY) and _finite(v)]
-    return len(es.cpu_time_keys(keys).cores)
-
-
 @dataclass(frozen=True)
 class Flag:
     """One result that cannot be trusted as it stands."""
@@ -171,7 +132,7 @@ def busy_host(record: Mapping[str, object], summary: Mapping[str, object]) -> st
     host = _number(summary.get("cpu_pct_mean"))
     if math.isfinite(host):
         own = _number(summary.get("proc_cpu_pct_mean"))
-        cores = _core_count(record)
+        cores = core_count(record)
         # radtrack's own processes (the launcher, the listeners) are not the host's other work
         own = own + _radtrack_pct(record) if math.isfinite(own) else own
         if math.isfinite(own) and cores:
@@ -191,7 +152,7 @@ def busy_host(record: Mapping[str, object], summary: Mapping[str, object]) -> st
                            "the run's own share)")
     # a device's SM share of every process (role proc_share, the device's) and the run's own
     # (the device's share): the rest is other processes'
-    shares = [x for x in _summaries(record) if x.meaning.role == "proc_share" and x.meaning.stat == "mean"]
+    shares = [x for x in summaries(record) if x.meaning.role == "proc_share" and x.meaning.stat == "mean"]
     for every in shares:
         if every.meaning.scope != "device" or not every.series.endswith("/all_procs_sm_util_pct"):
             continue
@@ -268,8 +229,8 @@ def counter_vs_power(record: Mapping[str, object], summary: Mapping[str, object]
     if not math.isfinite(span) or span < POWER_MISMATCH_MIN_S:
         return None
     found = []
-    summaries = _summaries(record)
-    for total in summaries:
+    found_summaries = summaries(record)
+    for total in found_summaries:
         # a device's energy from its cumulative counter (declared energy_counter), in J
         src = es.source(total.series) if total.meaning.stat == "total" else None
         counter = total.value
@@ -277,7 +238,7 @@ def counter_vs_power(record: Mapping[str, object], summary: Mapping[str, object]
             continue
         # its instantaneous power's mean over the span (declared device_power, the same
         # device; the highest priority first), in W
-        powers = sorted((x for x in summaries if x.device == total.device and x.meaning.stat == "mean"
+        powers = sorted((x for x in found_summaries if x.device == total.device and x.meaning.stat == "mean"
                          and x.meaning.role == "device_power" and x.meaning.flavour == ""
                          and x.meaning.unit in es.POWER_UNITS),
                         key=lambda x: (-x.meaning.priority, x.series))
@@ -300,7 +261,7 @@ def _has_gpu_readings(record: Mapping[str, object], summary: Mapping[str, object
     if any(_finite(summary.get(c)) for c in ("gpu_util_pct_mean", "power_w_mean", "gpu_energy_j",
                                               "proc_sm_util_pct_mean", "mem_used_mib_mean")):
         return True
-    return any(x.meaning.scope in _DEVICE_SCOPES for x in _summaries(record))
+    return any(x.meaning.scope in DEVICE_SCOPES for x in summaries(record))
 
 
 def no_gpu_activity(record: Mapping[str, object], summary: Mapping[str, object]) -> Flag | None:
