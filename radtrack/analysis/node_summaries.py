@@ -27,6 +27,7 @@ import pandas as pd
 from radtrack.analysis.energy_columns import energy_error_columns
 from radtrack.analysis.energy_error import combine
 from radtrack.analysis.gpulabel import physical_gpus_of_row
+from radtrack.analysis.record_summaries import number as _number
 from radtrack.analysis.run_summaries import IDENTITY_COLUMNS, _stored_metrics, sample_count
 from radtrack.analysis.summary import QUANTITIES, summarize_series, summary_metric_keys
 from radtrack.analysis.summary_energy import apply_attribution
@@ -57,14 +58,6 @@ def node_count(row: Mapping[str, object]) -> int:
         return max(int(str(row.get(f"tag.{schema.NODES}") or 1)), 1)
     except ValueError:
         return 1
-
-
-def _number(value: object) -> float:
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return float("nan")
-    return number
 
 
 def lane_id(run_id: str, node: int) -> str:

@@ -35,32 +35,33 @@ def summaries(record: Mapping[str, object]) -> list[Summary]:
     out = []
     for key, value in record.items():
         key = str(key)
-        if not key.startswith(_SUMMARY) or not _finite(value):
+        if not key.startswith(_SUMMARY) or not finite(value):
             continue
         m = describe(key[len(_METRIC):])
         if not m.declared or not m.stat:
             continue
         series = key[len(_SUMMARY):]
         series = series if m.stat == "total" else series.rsplit("/", 1)[0]
-        out.append(Summary(es.device_of(series), series, m, _number(value)))
+        out.append(Summary(es.device_of(series), series, m, number(value)))
     return out
 
 
 def core_count(record: Mapping[str, object]) -> int:
     """The host's cores, as many as per-core busy-time series the run holds (0: unknown)."""
     keys = [str(k)[len(_METRIC):] for k, v in record.items()
-            if str(k).startswith(_METRIC) and not str(k).startswith(_SUMMARY) and _finite(v)]
+            if str(k).startswith(_METRIC) and not str(k).startswith(_SUMMARY) and finite(v)]
     return len(es.cpu_time_keys(keys).cores)
 
 
 
 
-def _number(value: object) -> float:
+def number(value: object) -> float:
+    """A record's cell as a float; NaN for text, None or a missing cell."""
     try:
         return float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         return float("nan")
 
 
-def _finite(value: object) -> bool:
-    return math.isfinite(_number(value))
+def finite(value: object) -> bool:
+    return math.isfinite(number(value))

@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 import pandas as pd
 
 from radtrack.analysis.record_summaries import DEVICE_SCOPES, core_count, summaries
+from radtrack.analysis.record_summaries import finite as _finite
+from radtrack.analysis.record_summaries import number as _number
 from radtrack.store import energy_sources as es
 from radtrack.store import schema
 
@@ -54,18 +56,6 @@ class Flag:
     check: str  # short name: faster-than-solo, busy-baseline, few-samples, ...
     why: str
     todo: str
-
-
-def _number(value: object) -> float:
-    try:
-        number = float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return float("nan")
-    return number
-
-
-def _finite(value: object) -> bool:
-    return math.isfinite(_number(value))
 
 
 def _text(value: object) -> str:
