@@ -91,6 +91,8 @@ def proc_stat(pid: int) -> tuple[float, float, float, float]:
     data = _read(f"{PROC}/{pid}/stat")
     f = data[data.rindex(b")") + 2:].split()  # the command name may hold spaces and ')'
     # after the name: state(0) ppid(1) ... utime(11) stime(12) ... num_threads(17) ... starttime(19) vsize(20) rss(21)
+    if f[0] in (b"Z", b"X"):  # exited, not yet reaped: no memory, its readings are gone
+        raise ProcessLookupError(pid)
     return ((int(f[11]) + int(f[12])) / CLK_TCK, float(f[17]), float(int(f[21]) * PAGE), float(f[19]))
 
 

@@ -235,6 +235,8 @@ class TopListener(Listener):
         import psutil
         p = psutil.Process(pid)
         with p.oneshot():
+            if p.status() == psutil.STATUS_ZOMBIE:  # exited, not yet reaped: its readings are gone
+                raise psutil.NoSuchProcess(pid)
             t = p.cpu_times()
             return t.user + t.system, float(p.num_threads()), float(p.memory_info().rss), p.create_time()
 
@@ -259,7 +261,11 @@ class TopListener(Listener):
 
     def _tree_sample(self, now: float, slow: bool) -> dict[str, float]:
         """Tree totals; rates from per-process counter deltas, so a process that appeared
-        since the last sample counts from its start, not as 0, and an exited one drops out."""
+        since the last sample counts from its start, not as 0, and an exited one drops out.
+        With no live process in the tree (the run has ended: the final reading as the
+        listener stops) nothing of the tree is read: a 0 there would be a reading after the
+        run's exit, and the run's span would end interpolated toward it (issue 52). The
+        series end with the tree's last real reading; the rates keep their baselines."""
         import psutil
         rss = threads = d_cpu = 0.0
         d_slow = [0.0, 0.0, 0.0]
@@ -282,6 +288,8 @@ class TopListener(Listener):
                 prev = self._last_slow.get(key, (0.0, 0.0, 0.0))
                 for i in range(3):
                     d_slow[i] += max(counters[i] - prev[i], 0.0)
+        if not cpu_now:
+            return {}
         out = {"top/proc/rss_mib": rss / 2**20, "top/proc/threads_count": threads,
                "top/proc/procs_count": float(len(cpu_now))}
         interval = self.config.interval

@@ -157,14 +157,36 @@ def test_top_tree_cpu_of_a_busy_child_and_paces(fast):
         burner.kill()
         burner.wait()
     # the final reading 1 ms after the last: no rate over a window too short for 10-ms
-    # CPU ticks (it would read 0 or 1000 %); the process has exited: the tree is empty
+    # CPU ticks (it would read 0 or 1000 %); the process has exited: the tree is empty and
+    # none of its series is read (a 0 there would be a false reading after the run's exit)
     now[0] += 0.001
     final = top.final_sample()
-    assert final["top/proc/procs_count"] == 0 and "top/load1_count" in final
-    assert not {"top/cpu_pct", "top/proc/cpu_pct"} & set(final)
-    assert "top/proc/ctx_switches_per_s" in final  # the once-a-second rate: 0.9 s since 1.1 s
-    now[0] += 0.1  # a whole interval later the rates are back, against the kept baseline
-    assert {"top/cpu_pct", "top/proc/cpu_pct"} <= set(top.sample())
+    assert "top/load1_count" in final and "top/swap_used_mib" in final
+    assert not {k for k in final if k.startswith("top/proc/")}, final
+    assert "top/cpu_pct" not in final
+    now[0] += 0.1  # a whole interval later the host's rate is back, against the kept baseline
+    assert "top/cpu_pct" in top.sample()
+
+
+def test_top_reads_nothing_of_an_exited_or_zombie_tree():
+    """A zombie (exited, not yet reaped) is not a live process: no RSS 0, no count of 1."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 10
+    while procfs.available() and time.monotonic() < deadline:
+        try:
+            state = open(f"/proc/{child.pid}/stat", "rb").read().rsplit(b")", 1)[1].split()[0]
+        except FileNotFoundError:
+            break
+        if state == b"Z":
+            break
+        time.sleep(0.01)
+    try:
+        for fast in (True, False):
+            top = _top(child.pid, fast)
+            top.probe()
+            assert not {k for k in top.sample() if k.startswith("top/proc/")}
+    finally:
+        child.wait()
 
 
 def test_top_paths_emit_the_same_keys():
