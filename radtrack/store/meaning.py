@@ -13,6 +13,11 @@ alike, through the registry), and from the key's shape where no listener declare
 energy role). The page's charts and headers, the exports and the report label by it;
 docs/metrics.md is checked against it (tests/store/test_meaning_docs.py).
 
+Every table a reader writes says what its columns are through :func:`column_row` (a
+columns table: table, name, scope, unit, meaning; :data:`COLUMN_FIELDS`): the report's
+json/csv/parquet, ``radtrack export``, the page. radtrack's own words (summary and report
+columns, accounting, windows, workload totals) are data in radtrack/store/meaning_words.py.
+
 Pure: no MLflow, no store access. Labels are what a reader sees, so they say whose figure
 it is before what it is: ``run CPU (% of one core)`` vs ``host CPU (% of all cores)``.
 """
@@ -35,8 +40,18 @@ from radtrack.listeners.base import (
     split_unit,
 )
 from radtrack.store import schema
+from radtrack.store.meaning_words import (
+    ATTRIBUTION,
+    COUNTS,
+    MONITORING,
+    REPORT_COLUMNS,
+    SUMMARY_COLUMNS,
+    WINDOW,
+    WORKLOAD,
+)
 
-__all__ = ["ROLES", "SCOPES", "SUMMARY_COLUMNS", "Meaning", "describe", "with_role"]
+__all__ = ["COLUMN_FIELDS", "COUNTS", "ROLES", "SCOPES", "SUMMARY_COLUMNS", "Meaning", "column_row",
+           "describe", "is_count", "with_role"]
 
 #: the statistics a summary key or a summary column ends in
 STATS = {"mean": "mean", "min": "min", "max": "max", "p95": "95th percentile"}
@@ -81,85 +96,6 @@ def _with(base: Meaning, key: str, name: str, stat: str = "", **changes: str) ->
     out = replace(base, key=key, name=name, stat=stat, **changes)
     return replace(out, label=f"{name} ({out.unit_text})" if out.unit_text else name)
 
-
-# -- radtrack's own figures (besides the listeners') ---------------------------------------
-
-#: summary and report columns (analysis/summary.py, run_summaries.py) -> the series they
-#: summarise, or their own meaning; a column <quantity>_<stat> is <quantity>'s series' stat
-SUMMARY_COLUMNS: dict[str, str | tuple[str, str, str, str, str]] = {
-    "power_w": "smi/gpu0/power_w",
-    "gpu_util_pct": "smi/gpu0/gpu_util_pct",
-    "sm_active_pct": "dcgm/gpu0/sm_active_pct",
-    "tensor_active_pct": "dcgm/gpu0/tensor_active_pct",
-    "mem_used_mib": "smi/gpu0/mem_used_mib",
-    "temp_c": "smi/gpu0/temp_c",
-    "sm_clock_mhz": "smi/gpu0/sm_clock_mhz",
-    "proc_sm_util_pct": "smi/gpu0/proc_sm_util_pct",
-    "proc_mem_used_mib": "smi/gpu0/proc_mem_used_mib",
-    "cpu_pct": "top/cpu_pct",
-    "proc_cpu_pct": "top/proc/cpu_pct",
-    "rss_mib": "top/proc/rss_mib",
-    # (scope, unit, role, name, unit text)
-    "duration_s": ("run", "s", "other", "run duration", "s"),
-    "energy_j": ("device_share", "J", "energy", "run's energy (GPUs + host CPU/DRAM where read), attributed",
-                 "J"),
-    "gpu_energy_j": ("device", "J", "energy", "GPU energy over the run's span", "J"),
-    "cpu_energy_j": ("host", "J", "energy", "host CPU and DRAM energy over the run's span", "J"),
-    "co2e_g": ("run", "g", "other", "run footprint", "g CO2e"),
-    "activity_energy_j": ("device", "J", "energy", "GPU energy, activity model", "J"),
-    "energy_note": ("run", "", "other", "why the energy's interval is wide", ""),
-    "attribution": ("run", "", "other", "how the energy was split", ""),
-    "samples": ("run", "", "other", "readings in the run's span, fewest of its hardware series",
-                "readings"),
-}
-#: the report's short names of summary columns (radtrack/analysis/report_text.py HEADERS)
-COLUMN_ALIASES = {"host_cpu_pct": "cpu_pct_mean", "run_cpu_pct": "proc_cpu_pct_mean",
-                  "span_s": "duration_s", "gpu_util_pct": "gpu_util_pct_mean",
-                  "power_w": "power_w_mean"}
-#: summary/workload/<key> on a co-located workload's parent run (postrun/accounting.py)
-_WORKLOAD: dict[str, tuple[str, str, str, str]] = {  # key -> (unit, role, name, unit text)
-    "energy_j": ("J", "energy", "workload energy (GPUs + host CPU/DRAM where read)", "J"),
-    "idle_energy_j": ("J", "energy", "workload GPU idle energy", "J"),
-    "other_energy_j": ("J", "energy", "GPU energy of processes outside the workload", "J"),
-    "duration_s": ("s", "other", "workload duration", "s"),
-    "co2e_g": ("g", "other", "workload footprint", "g CO2e"),
-    "stp": ("", "other", "workload system throughput (STP)", "solo runs' worth"),
-    "antt": ("", "other", "workload average normalised turnaround (ANTT)", "x solo time"),
-    "serial_energy_j": ("J", "energy", "energy of the same work run solo, one after another", "J"),
-    "energy_vs_serial_pct": ("%", "other", "workload energy vs serial", "% of the serial energy"),
-}
-#: attribution/<scope>/<key> series and summary/attribution/<scope>/<key> totals
-_ATTRIBUTION: dict[str, tuple[str, str, str, str, str]] = {  # -> (scope, unit, role, name, text)
-    "attributed_power_w": ("device_share", "W", "attributed_power", "run's share of GPU power", "W"),
-    "sm_share_pct": ("device_share", "%", "proc_share", "run's share of GPU SM time", "% of the whole GPU"),
-    "idle_power_w": ("device", "W", "attributed_power", "GPU idle power, no run's", "W"),
-    "other_power_w": ("device", "W", "attributed_power", "GPU power of processes outside the workload", "W"),
-    "energy_j": ("device_share", "J", "energy", "run's GPU energy, attributed", "J"),
-}
-#: window/<name>/<key>: a code window's figures (postrun/window_energy.py)
-_WINDOW: dict[str, tuple[str, str, str, str, str]] = {
-    "duration_s": ("run", "s", "other", "duration", "s"),
-    "below_resolution_flag": ("run", "0/1", "other", "shorter than the power sensor resolves", "0/1"),
-    "energy_j": ("device_share", "J", "energy", "run's GPU energy, attributed", "J"),
-    "gpu_energy_j": ("device", "J", "energy", "GPU energy", "J"),
-    "cpu_energy_j": ("host", "J", "energy", "host CPU and DRAM energy", "J"),
-    "power_w": ("device", "W", "device_power", "GPU power, mean", "W"),
-    "gpu_util_pct": ("device", "%", "utilisation", "GPU utilisation, mean", "% of time a kernel ran"),
-    "sm_active_pct": ("device", "%", "utilisation", "GPU SM active, mean", "% of SM cycles"),
-    "activity_energy_j": ("device", "J", "energy", "GPU energy, activity model", "J"),
-}
-#: summary/monitoring/<key>: what watching the run cost (run/cost.py)
-_MONITORING: dict[str, tuple[str, str, str]] = {  # -> (unit, name, unit text)
-    "listeners_cpu_s": ("s", "monitoring: listeners' CPU time", "CPU s"),
-    "store_cpu_s": ("s", "monitoring: storing's CPU time", "CPU s"),
-    "launcher_cpu_s": ("s", "monitoring: the launcher process's CPU time", "CPU s"),
-    "cpu_pct": ("%", "monitoring CPU over the run", "% of one core"),
-    "points": ("", "monitoring: points stored", ""),
-    "spool_bytes": ("B", "monitoring: spool size", "B"),
-    "missed": ("", "monitoring: sampling deadlines missed", ""),
-    "cpu_s": ("s", "monitoring: <listener>'s CPU time", "CPU s"),
-    "samples": ("", "monitoring: <listener>'s samples", ""),
-}
 _CI = ((schema.CI95_SUFFIX, "%", "95 % interval", "± % of the figure"),
        (schema.CI95_FLAG_SUFFIX, "", "interval flag", "0 ok, 1 bursty load, 2 span too short"))
 _GPU = re.compile(r"gpu\d+")
@@ -204,6 +140,34 @@ def describe(key: str, tags: Mapping[str, object] | None = None) -> Meaning:
     return meaning
 
 
+#: what a columns table says of each column, in every machine-readable output (the report's
+#: json/csv/parquet, radtrack export): the table, the name, its scope, its bare unit, and its
+#: meaning (the label: whose figure, what, in what unit)
+COLUMN_FIELDS = ("table", "name", "scope", "unit", "meaning")
+#: a table whose rows are not runs: its columns of a run's name are its subject's figures
+_TABLE_KEYS = {"workloads": {c: schema.workload_key(c) for c in ("duration_s", "energy_j", "co2e_g")}}
+
+
+def column_meaning(name: str, table: str = "") -> Meaning:
+    """What column ``name`` of the report's (or an export's) table ``table`` is: the one
+    lookup every reader makes, so that a figure has one name, scope and unit everywhere
+    (the workloads table's ``energy_j`` is the workload's, the runs table's the run's)."""
+    key = _TABLE_KEYS.get(table, {}).get(name)
+    return replace(describe(key), key=name) if key else describe(name)
+
+
+def column_row(name: str, table: str = "") -> dict[str, str]:
+    """One row of a columns table (:data:`COLUMN_FIELDS`) for column ``name`` of ``table``."""
+    meaning = column_meaning(name, table)
+    return {"table": table, "name": name, "scope": meaning.scope, "unit": meaning.unit,
+            "meaning": meaning.label}
+
+
+def is_count(name: str) -> bool:
+    """True for a column that counts things (samples, repeats, rows): a whole number."""
+    return name in COUNTS
+
+
 def with_role(keys: Iterable[str], *roles: str, scope: str | None = None) -> list[str]:
     """The keys among ``keys`` whose role is one of ``roles`` (and scope ``scope``), in their
     order: how a reader picks series by what they are, never by listener name
@@ -223,10 +187,10 @@ def _describe(key: str) -> Meaning:
     if key.startswith(schema.SUMMARY_PREFIX):
         return _summary(key, key[len(schema.SUMMARY_PREFIX):])
     if key.startswith(schema.ATTRIBUTION_PREFIX):
-        return _table(key, key.rsplit("/", 1)[-1], _ATTRIBUTION)
+        return _table(key, key.rsplit("/", 1)[-1], ATTRIBUTION)
     if key.startswith(schema.WINDOW_PREFIX):
         name, _, quantity = key[len(schema.WINDOW_PREFIX):].rpartition("/")
-        base = _table(key, quantity, _WINDOW)
+        base = _table(key, quantity, WINDOW)
         return _with(base, key, f"code window {name or '?'}: {base.name}")
     if key == schema.SPOOL_DROPPED_KEY:
         return _meaning(key, "run", "", "other", "samples the full disk dropped", "samples")
@@ -251,8 +215,8 @@ def _summary(key: str, rest: str) -> Meaning:
     if rest.startswith("workload/"):
         parts = rest.split("/")[1:]
         quantity = parts[-1]
-        if quantity in _WORKLOAD:
-            unit, role, name, text = _WORKLOAD[quantity]
+        if quantity in WORKLOAD:
+            unit, role, name, text = WORKLOAD[quantity]
         elif quantity.startswith("work_"):
             unit, role, name, text = quantity[5:], "other", "workload work", quantity[5:]
         elif quantity.startswith("energy_per_") and quantity.endswith("_j"):
@@ -264,12 +228,12 @@ def _summary(key: str, rest: str) -> Meaning:
         return _meaning(key, "workload", unit, role, name.replace("GPU", f"GPU {gpu[3:]}") if gpu
                         else name, text, "total")
     if rest.startswith("attribution/"):
-        return replace(_table(key, rest.rsplit("/", 1)[-1], _ATTRIBUTION), stat="total")
+        return replace(_table(key, rest.rsplit("/", 1)[-1], ATTRIBUTION), stat="total")
     if rest.startswith("monitoring/"):
         parts = rest.split("/")[1:]
-        if parts[-1] not in _MONITORING:
+        if parts[-1] not in MONITORING:
             return _shape(key)
-        unit, name, text = _MONITORING[parts[-1]]
+        unit, name, text = MONITORING[parts[-1]]
         listener = parts[0] if len(parts) > 1 else "listeners"
         return _meaning(key, "run", unit, "other", name.replace("<listener>", listener), text, "total")
     if key.startswith(schema.ENERGY_MODEL_PREFIX):
@@ -328,15 +292,20 @@ def _rail_energy(key: str, rest: str) -> Meaning | None:
 def _column(column: str, key: str | None = None) -> Meaning:
     """A summary or report column (``proc_cpu_pct_mean``, ``energy_j``), or a script's own metric."""
     key = key or column
-    if column in COLUMN_ALIASES:
-        return replace(_column(COLUMN_ALIASES[column]), key=key)
-    own = SUMMARY_COLUMNS.get(column)
+    own = SUMMARY_COLUMNS.get(column) or REPORT_COLUMNS.get(column)
     if isinstance(own, tuple):
         scope, unit, role, name, text = own
         return _meaning(key, scope, unit, role, name, text, "total" if role == "energy" else "")
     if isinstance(own, str):
         return _with(_describe(own), key, _describe(own).name)
     quantity, _, stat = column.rpartition("_")
+    if stat == "cv" and quantity:  # run-to-run spread of a column (analysis/variability.py)
+        base = _column(quantity)
+        return _meaning(key, base.scope, "", "other", f"{base.name}, run-to-run coefficient of variation",
+                        "std / mean")
+    if column.endswith("_cpu_s") and column.count("_") == 2:  # <listener>_cpu_s (monitoring_cost.py)
+        unit, name, text = MONITORING["cpu_s"]
+        return _meaning(key, "run", unit, "other", name.replace("<listener>", column.split("_")[0]), text)
     if stat in STATS and quantity:
         target = SUMMARY_COLUMNS.get(quantity)
         base = _describe(target) if isinstance(target, str) else _describe(quantity)

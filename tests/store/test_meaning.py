@@ -120,11 +120,21 @@ def test_radtracks_own_figures(key: str, scope: str, role: str, label: str) -> N
     assert (meaning.scope, meaning.role, meaning.label) == (scope, role, label)
 
 
-def test_the_reports_short_headers_are_described_as_their_columns() -> None:
-    assert describe("host_cpu_pct").label == "host CPU, mean (% of all cores)"
-    assert describe("run_cpu_pct").label == "run CPU, mean (% of one core)"
-    assert describe("power_w").label == "GPU power, mean (W)"
-    assert describe("span_s").unit == "s" and describe("samples").declared
+def test_a_column_has_one_name_and_its_table_says_whose_it_is() -> None:
+    """The report prints no short header of its own: the column's name is the one lookup."""
+    from radtrack.store.meaning import COLUMN_FIELDS, column_row, is_count
+
+    assert describe("host_cpu_pct").declared is False  # the old short headers are no names
+    run = column_row("duration_s", "runs")
+    assert tuple(run) == COLUMN_FIELDS
+    assert (run["scope"], run["unit"], run["meaning"]) == ("run", "s", "run duration (s)")
+    workload = column_row("energy_j", "workloads")
+    assert (workload["scope"], workload["unit"]) == ("workload", "J")
+    assert column_row("cpu_pct_mean")["meaning"] == "host CPU, mean (% of all cores)"
+    assert column_row("proc_cpu_pct_mean")["meaning"] == "run CPU, mean (% of one core)"
+    assert column_row("top_cpu_s")["meaning"] == "monitoring: top's CPU time (CPU s)"
+    assert column_row("duration_s_cv")["meaning"].startswith("run duration, run-to-run")
+    assert is_count("samples") and is_count("n") and not is_count("energy_j")
 
 
 def test_every_summary_column_is_described() -> None:
