@@ -10,6 +10,16 @@ the same File and params run alone on the same host, radtrack/analysis/baselines
 - energy vs serial: the workload's measured GPU energy against the energy the same work
   would have taken run solo, one after another: ``sum(solo energy per unit_i x work_i)``.
 
+With repeats, each carries a 95 % interval (``stp_lo``/``_hi``, ``antt_lo``/``_hi``,
+``energy_vs_serial_pct_lo``/``_hi``), by the delta method from the rows' own intervals
+(radtrack/analysis/interference.py: the log standard deviation of each row's slowdown and
+energy per unit ratio, recovered from its bounds): var(STP) = sum (sd_i / s_i)^2,
+var(ANTT) = sum (s_i sd_i)^2 / n^2 (both as t intervals on the fewest degrees of freedom of
+the rows, the rows' errors taken as independent), and the log of energy vs serial's ratio
+has variance sum (S_i / S)^2 sd_e,i^2, S_i being row i's serial energy: the workload's energy
+over the serial energy is the serial-energy-weighted mean of the rows' per-unit ratios
+(idle and other energy aside). Without a row's interval, none: ``interval_note`` says why.
+
 STP and ANTT as defined by Eyerman and Eeckhout, "System-level performance metrics for
 multiprogram workloads", IEEE Micro 28(3), 2008.
 """
@@ -21,12 +31,14 @@ from typing import NamedTuple
 import numpy as np
 import pandas as pd
 
-from radtrack.analysis.interference import interference
+from radtrack.analysis.interference import NO_REPEATS, interference
+from radtrack.analysis.variability import log_sd_of, t_quantile
 from radtrack.store import schema
 
 COLUMNS = ["experiment", "workload", "launch", "rows", "collocation", "sharing", "devices", "duration_s",
            "energy_j", "co2e_g", "idle_energy_j", "other_energy_j", "work", "work_unit", "energy_per_unit_j", "stp",
-           "antt", "serial_energy_j", "energy_vs_serial_pct", "note"]
+           "antt", "serial_energy_j", "energy_vs_serial_pct", "stp_lo", "stp_hi", "antt_lo", "antt_hi",
+           "energy_vs_serial_pct_lo", "energy_vs_serial_pct_hi", "interval_note", "note"]
 _WORKLOAD_PREFIX = f"metric.{schema.SUMMARY_WORKLOAD_PREFIX}"
 
 
@@ -54,6 +66,38 @@ def _work(row: pd.Series) -> float:
     if row.get("work_unit") == "run" or pd.isna(row.get("throughput")):
         return 1.0
     return float(row["throughput"]) * float(row["duration_s"])
+
+
+def _intervals(group: pd.DataFrame, slowdown: pd.Series, serial: np.ndarray,
+               row: dict[str, object]) -> None:
+    """``row``'s STP, ANTT and energy vs serial intervals from its rows' (module docstring)."""
+    def numbers(column: str) -> pd.Series:
+        return pd.to_numeric(group.get(column, pd.Series(np.nan, index=group.index)), errors="coerce")
+
+    df = numbers("interval_df")
+    if df.isna().any():
+        row["interval_note"] = NO_REPEATS
+        return
+    dfs = df.astype(int).to_numpy()
+    s = slowdown.to_numpy()
+    sd = np.array([log_sd_of(lo, hi, d) for lo, hi, d in
+                   zip(numbers("slowdown_lo"), numbers("slowdown_hi"), dfs,
+                       strict=True)])
+    t = t_quantile(int(dfs.min()))
+    stp_sd = float(np.sqrt(np.sum((sd / s) ** 2)))
+    antt_sd = float(np.sqrt(np.sum((s * sd) ** 2)) / len(s))
+    row.update(stp_lo=row["stp"] - t * stp_sd, stp_hi=row["stp"] + t * stp_sd,
+               antt_lo=row["antt"] - t * antt_sd, antt_hi=row["antt"] + t * antt_sd)
+    lo = 1.0 + numbers("energy_per_unit_change_pct_lo") / 100
+    hi = 1.0 + numbers("energy_per_unit_change_pct_hi") / 100
+    e_sd = np.array([log_sd_of(a, b, d) for a, b, d in zip(lo, hi, dfs, strict=True)])
+    ratio = 1.0 + float(row.get("energy_vs_serial_pct", np.nan)) / 100
+    weights = serial / serial.sum() if serial.sum() > 0 else serial * np.nan
+    log_sd = float(np.sqrt(np.sum((weights * e_sd) ** 2)))
+    if np.isfinite(log_sd) and np.isfinite(ratio) and ratio > 0:
+        row["energy_vs_serial_pct_lo"] = 100.0 * (ratio * np.exp(-t * log_sd) - 1.0)
+        row["energy_vs_serial_pct_hi"] = 100.0 * (ratio * np.exp(t * log_sd) - 1.0)
+    row["interval_note"] = ""
 
 
 def workload_table(runs: pd.DataFrame, inter: pd.DataFrame) -> pd.DataFrame:
@@ -105,6 +149,7 @@ def workload_table(runs: pd.DataFrame, inter: pd.DataFrame) -> pd.DataFrame:
             solo_per_unit = group["solo_energy_per_unit_j"].astype(float).to_numpy()
             row["serial_energy_j"] = float((solo_per_unit * np.asarray(work)).sum())
             row["energy_vs_serial_pct"] = 100.0 * (row["energy_j"] / row["serial_energy_j"] - 1.0)
+            _intervals(group, slowdown, solo_per_unit * np.asarray(work), row)
             if len(units) == 1:
                 row.update(work=float(sum(work)), work_unit=units.pop())
                 row["energy_per_unit_j"] = row["energy_j"] / row["work"] if row["work"] else np.nan
@@ -112,7 +157,8 @@ def workload_table(runs: pd.DataFrame, inter: pd.DataFrame) -> pd.DataFrame:
                 notes.append(f"rows count different units of work ({', '.join(sorted(units))}): "
                              "no common work total")
         else:
-            notes.append("STP, ANTT and energy vs serial need a solo baseline for every row")
+            notes.append("STP, ANTT and energy vs serial need a slowdown for every row "
+                         "(a solo baseline, and a rate or an untruncated span)")
         row["note"] = "; ".join(dict.fromkeys(notes))
         row["_start"] = children["start_time"].min() if "start_time" in children else 0
         out.append(row)

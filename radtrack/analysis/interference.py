@@ -5,7 +5,10 @@ FINISHED solo runs of the same File + params (:mod:`radtrack.analysis.configs`) 
 host, in its own experiment, else in any other experiment of ``runs``, or those of an
 explicit baseline experiment (:mod:`radtrack.analysis.baselines` says the rule). Repeated
 solo runs are averaged; with repeats (:func:`radtrack.analysis.variability.variability`)
-the slowdown gets a 95 % interval (``slowdown_lo``, ``slowdown_hi``).
+the slowdown and the energy per unit change get a 95 % interval (``slowdown_lo``/``_hi``,
+``energy_per_unit_change_pct_lo``/``_hi``: a t interval on the log of the ratio, the delta
+method over the repeats' coefficients of variation, ``interval_df`` its degrees of freedom);
+without repeats ``interval_note`` says so and how to declare them (:data:`NO_REPEATS`).
 
 Slowdown is solo throughput / co-located throughput when both logged the same
 throughput rate (``throughput_<unit>_per_s`` or ``throughput_<prefix>flops``; a
@@ -13,6 +16,10 @@ time-limited run keeps its duration but loses throughput), else co-located durat
 solo duration. Energy is the run's attributed energy (``energy_j`` of the summary:
 its measured share of each shared GPU, radtrack/analysis/attribution.py), never the
 whole device's; a co-located run recorded without attribution gets no energy figures.
+
+A duration is no measure of work where a run was stopped at its time limit (MaxTime): both
+spans are then the limit. A duration-based slowdown (and energy per run) with such a run
+on either side is left blank, ``note`` naming the limit.
 """
 
 from __future__ import annotations
@@ -22,8 +29,14 @@ import pandas as pd
 
 from radtrack.analysis.baselines import choose, is_colocated, missing_note, solo_pool
 from radtrack.analysis.configs import with_config, without_parents
-from radtrack.analysis.summary import work_unit
-from radtrack.analysis.variability import group_spread, ratio_interval
+from radtrack.analysis.summary import coefficient_of_variation, work_unit
+from radtrack.analysis.variability import (
+    group_members,
+    group_spread,
+    log_bounds,
+    log_ratio_spread,
+)
+from radtrack.store import schema
 
 PREFERRED_THROUGHPUT = "throughput_samples_per_s_mean"
 COLUMNS = [
@@ -31,8 +44,15 @@ COLUMNS = [
     "solo_run_ids", "solo_runs", "baseline_experiment", "baseline_rule", "baseline_mismatch",
     "slowdown", "slowdown_lo", "slowdown_hi", "slowdown_basis", "duration_s", "solo_duration_s",
     "throughput", "solo_throughput", "work_unit", "energy_j", "attribution", "energy_per_unit_j",
-    "solo_energy_per_unit_j", "energy_per_unit_change_pct", "note",
+    "solo_energy_per_unit_j", "energy_per_unit_change_pct", "energy_per_unit_change_pct_lo",
+    "energy_per_unit_change_pct_hi", "interval_df", "interval_note", "note",
 ]
+#: where a figure has no interval for want of repeats: what to do (docs/sheets.md)
+NO_REPEATS = ("no repeats of the solo or the co-located configuration, so no 95 % interval: "
+              "declare repeats in the sheet by writing the solo row and the co-located "
+              "workload again under other Workload numbers (same File, Params and Collocation; "
+              "docs/analysis.md, Interference)")
+_STOPPED = f"tag.{schema.STOPPED_BY}"
 
 
 def _throughput_columns(summary: pd.DataFrame) -> list[str]:
@@ -43,6 +63,25 @@ def _throughput_columns(summary: pd.DataFrame) -> list[str]:
 
 def _unit(column: str) -> str:
     return work_unit(column.removesuffix("_mean")) or "run"
+
+
+def _time_capped(runs: pd.DataFrame, run_ids: list[str]) -> list[str]:
+    """``<name> (MaxTime 0.05 min)`` for each of ``run_ids`` stopped at its time limit."""
+    if _STOPPED not in runs:
+        return []
+    capped = runs[runs["run_id"].isin(run_ids) & (runs[_STOPPED] == "max_time")]
+    limit = capped.get("param.max_time", pd.Series(None, index=capped.index))
+    return [f"{name} (MaxTime {m} min)" if isinstance(m, str) and m else str(name)
+            for name, m in zip(capped["run_name"], limit, strict=True)]
+
+
+def _per_unit(stats: pd.DataFrame, run_ids: list[str], column: str | None) -> pd.Series:
+    """Each run's energy per unit of work (per run where ``column`` is None)."""
+    rows = stats.reindex(run_ids)
+    energy = pd.to_numeric(rows.get("energy_j", pd.Series(np.nan, index=rows.index)), errors="coerce")
+    if column is None:
+        return energy
+    return energy / (pd.to_numeric(rows[column], errors="coerce") * rows["duration_s"])
 
 
 def interference(runs: pd.DataFrame, summary: pd.DataFrame, *, baseline: str | None = None,
@@ -97,16 +136,37 @@ def interference(runs: pd.DataFrame, summary: pd.DataFrame, *, baseline: str | N
                                solo[column] * solo["duration_s"])
         else:
             row.update(slowdown_basis="duration_s", work_unit="run")
-            row["slowdown"] = row["duration_s"] / row["solo_duration_s"]
             measure = "duration_s"
             work, solo_work = 1.0, pd.Series(1.0, index=solo.index)
-        row["slowdown_lo"], row["slowdown_hi"] = ratio_interval(
-            float(row["slowdown"]), group_spread(spread, chosen.run_ids, measure),
-            group_spread(spread, [run["run_id"]], measure), len(chosen.run_ids))
+            capped = _time_capped(runs, [run["run_id"], *chosen.run_ids])
+            if capped:
+                # both spans are the limit, not the work: a ratio of them is no slowdown
+                row["note"] = (f"slowdown blank: {', '.join(capped)} ended at its time limit, so "
+                               "its span measures the limit, not its work; log a throughput "
+                               "(throughput_<unit>_per_s) to compare rates")
+                rows.append(row)
+                continue
+            row["slowdown"] = row["duration_s"] / row["solo_duration_s"]
+        solo_spread = group_spread(spread, chosen.run_ids, measure)
+        run_spread = group_spread(spread, [run["run_id"]], measure)
+        sd, df = log_ratio_spread(solo_spread, run_spread, len(chosen.run_ids))
+        row["slowdown_lo"], row["slowdown_hi"] = log_bounds(float(row["slowdown"]), sd, df)
+        row["interval_df"] = df if df else np.nan
+        row["interval_note"] = "" if df else NO_REPEATS
         if "energy_j" in solo:
             row["energy_per_unit_j"] = energy / work if work else np.nan
             row["solo_energy_per_unit_j"] = float((solo["energy_j"] / solo_work).mean())
-            row["energy_per_unit_change_pct"] = (
-                100.0 * (row["energy_per_unit_j"] / row["solo_energy_per_unit_j"] - 1.0))
+            ratio = row["energy_per_unit_j"] / row["solo_energy_per_unit_j"]
+            row["energy_per_unit_change_pct"] = 100.0 * (ratio - 1.0)
+            # the per-unit energy's own spread over each configuration's repeats
+            solo_ids = group_members(spread, chosen.run_ids)
+            run_ids = group_members(spread, [run["run_id"]])
+            e_sd, e_df = log_ratio_spread(
+                (len(solo_ids), coefficient_of_variation(_per_unit(stats, solo_ids, column))),
+                (len(run_ids), coefficient_of_variation(_per_unit(stats, run_ids, column))),
+                len(chosen.run_ids))
+            lo, hi = log_bounds(float(ratio), e_sd, e_df)
+            row["energy_per_unit_change_pct_lo"] = 100.0 * (lo - 1.0)
+            row["energy_per_unit_change_pct_hi"] = 100.0 * (hi - 1.0)
         rows.append(row)
     return pd.DataFrame(rows, columns=COLUMNS)

@@ -75,6 +75,19 @@ def variability(runs: pd.DataFrame, summary: pd.DataFrame,
     return pd.DataFrame(out_rows)
 
 
+def group_members(var: pd.DataFrame | None, run_ids: list[str]) -> list[str]:
+    """The run ids of the :func:`variability` group that holds every run of ``run_ids``
+    (the repeats of their configuration); [] when none does."""
+    if var is None or var.empty or not run_ids:
+        return []
+    wanted = set(run_ids)
+    for ids in var["run_ids"]:
+        members = str(ids).split(",")
+        if wanted <= set(members):
+            return members
+    return []
+
+
 def group_spread(var: pd.DataFrame | None, run_ids: list[str], measure: str) -> tuple[int, float]:
     """(n, CV) of ``measure`` (``duration_s``, ``throughput_samples_per_s``, ...) in the
     :func:`variability` group that holds every run of ``run_ids``; (0, NaN) when none does
@@ -89,24 +102,52 @@ def group_spread(var: pd.DataFrame | None, run_ids: list[str], measure: str) -> 
     return 0, float("nan")
 
 
-def ratio_interval(ratio: float, solo: tuple[int, float], run: tuple[int, float],
-                   solo_count: int) -> tuple[float, float]:
-    """The 95 % interval of ``ratio`` = (mean of ``solo_count`` solo runs) / (one co-located
-    run), from the run-to-run spread (n, CV) of the solo configuration and of the co-located
-    one (:func:`group_spread`). Where only one of them was repeated its CV stands for both;
-    where neither was, (NaN, NaN): the runs give no spread. A t quantile on the repeats'
-    degrees of freedom, on the log of the ratio."""
+def t_quantile(df: int) -> float:
+    """The two-sided 95 % Student t quantile on ``df`` degrees of freedom."""
     from scipy.stats import t as student
 
+    return float(student.ppf(0.975, df))
+
+
+def log_ratio_spread(solo: tuple[int, float], run: tuple[int, float],
+                     solo_count: int) -> tuple[float, int]:
+    """(standard deviation of log(ratio), degrees of freedom) of a ratio of the mean of
+    ``solo_count`` solo runs to one co-located run, from the run-to-run spread (n, CV) of the
+    solo configuration and of the co-located one (:func:`group_spread`): the delta method,
+    var(log x) ~ CV^2, the solo mean's CV shrunk by its count. Where only one of them was
+    repeated its CV stands for both; where neither was, (NaN, 0): the runs give no spread."""
     (n_solo, cv_solo), (n_run, cv_run) = solo, run
     known = [(n, cv) for n, cv in (solo, run) if n >= 2 and np.isfinite(cv)]
-    if not known or not np.isfinite(ratio) or ratio <= 0:
-        return float("nan"), float("nan")
+    if not known:
+        return float("nan"), 0
     if not (n_solo >= 2 and np.isfinite(cv_solo)):
         cv_solo = known[0][1]
     if not (n_run >= 2 and np.isfinite(cv_run)):
         cv_run = known[0][1]
     sd = float(np.sqrt(cv_solo ** 2 / max(solo_count, 1) + cv_run ** 2))
-    df = sum(n - 1 for n, _ in known)
-    half = float(student.ppf(0.975, df)) * sd
-    return float(ratio * np.exp(-half)), float(ratio * np.exp(half))
+    return sd, sum(n - 1 for n, _ in known)
+
+
+def log_bounds(value: float, sd: float, df: int) -> tuple[float, float]:
+    """The 95 % interval of a positive ratio ``value`` whose log has standard deviation
+    ``sd`` on ``df`` degrees of freedom; (NaN, NaN) where either is unknown."""
+    if not (np.isfinite(value) and value > 0 and np.isfinite(sd) and df >= 1):
+        return float("nan"), float("nan")
+    half = t_quantile(df) * sd
+    return float(value * np.exp(-half)), float(value * np.exp(half))
+
+
+def log_sd_of(lo: float, hi: float, df: int) -> float:
+    """The log standard deviation a :func:`log_bounds` interval (lo, hi) was made with."""
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo > 0 and hi >= lo and df >= 1):
+        return float("nan")
+    return float(np.log(hi / lo) / (2.0 * t_quantile(df)))
+
+
+def ratio_interval(ratio: float, solo: tuple[int, float], run: tuple[int, float],
+                   solo_count: int) -> tuple[float, float]:
+    """The 95 % interval of ``ratio`` = (mean of ``solo_count`` solo runs) / (one co-located
+    run): :func:`log_ratio_spread`, a t quantile on the repeats' degrees of freedom, on the
+    log of the ratio (a ratio's error is multiplicative; its interval stays positive)."""
+    sd, df = log_ratio_spread(solo, run, solo_count)
+    return log_bounds(ratio, sd, df)

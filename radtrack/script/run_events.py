@@ -109,9 +109,11 @@ class _Recorder:
         except OSError:
             pass  # telemetry binding is best effort; the script must never notice
 
-    def started(self, run_id: str, uri: str, experiment_id: str, name: str, parent: str) -> None:
+    def started(self, run_id: str, uri: str, experiment_id: str, name: str, parent: str,
+                t: float | None = None) -> None:
+        """``t``: the run's recorded start (unix s), where the store gave one."""
         self.created.add(run_id)
-        self.emit(START, run_id, uri=absolute_uri(uri), experiment_id=experiment_id, name=name,
+        self.emit(START, run_id, t, uri=absolute_uri(uri), experiment_id=experiment_id, name=name,
                   parent=parent, rank=_rank())
 
     def resumed(self, run_id: str, uri: str, experiment_id: str, name: str, parent: str) -> None:
