@@ -66,7 +66,8 @@ ATTRIBUTION: dict[str, tuple[str, str, str, str, str]] = {  # -> (scope, unit, r
 WINDOW: dict[str, tuple[str, str, str, str, str]] = {
     "duration_s": ("run", "s", "other", "duration", "s"),
     "below_resolution_flag": ("run", "0/1", "other", "shorter than the power sensor resolves", "0/1"),
-    "energy_j": ("device_share", "J", "energy", "run's GPU energy, attributed", "J"),
+    "energy_j": ("device_share", "J", "energy", "run's energy (GPUs + host CPU/DRAM where read), attributed",
+                 "J"),
     "gpu_energy_j": ("device", "J", "energy", "GPU energy", "J"),
     "cpu_energy_j": ("host", "J", "energy", "host CPU and DRAM energy", "J"),
     "power_w": ("device", "W", "device_power", "GPU power, mean", "W"),
@@ -132,12 +133,28 @@ REPORT_COLUMNS: dict[str, Words] = {
     "solo_energy_per_unit_j": ("run", "J", "energy", "the solo runs' energy per unit of work", "J/unit"),
     "energy_per_unit_change_pct": ("run", "%", "other", "energy per unit of work vs solo",
                                    "% change"),
+    "energy_per_unit_change_pct_lo": ("run", "%", "other", "energy per unit vs solo, 95 % interval's "
+                                      "low end (from repeats)", "% change"),
+    "energy_per_unit_change_pct_hi": ("run", "%", "other", "energy per unit vs solo, 95 % interval's "
+                                      "high end (from repeats)", "% change"),
+    "interval_df": ("run", "", "other", "degrees of freedom of the 95 % intervals (repeats - 1, "
+                    "summed)", "repeats"),
+    "interval_note": ("run", "", "other", "why a figure has no 95 % interval (no repeats: how to "
+                      "declare them)", ""),
     "note": ("run", "", "other", "why a figure is missing or uncertain", ""),
     # co-located workloads (analysis/colocation.py)
     "rows": ("workload", "", "other", "rows in the workload", "rows"),
     "work": ("workload", "", "other", "the workload's work (sum of its rows')", "units of work"),
     "stp": ("workload", "", "other", "system throughput (STP): sum of 1/slowdown", "solo runs' worth"),
     "antt": ("workload", "", "other", "average normalised turnaround (ANTT): mean slowdown", "x solo time"),
+    "stp_lo": ("workload", "", "other", "STP, 95 % interval's low end (from repeats)", "solo runs' worth"),
+    "stp_hi": ("workload", "", "other", "STP, 95 % interval's high end (from repeats)", "solo runs' worth"),
+    "antt_lo": ("workload", "", "other", "ANTT, 95 % interval's low end (from repeats)", "x solo time"),
+    "antt_hi": ("workload", "", "other", "ANTT, 95 % interval's high end (from repeats)", "x solo time"),
+    "energy_vs_serial_pct_lo": ("workload", "%", "other", "energy vs serial, 95 % interval's low end "
+                                "(from repeats)", "% of the serial energy"),
+    "energy_vs_serial_pct_hi": ("workload", "%", "other", "energy vs serial, 95 % interval's high end "
+                                "(from repeats)", "% of the serial energy"),
     "idle_energy_j": ("workload", "J", "energy", "GPU idle energy, no run's", "J"),
     "other_energy_j": ("workload", "J", "energy", "GPU energy of processes outside the workload", "J"),
     "serial_energy_j": ("workload", "J", "energy", "energy of the same rows run solo one after another", "J"),
@@ -177,10 +194,11 @@ REPORT_COLUMNS: dict[str, Words] = {
                             "% of the run's energy"),
     "below_resolution": ("run", "", "other", "times the window was shorter than the power sensor "
                          "resolves (no energy figure)", "times"),
+    "start_skew_ms": ("workload", "ms", "other", "spread of the workload's rows' starts", "ms"),
     "time_to_target_s": ("run", "s", "other", "time to reach --target", "s"),
     "time_to_target_step": ("run", "", "other", "step at which --target was reached", "step"),
 }
 
 #: figures that count things: printed and written as whole numbers
 COUNTS = frozenset({"samples", "n", "rows", "rows_in_workload", "points", "missed", "spool_bytes",
-                    "count", "below_resolution", "time_to_target_step", "exit_code"})
+                    "count", "below_resolution", "time_to_target_step", "exit_code", "interval_df"})
