@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
@@ -136,6 +137,31 @@ def all_runs(source: DataSource, experiment: str | None, workload: str | None,
     rows, found = listing(source, experiment)
     chosen = [w for w in found if workload is None or w.key == workload]
     return [r for w in chosen for r in w.run_ids if picker.matches(rows[r], text or "")]
+
+
+def placed(source: DataSource, view: View) -> View:
+    """``view`` with the experiment and workload its runs were picked from, where the link
+    leaves them out or names a pair that does not list its first run: a link of ``runs``
+    alone opens with its experiment and workload picked and its runs ticked in the list
+    (docs/frontend.md, "Share a link"). A pair that lists the run is kept as given."""
+    if not view.runs:
+        return view
+    first = view.runs[0]
+    if view.experiment and view.workload:
+        _, found = listing(source, view.experiment)
+        if any(w.key == view.workload and first in (r for r, _ in w.listed()) for w in found):
+            return view
+    row = next(iter(source.known_rows([first])), None)
+    if row is None:
+        return view
+    # a script's own run is listed under its row, in the row's experiment
+    owner = next(iter(source.known_rows(picker.linked_ids([row]))), row) if picker.is_script(row) else row
+    for experiment in dict.fromkeys(e for e in (owner.get("experiment"), row.get("experiment")) if e):
+        _, found = listing(source, str(experiment))
+        chosen = next((w for w in found if first in (r for r, _ in w.listed())), None)
+        if chosen is not None:
+            return replace(view, experiment=str(experiment), workload=chosen.key)
+    return view
 
 
 def runs_children(source: DataSource, experiment: str | None, workload: str | None,
@@ -292,7 +318,7 @@ def register(app: Dash, source: DataSource, views: ViewStore) -> None:
                     raise PreventUpdate
         except ViewError as exc:
             return (*[no_update] * 9, str(exc), no_update, no_update, "", *keep)
-        view = usable(source, view, problems)
+        view = placed(source, usable(source, view, problems))
         runs = list(dict.fromkeys(view.runs))
         logy_value = ["log"] if view.logy else []
         zoom = link_range(source, view) if runs else None

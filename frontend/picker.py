@@ -29,6 +29,7 @@ ROLE = f"tag.{schema.ROLE}"
 WORKLOAD_TAG = f"tag.{schema.WORKLOAD}"
 USER_TAG = f"tag.{schema.MLFLOW_USER}"  # who launched (MLflow's own tag)
 LAUNCH_TAG = f"tag.{schema.LAUNCH_ID}"
+SHEET_TAG = f"tag.{schema.SHEET}"
 LAUNCH_HEADER = "launch:"  # a launch's header row in the workload list (never a workload)
 ROW_RUN_TAG = f"tag.{schema.ROW_RUN}"
 SCRIPT_RUNS_TAG = f"tag.{schema.SCRIPT_RUNS}"
@@ -44,6 +45,7 @@ class Workload:
     start: float = 0.0
     user: str = ""
     launch: str = ""  # radtrack.launch_id: one radtrack command (issue 28)
+    sheet: str = ""  # the sheet's file name (radtrack.sheet), where a sheet launched it
     #: row run id -> the runs its script made (listed, indented, under the row)
     scripts: dict[str, list[str]] = field(default_factory=dict)
 
@@ -51,6 +53,17 @@ class Workload:
         """(run id, is a script run) in list order: each row run, then its script runs."""
         return [(run_id, script) for row in self.run_ids
                 for run_id, script in [(row, False), *((s, True) for s in self.scripts.get(row, []))]]
+
+
+def _sheet_name(row: dict) -> str:
+    value = row.get(SHEET_TAG)
+    return value.replace("\\", "/").rsplit("/", 1)[-1] if isinstance(value, str) else ""
+
+
+def _clock(start: float, day: bool = True) -> str:
+    """A launch's start as the picker prints it: to the second, so that two launches in one
+    minute (a sheet run twice) read apart."""
+    return time.strftime("%Y-%m-%d %H:%M:%S" if day else "%H:%M:%S", time.localtime(start)) if start else ""
 
 
 def _start_s(value: object) -> float:
@@ -120,7 +133,8 @@ def workloads(frame: pd.DataFrame | list[dict], linked: list[dict] | None = None
         found[parent["run_id"]] = Workload(parent["run_id"], f"Workload {number}",
                                            start=_start_s(parent.get("start_time")),
                                            user=str(parent.get(USER_TAG) or ""),
-                                           launch=str(parent.get(LAUNCH_TAG) or ""))
+                                           launch=str(parent.get(LAUNCH_TAG) or ""),
+                                           sheet=_sheet_name(parent))
     for row in rows:
         parent_id = row.get("parent_run_id")
         if row["run_id"] not in here:  # the row of a script run here, in another experiment
@@ -150,14 +164,19 @@ def workloads(frame: pd.DataFrame | list[dict], linked: list[dict] | None = None
     result = [w for w in found.values() if w.run_ids]
     result.sort(key=lambda w: w.start, reverse=True)
     labels = pd.Series([w.label for w in result]).value_counts()
+    users = {w.user for w in result if w.user}
     for w in result:
         count = f"{len(w.run_ids)} run{'s' if len(w.run_ids) != 1 else ''}"
         made = sum(len(ids) for ids in w.scripts.values())
         count += f" + {made} script run{'s' if made != 1 else ''}" if made else ""
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(w.start)) if w.start else ""
-        # A sheet run twice gives two "Workload 1"; who launched and when tell them apart.
-        who = f" · {w.user}" if w.user and labels[w.label] > 1 else ""
-        w.label = f"{w.label} · {count}{who}" + (f" · {when}" if labels[w.label] > 1 or not when else "")
+        parts = [w.label, count]
+        if labels[w.label] > 1:
+            # A sheet run twice gives two "Workload 1": the entry itself names its launch and
+            # its start (the chosen entry is read without its header), and who launched it
+            # where several people did
+            parts += [f"launch {w.launch}" if w.launch else "",
+                      w.user if len(users) > 1 else "", _clock(w.start, day=not w.launch)]
+        w.label = " · ".join(p for p in parts if p)
     return result
 
 
@@ -178,9 +197,9 @@ def by_launch(found: list[Workload]) -> list[tuple[str, str, list[Workload]]]:
     for launch, members in groups.items():
         first = min((w.start for w in members if w.start), default=0.0)
         users = ", ".join(dict.fromkeys(w.user for w in members if w.user))
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(first)) if first else ""
+        sheets = ", ".join(dict.fromkeys(w.sheet for w in members if w.sheet))
         text = " · ".join(p for p in (f"launch {launch}" if launch else "no launch id",
-                                      users, when) if p)
+                                      _clock(first), sheets, users) if p)
         out.append((launch, text, members))
     return out
 

@@ -26,7 +26,12 @@ from mlflow.exceptions import MlflowException
 
 from radtrack.errors import RadtrackError
 from radtrack.frontend.callbacks_chart import chart_answer, listed_metrics, summary_answer
-from radtrack.frontend.callbacks_select import basket_children, runs_children, workload_options
+from radtrack.frontend.callbacks_select import (
+    basket_children,
+    placed,
+    runs_children,
+    workload_options,
+)
 from radtrack.frontend.chart_query import link_range
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.links import link_message, usable
@@ -86,6 +91,7 @@ def restore(source: DataSource, search: str, summaries: SummaryCache) -> Restore
         view = usable(source, view, problems)
         if not view.runs:
             return None  # apply_view says what was dropped
+        view = placed(source, view)  # the runs' experiment and workload, where left out
         runs = list(dict.fromkeys(view.runs))
         logy = ["log"] if view.logy else []
         zoom = link_range(source, view)

@@ -4,6 +4,8 @@ links (issue 27, 28). The browser tests (tests/frontend/browser/test_frontend_an
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -147,13 +149,19 @@ def test_share_totals_are_per_gpu_energy_with_percentages() -> None:
 
 
 def test_workloads_are_grouped_by_launch_only_where_it_tells_something() -> None:
-    sheet = [Workload("p1", "Workload 1", start=10.0, user="alice", launch="aaaa1111"),
-             Workload("p2", "Workload 2", start=11.0, user="alice", launch="aaaa1111"),
-             Workload("p3", "Workload 1", start=20.0, user="bob", launch="bbbb2222")]
+    sheet = [Workload("p1", "Workload 1", start=10.0, user="alice", launch="aaaa1111",
+                      sheet="grid.csv"),
+             Workload("p2", "Workload 2", start=11.0, user="alice", launch="aaaa1111",
+                      sheet="grid.csv"),
+             Workload("p3", "Workload 1", start=20.0, user="bob", launch="bbbb2222",
+                      sheet="grid.last.csv")]
     groups = by_launch(sheet)
     assert [(launch, [w.key for w in ws]) for launch, _, ws in groups] == [
         ("aaaa1111", ["p1", "p2"]), ("bbbb2222", ["p3"])]
-    assert groups[0][1].startswith("launch aaaa1111 · alice")
+    # each header: the launch id, its start to the second, its sheet and who launched it
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(10.0))
+    assert groups[0][1] == f"launch aaaa1111 · {when} · grid.csv · alice"
+    assert groups[1][1].endswith(" · grid.last.csv · bob")
     single = [Workload("p1", "Workload 1", launch="a"), Workload("p2", "Workload 2", launch="b")]
     assert by_launch(single) == [("", "", single)]  # one-run CLI launches: a plain list
 

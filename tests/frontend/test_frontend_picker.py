@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pandas as pd
 
 from radtrack.frontend import picker
@@ -48,6 +50,32 @@ def test_a_sheet_run_twice_gets_its_start_time_in_the_label() -> None:
         _row("c9", "row", "p1again", 1, "A", minutes=30)])], ignore_index=True)
     labels = [w.label for w in picker.workloads(frame) if w.label.startswith("Workload 1")]
     assert len(labels) == 2 and labels[0] != labels[1]
+
+
+def test_a_sheet_launched_twice_reads_apart_by_launch_time_and_sheet() -> None:
+    """Two launches of one sheet in the same minute (issue 52: four entries had read
+    'Workload N · 1 run · root · 01:25'): each entry names its launch and its start to the
+    second; each launch's header adds the sheet's file name."""
+    rows = []
+    for launch, second, sheet in (("aaaa1111", 0, "/x/quickstart.csv"), ("bbbb2222", 20, "/x/q2.csv")):
+        for number in (1, 2):
+            start = T0 + pd.Timedelta(seconds=second + number)
+            extra = {"tag.radtrack.launch_id": launch, "tag.radtrack.sheet": sheet,
+                     "tag.mlflow.user": "root"}
+            rows += [{**_row(f"p{launch}{number}", "workload", workload=number, **extra), "start_time": start},
+                     {**_row(f"c{launch}{number}", "row", f"p{launch}{number}", number, "A", **extra),
+                      "start_time": start}]
+    found = picker.workloads(pd.DataFrame(rows))
+    labels = [w.label for w in found]
+    assert len(set(labels)) == 4, labels
+    assert all(" · launch " in label and "root" not in label for label in labels), labels
+    groups = picker.by_launch(found)
+    assert [launch for launch, _, _ in groups] == ["bbbb2222", "aaaa1111"]  # newest first
+    assert [h.split(" · ")[2] for _, h, _ in groups] == ["q2.csv", "quickstart.csv"]
+    assert [[w.label.split(" · ")[0] for w in ws] for _, _, ws in groups] == [
+        ["Workload 2", "Workload 1"], ["Workload 2", "Workload 1"]]
+    second = time.strftime("%H:%M:%S", time.localtime((T0 + pd.Timedelta(seconds=21)).timestamp()))
+    assert groups[0][2][1].label == f"Workload 1 · 1 run · launch bbbb2222 · {second}"
 
 
 def test_filter_by_name_param_or_tag_value() -> None:
