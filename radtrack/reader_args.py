@@ -53,7 +53,7 @@ def report_parser() -> argparse.ArgumentParser:
     p.add_argument("--target-mode", choices=("max", "min"), default="max",
                    help="max: reached when >= VALUE (accuracy); min: when <= VALUE (loss)")
     p.add_argument("--study", metavar="NAME", help="a study's tables instead (power-variation, "
-                   "multi-level-utilisation, time-to-accuracy, host-gpu-eda; docs/analysis.md)")
+                   "multi-level-utilisation, time-to-accuracy, host-gpu-eda, attribution; docs/analysis.md)")
     p.add_argument("--chart", type=Path, metavar="FILE", help="with --study: its chart (.png/.svg/.pdf)")
     p.add_argument("--correlate", metavar="RUN_ID", action="append",
                    help="print the correlation matrix of this run's metrics "
@@ -69,7 +69,15 @@ def report_parser() -> argparse.ArgumentParser:
                    "experiment itself, else in any other; docs/analysis.md)")
     p.add_argument("--wide", action="store_true", help="print every column, one line per row "
                    "(default: within 120 columns)")
-    p.add_argument("--format", choices=REPORT_FORMATS, default="table", dest="fmt")
+    p.add_argument("--format", choices=REPORT_FORMATS, default="table", dest="fmt",
+                   help="table (default): the printed report; json: every table and a columns "
+                        "table (table, name, scope, unit, meaning) in one document; csv: one table "
+                        "on stdout (--table), or with --out STEM.csv every table as STEM.<table>.csv "
+                        "and the columns table as STEM.columns.csv; parquet (needs --out): as csv, "
+                        "each field's scope, unit and meaning in its metadata (docs/analysis.md)")
+    p.add_argument("--table", metavar="NAME", help="csv on stdout: which table to print (default "
+                   "runs; interference, workloads, variability, own_metrics, windows, scripts, "
+                   "monitoring, nodes, energy_parts, checks, or columns)")
     p.add_argument("--out", type=Path, help="write the result here in --format")
     p.add_argument("--raw", action="store_true", help="csv: write text cells as they are, "
                    "without neutralising those a spreadsheet would run as formulas")

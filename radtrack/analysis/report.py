@@ -36,7 +36,8 @@ from radtrack.analysis.node_summaries import (
     with_totals,
 )
 from radtrack.analysis.report_files import emit_tables
-from radtrack.analysis.report_text import ExperimentReport, render_report
+from radtrack.analysis.report_own import own_metrics_table, windows_table
+from radtrack.analysis.report_text import REPORT_TABLES, ExperimentReport, render_report
 from radtrack.analysis.result_checks import (
     blank_reasons,
     codes_by_run,
@@ -53,8 +54,7 @@ from radtrack.reader_args import REPORT_FORMATS, report_parser
 from radtrack.store import schema
 
 FORMATS = REPORT_FORMATS
-TABLES = ("runs", "interference", "workloads", "variability", "checks", "scripts", "monitoring",
-          "energy_parts")
+TABLES = REPORT_TABLES
 
 
 def analyze_experiment(experiment: str, workload: int | None = None,
@@ -182,14 +182,20 @@ def analyze_experiment(experiment: str, workload: int | None = None,
         shown = shown[shown["workload"] == workload]
     if user is not None:
         shown = shown[shown["run_id"].isin(theirs)]
+    rows = runs[runs["run_id"].isin(table["run_id"])]
+    found = load_script_runs(rows, tracking_uri=uri)
+    found_summary = summarize_runs(found, tracking_uri=uri, quantiles=False) if len(found) else pd.DataFrame()
     return ExperimentReport(str(experiment), table.reset_index(drop=True),
                             inter.reset_index(drop=True), var.reset_index(drop=True),
                             workloads.reset_index(drop=True),
                             footprint_line(shown, _parent_intervals(shown, everything, energy_cols)),
-                            scripts=script_table(runs[runs["run_id"].isin(table["run_id"])], uri),
-                            monitoring=monitoring_table(runs[runs["run_id"].isin(table["run_id"])]),
-                            nodes=node_table(runs[runs["run_id"].isin(table["run_id"])]),
-                            energy_parts=energy_parts(runs[runs["run_id"].isin(table["run_id"])]),
+                            scripts=script_table(found, found_summary),
+                            own_metrics=own_metrics_table(rows, summary),
+                            windows=pd.concat([windows_table(rows, summary, node_loader(uri)),
+                                               windows_table(found, found_summary, node_loader(uri))],
+                                              ignore_index=True).infer_objects(),
+                            monitoring=monitoring_table(rows), nodes=node_table(rows),
+                            energy_parts=energy_parts(rows),
                             checks=checks.reset_index(drop=True),
                             blanks={r: b for r, b in blanks.items() if r in set(table["run_id"])})
 
@@ -208,13 +214,12 @@ def node_loader(uri: str):
     return load
 
 
-def script_table(rows: pd.DataFrame, uri: str) -> pd.DataFrame:
-    """The runs the rows' scripts made: the row, the script's own final metrics, and the
-    summaries of the run's span (energy, power, ...) as in the per-run table."""
-    found = load_script_runs(rows, tracking_uri=uri)
+def script_table(found: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
+    """The runs the rows' scripts made (``found``: load_script_runs): the row, the script's
+    own final metrics, and the summaries of the run's span (``summary``: energy, power, ...)
+    as in the per-run table."""
     if found.empty:
         return pd.DataFrame()
-    summary = summarize_runs(found, tracking_uri=uri, quantiles=False)
     own = own_metric_columns(found)
     table = found[["run_id", "row_run_name", "experiment", "status", *own]].rename(
         columns={c: c.removeprefix("metric.") for c in own})

@@ -16,7 +16,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from radtrack.analysis.text_table import fit, render, wrap
+from radtrack.analysis.text_table import WIDTH, fit, render, wrap
+
+#: every table of the report, in its order: json holds each (empty or not), csv and parquet
+#: write a file of each (docs/analysis.md, Formats)
+REPORT_TABLES = ("runs", "interference", "workloads", "variability", "own_metrics", "windows", "scripts",
+                 "monitoring", "nodes", "energy_parts", "checks")
 
 
 @dataclass
@@ -33,22 +38,34 @@ class ExperimentReport:
     blanks: dict[str, dict[str, str]] | None = None  # run id -> column -> why it is blank
     nodes: pd.DataFrame | None = None  # multi-node runs per node and in all (node_figures.py)
     energy_parts: pd.DataFrame | None = None  # each run's devices and rails (energy_parts.py)
+    own_metrics: pd.DataFrame | None = None  # the script's own metrics by run (report_own.py)
+    windows: pd.DataFrame | None = None  # the script's code windows by run (report_own.py)
+
+    def __post_init__(self) -> None:
+        for name in REPORT_TABLES:  # counts are whole numbers in every format
+            frame = getattr(self, name)
+            if frame is not None:
+                setattr(self, name, whole_counts(frame))
 
     def tables(self) -> dict[str, pd.DataFrame]:
-        out = {"runs": self.runs, "interference": self.interference,
-               "workloads": self.workloads, "variability": self.variability}
-        if self.checks is not None and not self.checks.empty:
-            out["checks"] = self.checks
-        if self.scripts is not None and not self.scripts.empty:  # runs the scripts made
-            out["scripts"] = self.scripts
-        if self.monitoring is not None and not self.monitoring.empty:
-            out["monitoring"] = self.monitoring
-        if self.nodes is not None and not self.nodes.empty:
-            out["nodes"] = self.nodes
-        if self.energy_parts is not None and not self.energy_parts.empty:
-            out["energy_parts"] = self.energy_parts
-        return out
+        """Every table, empty ones included: a file's schema never depends on the data."""
+        return {name: pd.DataFrame() if (frame := getattr(self, name)) is None else frame
+                for name in REPORT_TABLES}
 
+
+def whole_counts(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its count columns (radtrack/store/meaning.py is_count) as integers."""
+    from radtrack.store.meaning import is_count
+
+    counts = [c for c in frame.columns if is_count(str(c))]
+    if not counts:
+        return frame
+    out = frame.copy()
+    for c in counts:
+        number = pd.to_numeric(out[c], errors="coerce")
+        if number.notna().sum() == out[c].notna().sum():  # numbers only (node's 'all' stays)
+            out[c] = number.round().astype("Int64")
+    return out
 
 
 # --wide: the columns worth a glance, one line per row (files carry every column)
@@ -61,13 +78,21 @@ WIDE_RUN_VIEW = ["run_name", "node", "host", "user", "launch", "gpu_used", "work
 WIDE_INTERFERENCE_VIEW = ["run_name", "collocation", "sharing", "slowdown", "slowdown_lo", "slowdown_hi",
                           "slowdown_basis", "duration_s", "solo_duration_s", "work_unit", "energy_j",
                           "energy_j_ci95_pct", "attribution", "energy_per_unit_j", "solo_energy_per_unit_j",
-                          "energy_per_unit_change_pct", "solo_runs", "baseline_rule", "checks", "note"]
+                          "energy_per_unit_change_pct", "energy_per_unit_change_pct_lo",
+                          "energy_per_unit_change_pct_hi", "interval_df", "solo_runs", "baseline_rule", "checks",
+                          "interval_note", "note"]
 WIDE_WORKLOAD_VIEW = ["workload", "launch", "rows", "collocation", "sharing", "duration_s", "energy_j",
                       "energy_j_ci95_pct", "co2e_g", "idle_energy_j", "other_energy_j", "work", "work_unit",
-                      "energy_per_unit_j", "stp", "antt", "serial_energy_j", "energy_vs_serial_pct", "note"]
+                      "energy_per_unit_j", "stp", "stp_lo", "stp_hi", "antt", "antt_lo", "antt_hi",
+                      "serial_energy_j", "energy_vs_serial_pct", "energy_vs_serial_pct_lo", "energy_vs_serial_pct_hi",
+                      "interval_note", "note"]
 SCRIPT_VIEW = ["run_name", "row_run_name", "script_experiment", "status", "duration_s",
                "energy_j", "power_w_mean", "gpu_util_pct_mean", "proc_cpu_pct_mean", "cpu_pct_mean"]
 VARIABILITY_VIEW_FIXED = ["file", "params", "collocation", "rows_in_workload", "gpu", "n"]
+#: what a variability row is about: kept at the head of every block of the table
+VARIABILITY_KEY = ["file", "params"]
+WINDOW_VIEW = ["run_name", "window", "count", "duration_s", "share_of_span_pct", "energy_j", "energy_j_ci95_pct",
+               "share_of_energy_pct", "gpu_energy_j", "cpu_energy_j", "below_resolution"]
 
 # the default (fitted) views: the run's name leads every block
 RUN_VIEW = ["run_name", "node", "host", "status", "sharing", "duration_s", "samples", "energy_j", "energy_j_ci95_pct",
@@ -78,69 +103,38 @@ RUN_VIEW = ["run_name", "node", "host", "status", "sharing", "duration_s", "samp
             "sm_clock_mhz_mean", "rss_mib_max"]
 INTERFERENCE_VIEW = ["run_name", "sharing", "slowdown", "slowdown_lo", "slowdown_hi", "slowdown_basis",
                      "duration_s", "solo_duration_s", "energy_j", "energy_per_unit_j",
-                     "solo_energy_per_unit_j", "energy_per_unit_change_pct", "checks"]
+                     "solo_energy_per_unit_j", "energy_per_unit_change_pct", "energy_per_unit_change_pct_lo",
+                     "energy_per_unit_change_pct_hi", "checks"]
 WORKLOAD_VIEW = ["workload", "rows", "sharing", "duration_s", "energy_j", "energy_j_ci95_pct", "stp",
-                 "antt", "serial_energy_j", "energy_vs_serial_pct", "launch", "co2e_g", "idle_energy_j",
+                 "stp_lo", "stp_hi", "antt", "antt_lo", "antt_hi", "serial_energy_j", "energy_vs_serial_pct",
+                 "energy_vs_serial_pct_lo", "energy_vs_serial_pct_hi", "launch", "co2e_g", "idle_energy_j",
                  "other_energy_j", "work", "work_unit", "energy_per_unit_j"]
 
-#: the printed header of a column whose bare name would mislead (files keep the name)
-HEADERS = {
-    "duration_s": "span_s",
-    "solo_duration_s": "solo_span_s",
-    "cpu_pct_mean": "host_cpu_pct",
-    "proc_cpu_pct_mean": "run_cpu_pct",
-    "energy_j_ci95_pct": "energy_ci95_pct",
-    "gpu_util_pct_mean": "gpu_util_pct",
-    "power_w_mean": "power_w",
-}
-
-#: what each printed column means where radtrack/store/meaning.py has no more to say
-#: (the run's span, counts, the interference figures); every other column's label is
-#: meaning.describe's: scope and unit (docs/analysis.md, What each figure means)
-LEGEND = {
-    "sharing": "sharing: what the run shared (solo, GPU time-slicing / own GPU, host shared / CPU only, shared / MPS with N "
-               "other runs, MIG slice), as the page's labels say",
-    "duration_s": "span_s: the run's span, its script's first to last process (s)",
-    "solo_duration_s": "solo_span_s: the solo runs' mean span (s)",
-    "samples": "samples: the fewest readings any of the run's hardware series holds in its span",
-    "slowdown": "slowdown: solo rate / co-located rate (or co-located / solo span): 1 = no interference",
-    "slowdown_lo": "slowdown_lo/_hi: its 95 % interval from the repeats' spread (- without repeats)",
-    "energy_per_unit_j": "energy_per_unit_j: energy_j per unit of the script's work (J/unit)",
-    "solo_energy_per_unit_j": "solo_energy_per_unit_j: the solo runs' (J/unit)",
-    "energy_per_unit_change_pct": "energy_per_unit_change_pct: energy per unit of work vs solo (%)",
-    "stp": "stp: system throughput, sum of 1/slowdown (n = no interference)",
-    "antt": "antt: mean slowdown",
-    "serial_energy_j": "serial_energy_j: the rows' energy run solo one after another (J)",
-    "energy_vs_serial_pct": "energy_vs_serial_pct: the workload's energy vs serial_energy_j (%)",
-    "checks": "checks: results that cannot be trusted as they stand (see Checks below)",
-    "node": "node: a multi-node run's own row ('all': the whole run, its span and energy over "
-            "every node, its power, utilisation and CPU per node) and one row per node (0, 1, ...: "
-            "that node's own figures)",
-    "host": "host: the node's host",
-}
+#: columns whose name says all: no legend entry
+_SELF_EVIDENT = frozenset({"run_name", "status", "user", "launch", "workload", "experiment", "file", "run_id",
+                           "letter"})
 #: the Multi-node runs section's printed columns: each node's facts (its figures are in the
 #: per-run summary's node rows; the files keep every column)
 NODE_VIEW = ["run_name", "node", "host", "status", "exit_code", "co2e_g", "clock_offset_ms",
              "clock_error_ms", "why"]
 
 
-def column_legend(column: str) -> str | None:
-    """``header: what it is (unit)`` for one printed column; None for a column that says
-    itself (names, statuses, launch ids)."""
-    if column in LEGEND:
-        return LEGEND[column]
-    from radtrack.store.meaning import describe
+def column_legend(column: str, table: str = "") -> str | None:
+    """``name: what it is (unit)`` for one printed column, in the owner's words
+    (radtrack/store/meaning.py, the same the files' columns tables carry); None for a
+    column whose name says all (names, statuses, launch ids) or that no one describes."""
+    from radtrack.store.meaning import column_meaning
 
-    meaning = describe(column)
-    if not meaning.declared or not meaning.unit_text:
+    meaning = column_meaning(column, table)
+    if column in _SELF_EVIDENT or not meaning.declared:
         return None
-    return f"{HEADERS.get(column, column)}: {meaning.label}"
+    return f"{column}: {meaning.label}"
 
 
-def _legend(columns: list[str], frame: pd.DataFrame, wide: bool) -> str | None:
+def _legend(columns: list[str], frame: pd.DataFrame, wide: bool, table: str = "") -> str | None:
     if wide:
         return None
-    shown = [text for c in columns if c in frame.columns and (text := column_legend(c))]
+    shown = [text for c in columns if c in frame.columns and (text := column_legend(c, table))]
     if not shown:
         return None
     return wrap("Columns: " + "; ".join(shown) + ".", indent="  ")
@@ -162,7 +156,7 @@ def _view(frame: pd.DataFrame, columns: list[str], wide: bool, key: str | list[s
     if wide:
         return render(frame, columns)
     keys = [key] if isinstance(key, str) else key
-    return fit(frame, columns, key=keys, headers=HEADERS)
+    return fit(frame, columns, key=keys)
 
 
 def _baselines(inter: pd.DataFrame) -> list[str]:
@@ -177,6 +171,24 @@ def _baselines(inter: pd.DataFrame) -> list[str]:
     return lines
 
 
+def _row_notes(frame: pd.DataFrame, key: str, notes: bool = True) -> list[str]:
+    """A table's notes the views leave out: each row's ``note`` where it has baselines (a
+    blank slowdown's reason), and the rows without a 95 % interval, with why
+    (``interval_note``: no repeats, how to declare them), said once."""
+    out = []
+    for row in frame.to_dict("records") if notes else []:
+        if row.get("solo_runs") and isinstance(row.get("note"), str) and row["note"]:
+            out.append(wrap(f"{row[key]}: {row['note']}", first="    ", indent="      "))
+    out = ["  notes:", *out] if out else []
+    why: dict[str, list[str]] = {}
+    for row in frame.to_dict("records"):
+        if isinstance(row.get("interval_note"), str) and row["interval_note"]:
+            why.setdefault(row["interval_note"], []).append(str(row[key]))
+    for text, names in why.items():
+        out.append(wrap(f"Intervals ({', '.join(names)}): {text}.", first="  ", indent="    "))
+    return out
+
+
 def _checks(checks: pd.DataFrame | None) -> list[str]:
     if checks is None or checks.empty:
         return ["", "Checks: none of the results above is flagged"]
@@ -186,6 +198,23 @@ def _checks(checks: pd.DataFrame | None) -> list[str]:
         out.append(wrap(f"- {row['run_name']}{figure} {row['check']}: {row['why']}. Do: {row['todo']}.",
                         indent="    "))
     return out
+
+
+def _section(frame: pd.DataFrame | None, title: str, columns: list[str], wide: bool, table: str,
+             key: str | list[str] | None = "run_name") -> list[str | None]:
+    """A titled table with its legend; nothing where ``frame`` is empty."""
+    if frame is None or frame.empty:
+        return []
+    shown = columns if not wide else [c for c in frame.columns if c != "run_id"]
+    return ["", wrap(title), _view(frame, shown, wide, key), _legend(shown, frame, wide, table)]
+
+
+def _title(report: ExperimentReport, count: int) -> str:
+    """The report's first line, its experiment's name cut (with '…') to fit the width."""
+    tail = f": {count} run(s)"
+    room = WIDTH - len("experiment ") - len(tail)
+    name = report.experiment if len(report.experiment) <= room else report.experiment[: room - 1] + "…"
+    return f"experiment {name}{tail}"
 
 
 def render_report(report: ExperimentReport, wide: bool = False) -> str:
@@ -199,57 +228,68 @@ def render_report(report: ExperimentReport, wide: bool = False) -> str:
     run_view = (WIDE_RUN_VIEW if wide else RUN_VIEW) + extra
     inter_view = WIDE_INTERFERENCE_VIEW if wide else INTERFERENCE_VIEW
     count = runs["run_id"].nunique() if "run_id" in runs else len(runs)  # node rows are no runs
-    parts: list[str | None] = [f"experiment {report.experiment}: {count} run(s)",
-             *([wrap(report.footprint)] if report.footprint else []),
-             "", "Per-run summary", _view(runs, run_view, wide, ["run_name", "node"])]
+    parts: list[str | None] = [_title(report, count) if not wide else f"experiment {report.experiment}: "
+                               f"{count} run(s)", *([wrap(report.footprint)] if report.footprint else []),
+                               "", "Per-run summary", _view(runs, run_view, wide, ["run_name", "node"])]
     if not runs.empty:
-        parts += [_legend(run_view, runs, wide), _blank_legend(report, runs)]
+        parts += [_legend(run_view, runs, wide, "runs"), _blank_legend(report, runs)]
     parts += ["", wrap("Co-location interference (against solo runs of the same File + params on the same "
                        "host: docs/analysis.md, How baselines are found)")]
     inter = report.interference
     if inter.empty:
         parts.append("(no co-located workloads)")
     else:
-        parts.append(_view(inter, inter_view, wide, "run_name"))
-        if not wide:
-            parts.append(_legend(inter_view, inter, wide))
+        parts += [_view(inter, inter_view, wide, "run_name"), _legend(inter_view, inter, wide, "interference")]
         parts += ["  Baselines used:", *_baselines(inter)]
+        if not wide:
+            parts += _row_notes(inter, "run_name")
     parts += ["", wrap("Co-located workloads (measured energy: GPUs, and CPU/DRAM where read; STP, ANTT and "
                        "energy vs the same rows run one after another, against their solo runs)")]
     workloads = report.workloads
     if workloads.empty:
         parts.append("(no co-located workloads)")
     else:
-        parts.append(_view(workloads, WIDE_WORKLOAD_VIEW if wide else WORKLOAD_VIEW, wide, "workload"))
+        view = WIDE_WORKLOAD_VIEW if wide else WORKLOAD_VIEW
+        parts += [_view(workloads, view, wide, "workload"), _legend(view, workloads, wide, "workloads")]
         if not wide:
             notes = [wrap(f"workload {w['workload']}: {w['note']}", first="    ", indent="      ")
                      for w in workloads.to_dict("records") if isinstance(w.get("note"), str) and w["note"]]
             parts += ["  notes:", *notes] if notes else []
-    parts += ["", "Run-to-run variability (repeats of one configuration, per GPU model)",
-              _view(report.variability, var_cols, wide, None)
-              if not report.variability.empty else "(no configuration was run more than once)"]
+            parts += _row_notes(workloads, "workload", notes=False)
+    parts += ["", "Run-to-run variability (repeats of one configuration, per GPU model)"]
+    if report.variability.empty:
+        parts.append("(no configuration was run more than once)")
+    else:  # every block keeps what the configuration is
+        parts += [_view(report.variability, var_cols, wide, VARIABILITY_KEY),
+                  _legend(var_cols, report.variability, wide, "variability")]
+    own = report.own_metrics
+    if own is not None and not own.empty:
+        own_cols = ["run_name", *[c for c in own.columns if c not in ("run_id", "run_name")]]
+        parts += _section(own, "The scripts' own metrics (last value logged; the run's span beside it)",
+                          own_cols, wide, "own_metrics")
+    parts += _section(report.windows, "Code windows (each window's time and energy summed over the times it "
+                      "ran, with the energy's 95 % interval, and their share of the run's span and energy)",
+                      WINDOW_VIEW, wide, "windows", ["run_name", "window"])
     scripts = report.scripts
     if scripts is not None and not scripts.empty:
-        own = [c for c in scripts.columns if c not in SCRIPT_VIEW and c not in report.runs.columns
-               and c != "run_id"]
-        parts += ["", "Runs the scripts made (their own metrics; hardware of each run's span)",
-                  _view(scripts, SCRIPT_VIEW[:4] + own + SCRIPT_VIEW[4:], wide, "run_name")]
+        script_own = [c for c in scripts.columns if c not in SCRIPT_VIEW and c not in report.runs.columns
+                      and c != "run_id"]
+        parts += _section(scripts, "Runs the scripts made (their own metrics; hardware of each run's span)",
+                          SCRIPT_VIEW[:4] + script_own + SCRIPT_VIEW[4:], wide, "scripts")
     cost = report.monitoring
     if cost is not None and not cost.empty:
-        parts += ["", wrap("Monitoring cost (CPU-seconds of the listeners and of the launcher's storing, "
-                           "% of one core over the run)"),
-                  _view(cost, [c for c in cost.columns if c != "run_id"], wide,
-                        "run_name" if "run_name" in cost else None)]
+        parts += _section(cost, "Monitoring cost (CPU-seconds of the listeners and of the launcher's storing, "
+                          "% of one core over the run)", [c for c in cost.columns if c != "run_id"], wide,
+                          "monitoring", "run_name" if "run_name" in cost else None)
     nodes = report.nodes
     if nodes is not None and not nodes.empty:
-        parts += ["", wrap("Multi-node runs (each node's part and all of them: status, exit code, "
-                           "clock offset to node 0 and its error in ms; each node's figures are its "
-                           "row in the per-run summary; docs/sheets.md, Multi-node rows)"),
-                  _view(nodes, list(nodes.columns) if wide else NODE_VIEW, wide, "run_name")]
+        parts += _section(nodes, "Multi-node runs (each node's part and all of them: status, exit code, "
+                          "clock offset to node 0 and its error in ms; each node's figures are its row in the "
+                          "per-run summary; docs/sheets.md, Multi-node rows)", NODE_VIEW, wide, "nodes")
     energy = report.energy_parts
     if energy is not None and not energy.empty:
-        parts += ["", wrap("Energy by part (J over each run's span: each device the run measured, in "
-                           "energy_j; each power rail inside a device, never added to it)"),
-                  _view(energy, [c for c in energy.columns if c != "run_id"], wide, "run_name")]
+        parts += _section(energy, "Energy by part (J over each run's span: each device the run measured, in "
+                          "energy_j; each power rail inside a device, never added to it)",
+                          [c for c in energy.columns if c != "run_id"], wide, "energy_parts")
     parts += _checks(report.checks)
     return "\n".join(p for p in parts if p is not None)

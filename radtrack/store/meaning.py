@@ -145,6 +145,8 @@ def describe(key: str, tags: Mapping[str, object] | None = None) -> Meaning:
 #: meaning (the label: whose figure, what, in what unit)
 COLUMN_FIELDS = ("table", "name", "scope", "unit", "meaning")
 #: a table whose rows are not runs: its columns of a run's name are its subject's figures
+#: tables of the scripts' own figures (analysis/report_own.py, report.py script_table)
+_OWN_TABLES = ("own_metrics", "scripts")
 _TABLE_KEYS = {"workloads": {c: schema.workload_key(c) for c in ("duration_s", "energy_j", "co2e_g")}}
 
 
@@ -153,7 +155,21 @@ def column_meaning(name: str, table: str = "") -> Meaning:
     lookup every reader makes, so that a figure has one name, scope and unit everywhere
     (the workloads table's ``energy_j`` is the workload's, the runs table's the run's)."""
     key = _TABLE_KEYS.get(table, {}).get(name)
-    return replace(describe(key), key=name) if key else describe(name)
+    if key:
+        return replace(describe(key), key=name)
+    figure = name.removesuffix(schema.CI95_SUFFIX)
+    if table == "windows" and figure in WINDOW:  # a window's figure, summed over the times it ran
+        base = _table(figure, figure, WINDOW)
+        base = _with(base, figure, f"code window: {base.name}, over the times it ran", "total")
+        if figure == name:
+            return base
+        what, text = _CI[0][2:]
+        return _meaning(name, base.scope, "%", "other", f"{base.name}: {what}", text, "total")
+    meaning = describe(name)
+    if table in _OWN_TABLES and not meaning.declared:  # the script's own metric (loss)
+        return replace(_with(meaning, name, f"{meaning.name}: the script's own metric, last value logged"),
+                       declared=True)
+    return meaning
 
 
 def column_row(name: str, table: str = "") -> dict[str, str]:

@@ -97,7 +97,7 @@ def test_every_recorded_tegrastats_key_is_declared(board: str) -> None:
     ("summary/workload/energy_j", "workload", "energy",
      "workload energy (GPUs + host CPU/DRAM where read) (J)"),
     ("summary/workload/energy_per_sample_j", "workload", "energy", "workload energy per sample (J/sample)"),
-    ("window/warmup/energy_j", "device_share", "energy", "code window warmup: run's GPU energy, attributed (J)"),
+    ("window/warmup/energy_j", "device_share", "energy", "code window warmup: run's energy (GPUs + host CPU/DRAM where read), attributed (J)"),
     ("window/a/b/power_w", "device", "device_power", "code window a/b: GPU power, mean (W)"),
     ("summary/smi/gpu0/energy_j_ci95_pct", "device", "other",
      "GPU energy over the run: 95 % interval (± % of the figure)"),
