@@ -22,12 +22,13 @@ metric history for the script's own), put on a common grid per run:
   (``top/cpu_pct``, not ``node1/top/cpu_pct``), ``--metrics`` naming them for every
   node; an export without a multi-node run has no ``node`` column.
 
-What each metric column is (whose figure, in what unit: ``top/cpu_pct`` is the host's CPU
-in % of all cores, ``top/proc/cpu_pct`` the run's in % of one core) travels with it, from
-radtrack/store/meaning.py: a Parquet file carries it in each column's field metadata
-(``radtrack.label``, ``radtrack.scope``, ``radtrack.unit``, ``radtrack.unit_text``,
-``radtrack.role``); a CSV file, which has no place for it, gets a data dictionary beside it,
-``<name>.columns.csv``: a row per metric column with those five.
+What each column is (whose figure, in what unit: ``top/cpu_pct`` is the host's CPU in % of
+all cores, ``top/proc/cpu_pct`` the run's in % of one core) travels with it, in the columns
+table every reader writes (radtrack/store/meaning.py ``column_row``: table, name, scope,
+unit, unit_text, role, meaning; the same as ``radtrack report``'s files): a Parquet file
+carries it in each column's field metadata (``radtrack.scope``, ``radtrack.unit``,
+``radtrack.unit_text``, ``radtrack.role``, ``radtrack.meaning``); a CSV file, which has no
+place for it, gets it beside it as ``<name>.columns.csv``, a row per column.
 """
 
 from __future__ import annotations
@@ -41,13 +42,14 @@ from pathlib import Path
 import pandas as pd
 
 from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
+from radtrack.analysis.report_files import write_parquet
 from radtrack.analysis.resample import is_counter, resample  # noqa: F401 (is_counter: re-export)
 from radtrack.analysis.script_runs import load_script_runs
 from radtrack.csvsafe import safe_frame
 from radtrack.errors import RadtrackError
 from radtrack.reader_args import EXPORT_FORMATS, export_args, export_parser
 from radtrack.store import schema
-from radtrack.store.meaning import describe
+from radtrack.store.meaning import COLUMN_FIELDS, column_row
 
 FORMATS = EXPORT_FORMATS
 IDENTITY = ["run_id", "run_name", "experiment", "workload", "letter", "status", "file",
@@ -184,8 +186,8 @@ def _unknown_metrics(experiment: str, workload: int | None, metrics: list[str],
                         f"'radtrack export {scope} --list-metrics' lists all {len(known)}")
 
 
-#: what the data dictionary says of each metric column (Meaning's fields)
-MEANING_FIELDS = ("label", "scope", "unit", "unit_text", "role")
+#: the columns table's name for an export (its ``table`` field)
+TABLE = "export"
 
 
 def metric_columns(frame: pd.DataFrame) -> list[str]:
@@ -195,12 +197,10 @@ def metric_columns(frame: pd.DataFrame) -> list[str]:
 
 
 def column_meanings(frame: pd.DataFrame) -> pd.DataFrame:
-    """The data dictionary of ``frame``: a row per metric column with :data:`MEANING_FIELDS`."""
-    rows = []
-    for column in metric_columns(frame):
-        meaning = describe(column)
-        rows.append({"column": column, **{f: getattr(meaning, f) for f in MEANING_FIELDS}})
-    return pd.DataFrame(rows, columns=["column", *MEANING_FIELDS])
+    """The columns table of ``frame``: a row per column (identity, time grid, metrics,
+    params and tags) with radtrack/store/meaning.py's :data:`COLUMN_FIELDS`, the same table
+    ``radtrack report``'s files carry."""
+    return pd.DataFrame([column_row(str(c), TABLE) for c in frame.columns], columns=list(COLUMN_FIELDS))
 
 
 def dictionary_path(out: Path) -> Path:
@@ -218,14 +218,7 @@ def write(frame: pd.DataFrame, out: Path, fmt: str, raw: bool = False) -> Path |
         side = dictionary_path(out)
         (meanings if raw else safe_frame(meanings)).to_csv(side, index=False)
         return side
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    said = {row["column"]: row for row in meanings.to_dict("records")}
-    fields = [f.with_metadata({f"radtrack.{k}": str(said[f.name][k]) for k in MEANING_FIELDS})
-              if f.name in said else f for f in table.schema]
-    pq.write_table(table.cast(pa.schema(fields, metadata=table.schema.metadata)), out)
+    write_parquet(frame, out, meanings)
     return None
 
 
@@ -258,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"radtrack export: cannot write {args.out}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     runs = frame["run_id"].nunique()
-    said = (f"; what each metric column is (label, scope, unit) in {side}" if side is not None
-            else "; what each metric column is (label, scope, unit) in its field metadata")
+    said = (f"; what each column is (scope, unit, meaning) in {side}" if side is not None
+            else "; what each column is (scope, unit, meaning) in its field metadata")
     print(f"wrote {args.out}: {len(frame)} rows ({runs} run(s), every {every:g} s), "
           f"{len(frame.columns)} columns ({fmt}){said}")
     return 0

@@ -25,6 +25,7 @@ from support import radtrack_cli
 
 from radtrack.analysis import load_series
 from radtrack.export import is_counter, parse_every, resample
+from radtrack.store.meaning import column_row
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 START = 1_700_000_000.0  # unix seconds
@@ -178,16 +179,19 @@ def test_every_metric_column_says_whose_figure_and_its_unit(known):
     assert f"in {side}" in p.stdout
     wide = pd.read_csv(out)  # the table itself is unchanged: one header line, the same columns
     assert wide["top/proc/cpu_pct"].tolist()[0] == 169.0
-    said = pd.read_csv(side).set_index("column")
-    assert sorted(said.index) == sorted(["smi/gpu0/power_w", "smi/gpu0/energy_j", "throughput_samples_per_s",
-                                         "top/cpu_pct", "top/proc/cpu_pct"])
-    assert said.loc["top/cpu_pct", "label"] == "host CPU (% of all cores)"
+    said = pd.read_csv(side).set_index("name")  # every column, in the owner's words
+    assert list(said.index) == list(wide.columns) and set(said["table"]) == {"export"}
+    for column in said.index:  # as radtrack/store/meaning.py says, and as the report's files say
+        row = column_row(column, "export")
+        assert said.loc[column, "meaning"] == row["meaning"] and said.loc[column, "scope"] == row["scope"]
+    assert said.loc["top/cpu_pct", "meaning"] == "host CPU (% of all cores)"
     assert said.loc["top/cpu_pct", "scope"] == "host" and said.loc["top/cpu_pct", "role"] == "host_cpu"
-    assert said.loc["top/proc/cpu_pct", "label"] == "run CPU (% of one core)"
+    assert said.loc["top/proc/cpu_pct", "meaning"] == "run CPU (% of one core)"
     assert said.loc["top/proc/cpu_pct", "scope"] == "run" and said.loc["top/proc/cpu_pct", "unit"] == "%"
     assert said.loc["smi/gpu0/power_w", "unit"] == "W" and said.loc["smi/gpu0/power_w", "scope"] == "device"
     assert said.loc["smi/gpu0/energy_j", "role"] == "energy_counter"
     assert said.loc["throughput_samples_per_s", "scope"] == "run"
+    assert said.loc["seconds", "unit"] == "s"
 
     import pyarrow.parquet as pq
     parquet, p = known["parquet"], known["parquet_p"]
@@ -195,7 +199,7 @@ def test_every_metric_column_says_whose_figure_and_its_unit(known):
     assert "field metadata" in p.stdout and not parquet.with_name("wide.columns.parquet").exists()
     schema = pq.read_schema(parquet)
     meta = {k.decode(): v.decode() for k, v in schema.field("top/proc/cpu_pct").metadata.items()}
-    assert meta["radtrack.label"] == "run CPU (% of one core)" and meta["radtrack.scope"] == "run"
+    assert meta["radtrack.meaning"] == "run CPU (% of one core)" and meta["radtrack.scope"] == "run"
     assert meta["radtrack.unit_text"] == "% of one core" and meta["radtrack.role"] == "proc_cpu"
-    assert schema.field("run_id").metadata is None
+    assert schema.field("run_id").metadata[b"radtrack.meaning"] == b"MLflow run id"
     assert pd.read_parquet(parquet)["top/cpu_pct"].tolist()[0] == 99.9

@@ -5,12 +5,12 @@ Every machine-readable output carries its meaning and keeps one schema whatever 
 
 - json: one document, a key per table (every table, empty ones as ``[]``) and ``columns``:
   a row per column of every table with :data:`radtrack.store.meaning.COLUMN_FIELDS`
-  (table, name, scope, unit, meaning);
+  (table, name, scope, unit, unit_text, role, meaning);
 - csv and parquet with ``--out STEM.csv``: the main table in ``STEM.csv``, every other
   table beside it as ``STEM.<table>.csv`` (empty ones too: an empty file, or its header
   where the table has fixed columns), and the columns table as ``STEM.columns.csv``;
-  Parquet fields also carry ``radtrack.scope``, ``radtrack.unit`` and ``radtrack.meaning``
-  in their metadata;
+  Parquet fields also carry ``radtrack.scope``, ``radtrack.unit``, ``radtrack.unit_text``,
+  ``radtrack.role`` and ``radtrack.meaning`` in their metadata;
 - csv on stdout (no ``--out``): one table, ``--table NAME`` (default the main table;
   ``columns`` for the columns table).
 """
@@ -49,14 +49,19 @@ def _sibling(out: Path, name: str) -> Path:
     return out.with_name(f"{out.stem}.{name}{out.suffix}")
 
 
-def _parquet(frame: pd.DataFrame, path: Path, said: pd.DataFrame) -> None:
-    """``frame`` to ``path``, each field's metadata its scope, unit and meaning."""
+#: what a Parquet field's metadata says of its column: ``radtrack.<field>``
+FIELD_METADATA = tuple(f for f in COLUMN_FIELDS if f not in ("table", "name"))
+
+
+def write_parquet(frame: pd.DataFrame, path: Path, said: pd.DataFrame) -> None:
+    """``frame`` to ``path``, each field's metadata what its column is (``said``: the
+    columns table's rows of this table: ``radtrack.scope``, ``radtrack.unit``, ...)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     table = pa.Table.from_pandas(frame, preserve_index=False)
     rows = {row["name"]: row for row in said.to_dict("records")}
-    fields = [f.with_metadata({f"radtrack.{k}": str(rows[f.name][k]) for k in ("scope", "unit", "meaning")})
+    fields = [f.with_metadata({f"radtrack.{k}": str(rows[f.name][k]) for k in FIELD_METADATA})
               if f.name in rows else f for f in table.schema]
     pq.write_table(table.cast(pa.schema(fields, metadata=table.schema.metadata)), path)
 
@@ -80,7 +85,7 @@ def write_tables(tables: dict[str, pd.DataFrame], fmt: str, out: Path, text: str
         if fmt == "csv":
             frame.to_csv(path, index=False)
         else:
-            _parquet(frame, path, said[said["table"] == name])
+            write_parquet(frame, path, said[said["table"] == name])
         written.append(path)
     return written
 

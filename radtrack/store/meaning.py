@@ -141,9 +141,11 @@ def describe(key: str, tags: Mapping[str, object] | None = None) -> Meaning:
 
 
 #: what a columns table says of each column, in every machine-readable output (the report's
-#: json/csv/parquet, radtrack export): the table, the name, its scope, its bare unit, and its
-#: meaning (the label: whose figure, what, in what unit)
-COLUMN_FIELDS = ("table", "name", "scope", "unit", "meaning")
+#: json/csv/parquet, radtrack export): the table, the name, its scope, its bare unit, the unit
+#: as a reader needs it, its role, and its meaning (the label: whose figure, what, in what unit)
+COLUMN_FIELDS = ("table", "name", "scope", "unit", "unit_text", "role", "meaning")
+#: a run's params and tags as columns (radtrack export, the runs frames): ``param.<name>``
+_RUN_FIELDS = {"param.": "the run's parameter", "tag.": "the run's tag"}
 #: a table whose rows are not runs: its columns of a run's name are its subject's figures
 #: tables of the scripts' own figures (analysis/report_own.py, report.py script_table)
 _OWN_TABLES = ("own_metrics", "scripts")
@@ -165,6 +167,9 @@ def column_meaning(name: str, table: str = "") -> Meaning:
             return base
         what, text = _CI[0][2:]
         return _meaning(name, base.scope, "%", "other", f"{base.name}: {what}", text, "total")
+    for prefix, what in _RUN_FIELDS.items():
+        if name.startswith(prefix):
+            return _meaning(name, "run", "", "other", f"{what} {name[len(prefix):]}")
     meaning = describe(name)
     if table in _OWN_TABLES and not meaning.declared:  # the script's own metric (loss)
         return replace(_with(meaning, name, f"{meaning.name}: the script's own metric, last value logged"),
@@ -176,7 +181,7 @@ def column_row(name: str, table: str = "") -> dict[str, str]:
     """One row of a columns table (:data:`COLUMN_FIELDS`) for column ``name`` of ``table``."""
     meaning = column_meaning(name, table)
     return {"table": table, "name": name, "scope": meaning.scope, "unit": meaning.unit,
-            "meaning": meaning.label}
+            "unit_text": meaning.unit_text, "role": meaning.role, "meaning": meaning.label}
 
 
 def is_count(name: str) -> bool:

@@ -53,6 +53,14 @@ WORKLOAD: dict[str, tuple[str, str, str, str]] = {  # key -> (unit, role, name, 
     "antt": ("", "other", "workload average normalised turnaround (ANTT)", "x solo time"),
     "serial_energy_j": ("J", "energy", "energy of the same work run solo, one after another", "J"),
     "energy_vs_serial_pct": ("%", "other", "workload energy vs serial", "% of the serial energy"),
+    "stp_lo": ("", "other", "workload STP, 95 % interval's low end (from repeats)", "solo runs' worth"),
+    "stp_hi": ("", "other", "workload STP, 95 % interval's high end (from repeats)", "solo runs' worth"),
+    "antt_lo": ("", "other", "workload ANTT, 95 % interval's low end (from repeats)", "x solo time"),
+    "antt_hi": ("", "other", "workload ANTT, 95 % interval's high end (from repeats)", "x solo time"),
+    "energy_vs_serial_pct_lo": ("%", "other", "workload energy vs serial, 95 % interval's low end",
+                                "% of the serial energy"),
+    "energy_vs_serial_pct_hi": ("%", "other", "workload energy vs serial, 95 % interval's high end",
+                                "% of the serial energy"),
 }
 #: attribution/<scope>/<key> series and summary/attribution/<scope>/<key> totals
 ATTRIBUTION: dict[str, tuple[str, str, str, str, str]] = {  # -> (scope, unit, role, name, text)
@@ -194,6 +202,9 @@ REPORT_COLUMNS: dict[str, Words] = {
                             "% of the run's energy"),
     "below_resolution": ("run", "", "other", "times the window was shorter than the power sensor "
                          "resolves (no energy figure)", "times"),
+    # radtrack export's time grid (radtrack/export.py)
+    "seconds": ("run", "s", "other", "run seconds at the step's start", "s"),
+    "time": ("run", "", "other", "time of the step's start (UTC)", ""),
     "start_skew_ms": ("workload", "ms", "other", "spread of the workload's rows' starts", "ms"),
     "time_to_target_s": ("run", "s", "other", "time to reach --target", "s"),
     "time_to_target_step": ("run", "", "other", "step at which --target was reached", "step"),

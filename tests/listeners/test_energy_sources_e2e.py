@@ -178,8 +178,8 @@ def test_each_rail_gets_its_energy_and_power_apart_from_the_board(jetson):
     key = f"summary/tegrastats/power/{rails[0]}/energy_j"
     table = export_table("jetson", metrics=[key], tracking_uri=env["MLFLOW_TRACKING_URI"])
     assert table[key].dropna().tolist() == [pytest.approx(m[key])]
-    said = column_meanings(table).set_index("column").loc[key]
-    assert said["label"] == f"rail {rails[0]} energy over the run (J)", said
+    said = column_meanings(table).set_index("name").loc[key]
+    assert said["meaning"] == f"rail {rails[0]} energy over the run (J)", said
     assert (said["scope"], said["unit"], said["role"]) == ("device", "J", "energy")
 
 

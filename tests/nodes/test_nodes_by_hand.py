@@ -131,7 +131,7 @@ def test_two_node_agents_are_one_run_with_every_nodes_series(tmp_path: Path) -> 
     assert "node" in wide.columns and not any(c.startswith("node1/") for c in wide.columns)
     for node in (0, 1):
         assert wide.loc[wide["node"] == node, "top/cpu_pct"].notna().sum() >= 2, node
-    meanings = pd.read_csv(out.with_name("wide.columns.csv")).set_index("column")
+    meanings = pd.read_csv(out.with_name("wide.columns.csv")).set_index("name")
     assert meanings.loc["top/cpu_pct", "unit"] == "%"
 
 
