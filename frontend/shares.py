@@ -1,7 +1,8 @@
 """The "Energy shares" tab: for the picked workload, each run's attributed power per GPU,
 stacked with ``other`` and ``idle``, from the parent run's ``attribution/power.parquet``
 (radtrack/postrun/accounting.py). The stack's top is the GPU's measured power. Below it,
-each party's energy per GPU with its percentage of the GPU's total."""
+each party's energy per GPU with its percentage of the GPU's total, and above that the
+workload's STP, ANTT and energy vs serial with their 95 % intervals from repeats."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from mlflow import MlflowClient
 
 from radtrack.analysis.attribution import IDLE, OTHER
 from radtrack.frontend.figures import empty_figure, run_colours
+from radtrack.store import schema
 from radtrack.store.schema import POWER_ARTIFACT
 
 BUCKET_COLOURS = {OTHER: "#7f7f7f", IDLE: "#d0d0d0"}
@@ -124,6 +126,30 @@ def totals_table(records: list[dict]) -> html.Table | html.P:
     return html.Table([html.Thead(head), html.Tbody(rows)], className="shares-totals")
 
 
+def interference_text(metrics: dict[str, float]) -> str:
+    """The workload's STP, ANTT and energy vs serial as its parent run stored them
+    (``summary/workload/...``, radtrack/postrun/accounting.py), each with its 95 % interval
+    where repeats gave one (docs/analysis.md, Intervals from repeats); '' without an STP."""
+    def value(key: str) -> float | None:
+        v = metrics.get(schema.workload_key(key))
+        return float(v) if isinstance(v, (int, float)) and v == v else None
+
+    def figure(key: str, form: str, unit: str = "") -> str:
+        lo, v, hi = value(f"{key}_lo"), value(key), value(f"{key}_hi")
+        if v is None:
+            return "-"
+        bounds = f" [{lo:{form}}, {hi:{form}}]" if lo is not None and hi is not None else ""
+        return f"{v:{form}}{unit}{bounds}"
+
+    if value("stp") is None:
+        return ""
+    text = (f"STP {figure('stp', '.2f')}, ANTT {figure('antt', '.2f')}, energy vs serial "
+            f"{figure('energy_vs_serial_pct', '+.1f', ' %')}")
+    if value("stp_lo") is None:
+        return text + " (no 95 % intervals: no repeats of these rows)"
+    return text + " ([95 % intervals] from repeats)"
+
+
 def register(app: Dash, tracking_uri: str) -> None:
     tables = PowerTables(tracking_uri)
 
@@ -135,4 +161,11 @@ def register(app: Dash, tracking_uri: str) -> None:
         if not workload or ":" in str(workload):  # a lone run or an orphaned workload
             return empty_figure("Pick a workload to see how its GPUs' energy was shared"), ""
         table = tables.get(str(workload))
-        return shares_figure(table), totals_table(share_totals(table))
+        try:  # the workload's interference figures, beside how its energy was shared
+            metrics = MlflowClient(tracking_uri=tracking_uri).get_run(str(workload)).data.metrics
+        except Exception:  # noqa: BLE001 - a run gone or a store away: the shares still show
+            metrics = {}
+        line = interference_text(metrics)
+        totals = totals_table(share_totals(table))
+        return shares_figure(table), html.Div([html.P(line, className="interference"), totals]) \
+            if line else totals

@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.interference import NO_REPEATS, interference
-from radtrack.analysis.variability import log_sd_of, t_quantile
+from radtrack.analysis.variability import log_sd_of, t_quantile, variability
 from radtrack.store import schema
 
 COLUMNS = ["experiment", "workload", "launch", "rows", "collocation", "sharing", "devices", "duration_s",
@@ -170,7 +170,8 @@ def workload_table(runs: pd.DataFrame, inter: pd.DataFrame) -> pd.DataFrame:
 class WorkloadRuns(NamedTuple):
     """A co-located workload's stored runs, as :func:`workload_totals` wants them."""
 
-    runs: pd.DataFrame  # load_runs rows: its parent, its rows, the solo runs of its scripts
+    runs: pd.DataFrame  # load_runs rows: its parent, its rows, the solo runs of its scripts and
+    # the co-located runs of its scripts in other workloads (repeats: the intervals)
     summaries: pd.DataFrame  # summarize_runs of the rows and solo runs
 
 
@@ -178,8 +179,32 @@ def workload_totals(stored: WorkloadRuns, workload: int | str,
                     launch: str | None = None) -> dict[str, object] | None:
     """The :func:`workload_table` row of ``workload`` (of its launch ``launch`` where the
     workload number has several; None when it has none)."""
-    table = workload_table(stored.runs, interference(stored.runs, stored.summaries, elsewhere=True))
+    spread = variability(stored.runs, stored.summaries)  # repeats: the figures' intervals
+    table = workload_table(stored.runs, interference(stored.runs, stored.summaries, elsewhere=True,
+                                                     spread=spread))
     table = table[table["workload"].astype(str) == str(workload)]
     if launch is not None and (table["launch"] == launch).any():
         table = table[table["launch"] == launch]
     return None if table.empty else table.iloc[-1].to_dict()
+
+
+def _bounds(totals: dict[str, object], key: str, form: str) -> str:
+    lo, hi = totals.get(f"{key}_lo"), totals.get(f"{key}_hi")
+    if isinstance(lo, float) and isinstance(hi, float) and lo == lo and hi == hi:
+        return f" [{lo:{form}}, {hi:{form}}]"
+    return ""
+
+
+def figures_line(totals: dict[str, object]) -> str:
+    """The launcher's closing line of a co-located workload (a :func:`workload_totals` row):
+    STP, ANTT and energy vs serial, each with its 95 % interval where repeats give one, and
+    what to do where they do not."""
+    vs = totals.get("energy_vs_serial_pct")
+    serial = (f"{vs:+.1f} %{_bounds(totals, 'energy_vs_serial_pct', '+.1f')}"
+              if isinstance(vs, float) and vs == vs else "n/a (a solo run has no energy)")
+    line = (f"STP {totals['stp']:.2f}{_bounds(totals, 'stp', '.2f')}, "
+            f"ANTT {totals['antt']:.2f}{_bounds(totals, 'antt', '.2f')}, energy vs serial {serial}")
+    if _bounds(totals, "stp", ".2f"):
+        return line + " ([95 % intervals] from repeats)"
+    return line + (" (no 95 % intervals: no repeats; repeat the solo rows and this workload under "
+                   "other Workload numbers: docs/analysis.md, Interference)")

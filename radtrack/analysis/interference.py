@@ -141,8 +141,9 @@ def interference(runs: pd.DataFrame, summary: pd.DataFrame, *, baseline: str | N
             capped = _time_capped(runs, [run["run_id"], *chosen.run_ids])
             if capped:
                 # both spans are the limit, not the work: a ratio of them is no slowdown
-                row["note"] = (f"slowdown blank: {', '.join(capped)} ended at its time limit, so "
-                               "its span measures the limit, not its work; log a throughput "
+                row["note"] = (f"slowdown blank: {', '.join(capped)} "
+                               f"{'each ' if len(capped) > 1 else ''}ended at its time limit, so "
+                               "a span measures the limit, not the work; log a throughput "
                                "(throughput_<unit>_per_s) to compare rates")
                 rows.append(row)
                 continue

@@ -13,7 +13,6 @@ from __future__ import annotations
 import pandas as pd
 
 from radtrack.analysis.baseline_runs import with_candidates
-from radtrack.analysis.baselines import is_colocated
 from radtrack.analysis.colocation import WorkloadRuns
 from radtrack.analysis.configs import with_config
 from radtrack.analysis.data import load_runs
@@ -22,17 +21,20 @@ from radtrack.store.schema import ROLE, ROLE_WORKLOAD
 
 
 def read_workload_runs(experiment: str, workload: int | str, tracking_uri: str) -> WorkloadRuns | None:
-    """The workload's parent and rows and every solo run of its scripts in ``experiment``
-    (and, for a script without one there, the solo runs of other experiments), with the
-    summaries of the rows and solo runs; None for a workload of fewer than two rows."""
+    """The workload's parent and rows and every other run of its scripts in ``experiment``
+    (solo and co-located: baselines and repeats; for a script without a solo run there, the
+    solo runs of other experiments), with the summaries of those runs; None for a workload
+    of fewer than two rows."""
     everything = load_runs(experiment, tracking_uri=tracking_uri, include_parents=True)
     parent = everything.get(f"tag.{ROLE}") == ROLE_WORKLOAD
     rows = with_config(everything[~parent])
     mine = rows["workload"].astype(str) == str(workload)
     if int(mine.sum()) < 2:
         return None
-    solo = ~is_colocated(rows) & rows["file"].isin(set(rows.loc[mine, "file"]))
-    chosen = everything[~parent][(mine | solo).to_numpy()]
+    # the solo runs of its scripts (baselines) and their other co-located runs (repeats of
+    # the workload: the spread the figures' 95 % intervals come from)
+    same_scripts = rows["file"].isin(set(rows.loc[mine, "file"]))
+    chosen = everything[~parent][(mine | same_scripts).to_numpy()]
     elsewhere = with_candidates(chosen, tracking_uri)
     if len(elsewhere):
         chosen = pd.concat([chosen, elsewhere], ignore_index=True)

@@ -256,7 +256,8 @@ def record_workload_totals(client: MlflowClient, parent_id: str, workload: int |
         return None
     now = time.time()
     points = [(schema.workload_key(key), row[key], now, 0)
-              for key in ("stp", "antt", "serial_energy_j", "energy_vs_serial_pct")
+              for key in ("stp", "antt", "serial_energy_j", "energy_vs_serial_pct", "stp_lo", "stp_hi",
+                          "antt_lo", "antt_hi", "energy_vs_serial_pct_lo", "energy_vs_serial_pct_hi")
               if isinstance(row.get(key), float)]
     unit = row.get("work_unit")
     if isinstance(unit, str) and unit:

@@ -59,7 +59,7 @@ def store_parent(client: MlflowClient, end: WorkloadEnd) -> None:
 
 def log_skew(client: MlflowClient, parent_id: str, rows: list[Any]) -> None:
     """How far apart the rows' scripts were released (``released`` in each row's folder)."""
-    from mlflow.entities import Metric
+    from radtrack.store.entities import Metric
 
     times = []
     for row in rows:
@@ -77,6 +77,7 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict:
     """Co-location accounting, workload totals, the footprint and code windows; GPU UUID (or
     device) -> accounting. A failure here is reported and leaves every recorded sample and
     status as they are."""
+    from radtrack.analysis.colocation import figures_line
     from radtrack.postrun.accounting import (
         account_workload,
         record_footprint,
@@ -89,7 +90,10 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict:
     name = f"{first.experiment}-{first.workload}"
     accounts = {}
     try:
-        accounts = account_workload(client, parent_id, rows)
+        # the solo baselines as stored before this workload's figures: the solo-model split
+        # (radtrack/analysis/split_model.py) needs each row's solo J per unit and throughput
+        before = end.read_stored(first.experiment, first.workload, end.uri) if len(rows) > 1 else None
+        accounts = account_workload(client, parent_id, rows, baselines=before)
         for gpu, acc in accounts.items():
             parts = ", ".join(f"{r.spec.letter} {acc.energy_j(r.run_id):.0f} J" for r in rows
                               if r.run_id in acc.energy)
@@ -101,10 +105,7 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict:
             totals = record_workload_totals(client, parent_id, first.workload, stored)
             stp = totals.get("stp") if totals else None
             if isinstance(stp, float) and stp == stp:  # nan: no solo baseline
-                vs = totals.get("energy_vs_serial_pct")
-                serial = (f"{vs:+.1f} %" if isinstance(vs, float) and vs == vs
-                          else "n/a (a solo run has no energy)")
-                say(f"{name}: STP {totals['stp']:.2f}, ANTT {totals['antt']:.2f}, energy vs serial {serial}")
+                say(f"{name}: {figures_line(totals)}")
             elif totals and totals.get("note"):
                 say(f"{name}: {totals['note']}")
             else:

@@ -10,7 +10,10 @@ here; ``radtrack report EXPERIMENT --study NAME`` prints its tables (docs/analys
 - ``time-to-accuracy``: time to a target accuracy over repeats, its CV per GPU model, and
   GPU utilisation over the first 3 minutes (:mod:`.time_to_accuracy`);
 - ``host-gpu-eda``: per-workload GPU and CPU utilisation, power, temperatures, their
-  correlations, and a baseline that predicts GPU temperature (:mod:`.host_gpu_eda`).
+  correlations, and a baseline that predicts GPU temperature (:mod:`.host_gpu_eda`);
+- ``attribution``: each co-located run's attributed energy per unit against its solo runs',
+  and how evenly identical co-located rows were split (:mod:`.attribution`): the split
+  checked on the user's own hardware.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ STUDIES = {
     "multi-level-utilisation": "utilisation",
     "time-to-accuracy": "time_to_accuracy",
     "host-gpu-eda": "host_gpu_eda",
+    "attribution": "attribution",
 }
 
 

@@ -96,6 +96,14 @@ def study_figure(result: StudyResult):  # -> plotly.graph_objects.Figure
                          for c in series.columns if c != "seconds"])
         fig.update_layout(xaxis_title="seconds since run start",
                           yaxis_title="GPU utilisation % (1-s mean)", height=500)
+    elif result.study == "attribution":
+        table = result.tables["runs"]
+        change = table["energy_per_unit_change_pct"].astype(float)
+        fig = go.Figure([go.Bar(x=table["run_name"], y=change, name="J/unit vs solo", error_y={
+            "type": "data", "symmetric": False,
+            "array": table["energy_per_unit_change_pct_hi"].astype(float) - change,
+            "arrayminus": change - table["energy_per_unit_change_pct_lo"].astype(float)})])
+        fig.update_layout(yaxis_title="attributed J/unit vs solo (%)", height=500)
     else:
         from radtrack.analysis.plotting import correlation_figure
 
