@@ -59,6 +59,7 @@ class RunSpec:
     carbon_source: str = ""  # where carbon_intensity came from: "sheet", "--carbon-intensity"
     letter: str = "A"
     row: int | None = None  # 1-based line number in the sheet, None for CLI launches
+    row_key: str = ""  # the row's cells as read, bar Status/Run/Job (radtrack/sheet/rowmatch.py)
     sheet: Path | None = None
     status: str = ""  # as read from the sheet's Status column
     run_id: str = ""  # as read from the sheet's Run column

@@ -55,6 +55,9 @@ def run_node(spec: RunSpec, uri: str, grace: float, node: int, nodes: int, host:
     try:
         while not link.started.wait(0.2):
             if interrupt.event.is_set():
+                link.close()  # node 0 lets it join again until the start (rendezvous.py)
+                say(f"node {node}: stopped before the start; nothing ran (start it again to "
+                    "rejoin while node 0 waits for the other nodes)")
                 return 130
         if link.aborted or link.lost or not link.start_info:
             raise RadtrackError(f"node {node}: {link.aborted or 'node 0 went away before the start'}")

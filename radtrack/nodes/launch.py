@@ -74,7 +74,7 @@ def run_master(spec: RunSpec, uri: str, grace: float, nodes: int, host: str, por
             say("interrupted before every node joined; nothing ran")
             return 130
         torch_port = int(os.environ.get("MASTER_PORT") or free_port(host))
-        master.broadcast(op="start", master_addr=host, master_port=torch_port)
+        master.start(master_addr=host, master_port=torch_port)
         spec.env = {**spec.env, **torch_env(0, nodes, host, torch_port)}
         hooks = MasterHooks(master, nodes, grace)
         code = run_workloads([[spec]], uri, grace, nodes=hooks)

@@ -109,12 +109,14 @@ class _Peer:
 
 
 class Master:
-    """Node 0's side: listens, admits nodes 1..N-1 once each, answers their clock pings,
+    """Node 0's side: listens, admits nodes 1..N-1 once each (again, one that left before the
+    start), answers their clock pings,
     tells them to start, the run id, to stop; collects how each node's part ended."""
 
     def __init__(self, host: str, port: int, nodes: int, log: Callable[[str], None]):
         self.host, self.port, self.nodes, self.log = host, port, nodes, log
         self.peers: dict[int, _Peer] = {}
+        self.began = False  # the start was sent: from then on a node that leaves is lost
         self._cond = threading.Condition()
         self._closed = False
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -168,9 +170,14 @@ class Master:
                 line.send(op="ack")
         with self._cond:
             if peer.end is None and not peer.lost:
-                peer.lost = ("lost: its agent's connection to the master closed before it "
-                             "reported an end (host down, agent killed, network cut)")
-                self.log(f"node {peer.node} ({peer.host}) {peer.lost}")
+                if not self.began:  # nothing ran yet: the node may join again (_admit)
+                    peer.lost = "lost before the start: it may join again"
+                    self.log(f"node {peer.node} ({peer.host}) left before the start; it may "
+                             "join again until every node has joined")
+                else:
+                    peer.lost = ("lost: its agent's connection to the master closed before "
+                                 "it reported an end (host down, agent killed, network cut)")
+                    self.log(f"node {peer.node} ({peer.host}) {peer.lost}")
             self._cond.notify_all()
 
     def _admit(self, line: _Line, hello: dict[str, Any] | None) -> _Peer | None:
@@ -184,7 +191,11 @@ class Master:
             why = f"--node-rank {node}: must be 1..{self.nodes - 1} (node 0 is the master)"
         with self._cond:
             if not why and node in self.peers:
-                why = f"node {node} already joined (from {self.peers[node].host})"
+                old = self.peers[node]
+                if old.lost and not self.began:  # it left before the start: back again
+                    self.log(f"node {node} joins again (from {hello.get('host')})")
+                else:
+                    why = f"node {node} already joined (from {old.host})"
             if why:
                 line.send(op="refused", why=why)
                 self.log(f"refused a node agent from {hello.get('host')}: {why}")
@@ -213,6 +224,12 @@ class Master:
                f"{self.host}:{self.port} ...` on each")
         self.broadcast(op="abort", why=why)
         raise RadtrackError(why)
+
+    def start(self, **msg: Any) -> None:
+        """Tell every node to start: from now on a node that leaves is lost, not let back."""
+        with self._cond:
+            self.began = True
+        self.broadcast(op="start", **msg)
 
     def broadcast(self, **msg: Any) -> None:
         with self._cond:

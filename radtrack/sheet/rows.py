@@ -43,6 +43,7 @@ from radtrack.sheet.records import (
     read_records,
     read_text,
 )
+from radtrack.sheet.rowmatch import WRITTEN, row_key
 from radtrack.sheet.slurm_checks import parse_cpus
 from radtrack.spec import RunSpec
 
@@ -326,6 +327,8 @@ def _parse_row(rec: Record, columns: dict[str, int], width: int, defaults: dict[
     kw["status"] = cell("Status")
     kw["run_id"] = cell("Run")
     kw["row"] = rec.line
+    # what the write-back finds the row again by, wherever edits move it (rowmatch.py)
+    kw["row_key"] = row_key([columns[c] for c in WRITTEN if c in columns], rec.cells)
     kw["sheet"] = sheet
     spec = RunSpec(**kw)
     check_row(spec, problems)

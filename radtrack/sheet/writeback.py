@@ -6,11 +6,17 @@ import csv
 import os
 import shutil
 import tempfile
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from radtrack.errors import SheetError
 from radtrack.sheet.columns import COLUMNS, column_key, status_cell
 from radtrack.sheet.records import physical_lines, read_records, read_text
+from radtrack.sheet.rowmatch import locate
+
+if TYPE_CHECKING:
+    from radtrack.spec import RunSpec
 
 
 def _cell_spans(text: str, start: int) -> tuple[list[tuple[int, int]], int]:
@@ -72,14 +78,17 @@ def _line_offsets(text: str) -> list[int]:
 
 
 def write_statuses(path: Path, updates: dict[int, tuple[str, str]],
-                   jobs: dict[int, str] | None = None) -> None:
-    """Write Status and Run cells of several rows at once, atomically.
+                   jobs: dict[int, str] | None = None,
+                   identities: Mapping[int, tuple[str, str]] | None = None) -> list[int]:
+    """Write Status and Run cells of several rows at once, atomically; the rows not found.
 
     ``updates`` maps a row (1-based line where the record starts) to (Status cell text,
     MLflow run id). Only those cells change; every other byte of the sheet stays as it
     was. A sheet without a Status or Run column gets it appended to its header.
     ``jobs`` maps rows to their Job cell (SLURM job id and state), written only when the
-    sheet has a Job column.
+    sheet has a Job column. ``identities``: row -> (rowmatch.row_key, Run cell) as the
+    sheet was read: each row is found again by them in the sheet as it is now, wherever
+    edits moved it (rowmatch.py); the rows found nowhere are returned, not written.
     """
     path = Path(path)
     text, bom = read_text(path)
@@ -109,6 +118,14 @@ def write_statuses(path: Path, updates: dict[int, tuple[str, str]],
         edits.append((header_end, header_end, "".join(f",{c}" for c in appended)))
 
     jobs = jobs or {}
+    lost: list[int] = []
+    if identities is not None:
+        where = locate(records, {r: identities[r] for r in {*updates, *jobs}})
+        lost = sorted(r for r in {*updates, *jobs} if r not in where)
+        updates = {where[r]: v for r, v in updates.items() if r in where}
+        jobs = {where[r]: v for r, v in jobs.items() if r in where}
+        if not updates and not jobs:
+            return lost
     for row in sorted({*updates, *jobs}):
         if row not in data_lines:
             raise SheetError([f"{path}:{row}: no run starts on this line; cannot write its "
@@ -135,12 +152,16 @@ def write_statuses(path: Path, updates: dict[int, tuple[str, str]],
     for a, b, new in sorted(edits, reverse=True):
         out = out[:a] + new + out[b:]
     _replace_atomically(path, (b"\xef\xbb\xbf" if bom else b"") + out.encode("utf-8"))
+    return lost
 
 
 def write_status(path: Path, row: int, status: str, run_id: str, *,
-                 run_name: str | None = None) -> None:
-    """Write one row's Status (``<STATUS> <run name>`` when run_name is given) and Run cells."""
-    write_statuses(path, {row: (status_cell(status, run_name) if run_name else status, run_id)})
+                 run_name: str | None = None, identity: tuple[str, str] | None = None) -> bool:
+    """Write one row's Status (``<STATUS> <run name>`` when run_name is given) and Run cells;
+    with ``identity`` (write_statuses), the row is found again by it: False when it is not."""
+    return not write_statuses(
+        path, {row: (status_cell(status, run_name) if run_name else status, run_id)},
+        identities=None if identity is None else {row: identity})
 
 
 def _replace_atomically(path: Path, data: bytes) -> None:
@@ -156,3 +177,22 @@ def _replace_atomically(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_ran_rows(path: Path, specs: Sequence[RunSpec], ends: Sequence[tuple[str, str, str]],
+                   log: Callable[[str], None]) -> None:
+    """A workload's rows' (Status, run id, run name) ``ends`` into the rows of ``path`` that
+    ran, found again wherever edits made while they ran moved them (rowmatch.py). A row found
+    nowhere is said in one line naming the sheet, the row and its run (the run is in the
+    store); the launch goes on."""
+    updates, identities, names = {}, {}, {}
+    for spec, (status, run_id, run_name) in zip(specs, ends, strict=True):
+        if spec.row is not None:
+            updates[spec.row] = (status_cell(status, run_name) if run_name else status, run_id)
+            identities[spec.row] = (spec.row_key, spec.run_id)
+            names[spec.row] = run_name
+    for row in write_statuses(path, updates, identities=identities):
+        status, run_id = updates[row]
+        log(f"{path}:{row}: row {names[row]} (line {row} when the launch read the sheet) is no "
+            f"longer in the sheet (removed, or its cells edited while it ran): its Status "
+            f"{status.split()[0]} and Run {run_id} were not written; its run is in the store")

@@ -31,7 +31,9 @@ FINISH_FILE = "finish.json"
 
 # what create.json keeps of a row's spec besides its names, for sync's end-of-workload step
 # (radtrack/postrun/synced.py): the accounting needs the collocation, the footprint the carbon
-SPEC_FIELDS = ("collocation", "carbon_intensity", "pue", "carbon_source")
+# row_key and run_id (the Run cell as the sheet was read): what finds the row again in a
+# sheet edited since (radtrack/sheet/rowmatch.py), for sync's write-back
+SPEC_FIELDS = ("collocation", "carbon_intensity", "pue", "carbon_source", "row_key", "run_id")
 
 
 def spec_record(spec: RunSpec) -> dict[str, Any]:

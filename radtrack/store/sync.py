@@ -294,8 +294,19 @@ def _write_sheet(run_dir: Path, run_id: str, finish: dict[str, Any], client, log
 
     try:
         name = client.get_run(run_id).info.run_name
+        spec = create.get("spec") or {}
+        # found again by what it said when it was read, wherever edits moved it (a spool
+        # from before row_key was kept: by its line)
+        identity = ((str(spec["row_key"]), str(spec.get("run_id") or ""))
+                    if spec.get("row_key") else None)
         with sheet_lock(sheet):
-            write_status(sheet, int(create["row"]), finish["status"], run_id, run_name=name)
+            found = write_status(sheet, int(create["row"]), finish["status"], run_id,
+                                 run_name=name, identity=identity)
+        if not found:
+            log(f"{sheet}:{create['row']}: row {name} (line {create['row']} when the launch read "
+                f"the sheet) is no longer in the sheet: its Run {run_id} was not written; its "
+                "run is in the store")
+            return
         log(f"{sheet}:{create['row']}: Run {run_id}")
     except (RadtrackError, OSError) as exc:
         log(f"{sheet}:{create['row']}: not updated ({str(exc).splitlines()[0][:200]}); its run is {run_id}")

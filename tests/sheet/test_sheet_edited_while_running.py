@@ -1,0 +1,84 @@
+"""Fault: the sheet is edited while it runs (docs/architecture.md "Faults"). Workload 1's
+script edits the sheet as a user in an editor would: a comment under the header, a new row
+above the running ones, workload 3 moved above workload 2, one of workload 2's rows deleted.
+Statuses and run ids land in the rows that ran; the deleted row is named in one line with its
+run (in the store); the launch goes on and exits 0; a resume skips exactly what ran."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+from support import radtrack_cli
+
+HEADER = "Experiment, Workload, Status, Run, Devices, Collocation, File, Listeners, Params"
+ROWS = {
+    "w1": "edits,      1,        ,       ,    ,        -,           edit.py,     none,      {sheet}",
+    "w2a": "edits,      2,        ,       ,    ,        -,           ok.py,       none,      2a",
+    "w2b": "edits,      2,        ,       ,    ,        -,           ok.py,       none,      2b",
+    "w3": "edits,      3,        ,       ,    ,        -,           ok.py,       none,      3",
+}
+# the new row the user adds above while workload 1 runs: the next launch runs it
+NEW = "edits,      4,        ,       ,    ,        -,           ok.py,       none,      4"
+
+EDIT = f'''import sys
+from pathlib import Path
+
+sheet = Path(sys.argv[1])
+lines = sheet.read_text().splitlines(keepends=True)
+header, rows = lines[0], lines[1:]
+w1, w2a, w2b, w3 = rows
+# a comment under the header, a new row above the running ones, workload 3 moved above
+# workload 2, and workload 2's second row deleted
+sheet.write_text(header + "# added while it ran\\n" + {NEW!r} + "\\n" + w1 + w3 + w2a)
+print("edited", flush=True)
+'''
+
+
+def _cells(path: Path) -> dict[str, list[str]]:
+    """Params cell -> the row's cells, stripped."""
+    lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("#")]
+    return {row[8]: row for row in ([c.strip() for c in r] for r in csv.reader(lines[1:]))}
+
+
+def test_statuses_land_in_the_rows_that_ran_whatever_the_edits(store: str, tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
+    (tmp_path / "edit.py").write_text(EDIT)
+    (tmp_path / "ok.py").write_text("import sys\nprint('row', sys.argv[1])\n")
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text("\n".join([HEADER, *ROWS.values()]).format(sheet=sheet) + "\n")
+
+    p = radtrack_cli(str(sheet), timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr  # the edits stop nothing
+    out = p.stdout + p.stderr
+    assert "edited" in out and "row 3" in out and "row 2a" in out and "row 2b" in out
+    runs = {r.info.run_name: r for r in MlflowClient(store).search_runs(
+        [MlflowClient(store).get_experiment_by_name("edits").experiment_id])
+        if r.data.tags.get("radtrack.role") == "row"}
+    assert {n: r.info.status for n, r in runs.items()} == {
+        "edits-1 A": "FINISHED", "edits-2 A": "FINISHED", "edits-2 B": "FINISHED",
+        "edits-3 A": "FINISHED"}
+    # the deleted row: one line naming the sheet, the row and its run; the run is stored
+    lost = [ln for ln in out.splitlines() if "no longer in the sheet" in ln]
+    assert len(lost) == 1, out
+    assert f"{sheet}:4: row edits-2 B" in lost[0] and runs["edits-2 B"].info.run_id in lost[0]
+
+    cells = _cells(sheet)
+    assert set(cells) == {str(sheet), "4", "3", "2a"}
+    for params, name in ((str(sheet), "edits-1 A"), ("3", "edits-3 A"), ("2a", "edits-2 A")):
+        assert cells[params][2] == f"FINISHED {name}", (params, cells[params])
+        assert cells[params][3] == runs[name].info.run_id
+    assert cells["4"][2:4] == ["", ""]  # the row added above is left as the user wrote it
+    text = sheet.read_text()
+    assert text.splitlines()[1] == "# added while it ran" and NEW in text
+
+    # resume: the rows that ran are skipped, the new one runs
+    p = radtrack_cli(str(sheet), timeout=300)
+    assert p.returncode == 0, p.stdout + p.stderr
+    out = p.stdout + p.stderr
+    for w in (1, 2, 3):
+        assert f"workload edits-{w}: all" in out and "FINISHED, skipped" in out, out
+    assert "row 4" in out and "row 3" not in out and "row 2a" not in out and "edited" not in out
+    cells = _cells(sheet)
+    assert cells["4"][2] == "FINISHED edits-4 A" and cells["3"][2] == "FINISHED edits-3 A"
