@@ -98,11 +98,9 @@ def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
                       if i == len(workloads) - 1 else None)
             statuses = _run_one(uri, specs, interrupt, grace, wait_listeners, detach, nodes)
             if sheet is not None:
-                from radtrack.sheet import write_status
+                from radtrack.sheet.writeback import write_ran_rows
 
-                for spec, (status, run_id, run_name) in zip(specs, statuses, strict=True):
-                    if spec.row is not None:
-                        write_status(sheet, spec.row, status, run_id, run_name=run_name)
+                write_ran_rows(sheet, specs, statuses, say)
             if any(s != "FINISHED" for s, _, _ in statuses):
                 worst = 1
             if interrupt.event.is_set():
