@@ -125,9 +125,21 @@ def test_interference_figures_carry_intervals_from_repeats(store, tmp_path, monk
         assert f"{name} (MaxTime {CAP_MIN} min)" in flat
     assert "energy_per_unit_change_pct_lo" in text.stdout and "stp_lo" in text.stdout
 
-    # a script's own 1-s runs start at their recorded start: mean x duration = the integral
+    # the parent runs keep them (MLflow's own UI sorts by them) and the page shows them
+    from radtrack.frontend.shares import interference_text
+
     client = MlflowClient(store)
     exp = client.get_experiment_by_name("ci")
+    parents = {r.info.run_name: r.data.metrics for r in client.search_runs([exp.experiment_id])
+               if r.data.tags.get("radtrack.role") == "workload"}
+    stored = parents["ci-5"]
+    for figure in ("stp", "antt", "energy_vs_serial_pct"):
+        assert stored[f"summary/workload/{figure}_lo"] == pytest.approx(workloads["5"][f"{figure}_lo"], rel=0.05)
+    assert "[" in interference_text(stored) and "from repeats" in interference_text(stored)
+    assert "summary/workload/stp_lo" not in parents["ci-4"]  # at its end, b had no repeats
+    assert "no 95 % intervals" in interference_text(parents["ci-4"])
+
+    # a script's own 1-s runs start at their recorded start: mean x duration = the integral
     trials = [r for r in client.search_runs([exp.experiment_id]) if r.info.run_name.startswith("second-")]
     assert len(trials) == 3, [r.info.run_name for r in trials]
     db = Path(store.removeprefix("sqlite:///"))
