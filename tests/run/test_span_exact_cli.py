@@ -14,16 +14,21 @@ from support import radtrack_cli
 
 from radtrack.store import schema
 
-# burns CPU for N seconds, then writes the CPU seconds it used (the truth to compare with)
+# burns CPU for N seconds, logging (wall clock, CPU seconds used) every 10 ms: the truth the
+# run's process CPU series is compared with over any window of it
 SCRIPT = """\
 import sys, time
 end = time.time() + float(sys.argv[1])
-x = 0
-while time.time() < end:
+log, x, last = [], 0, 0.0
+while (now := time.time()) < end:
     x += 1
-open(sys.argv[2], "w").write(str(time.process_time()))
+    if now - last >= 0.01:
+        log.append(f"{now!r} {time.process_time()!r}")
+        last = now
+log.append(f"{time.time()!r} {time.process_time()!r}")
+open(sys.argv[2], "w").write("\\n".join(log))
 """
-SHORT_S, LONG_S = 1.5, 4.0
+SHORT_S, LONG_S = 2.0, 4.5  # the short one: at least 3 readings after a late first
 PROC_CPU = "top/proc/cpu_pct"
 
 
@@ -83,10 +88,22 @@ def test_a_short_co_located_run_covers_its_own_span_only(store: str, tmp_path: P
         # the readings, not the two end points (a loaded host can hold top's start for 1-2 s)
         assert n == len(pts) - 2 and n >= 1, key
 
-    # its process CPU is its own span's: mean x duration = the CPU seconds its script used
-    used = float((tmp_path / "short.cpu").read_text())
-    measured = m[schema.summary_key(PROC_CPU, "mean")] * duration / 100
-    assert 0.7 * used <= measured <= 1.3 * used + 0.1, (measured, used)
+    # its process CPU is the script's own, compared over the window its readings measured (the
+    # first reading in the span to the last): outside it, the span's end points hold the
+    # nearest reading (radtrack/store/spans.py), and on a loaded host the first reading comes
+    # 0.7-1.5 s after the start and the supervisor notices the exit 0.3 s or more after it:
+    # the held ends then carry whatever rate their reading had (issue 47: 1.15 CPU-s
+    # measured for the script's 0.75 when this compared mean x duration, held ends included,
+    # with the script's whole CPU time; 0.51 for 0.41 reproduced at load 10)
+    truth = np.loadtxt(tmp_path / "short.cpu")  # (wall clock, CPU seconds) every 10 ms
+    pts = _points(db, short.info.run_id, "system/" + PROC_CPU).iloc[1:-1]  # the readings
+    t, pct = pts["timestamp"].to_numpy() / 1000, pts["value"].to_numpy()
+    assert len(t) >= 3, t - start_ms / 1000
+    # each reading is the CPU % since the previous one, stamped at its end: the rectangles
+    # after the first reading add up to the CPU seconds of the window
+    measured = float(np.sum(pct[1:] * np.diff(t)) / 100)
+    used = float(np.diff(np.interp([t[0], t[-1]], truth[:, 0], truth[:, 1]))[0])
+    assert 0.85 * used - 0.05 <= measured <= 1.15 * used + 0.05, (measured, used)
 
     # the Parquet trace is the same span
     trace = pd.read_parquet(client.download_artifacts(short.info.run_id, schema.trace_artifact("top"),
