@@ -163,12 +163,14 @@ def report_rows(text: str, section: str = "Per-run summary") -> dict[str, dict[s
     return rows
 
 
-def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                *args: str) -> subprocess.CompletedProcess[str]:
-    """``radtrack report ARGS`` through the CLI's entry point (radtrack.cli.main, what
-    ``python -m radtrack`` runs) in this process: no interpreter start and MLflow import
-    per call. What the CLI sets process-wide (argparse's error hook, two MLflow
-    variables) is undone after the test."""
+def cli_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+             *args: str) -> subprocess.CompletedProcess[str]:
+    """``radtrack ARGS`` through the CLI's entry point (radtrack.cli.main, what ``python -m
+    radtrack`` runs) in this process: no interpreter start and MLflow import per call (a
+    subprocess costs 3-5 CPU-s, most of it MLflow's import; docs/testing.md). For commands
+    whose process boundary is not what a test checks (report, sync, status, export). What
+    the CLI sets process-wide (argparse's error hook, BLAS thread and MLflow variables) is
+    undone after the test."""
     from radtrack import own_threads
     from radtrack.cli import main
 
@@ -182,8 +184,14 @@ def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[s
     monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
     capsys.readouterr()
     try:
-        code = main(["report", *args])
+        code = main(list(args))
     except SystemExit as exc:  # argparse's own errors
         code = exc.code
     out = capsys.readouterr()
-    return subprocess.CompletedProcess(["radtrack", "report", *args], code, out.out, out.err)
+    return subprocess.CompletedProcess(["radtrack", *args], code, out.out, out.err)
+
+
+def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                *args: str) -> subprocess.CompletedProcess[str]:
+    """``radtrack report ARGS`` in this process (:func:`cli_here`)."""
+    return cli_here(monkeypatch, capsys, "report", *args)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support import radtrack_cli
+from support import cli_here, listener_lines, radtrack_cli
 
 from radtrack.store.sink import MAX_METRICS_PER_CALL, Sink, summarize
 
@@ -226,28 +226,37 @@ def test_store_outage_mid_run_loses_nothing(tmp_path: Path, monkeypatch: pytest.
 
 
 @pytest.mark.slow
-def test_sigkilled_launcher_then_sync(store: str, tmp_path: Path) -> None:
+def test_sigkilled_launcher_then_sync(store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    # The script runs until the launcher is killed (it waits for a file never written). It
+    # used to burn for 30 s: on a loaded 2-core host the run's creation, the live sync (a
+    # subprocess then) and the 3-s wait took longer, the run FINISHED before the kill and
+    # the sync found nothing to store (issue 47).
     launcher = subprocess.Popen(
         [sys.executable, "-m", "radtrack", "-e", "crash", "-l", "top", "--interval", "0.1",
-         str(SCRIPTS / "busy.py"), "30"],
+         str(SCRIPTS / "wait_for_file.py"), str(tmp_path / "pid"), str(tmp_path / "never")],
         env={**os.environ, "PYTHONUNBUFFERED": "1"}, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
     spool = Path(os.environ["RADTRACK_HOME"]) / "spool"
-    deadline = time.monotonic() + 90
-    # the script starts before its run exists (radtrack/run/record.py): wait for the run
-    while not any(spool.glob("*/meta.json")):
-        assert time.monotonic() < deadline
-        time.sleep(0.2)
-    live = radtrack_cli("sync")  # a live launcher's spool is left alone
-    assert live.returncode == 0 and "0 run(s) stored" in live.stdout, live.stdout
-    assert "is still running it" in live.stdout
-    time.sleep(3)
-    launcher.kill()
-    launcher.wait()
-    time.sleep(1)
-    p = radtrack_cli("sync")
+    try:
+        deadline = time.monotonic() + 120
+        # the script starts before its run exists (radtrack/run/record.py): wait for the run
+        while not any(spool.glob("*/meta.json")):
+            assert launcher.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+        live = cli_here(monkeypatch, capsys, "sync")  # a live launcher's spool is left alone
+        assert live.returncode == 0 and "0 run(s) stored" in live.stdout, live.stdout
+        assert "is still running it" in live.stdout
+        # some 30 readings spooled (counted, not waited for: a loaded host reads late)
+        while _spooled(spool, "top") < 30:
+            assert launcher.poll() is None and time.monotonic() < deadline
+            time.sleep(0.2)
+    finally:
+        launcher.kill()
+        launcher.wait()
+    p = cli_here(monkeypatch, capsys, "sync")  # the kernel released its lock as it died
     assert p.returncode == 0, p.stdout + p.stderr
-    assert "1 run(s) stored" in p.stdout
+    assert "1 run(s) stored" in p.stdout, p.stdout
     c = _client(store)
     exp = c.get_experiment_by_name("crash")
     run = next(r for r in c.search_runs([exp.experiment_id]) if r.data.tags.get("radtrack.role") == "row")
@@ -258,8 +267,17 @@ def test_sigkilled_launcher_then_sync(store: str, tmp_path: Path) -> None:
     cpu_steps = sorted(h.step for h in c.get_metric_history(run.info.run_id, "system/top/cpu_pct"))
     assert cpu_steps == frame.loc[frame["top/cpu_pct"].notna(), "step"].tolist()
     assert not any(spool.glob("*/meta.json"))
-    again = radtrack_cli("sync")
+    again = cli_here(monkeypatch, capsys, "sync")
     assert again.returncode == 0 and "0 run(s) stored" in again.stdout
+
+
+def _spooled(spool: Path, listener: str) -> int:
+    """Samples of ``listener`` spooled so far, over every run folder."""
+    n = 0
+    for f in spool.glob(f"*/{listener}.jsonl"):
+        text = f.read_text(encoding="utf-8")
+        n += sum(d.get("type") == "sample" for d in listener_lines(text[:text.rfind("\n") + 1]))
+    return n
 
 
 def _equivalence_metrics():
