@@ -1,45 +1,38 @@
-"""radtrack.analysis: read runs, series and telemetry back, summarise and compare them."""
+"""radtrack.analysis: read runs, series and telemetry back, summarise and compare them.
 
-from radtrack.analysis.correlation import align, correlate
-from radtrack.analysis.data import (
-    list_metrics,
-    load_run_records,
-    load_runs,
-    load_series,
-    read_telemetry,
-    resolve_tracking_uri,
-)
-from radtrack.analysis.interference import interference
-from radtrack.analysis.run_summaries import summarize_runs
-from radtrack.analysis.summary import (
-    coefficient_of_variation,
-    integrate_energy,
-    run_energy,
-    summarize_series,
-    time_weighted_mean,
-    windowed_mean,
-)
-from radtrack.analysis.trace_listing import telemetry_listeners
-from radtrack.analysis.variability import time_to_target, variability
+The names below load on first use (PEP 562): a module of this package imported for its
+pure computation (the launcher's end: energy figures, attribution) does not pay for
+analysis/data.py, which imports MLflow and pandas (about 2 CPU-s on a 2-core VM).
+"""
 
-__all__ = [
-    "align",
-    "coefficient_of_variation",
-    "correlate",
-    "integrate_energy",
-    "interference",
-    "list_metrics",
-    "load_run_records",
-    "load_runs",
-    "load_series",
-    "read_telemetry",
-    "resolve_tracking_uri",
-    "run_energy",
-    "summarize_runs",
-    "summarize_series",
-    "telemetry_listeners",
-    "time_to_target",
-    "time_weighted_mean",
-    "variability",
-    "windowed_mean",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_WHERE = {
+    "align": "correlation", "correlate": "correlation",
+    "list_metrics": "data", "load_run_records": "data", "load_runs": "data", "load_series": "data",
+    "read_telemetry": "data", "resolve_tracking_uri": "data",
+    "interference": "interference",
+    "summarize_runs": "run_summaries",
+    "coefficient_of_variation": "summary", "integrate_energy": "summary", "run_energy": "summary",
+    "summarize_series": "summary", "time_weighted_mean": "summary", "windowed_mean": "summary",
+    "telemetry_listeners": "trace_listing",
+    "time_to_target": "variability", "variability": "variability",
+}
+
+__all__ = sorted(_WHERE)
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_WHERE])

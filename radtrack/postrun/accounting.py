@@ -109,7 +109,7 @@ def account_workload(client: MlflowClient, parent_id: str, rows: list[Row],
 
 
 def _metrics(points: list[tuple[str, float, float, int]]) -> list:
-    from mlflow.entities import Metric
+    from radtrack.store.entities import Metric
 
     return [Metric(k, float(v), int(t * 1000), step) for k, v, t, step in points
             if np.isfinite(v)]

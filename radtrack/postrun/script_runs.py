@@ -128,8 +128,7 @@ def _check_exists(uri: str) -> None:
 
 def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
           accounts: dict[str, GpuAccount], carbon: Carbon | None, stop: dict | None) -> None:
-    from mlflow.entities import Metric
-
+    from radtrack.store.entities import Metric
     from radtrack.store.tracking import set_tags
 
     # the name the store holds now: renamed by a tag, update_run or a framework, it reads

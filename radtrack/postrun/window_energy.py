@@ -163,7 +163,7 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
 def record_windows(client: MlflowClient, run: str, windows_file: Path, uses: Mapping[str, GpuUse],
                    frames: Mapping[str, pd.DataFrame], accounts: Mapping[str, GpuAccount]) -> pd.DataFrame:
     """Join the run's windows and store them; returns the table (empty without windows)."""
-    from mlflow.entities import Metric
+    from radtrack.store.entities import Metric
 
     table = window_table(read_windows(windows_file), run, uses, frames, accounts)
     if table.empty:

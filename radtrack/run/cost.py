@@ -141,7 +141,7 @@ class Meter:
 
     def metrics(self, duration_s: float, timestamp_ms: int) -> list:
         """:meth:`values` as MLflow metrics (step 0) for one log_batch."""
-        from mlflow.entities import Metric
+        from radtrack.store.entities import Metric
 
         return [Metric(k, v, timestamp_ms, 0) for k, v in self.values(duration_s).items()]
 

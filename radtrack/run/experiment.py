@@ -206,10 +206,15 @@ def _end_step_done(rows: list[Row]) -> None:
 
 def _workload_end(pid: str, uri: str, rows: list[Row], artifacts: list) -> WorkloadEnd:
     """The end step's input (radtrack/postrun/workload_end.py): the workload's stored runs and
-    solo baselines are read through the one reader the launcher may use."""
+    solo baselines are read through the one reader the launcher may use, imported only where
+    a workload of several rows reads them (it imports MLflow and pandas: seconds of CPU)."""
+    return WorkloadEnd(pid, uri, list(rows), _read_workload_runs, [Path(a) for a in artifacts], say)
+
+
+def _read_workload_runs(experiment: str, workload: int | str, uri: str) -> object:
     from radtrack.analysis.workload_runs import read_workload_runs
 
-    return WorkloadEnd(pid, uri, list(rows), read_workload_runs, [Path(a) for a in artifacts], say)
+    return read_workload_runs(experiment, workload, uri)
 
 
 def _stored_name(client: MlflowClient, row: Row) -> str:

@@ -1,7 +1,8 @@
 """The MLflow side of one workload, created alongside its processes, not before them.
 
 The scripts start as soon as their processes can (radtrack/run/start.py); meanwhile this
-thread imports MLflow, resolves the experiment, creates the workload's parent run and a run
+thread opens the store (radtrack/store/handle.py: without MLflow for SQLite and a tracking
+server), resolves the experiment, creates the workload's parent run and a run
 per row with their tags, hands each id to the row's process (radtrack/script/handshake.py)
 and binds each row's sink to its run, which then ships what it has spooled so far.
 """
@@ -23,6 +24,7 @@ if TYPE_CHECKING:
     from radtrack.spec import RunSpec
 
 _HOST: dict[str, str] | None = None
+PARENT_TAG = "mlflow.parentRunId"  # MLflow's own tag, named here: MLflow is not imported
 
 
 def host_tags(say: Any) -> dict[str, str]:
@@ -118,6 +120,10 @@ class Recorder:
             self._wake.clear()
             delay = min(delay * 2, 10.0)
         self.seconds = time.monotonic() - t0
+        if self.error is None:  # the end's imports, while the scripts run (radtrack/run/warm.py)
+            from radtrack.run.warm import import_end_modules
+
+            import_end_modules()
 
     def _publish(self, **ids: str) -> None:
         for row in self.rows:
@@ -163,11 +169,9 @@ class Recorder:
 
     def _create(self) -> None:
         """Create what does not exist yet (a retry after an outage resumes here)."""
-        from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
-
         from radtrack.store import schema
+        from radtrack.store.handle import client_for
         from radtrack.store.reach import raise_if_away
-        from radtrack.store.tracking import client as make_client
         from radtrack.store.tracking import (
             create_workload_run,
             experiment_id,
@@ -181,7 +185,9 @@ class Recorder:
         raise_if_away(self.uri)  # a database that is down: not MLflow's 100-s retries
         if self.client is None:
             _after_finishers(self.made_at)
-            self.client = make_client(self.uri)
+            # radtrack's light client where the store allows (radtrack/store/handle.py): no
+            # MLflow import in the launcher, which cost it about 2 CPU-s over every run
+            self.client = client_for(self.uri)
         client = self.client
         first = self.specs[0]
         if not self.exp_id:
@@ -214,7 +220,7 @@ class Recorder:
             if row.run_id:
                 continue
             row.name = row_run_name(row.spec, self.parent_name)
-            tags = {MLFLOW_PARENT_RUN_ID: self.parent_id, **host, **row.record_tags}
+            tags = {PARENT_TAG: self.parent_id, **host, **row.record_tags}
             run = client.create_run(exp_id, run_name=row.name, tags=tags,
                                     start_time=int(row.started * 1000) if row.started else None)
             row.run_id = run.info.run_id

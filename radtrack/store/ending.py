@@ -18,8 +18,7 @@ def finish_run(client: MlflowClient, run_id: str, folder: Path, params: dict[str
                metrics: list | None = None) -> None:
     """The end of a row run as the launcher (or ``radtrack sync`` from finish.json) stores it;
     ``metrics``: (key, value, timestamp ms, step) points of its own (the spool's drops)."""
-    from mlflow.entities import Metric
-
+    from radtrack.store.entities import Metric
     from radtrack.store.tracking import set_tags
 
     released = folder / "released"

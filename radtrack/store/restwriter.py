@@ -8,7 +8,8 @@ ships), and builds the request body of MLflow's REST API (``POST
 /api/2.0/mlflow/runs/log-batch``) straight from the spooled points, sent through MLflow's
 own ``http_request`` (its authentication, TLS and retry settings: MLFLOW_TRACKING_USERNAME /
 PASSWORD / TOKEN, MLFLOW_TRACKING_INSECURE_TLS, ...) instead of building a protobuf
-message per point. Exactly-once is unchanged: the sink advances a stream's ``.shipped``
+message per point; with the launcher's light client (radtrack/store/light_rest.py) the
+same body goes through its urllib request, without MLflow. Exactly-once is unchanged: the sink advances a stream's ``.shipped``
 count only over its calls in order, and MLflow's metric primary key makes a resent point a
 no-op. A store that is not a REST server (or an MLflow whose internals moved) gets plain
 ``MlflowClient.log_batch`` calls, one at a time.
@@ -68,6 +69,11 @@ class RestMetricWriter:
     def __init__(self, client: Any):
         self.client = client
         self._creds: Any = None
+        self._light: Any = None
+        if getattr(client, "light", False):
+            # radtrack's light server client (radtrack/store/light_rest.py): its own requests
+            self._light = client if hasattr(client, "base") else None
+            return
         try:
             from mlflow.store.tracking.rest_store import RestStore
             from mlflow.utils.rest_utils import http_request, verify_rest_response
@@ -82,14 +88,17 @@ class RestMetricWriter:
     @property
     def concurrent(self) -> bool:
         """True against a tracking server: calls then go out several at a time."""
-        return self._creds is not None
+        return self._creds is not None or self._light is not None
 
     def log_metrics(self, run_id: str, points: list[Point]) -> None:
         """Store up to 1000 (key, value, timestamp ms, step) points in one call."""
         if not points:  # samples without values: nothing to send
             return
+        if self._light is not None:
+            self._light.log_metrics(run_id, points)
+            return
         if self._creds is None:
-            from mlflow.entities import Metric
+            from radtrack.store.entities import Metric
 
             self.client.log_batch(run_id, metrics=[Metric(*p) for p in points])
             return

@@ -22,11 +22,11 @@ def lookup_experiment(c: MlflowClient, name_or_id: str) -> Experiment | None:
     """The experiment named ``name_or_id``, else numbered so; None when neither exists."""
     exp = c.get_experiment_by_name(name_or_id)
     if exp is None and name_or_id.isdigit():
-        from mlflow.exceptions import MlflowException
+        from radtrack.store.entities import refusals
 
         try:
             exp = c.get_experiment(name_or_id)
-        except MlflowException:
+        except refusals():
             exp = None
     return exp
 
@@ -38,11 +38,11 @@ def experiment_id(c: MlflowClient, uri: str, name_or_id: str) -> str:
         if exp.lifecycle_stage == "deleted":
             raise RadtrackError(f"experiment {name_or_id!r} is deleted; restore it or pick another name")
         return exp.experiment_id
-    from mlflow.exceptions import MlflowException
+    from radtrack.store.entities import refusals
 
     try:
         return c.create_experiment(name_or_id, artifact_location=default_artifact_location(uri))
-    except MlflowException:
+    except refusals():
         # another launcher (a SLURM job of the same sheet starting at the same moment)
         # created it between the lookup and here: use theirs
         exp = lookup_experiment(c, name_or_id)
@@ -132,7 +132,7 @@ def listeners_param(listeners: list[str]) -> str:
 
 
 def log_params(c: MlflowClient, run_id: str, params: dict[str, str]) -> None:
-    from mlflow.entities import Param
+    from radtrack.store.entities import Param
 
     items = [Param(k, v) for k, v in params.items()]
     for i in range(0, len(items), 100):
@@ -140,7 +140,7 @@ def log_params(c: MlflowClient, run_id: str, params: dict[str, str]) -> None:
 
 
 def set_tags(c: MlflowClient, run_id: str, tags: dict[str, str]) -> None:
-    from mlflow.entities import RunTag
+    from radtrack.store.entities import RunTag
 
     items = [RunTag(k, str(v)[:8000]) for k, v in tags.items()]
     for i in range(0, len(items), 100):

@@ -137,8 +137,7 @@ def ship(client: MlflowClient, row_run_id: str, folder: Path, refused: list[str]
     """Store every complete record past ``records.shipped``; True when none is left. A store
     that is away stops it (False, resumed next time); a value MLflow refuses (a param logged
     again with another value, say) is skipped and described in ``refused``."""
-    from mlflow.entities import Metric, Param, RunTag
-
+    from radtrack.store.entities import Metric, Param, RunTag
     from radtrack.store.outage import is_outage
 
     start = _offset(folder)
@@ -204,8 +203,7 @@ def _what(record: dict[str, Any], exc: BaseException) -> str:
 def _ship_one(client: MlflowClient, row_run_id: str, folder: Path, record: dict[str, Any],
               refused: list[str]) -> bool | None:
     """One metric, param or tag record alone; False when the store is away."""
-    from mlflow.entities import Metric, Param, RunTag
-
+    from radtrack.store.entities import Metric, Param, RunTag
     from radtrack.store.outage import is_outage
 
     run = record.get("run") or row_run_id

@@ -11,7 +11,9 @@ executemany into ``metrics`` and one UPSERT into ``latest_metrics`` applying MLf
 ``_update_latest_metrics_if_necessary`` (one object per key, not per point). Anything
 unexpected (a duplicate primary key on a resend, a schema MLflow changed) falls back to
 ``log_batch``, which stays the reference behaviour; a schema surprise disables the fast
-path for the rest of the run.
+path for the rest of the run. With the launcher's light SQLite client
+(radtrack/store/light_sqlite.py) the same two statements run on its own connection, without
+MLflow or SQLAlchemy.
 """
 
 from __future__ import annotations
@@ -28,6 +30,12 @@ class SqlMetricWriter:
         self.client = client
         self.store: Any = None
         self.enabled = False
+        self.light: Any = None
+        if getattr(client, "light", False):
+            # radtrack's light clients: SQLite writes its points itself; a server takes log_batch
+            self.light = client if hasattr(client, "connection") else None
+            self.enabled = self.light is not None
+            return
         try:
             from mlflow.store.tracking.dbmodels.models import SqlMetric
             from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
@@ -58,6 +66,9 @@ class SqlMetricWriter:
             return  # write (an empty executemany is an error to the DB-API, not a no-op)
         if not self.enabled:
             self._log_batch(run_id, points)
+            return
+        if self.light is not None:  # MLflow's rules, one transaction (light_sqlite.log_points)
+            self.light.log_metrics(run_id, points)
             return
         import sqlalchemy
 
@@ -106,7 +117,7 @@ class SqlMetricWriter:
                 self._log_batch(run_id, points)
 
     def _log_batch(self, run_id: str, points: list[tuple[str, float, int, int]]) -> None:
-        from mlflow.entities import Metric
+        from radtrack.store.entities import Metric
 
         for i in range(0, len(points), MAX_PER_CALL):  # log_batch takes at most 1000 metrics
             self.client.log_batch(run_id, metrics=[Metric(*p) for p in points[i:i + MAX_PER_CALL]])

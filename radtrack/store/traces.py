@@ -36,8 +36,7 @@ def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
     None: every reading), and each series' points at the span's ends (the readings inside
     it are shipped as they come: radtrack/store/shipping.py); ``frames`` gets each trace as
     it is stored. Returns how many end points it stored (listener points, like the shipped)."""
-    from mlflow.entities import Metric
-
+    from radtrack.store.entities import Metric
     from radtrack.store.spans import span_frame
 
     span = span or Span()
@@ -69,7 +68,7 @@ def end_points(frame: pd.DataFrame, span: Span) -> list:
     them): stamped in whole ms inside the span, under the ``system/`` prefix."""
     import math
 
-    from mlflow.entities import Metric
+    from radtrack.store.entities import Metric
 
     out = []
     for at, ms in ((span.start, None if span.start is None else math.ceil(span.start * 1000)),

@@ -1,0 +1,72 @@
+"""The launcher's store handle: one object carries the tracking URI and its client.
+
+The common path (a SQLite file, an MLflow tracking server) gets a light client that writes
+MLflow's tables or speaks its REST API without importing MLflow (radtrack/store/light_sqlite.py,
+light_rest.py): MLflow's import costs about 2 CPU-s on a 2-core VM and was most of the
+launcher's own CPU over a short run and of its end (docs/performance.md, "Fixed cost per
+run"). Anything else keeps MLflow's own client (radtrack/store/tracking.py ``client``): other
+databases, a server whose authentication only MLflow's client can send (a header plugin,
+AWS SigV4, ~/.netrc), a SQLite schema the light client does not know, and
+``RADTRACK_STORE_CLIENT=mlflow`` (an escape hatch, and the reference a benchmark compares
+with). A light client hands what it does not do (artifacts outside the store's own place, a
+search filter it does not read) to MLflow's client, made then.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+CLIENT_ENV = "RADTRACK_STORE_CLIENT"  # "mlflow": MLflow's own client everywhere
+
+
+class StoreHandle:
+    """A store's URI and the launcher's client of it (made on first use, then kept)."""
+
+    def __init__(self, uri: str):
+        self.uri = uri
+        self._client: Any = None
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = client_for(self.uri)
+        return self._client
+
+    @property
+    def light(self) -> bool:
+        """Whether the launcher writes this store without MLflow."""
+        return bool(getattr(self.client, "light", False))
+
+
+def light_client(uri: str) -> Any:
+    """radtrack's own client of ``uri`` (SqliteClient, RestClient), or None where only
+    MLflow's client will do."""
+    if os.environ.get(CLIENT_ENV, "").strip().lower() == "mlflow":
+        return None
+    if uri.startswith("sqlite:///"):
+        from radtrack.store import light_sqlite, newstore
+
+        path = light_sqlite.database_path(uri)
+        if path is None:
+            return None
+        # a new store is made whole first, as for MLflow's client (radtrack/store/newstore.py)
+        newstore.prepare(uri)
+        return light_sqlite.SqliteClient(uri, path) if light_sqlite.compatible(path) else None
+    if uri.startswith(("http://", "https://")):
+        from radtrack.store import credentials
+        from radtrack.store.light_rest import RestClient
+
+        headers = credentials.plain(uri)
+        return None if headers is None else RestClient(uri, headers)
+    return None
+
+
+def client_for(uri: str) -> Any:
+    """The light client where it applies, else MLflow's (tracking.client)."""
+    light = light_client(uri)
+    if light is not None:
+        return light
+    from radtrack.store.tracking import client
+
+    return client(uri)

@@ -1,0 +1,257 @@
+"""An MLflow tracking server (``http(s)://``) through its REST API, for the launcher's common path.
+
+The calls of ``MlflowClient`` the launcher makes, each one request of MLflow's REST API 2.0
+(``/api/2.0/mlflow/...``) sent with urllib and the headers MLflow's client would send
+(radtrack/store/credentials.py: basic auth, a token, TLS settings), so the launcher never
+imports MLflow (about 2 CPU-s on a 2-core VM). Artifacts go through the server's proxy
+(``mlflow-artifacts:`` URIs, ``PUT /api/2.0/mlflow-artifacts/artifacts/...``); a run whose
+artifacts live elsewhere (s3://, a path on the server's host) and a search filter this
+module does not read are left to MLflow's own client (:meth:`RestClient.mlflow`).
+An error answer raises :class:`~radtrack.store.entities.StoreError` with the server's
+error code; no answer raises ``ConnectionError`` (the store is away: the sink keeps
+everything spooled and retries, radtrack/store/outage.py).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, urlencode, urlsplit, urlunsplit
+
+from radtrack.store import credentials
+from radtrack.store.entities import Experiment, Run, RunData, RunInfo, StoreError
+from radtrack.store.search_filter import Unsupported, parse
+
+API = "/api/2.0/mlflow/"
+ARTIFACTS_API = "/api/2.0/mlflow-artifacts/artifacts/"
+TIMEOUT_S = 20.0  # as the launcher's MLflow client had it (MLFLOW_HTTP_REQUEST_TIMEOUT)
+
+
+def json_number(v: float) -> float | str:
+    """A double as MLflow's JSON mapping writes it: non-finite ones as "NaN"/"Infinity"."""
+    if v == v and v not in (float("inf"), float("-inf")):
+        return v
+    return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
+
+
+class RestClient:
+    """The calls of ``MlflowClient`` the launcher makes, against one tracking server."""
+
+    light = True
+
+    def __init__(self, uri: str, headers: dict[str, str]):
+        parts = urlsplit(uri)
+        self.uri = uri
+        self.base = urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[-1])).rstrip("/")
+        self.headers = {**headers, "User-Agent": "radtrack"}
+        self._tls = credentials.tls_context() if uri.startswith("https://") else None
+        self._mlflow: Any = None
+
+    def mlflow(self) -> Any:
+        """MLflow's own client of the server, for what this one does not do (made once)."""
+        if self._mlflow is None:
+            from radtrack.store.tracking import client
+
+            self._mlflow = client(self.uri)
+        return self._mlflow
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def send(self, method: str, path: str, body: Any = None, data: bytes | None = None,
+             query: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One request; the JSON answer ({} for an empty one)."""
+        url = self.base + path + (f"?{urlencode(query)}" if query else "")
+        headers = dict(self.headers)
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        req = urllib.request.Request(url, data=data, method=method, headers=headers)
+        try:
+            with urllib.request.urlopen(req, timeout=TIMEOUT_S, context=self._tls) as r:
+                text = r.read()
+        except urllib.error.HTTPError as exc:
+            raw = exc.read().decode("utf-8", "replace")
+            try:
+                err = json.loads(raw)
+            except ValueError:
+                err = {}
+            code = err.get("error_code") or f"HTTP {exc.code}"
+            message = err.get("message") or raw[:500]
+            if exc.code in (502, 503, 504):  # a proxy in front of a restarting server
+                raise ConnectionError(f"API request to {path} failed with status code {exc.code}: "
+                                      f"{message}") from None
+            raise StoreError(f"{code}: {message}", code) from None
+        except urllib.error.URLError as exc:
+            reason = exc.reason
+            raise ConnectionError(f"API request to {path} failed: {reason}") from None
+        except (TimeoutError, OSError) as exc:
+            raise ConnectionError(f"API request to {path} failed: {exc}") from None
+        return json.loads(text) if text.strip() else {}
+
+    def call(self, method: str, endpoint: str, body: Any = None, **query: Any) -> dict[str, Any]:
+        return self.send(method, API + endpoint, body=body, query=query or None)
+
+    # -- experiments ------------------------------------------------------------------------
+
+    def get_experiment_by_name(self, name: str) -> Experiment | None:
+        try:
+            return _experiment(self.call("GET", "experiments/get-by-name", experiment_name=name)["experiment"])
+        except StoreError as exc:
+            if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
+                return None
+            raise
+
+    def get_experiment(self, experiment_id: str) -> Experiment:
+        return _experiment(self.call("GET", "experiments/get", experiment_id=experiment_id)["experiment"])
+
+    def create_experiment(self, name: str, artifact_location: str | None = None) -> str:
+        body = {"name": name, **({"artifact_location": artifact_location} if artifact_location else {})}
+        return str(self.call("POST", "experiments/create", body)["experiment_id"])
+
+    def search_experiments(self) -> list[Experiment]:
+        out: list[Experiment] = []
+        token = None
+        while True:
+            answer = self.call("POST", "experiments/search", {"max_results": 1000, "view_type": "ACTIVE_ONLY",
+                                                              **({"page_token": token} if token else {})})
+            out += [_experiment(e) for e in answer.get("experiments", [])]
+            token = answer.get("next_page_token")
+            if not token:
+                return out
+
+    # -- runs -------------------------------------------------------------------------------
+
+    def create_run(self, experiment_id: str, start_time: int | None = None,
+                   tags: dict[str, str] | None = None, run_name: str | None = None) -> Run:
+        import time
+
+        tags = dict(tags or {})
+        body: dict[str, Any] = {"experiment_id": str(experiment_id),
+                                "user_id": tags.get("mlflow.user", "unknown"),
+                                "start_time": start_time or int(time.time() * 1000),
+                                "tags": [{"key": k, "value": v} for k, v in tags.items()]}
+        if run_name:
+            body["run_name"] = run_name
+        return _run(self.call("POST", "runs/create", body)["run"])
+
+    def get_run(self, run_id: str) -> Run:
+        return _run(self.call("GET", "runs/get", run_id=run_id)["run"])
+
+    def search_runs(self, experiment_ids: Iterable[str], filter_string: str = "",
+                    max_results: int = 1000, **_: Any) -> list[Run]:
+        ids = [str(i) for i in experiment_ids]
+        try:
+            parse(filter_string)  # the server reads it; one radtrack knows is one it sends as is
+        except Unsupported:
+            return self.mlflow().search_runs(ids, filter_string=filter_string, max_results=max_results)
+        out: list[Run] = []
+        token = None
+        while len(out) < max_results:
+            body = {"experiment_ids": ids, "filter": filter_string or "", "run_view_type": "ACTIVE_ONLY",
+                    "max_results": min(max_results - len(out), 50000),
+                    **({"page_token": token} if token else {})}
+            answer = self.call("POST", "runs/search", body)
+            out += [_run(r) for r in answer.get("runs", [])]
+            token = answer.get("next_page_token")
+            if not token:
+                break
+        return out
+
+    def update_run(self, run_id: str, status: str | None = None, name: str | None = None) -> None:
+        body: dict[str, Any] = {"run_id": run_id, "run_uuid": run_id}
+        if status:
+            body["status"] = status
+        if name:
+            body["run_name"] = name
+        self.call("POST", "runs/update", body)
+
+    def set_terminated(self, run_id: str, status: str = "FINISHED", end_time: int | None = None) -> None:
+        import time
+
+        self.call("POST", "runs/update", {"run_id": run_id, "run_uuid": run_id, "status": status,
+                                          "end_time": end_time or int(time.time() * 1000)})
+
+    def set_tag(self, run_id: str, key: str, value: Any) -> None:
+        self.call("POST", "runs/set-tag", {"run_id": run_id, "run_uuid": run_id, "key": key,
+                                           "value": str(value)})
+
+    def log_batch(self, run_id: str, metrics: Sequence[Any] = (), params: Sequence[Any] = (),
+                  tags: Sequence[Any] = ()) -> None:
+        if not (metrics or params or tags):
+            return
+        self.call("POST", "runs/log-batch", {
+            "run_id": run_id,
+            "metrics": [{"key": m.key, "value": json_number(float(m.value)), "timestamp": int(m.timestamp),
+                         "step": int(m.step or 0)} for m in metrics],
+            "params": [{"key": p.key, "value": str(p.value)} for p in params],
+            "tags": [{"key": t.key, "value": str(t.value)} for t in tags]})
+
+    def log_metrics(self, run_id: str, points: list[tuple[str, float, int, int]]) -> None:
+        """Up to 1000 (key, value, timestamp ms, step) points in one call (the sink's path)."""
+        if points:
+            self.call("POST", "runs/log-batch", {
+                "run_id": run_id, "metrics": [{"key": k, "value": json_number(v), "timestamp": t, "step": s}
+                                              for k, v, t, s in points]})
+
+    # -- artifacts --------------------------------------------------------------------------
+
+    def _proxied(self, run_id: str) -> str | None:
+        """The run's artifact folder behind the server's proxy ("<exp>/<run>/artifacts");
+        None where the run keeps its artifacts elsewhere."""
+        uri = self.get_run(run_id).info.artifact_uri
+        if not uri.startswith("mlflow-artifacts:"):
+            return None
+        rest = urlsplit(uri)
+        if rest.netloc:  # mlflow-artifacts://host:port/...: another server than this one
+            return None
+        return rest.path.strip("/")
+
+    def _upload(self, where: str, local: Path) -> None:
+        self.send("PUT", ARTIFACTS_API + quote(where), data=local.read_bytes())
+
+    def log_artifact(self, run_id: str, local_path: str, artifact_path: str | None = None) -> None:
+        base = self._proxied(run_id)
+        if base is None:
+            self.mlflow().log_artifact(run_id, local_path, artifact_path)
+            return
+        local = Path(local_path)
+        self._upload("/".join(filter(None, [base, artifact_path, local.name])), local)
+
+    def log_artifacts(self, run_id: str, local_dir: str, artifact_path: str | None = None) -> None:
+        base = self._proxied(run_id)
+        if base is None:
+            self.mlflow().log_artifacts(run_id, local_dir, artifact_path)
+            return
+        root = Path(local_dir)
+        for dirpath, _dirs, files in os.walk(root):
+            for name in sorted(files):
+                path = Path(dirpath) / name
+                rel = path.relative_to(root).as_posix()
+                self._upload("/".join(filter(None, [base, artifact_path, rel])), path)
+
+
+def _experiment(e: dict[str, Any]) -> Experiment:
+    return Experiment(str(e["experiment_id"]), e.get("name", ""), e.get("artifact_location", ""),
+                      e.get("lifecycle_stage", "active"),
+                      {t["key"]: t.get("value", "") for t in e.get("tags", [])})
+
+
+def _number(v: Any) -> float:
+    return float(v)  # "NaN", "Infinity" and numbers alike
+
+
+def _run(r: dict[str, Any]) -> Run:
+    info, data = r.get("info", {}), r.get("data", {})
+    start, end = info.get("start_time"), info.get("end_time")
+    return Run(RunInfo(info.get("run_id") or info.get("run_uuid", ""), info.get("run_name", ""),
+                       str(info.get("experiment_id", "")), info.get("user_id", ""), info.get("status", ""),
+                       int(start) if start is not None else None, int(end) if end is not None else None,
+                       info.get("artifact_uri", ""), info.get("lifecycle_stage", "active")),
+               RunData(params={p["key"]: p.get("value", "") for p in data.get("params", [])},
+                       tags={t["key"]: t.get("value", "") for t in data.get("tags", [])},
+                       metrics={m["key"]: _number(m.get("value", 0)) for m in data.get("metrics", [])}))

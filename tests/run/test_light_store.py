@@ -1,0 +1,156 @@
+"""The launcher's light store clients (radtrack/store/handle.py, issue 47): a launch into SQLite
+or an ``mlflow server`` never imports MLflow in radtrack's own processes (the launcher, its
+listeners), and what it stores reads back through MLflow's own client as MLflow writes it."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from support import REPO
+
+SCRIPT = "import time\nprint('started', flush=True)\ntime.sleep(0.5)\n"
+HEAVY = ("mlflow", "sqlalchemy", "alembic")
+
+
+def _imported(stderr: str) -> set[str]:
+    """Top-level packages a ``-X importtime`` process imported."""
+    return {line.rsplit("|", 1)[-1].strip().split(".")[0] for line in stderr.splitlines()
+            if line.startswith("import time:")}
+
+
+def _launch(uri: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "sleeper.py"
+    script.write_text(SCRIPT)
+    env = {**os.environ, "RADTRACK_HOME": str(tmp_path / ".radtrack"), "PYTHONUNBUFFERED": "1"}
+    env.pop("RADTRACK_STORE_CLIENT", None)
+    return subprocess.run([sys.executable, "-X", "importtime", "-m", "radtrack", "--tracking-uri", uri,
+                           "-e", "light", "-l", "top", "--interval", "0.1", *args, str(script), "--x", "1"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+
+
+def _check_stored(uri: str) -> None:
+    """The launch's runs as MLflow's own client reads them: names, user, tags, params, status,
+    summaries, the launcher's cost, artifacts."""
+    from mlflow import MlflowClient
+
+    c = MlflowClient(uri)
+    exp = c.get_experiment_by_name("light")
+    runs = c.search_runs([exp.experiment_id])
+    rows = [r for r in runs if r.data.tags.get("radtrack.role") == "row"]
+    parents = [r for r in runs if r.data.tags.get("radtrack.role") == "workload"]
+    assert len(rows) == 1 and len(parents) == 1
+    row, parent = rows[0], parents[0]
+    assert parent.info.run_name == "light-1" and row.info.run_name == "light-1 A"
+    assert row.data.tags["mlflow.runName"] == "light-1 A"
+    assert row.data.tags["mlflow.parentRunId"] == parent.info.run_id
+    assert row.info.user_id == row.data.tags["mlflow.user"]
+    assert row.info.status == parent.info.status == "FINISHED"
+    assert row.info.end_time >= row.info.start_time
+    assert row.data.params["x"] == "1" and row.data.params["listeners"] == "top"
+    m = row.data.metrics
+    assert m["summary/duration_s"] > 0.4
+    assert "summary/top/mem_used_mib/mean" in m
+    # without MLflow's import the launcher's own CPU over the 0.5-s run is small (was ~2 CPU-s)
+    assert 0 < m["summary/monitoring/launcher_cpu_s"] < 1.5
+    paths = {a.path for a in c.list_artifacts(row.info.run_id, "telemetry")}
+    assert {"telemetry/top.parquet", "telemetry/top.json"} <= paths
+    assert [a.path for a in c.list_artifacts(row.info.run_id, "logs")] == ["logs/output.log"]
+    assert c.get_metric_history(row.info.run_id, "system/top/mem_used_mib")
+
+
+def test_a_launch_into_sqlite_stores_everything_without_importing_mlflow(tmp_path: Path) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    p = _launch(uri, tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "started" in p.stdout
+    assert not _imported(p.stderr) & set(HEAVY), "the launcher imported MLflow or SQLAlchemy"
+    _check_stored(uri)
+
+
+def test_a_launch_into_a_tracking_server_stores_everything_without_importing_mlflow(
+        mlflow_server_uri: str, tmp_path: Path) -> None:
+    p = _launch(mlflow_server_uri, tmp_path)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert not _imported(p.stderr) & set(HEAVY), "the launcher imported MLflow or SQLAlchemy"
+    _check_stored(mlflow_server_uri)
+
+
+def test_a_listener_process_imports_no_mlflow() -> None:
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "radtrack.listeners", "top", "--interval", "0.05",
+                        "--devices", "", "--count", "2"], cwd=REPO, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert '"type": "sample"' in p.stdout
+    assert not _imported(p.stderr) & {"mlflow", "sqlalchemy", "pandas"}
+
+
+def test_the_light_sqlite_client_writes_what_mlflow_reads(tmp_path: Path) -> None:
+    from mlflow import MlflowClient
+
+    from radtrack.store.entities import Metric, Param, RunTag, StoreError
+    from radtrack.store.handle import StoreHandle
+    from radtrack.store.uris import default_artifact_location
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    handle = StoreHandle(uri)
+    c = handle.client
+    assert handle.light
+    exp_id = c.create_experiment("e", artifact_location=default_artifact_location(uri))
+    assert c.get_experiment_by_name("e").experiment_id == exp_id
+    assert c.get_experiment_by_name("nope") is None
+    run = c.create_run(exp_id, run_name="r1", tags={"mlflow.user": "ann", "k": "v"}, start_time=1000)
+    rid = run.info.run_id
+    c.log_batch(rid, metrics=[Metric("m", 1.0, 5, 0), Metric("m", 3.0, 4, 1), Metric("m", 2.0, 9, 0),
+                              Metric("n", math.nan, 5, 0), Metric("inf", math.inf, 5, 0)],
+                params=[Param("p", "1")], tags=[RunTag("t", "x")])
+    c.log_batch(rid, metrics=[Metric("m", 1.0, 5, 0)])  # a resend: stored once
+    c.log_batch(rid, params=[Param("p", "1")])  # the same value again: accepted, as MLflow does
+    with pytest.raises(StoreError, match="Changing param values is not allowed"):
+        c.log_batch(rid, params=[Param("p", "2")])
+    c.set_tag(rid, "mlflow.runName", "renamed")
+    c.log_artifact(rid, str(Path(__file__)), "code")
+    c.set_terminated(rid, "KILLED", end_time=2000)
+
+    m = MlflowClient(uri)
+    got = m.get_run(rid)
+    assert got.info.run_name == "renamed" and got.data.tags["mlflow.runName"] == "renamed"
+    assert got.info.user_id == "ann" and got.info.status == "KILLED"
+    assert (got.info.start_time, got.info.end_time) == (1000, 2000)
+    assert got.data.params == {"p": "1"} and got.data.tags["t"] == "x"
+    assert got.data.metrics["m"] == 3.0  # the greatest (step, timestamp, value)
+    assert math.isnan(got.data.metrics["n"]) and got.data.metrics["inf"] > 1e308
+    assert len(m.get_metric_history(rid, "m")) == 3
+    assert [a.path for a in m.list_artifacts(rid, "code")] == [f"code/{Path(__file__).name}"]
+    # what the light client reads back is what MLflow reads
+    mine = c.get_run(rid)
+    assert (mine.data.params, mine.data.tags) == (got.data.params, got.data.tags)
+    assert mine.info.artifact_uri == got.info.artifact_uri
+    found = c.search_runs([exp_id], filter_string="tags.`t` = 'x' and attributes.start_time >= 1000")
+    assert [r.info.run_id for r in found] == [rid]
+    assert c.search_runs([exp_id], filter_string="tags.`t` = 'y'") == []
+    # a filter the light client does not read goes to MLflow's own client
+    assert [r.info.run_id for r in c.search_runs([exp_id], filter_string="metrics.m > 1")] == [rid]
+
+
+def test_the_store_client_can_be_mlflow_s_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from radtrack.store.handle import CLIENT_ENV, StoreHandle
+
+    monkeypatch.setenv(CLIENT_ENV, "mlflow")
+    assert not StoreHandle(f"sqlite:///{tmp_path / 'x.db'}").light
+
+
+def test_search_filters_the_light_clients_read() -> None:
+    from radtrack.store.search_filter import Clause, Unsupported, parse
+
+    assert parse("tags.`radtrack.role` = 'workload' and tags.`radtrack.workload` = '3'") == [
+        Clause("tag", "radtrack.role", "=", "workload"), Clause("tag", "radtrack.workload", "=", "3")]
+    assert parse("attributes.start_time >= 5 AND attributes.start_time <= 9") == [
+        Clause("attribute", "start_time", ">=", 5), Clause("attribute", "start_time", "<=", 9)]
+    assert parse("") == []
+    with pytest.raises(Unsupported):
+        parse("params.lr = '0.1'")
