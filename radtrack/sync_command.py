@@ -77,6 +77,13 @@ def main(argv: list[str] | None = None) -> int:
         except RadtrackError as exc:
             print(f"radtrack sync: {exc}", file=sys.stderr)
             return 2
+    if a.tracking_uri:  # answers HTTP but is no MLflow server: one line, before any spool
+        from radtrack.store.reach import not_mlflow
+
+        wrong = not_mlflow(a.tracking_uri)
+        if wrong:
+            print(f"radtrack sync: {wrong}", file=sys.stderr)
+            return 2
     root = Path(a.spool) if a.spool else renv.radtrack_home() / SPOOL_DIR
     if not root.is_dir():
         print(f"radtrack sync: nothing to do ({root} does not exist)")

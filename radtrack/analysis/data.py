@@ -43,17 +43,25 @@ def resolve_tracking_uri(tracking_uri: str | None = None) -> str:
 
 def missing_store(uri: str) -> str | None:
     """Why a reader cannot open ``uri``: a SQLite file or a local file store that does not
-    exist (MLflow would create an empty one there); None otherwise."""
+    exist (MLflow would create an empty one there), or a URI that answers HTTP but is no
+    MLflow server; None otherwise."""
     if uri.startswith("sqlite:///"):
         path = Path(uri.removeprefix("sqlite:///").split("?", 1)[0])
     elif uri.startswith("file:") or "://" not in uri:
         path = Path(uri.removeprefix("file://").removeprefix("file:"))
     else:
-        return None
+        return _not_mlflow(uri)
     if str(path) in ("", ":memory:") or path.exists():
         return None
     return (f"tracking store {uri}: {path.absolute()} does not exist "
             "(pass --tracking-uri or set MLFLOW_TRACKING_URI)")
+
+
+def _not_mlflow(uri: str) -> str | None:
+    """A server that answers HTTP but not as MLflow (radtrack/store/reach.py), in one line."""
+    from radtrack.store.reach import not_mlflow
+
+    return not_mlflow(uri) or None
 
 
 def client_for(tracking_uri: str | None = None) -> MlflowClient:

@@ -8,6 +8,10 @@ second: a TCP connect with a short timeout to the URI's host and port (or the un
 the URI names). Not listening, refused or timed out: the store is away. A server that is
 there but refuses the login (a wrong password, no such database) is told apart by one
 connection through SQLAlchemy without MLflow's retries (:func:`check_login`).
+
+A tracking URI that answers HTTP but is no MLflow server (radtrack ui's own port, a proxy
+answering 404 or 502, any web page) is told apart the same way, before MLflow's client reads
+an HTML page as a failed request: :func:`judge` one answer, :func:`not_mlflow` asks for one.
 """
 
 from __future__ import annotations
@@ -91,7 +95,11 @@ def away(uri: str, timeout: float = PROBE_TIMEOUT_S) -> str:
 
 def raise_if_away(uri: str, timeout: float = PROBE_TIMEOUT_S) -> None:
     """A ConnectionRefusedError (an outage to radtrack/store/outage.py ``is_outage``) when the
-    database store at ``uri`` takes no connection; before anything opens it through MLflow."""
+    database store at ``uri`` takes no connection; a RadtrackError when ``uri`` answers HTTP
+    but is no MLflow server (:func:`not_mlflow`); before anything opens it through MLflow."""
+    wrong = not_mlflow(uri, timeout)
+    if wrong:
+        raise RadtrackError(wrong)
     why = away(uri, timeout)
     if why:
         raise ConnectionRefusedError(f"database not reachable at {why}")
@@ -150,6 +158,56 @@ def sqlite_busy(uri: str, timeout: float = 2.0) -> str:
     except sqlite3.Error as exc:
         return str(exc)
     return ""
+
+
+_MLFLOW_SERVERS: set[str] = set()  # URIs that answered as MLflow: asked once a process
+NOT_MLFLOW_HINT = ("point --tracking-uri (or MLFLOW_TRACKING_URI) at an MLflow tracking server "
+                   "(`mlflow server`; radtrack ui serves the page, not a store)")
+
+
+def judge(uri: str, endpoint: str, status: int, body: str) -> str:
+    """Why ``status`` and ``body``, the answer of the server at ``uri`` to a GET of
+    ``endpoint`` (credentials.SEARCH, or /health), are no MLflow server's; "" when they may be.
+    MLflow answers its REST API in JSON, errors too (``{"error_code": ...}``), and /health
+    with ``OK``; 401 and 403 are a login's matter (tracking.check_credentials)."""
+    import json
+
+    if status in (401, 403):
+        return ""
+    text = body.strip()
+    if endpoint.startswith("/health"):
+        if status == 200 and text == "OK":
+            _MLFLOW_SERVERS.add(uri)
+            return ""
+    else:
+        try:
+            answer = json.loads(text) if text else {}
+        except ValueError:
+            answer = None
+        if isinstance(answer, dict) and (200 <= status < 300 or "error_code" in answer):
+            _MLFLOW_SERVERS.add(uri)
+            return ""
+    what = ("an HTML page" if text[:1] == "<" else "an empty body" if not text
+            else f"{text.splitlines()[0][:60]!r}")
+    return (f"tracking URI {redact(uri)} answers HTTP but is not an MLflow tracking server "
+            f"(GET {endpoint.split('?', 1)[0]}: HTTP {status}, {what}); {NOT_MLFLOW_HINT}")
+
+
+def not_mlflow(uri: str, timeout: float = PROBE_TIMEOUT_S) -> str:
+    """Why the http(s) tracking URI ``uri`` is no MLflow server (:func:`judge`), asked with one
+    GET as MLflow's client would authenticate it; "" for one that is, for a URI that is no
+    server's, and for a server that does not answer (an outage: said where it matters)."""
+    if not uri.startswith(("http://", "https://")) or uri in _MLFLOW_SERVERS:
+        return ""
+    from radtrack.store import credentials
+
+    headers = credentials.plain(uri, plugins=False)
+    endpoint = "/health" if headers is None else credentials.SEARCH + "?max_results=1"
+    try:
+        status, body = credentials.status(uri, endpoint, headers or {}, timeout)
+    except (OSError, ValueError):
+        return ""
+    return judge(uri, endpoint, status, body)
 
 
 def _name(where: tuple[str, int] | str) -> str:

@@ -123,6 +123,9 @@ def check_reachable(uri: str, timeout: float = 5.0, run_anyway: bool = False) ->
                   file=sys.stderr, flush=True)
             return
         raise RadtrackError(f"tracking server {redact(uri)} is unreachable: {reason}") from None
+    wrong = reach.judge(uri, endpoint, *answer)  # radtrack ui's port, a proxy's 404 or 502
+    if wrong:
+        raise RadtrackError(wrong)
     check_credentials(uri, headers, timeout, answer=None if headers is None else answer)
 
 
