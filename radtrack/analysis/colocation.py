@@ -207,4 +207,4 @@ def figures_line(totals: dict[str, object]) -> str:
     if _bounds(totals, "stp", ".2f"):
         return line + " ([95 % intervals] from repeats)"
     return line + (" (no 95 % intervals: no repeats; repeat the solo rows and this workload under "
-                   "other Workload numbers: docs/analysis.md, Interference)")
+                   "other Workload numbers: docs/sheets.md, Repeats)")

@@ -51,7 +51,7 @@ COLUMNS = [
 NO_REPEATS = ("no repeats of the solo or the co-located configuration, so no 95 % interval: "
               "declare repeats in the sheet by writing the solo row and the co-located "
               "workload again under other Workload numbers (same File, Params and Collocation; "
-              "docs/analysis.md, Interference)")
+              "docs/sheets.md, Repeats)")
 _STOPPED = f"tag.{schema.STOPPED_BY}"
 
 

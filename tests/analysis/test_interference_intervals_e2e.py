@@ -77,7 +77,7 @@ def test_interference_figures_carry_intervals_from_repeats(store, tmp_path, monk
     assert rep.returncode == 0, rep.stderr
     flat = " ".join(rep.stdout.split())
     assert "Intervals (4): no repeats of the solo or the co-located configuration" in flat, rep.stdout
-    assert "under other Workload numbers" in flat
+    assert "under other Workload numbers" in flat and "docs/sheets.md, Repeats" in flat
 
     # 2. repeats, twins, time-capped rows, a script's own 1-s runs
     second = _launch(tmp_path, "two.csv", [
@@ -165,9 +165,11 @@ def test_interference_figures_carry_intervals_from_repeats(store, tmp_path, monk
     assert study.returncode == 0, study.stderr
     found = json.loads(out.read_text())
     runs = {r["run_name"]: r for r in found["runs"]}
+    tagged = {r.info.run_name: r.data.tags.get("radtrack.attribution.gpu0")
+              for r in client.search_runs([exp.experiment_id])}
     for name in ("ci-5 A", "ci-5 B", "ci-7 A", "ci-7 B"):
         r = runs[name]
-        assert r["method"] == "gpu0: process-sm-util", r
+        assert tagged[name] and r["method"] == f"gpu0: {tagged[name]}", (r, tagged[name])
         assert _finite(r["energy_per_unit_j"]) and _finite(r["solo_energy_per_unit_j"]), r
         change = 100 * (r["energy_per_unit_j"] / r["solo_energy_per_unit_j"] - 1)
         assert r["energy_per_unit_change_pct"] == pytest.approx(change)
@@ -182,6 +184,6 @@ def test_interference_figures_carry_intervals_from_repeats(store, tmp_path, monk
     assert twins[0]["energy_spread_pct"] == pytest.approx(spread), twins
     assert twins[0]["energy_j"] == ", ".join(f"{e:.4g}" for e in energies)
     assert ("favours one twin" in twins[0]["note"]) == (spread > 4.0), twins
-    assert twins[0]["method"] == "gpu0: process-sm-util"
+    assert twins[0]["method"] == f"gpu0: {tagged['ci-7 A']}"
     printed = " ".join(study.stdout.split())
     assert "Identical rows co-located: how evenly the split charged them" in printed
