@@ -270,8 +270,8 @@ def test_filter_by_user_and_workloads_grouped_by_launch(web, app) -> None:
     web.locator("#experiment").get_by_text(EXP, exact=True).click()
     web.wait_for_function("document.querySelectorAll('#workload label').length === 6")
     labels = [t.strip() for t in web.locator("#workload label").all_inner_texts()]
-    assert labels[0].startswith("launch bbbb2222 · bob") and labels[3].startswith(
-        "launch aaaa1111 · alice")
+    assert labels[0].startswith("launch bbbb2222 · ") and labels[0].endswith(" · bob")
+    assert labels[3].startswith("launch aaaa1111 · ") and labels[3].endswith(" · alice")
     assert [t.split(" · ")[0] for t in labels[1:3] + labels[4:]] == [
         "Workload 4", "Workload 3", "Workload 2", "Workload 1"]
     web.fill("#run-filter", "user=alice")
