@@ -44,7 +44,7 @@ PURE_ANALYSIS = frozenset({
     "radtrack.analysis.activity_power", "radtrack.analysis.energy_figures",
     "radtrack.analysis.sensor_model", "radtrack.analysis.baselines",
     "radtrack.analysis.result_checks", "radtrack.analysis.cpu_energy_share",
-    "radtrack.analysis.record_summaries",
+    "radtrack.analysis.record_summaries", "radtrack.analysis.split_model",
 })
 #: (importer, imported) -> why this back-edge is sanctioned
 ALLOWED = {

@@ -73,6 +73,9 @@ class SensorConstants:
     alias_gain: float = 1.0  # per-reading error / hidden power swing
     alias_corr_s: float = 0.55  # how long the sensor's phase against a periodic load persists
     min_window_s: float = 2.0  # below: flagged whatever the figure says
+    # uncertainty of each end of a window (one update where 0): the counter's step, narrowed
+    # where the power samples place it (H200: 0.05 s, benchmarks/attribution_analysis.py)
+    edge_s: float = 0.0
     threshold_pct: float = 5.0  # an interval wider than this is flagged
 
 
@@ -161,7 +164,8 @@ def interval(window_s: float, power_w: np.ndarray, activity_pct: np.ndarray | No
         "hidden": (c.alias_gain * math.sqrt(hidden_var * (1.0 - coverage)) / mean
                    * math.sqrt(min(c.alias_corr_s / window_s, 1.0))),
         "visible": visible / mean * math.sqrt((1.0 - coverage) / updates),
-        "edges": c.update_s / window_s / math.sqrt(6.0),  # two ends, each uniform over one update
+        # two ends, each uniform over one update (or the measured edge_s)
+        "edges": (c.edge_s or c.update_s) / window_s / math.sqrt(6.0),
     }
     ci = Z95 * math.sqrt(sum(v * v for v in parts.values())) * 100.0
     reason = ""

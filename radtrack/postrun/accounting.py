@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from radtrack.analysis import split_model
 from radtrack.analysis.attribution import (
     DEFAULT_MPS_RULE,
     IDLE,
@@ -82,10 +83,26 @@ class _Input:
     use: GpuUse
 
 
+def _baselines(stored: WorkloadRuns | None) -> tuple[dict[str, float], dict[str, tuple[float, int]]]:
+    """From the store read before accounting: run id -> solo-equivalent power, and run id
+    -> (CV % of its solo J per unit, solo runs) (radtrack/analysis/split_model.py)."""
+    if stored is None:
+        return {}, {}
+    from radtrack.analysis.interference import interference
+
+    inter = interference(stored.runs, stored.summaries)
+    return split_model.rates(inter), split_model.solo_spread(inter, stored.summaries)
+
+
 def account_workload(client: MlflowClient, parent_id: str, rows: list[Row],
-                     rule: str | None = None) -> dict[str, GpuAccount]:
+                     rule: str | None = None, baselines: WorkloadRuns | None = None
+                     ) -> dict[str, GpuAccount]:
     """Account every GPU the workload's rows used and store the results; GPU UUID ->
-    accounting (empty when no row has GPU readings, e.g. a CPU workload)."""
+    accounting (empty when no row has GPU readings, e.g. a CPU workload). ``baselines``:
+    the workload's rows and their scripts' solo runs as stored (read_workload_runs): where
+    every run on a GPU has a solo baseline and a logged throughput, that GPU's split is
+    ``solo-model`` (radtrack/analysis/split_model.py); otherwise the signal-based split,
+    flagged ``split-assumed``."""
     inputs = []
     for row in rows:
         if row.sink is None or not row.started:
@@ -102,8 +119,11 @@ def account_workload(client: MlflowClient, parent_id: str, rows: list[Row],
     if not end > start:
         return {}
     accounts = account([i.use for i in inputs], start, end, mps_rule=rule or mps_rule())
+    q, spread = _baselines(baselines)
+    spans = {i.use.run: (i.use.start, i.use.end) for i in inputs}
+    accounts = {gpu: split_model.resplit(acc, q, spans) for gpu, acc in accounts.items()}
     for item in inputs:
-        _record_row(client, item, accounts[item.use.gpu])
+        _record_row(client, item, accounts[item.use.gpu], spread)
     _record_parent(client, parent_id, inputs, accounts, start, end)
     return accounts
 
@@ -120,7 +140,24 @@ def _log(client: MlflowClient, run_id: str, metrics: list) -> None:
         client.log_batch(run_id, metrics=metrics[i:i + 1000])
 
 
-def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
+def _attributed_interval(item: _Input, acc: GpuAccount, spread: dict[str, tuple[float, int]]
+                         ) -> list[tuple[str, float]]:
+    """The attributed energy's 95 % interval and flag: its GPU's counter interval and the
+    split's bound added in quadrature (split_model.split_bound); an assumed split is
+    flagged ``split-assumed`` with the worst deviation measured for it."""
+    key = schema.attribution_summary_key(item.scope, "energy_j")
+    ci = (span_interval(item.row.sink.frames, item.scope, item.use.start, item.use.end)
+          if item.row.sink is not None else None)
+    split, assumed = split_model.split_bound(acc.method, item.use.run, acc, spread)
+    if ci is None and not split:
+        return []
+    counter = ci.ci95_pct if ci is not None else 0.0
+    flag = split_model.SPLIT_ASSUMED_FLAG if assumed else (flag_code(ci) if ci is not None else 0.0)
+    return [(schema.ci_key(key), float(np.hypot(counter, split))), (schema.ci_flag_key(key), flag)]
+
+
+def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount,
+                spread: dict[str, tuple[float, int]] | None = None) -> None:
     run, scope = item.use.run, item.scope
     widths = np.diff(acc.edges)
     lo = np.maximum(acc.edges[:-1], item.use.start)
@@ -134,9 +171,7 @@ def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
     now = time.time()
     key = schema.attribution_summary_key(scope, "energy_j")
     points = [(key, energy.sum(), now, 0)]
-    if item.row.sink is not None and (ci := span_interval(item.row.sink.frames, scope, item.use.start,
-                                                          item.use.end)) is not None:
-        points += [(schema.ci_key(key), ci.ci95_pct, now, 0), (schema.ci_flag_key(key), flag_code(ci), now, 0)]
+    points += [(k, v, now, 0) for k, v in _attributed_interval(item, acc, spread or {})]
     if inside.sum() > 0 and not acc.host:  # a host device's share is CPU time, not SM time
         points.append((schema.attribution_summary_key(scope, "sm_share_pct"),
                        float((share * inside).sum() / inside.sum()), now, 0))

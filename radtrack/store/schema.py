@@ -214,10 +214,15 @@ SUMMARY_WORKLOAD_PREFIX = SUMMARY_PREFIX + "workload/"  # on the parent
 WINDOW_PREFIX = "window/"  # code windows (radtrack/postrun/window_energy.py)
 # energy error bars (radtrack/analysis/energy_error.py): next to every energy figure <key>,
 # <key>_ci95_pct (half-width of its 95 % interval, % of the figure) and <key>_ci95_flag
-# (0: within the threshold; 1: wider, bursty load near the sensor's period; 2: wider, window too short)
+# (0: within the threshold; 1: wider, bursty load near the sensor's period; 2: wider, window too short;
+# 3: an attributed energy whose split is assumed, split-assumed)
 CI95_SUFFIX = "_ci95_pct"
 CI95_FLAG_SUFFIX = "_ci95_flag"
-CI95_FLAGS = {0: "", 1: "bursty load near the sensor's period", 2: "window too short"}
+CI95_FLAGS = {0: "", 1: "bursty load near the sensor's period", 2: "window too short",
+              # an attributed energy split by a rule with no validated bound
+              # (radtrack/analysis/split_model.py): its interval is the worst deviation measured
+              3: "split-assumed: no solo baseline with a logged throughput for every run on the GPU; "
+                 "run each script solo in this experiment (same Params) to get the solo-model split"}
 # the activity model's energy, next to the counter's (radtrack/analysis/activity_power.py)
 ENERGY_MODEL_PREFIX = SUMMARY_PREFIX + "energy_model/"
 ACTIVITY_ENERGY = "activity_energy_j"

@@ -88,7 +88,12 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     gpu_j = parent.data.metrics["summary/workload/gpu0/energy_j"]
     other = parent.data.metrics["summary/workload/gpu0/other_energy_j"]
     idle = parent.data.metrics["summary/workload/gpu0/idle_energy_j"]
-    assert a.data.tags["radtrack.attribution.gpu0"] == "process-sm-util"
+    # every row has a solo baseline with a logged throughput: the split follows each one's
+    # solo J per unit x its work (radtrack/analysis/split_model.py), and its interval holds
+    # the baselines' spread (one solo run each: the H200's measured CV) without a flag
+    assert a.data.tags["radtrack.attribution.gpu0"] == "solo-model"
+    assert a.data.metrics["summary/attribution/gpu0/energy_j_ci95_flag"] != 3
+    assert a.data.metrics["summary/attribution/gpu0/energy_j_ci95_pct"] > 1.96 * 26 * 0.25 * 1.41 * 0.9
     assert a.data.tags["radtrack.attribution.gpu0.gpu"] == H100_UUID
     assert ea + eb + other + idle == pytest.approx(gpu_j, rel=0.01)
     assert gpu_j == pytest.approx(WATTS * parent.data.metrics["summary/workload/duration_s"], rel=0.05)
@@ -121,7 +126,9 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     both = wide[(wide["sm_share_pct"]["acct-3 A"] > 74.9) & (wide["sm_share_pct"]["acct-3 B"] > 24.9)]
     assert len(both) >= 2
     ratio = both["power_w"]["acct-3 A"] / both["power_w"]["acct-3 B"]
-    assert ratio.to_numpy() == pytest.approx(3.0, rel=1e-3)
+    # solo-model: (solo J per unit of a x 75) / (that of b x 25); the two solo runs' J per
+    # unit (400 W over 100 samples/s, each span measured) agree to a few tenths of a percent
+    assert ratio.to_numpy() == pytest.approx(3.0, rel=0.01)
     # the stack is the GPU's power (the doubles' counter follows the wall clock of each read,
     # a few % off the sample times on a loaded machine)
     assert (wide["power_w"].sum(axis=1)).iloc[1:-1].to_numpy() == pytest.approx(WATTS, rel=0.05)
@@ -134,24 +141,26 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     assert p.returncode == 0, p.stderr[-3000:]
     runs = _runs(client)
     ma, mb, mparent = runs["acct-4 A"], runs["acct-4 B"], runs["acct-4"]
-    assert ma.data.tags["radtrack.attribution.gpu0"] == "mps-thread-cap"  # no caps: equal
-    assert "MPS client" in ma.data.tags["radtrack.attribution.gpu0.note"]
+    # NVML gives no per-client figure; with solo baselines the server's share follows the
+    # work each client did (80 and 40 samples/s of the same J per unit: 2:1), no MPS rule
+    assert ma.data.tags["radtrack.attribution.gpu0"] == "solo-model"
+    assert "radtrack.attribution.gpu0.note" not in ma.data.tags
     assert "MPS client" in ma.data.tags["radtrack.listener.smi.gpu0.proc_sm_util_pct"]
     for run in (ma, mb):
         assert not {"smi/gpu0/proc_sm_util_pct", "system/smi/gpu0/proc_sm_util_pct"} & set(run.data.metrics)  # absent, never 0
         assert "system/smi/gpu0/mps_sm_util_pct" in run.data.metrics
         # the run's time-weighted mean takes in its edges (one client started or ended a
         # sample apart on a loaded machine): the exact split is checked per sample below
-        assert run.data.metrics["summary/attribution/gpu0/sm_share_pct"] == pytest.approx(40, rel=0.25)
+        assert 0 < run.data.metrics["summary/attribution/gpu0/sm_share_pct"] < 80
     mps_table = client.download_artifacts(mparent.info.run_id, "attribution/power.parquet",
                                           str(tmp / "mps-power"))
     shares = pd.read_parquet(mps_table).pivot_table(index="time", columns="party",
                                                     values="sm_share_pct")
     paired = shares[(shares["acct-4 A"] > 0) & (shares["acct-4 B"] > 0)]
     assert len(paired) >= 2
-    # the server's 80 %, split equally between the two clients while both run
-    assert paired["acct-4 A"].median() == pytest.approx(40, rel=0.05)
-    assert paired["acct-4 B"].median() == pytest.approx(40, rel=0.05)
+    # the server's 80 %, split 2:1 between the two clients while both run
+    assert paired["acct-4 A"].median() == pytest.approx(80 * 2 / 3, rel=0.05)
+    assert paired["acct-4 B"].median() == pytest.approx(80 / 3, rel=0.05)
     total = (ma.data.metrics["summary/attribution/gpu0/energy_j"]
              + mb.data.metrics["summary/attribution/gpu0/energy_j"]
              + mparent.data.metrics["summary/workload/gpu0/other_energy_j"]
@@ -163,7 +172,7 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     rep = radtrack_cli("report", "acct")
     assert rep.returncode == 0, rep.stderr[-2000:]
     flat = " ".join(rep.stdout.split())  # the report's prose is wrapped at 120 columns
-    assert "mps-thread-cap" in rep.stdout and "process-sm-util" in rep.stdout
+    assert "solo-model" in rep.stdout
     assert "footprint" in flat and "400 g/kWh x PUE 1.2 (--carbon-intensity)" in flat
     assert "250 g/kWh x PUE 1 ($RADTRACK_CARBON_INTENSITY)" in flat
     assert "co2e_g" in rep.stdout

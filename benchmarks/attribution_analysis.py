@@ -1,0 +1,209 @@
+"""Issue 51's figures from what benchmarks/attribution_gpu.sh brought back (no GPU needed).
+
+    python benchmarks/attribution_analysis.py RESULTS_DIR [--store DIR] [--seed 1]
+
+RESULTS_DIR holds ``store.tar.xz`` (unpacked into a temporary folder unless ``--store``
+names one already unpacked) and ``counter.csv`` (benchmarks/counter_reader.py). Writes
+into RESULTS_DIR:
+
+- ``splits.csv``: per co-located run, its attributed energy by the split the launcher used
+  (re-accounted from the stored traces with radtrack/analysis/attribution.py) and by
+  ``solo-model`` (radtrack/analysis/split_model.py), its work, J per unit against its solo
+  runs' for both, the twins' gap and each run's share of the pair;
+- ``coverage.csv``: per window (1 to 60 s, cut at random from every run's span), the GPU
+  energy radtrack reports for it (``cumulative_energy`` over the run's stored smi traces),
+  its 95 % interval (radtrack/analysis/energy_figures.py ``GpuEnergy.interval``), the
+  reference (the independent 20-Hz counter read at the window's edges, interpolated
+  between its 100-ms updates) and whether the interval holds it;
+- ``summary.json``: the figures the README and docs/analysis.md quote.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import tarfile
+import tempfile
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+warnings.filterwarnings("ignore")
+
+
+def _unpack(results: Path, store: str | None) -> Path:
+    if store:
+        return Path(store)
+    where = Path(tempfile.mkdtemp(prefix="attribution-store-"))
+    with tarfile.open(results / "store.tar.xz") as tar:
+        tar.extractall(where, filter="data")
+    return where
+
+
+def _link_artifacts(where: Path, runs: pd.DataFrame) -> None:
+    """The store names its artifacts under the device's temporary folder: point it here."""
+    for uri in runs["artifact_uri"].dropna().unique():
+        path = str(uri).removeprefix("file://")
+        root = Path(path.split("/mlartifacts/")[0])
+        if not root.exists():
+            root.parent.mkdir(parents=True, exist_ok=True)
+            root.symlink_to(where)
+
+
+def _frames(run: pd.Series, uri: str) -> dict[str, pd.DataFrame]:
+    from radtrack.analysis.data import read_telemetry
+    from radtrack.analysis.trace_listing import telemetry_listeners
+
+    have = telemetry_listeners(str(run["run_id"]), tracking_uri=uri, status=run.get("status"),
+                               artifact_uri=run.get("artifact_uri"))
+    return {n: read_telemetry(str(run["run_id"]), n, tracking_uri=uri) for n in have if n in ("smi", "dcgm")}
+
+
+def _span(run: pd.Series) -> tuple[float, float]:
+    return pd.Timestamp(run["start_time"]).timestamp(), pd.Timestamp(run["end_time"]).timestamp()
+
+
+def splits(runs: pd.DataFrame, summary: pd.DataFrame, frames: dict, uri: str) -> pd.DataFrame:
+    from radtrack.analysis import split_model
+    from radtrack.analysis.attribution import account
+    from radtrack.analysis.gpu_uses import run_uses
+    from radtrack.analysis.interference import interference
+
+    inter = interference(runs, summary)
+    q = split_model.rates(inter)
+    cv = split_model.solo_spread(inter, summary)
+    rows = []
+    for workload, group in runs[runs["collocation"].notna()].groupby("workload"):
+        group = group[group["run_id"].isin(inter["run_id"])]
+        if len(group) < 2:
+            continue
+        uses, spans = [], {}
+        for _, run in group.iterrows():
+            tags = {k[4:]: v for k, v in run.items() if isinstance(k, str) and k.startswith("tag.")
+                    and isinstance(v, str)}
+            spans[run["run_id"]] = _span(run)
+            uses += list(run_uses(str(run["run_id"]), frames[run["run_id"]], tags,
+                                  run.get("collocation"), *spans[run["run_id"]]).values())
+        accounts = account(uses, min(s[0] for s in spans.values()), max(s[1] for s in spans.values()))
+        for acc in accounts.values():
+            model = split_model.resplit(acc, q, spans)
+            for run_id in spans:
+                me = inter[inter["run_id"] == run_id].iloc[0]
+                work = float(me["throughput"]) * float(me["duration_s"]) if me["work_unit"] != "run" else float("nan")
+                row = {"workload": int(workload), "letter": me["letter"], "file": Path(str(me["file"])).name,
+                       "collocation": me["collocation"], "method": acc.method,
+                       "energy_j": acc.energy_j(run_id), "model_energy_j": model.energy_j(run_id),
+                       "model_method": model.method, "work": work, "work_unit": me["work_unit"],
+                       "solo_j_per_unit": me["solo_energy_per_unit_j"], "solo_cv_pct": cv.get(run_id, (np.nan, 0))[0],
+                       "gpu_energy_j": acc.gpu_energy_j}
+                row["vs_solo_pct"] = 100 * (row["energy_j"] / work / row["solo_j_per_unit"] - 1)
+                row["model_vs_solo_pct"] = 100 * (row["model_energy_j"] / work / row["solo_j_per_unit"] - 1)
+                bound, assumed = split_model.split_bound(model.method, run_id, model, cv)
+                row["model_split_ci95_pct"], row["model_split_assumed"] = bound, assumed
+                row["fallback_split_ci95_pct"] = split_model.split_bound(acc.method, run_id, acc, cv)[0]
+                rows.append(row)
+    out = pd.DataFrame(rows)
+    for col, name in (("energy_j", "share_pct"), ("model_energy_j", "model_share_pct"), ("work", "work_share_pct")):
+        out[name] = 100 * out[col] / out.groupby("workload")[col].transform("sum")
+    return out
+
+
+def coverage(runs: pd.DataFrame, frames: dict, counter: pd.DataFrame, rng: np.random.Generator,
+             constants_text: str = "{}", per_run: int = 12) -> pd.DataFrame:
+    from radtrack.analysis.attribution import cumulative_energy
+    from radtrack.analysis.energy_error import load_constants
+    from radtrack.analysis.energy_figures import gpu_energies
+    from radtrack.analysis.gpu_uses import run_uses
+
+    constants = load_constants(constants_text)
+    moved = counter["energy_j"].diff().fillna(1) != 0  # the counter's own 100-ms updates
+    tc, ec = counter.loc[moved, "time"].to_numpy(), counter.loc[moved, "energy_j"].to_numpy()
+    rows = []
+    for _, run in runs.iterrows():
+        gpu = next(iter(gpu_energies(frames[run["run_id"]])), None)
+        tags = {k[4:]: v for k, v in run.items() if isinstance(k, str) and k.startswith("tag.") and isinstance(v, str)}
+        use = next(iter(run_uses(str(run["run_id"]), frames[run["run_id"]], tags, run.get("collocation"),
+                                 *_span(run)).values()), None)
+        if gpu is None or use is None or len(gpu.counter[0]) < 2:
+            continue
+        lo, hi = float(gpu.counter[0][0]), float(gpu.counter[0][-1])
+        if hi - lo < 1.0:
+            continue
+        kind = "bursty" if "matmul_loop" in str(run["file"]) else (
+            "co-located" if isinstance(run.get("collocation"), str) and run["workload"] in runs.loc[
+                runs["workload"].duplicated(keep=False), "workload"].to_numpy() else "steady")
+        for _ in range(per_run):
+            width = float(np.exp(rng.uniform(math.log(1.0), math.log(min(60.0, hi - lo)))))
+            a = float(rng.uniform(lo, hi - width))
+            b = a + width
+            est = np.diff(cumulative_energy(use, np.array([a, b])))[0]
+            ref = float(np.interp(b, tc, ec) - np.interp(a, tc, ec))
+            ci = gpu.interval(a, b, constants)
+            err = 100 * (est / ref - 1)
+            rows.append({"workload": run["workload"], "letter": run["letter"], "file": Path(str(run["file"])).name,
+                         "load": kind, "window_s": width, "energy_j": est, "reference_j": ref, "error_pct": err,
+                         "ci95_pct": ci.ci95_pct, "flag": ci.reason, "covered": abs(err) <= ci.ci95_pct})
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("results")
+    parser.add_argument("--store")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args(argv)
+    from radtrack.analysis.data import load_runs
+    from radtrack.analysis.run_summaries import summarize_runs
+
+    results = Path(args.results)
+    where = _unpack(results, args.store)
+    uri = f"sqlite:///{where / 'mlflow.db'}"
+    runs = load_runs("att", tracking_uri=uri)
+    _link_artifacts(where, runs)
+    summary = summarize_runs(runs, uri, quantiles=False)
+    frames = {r["run_id"]: _frames(r, uri) for _, r in runs.iterrows()}
+    table = splits(runs, summary, frames, uri)
+    table.round(3).to_csv(results / "splits.csv", index=False)
+    counter = pd.read_csv(results / "counter.csv")
+    cov = coverage(runs, frames, counter, np.random.default_rng(args.seed))
+    cov.round(4).to_csv(results / "coverage.csv", index=False)
+    summary_out = {"default_constants": _coverage_summary(cov)}
+    tuned = results / "sensor_constants.json"
+    if tuned.is_file():  # the same windows (same seed) under the GPU's own constants
+        cov = coverage(runs, frames, counter, np.random.default_rng(args.seed), str(tuned))
+        cov.round(4).to_csv(results / "coverage_tuned.csv", index=False)
+        summary_out["tuned_constants"] = _coverage_summary(cov)
+    pd.set_option("display.width", 250)
+    print(table[["workload", "letter", "file", "collocation", "method", "energy_j", "model_energy_j", "work_share_pct",
+                 "share_pct", "model_share_pct", "vs_solo_pct", "model_vs_solo_pct", "model_split_ci95_pct"]]
+          .round(2).to_string(index=False))
+    (results / "summary.json").write_text(json.dumps(summary_out, indent=1) + "\n")
+    print(json.dumps(summary_out, indent=1))
+    return 0
+
+
+def _coverage_summary(cov: pd.DataFrame) -> dict[str, object]:
+    summary_out: dict[str, object] = {"windows": len(cov)}
+    for name, part in [("all", cov), *cov.groupby("load")]:
+        summary_out[f"coverage_{name}"] = {
+            "windows": len(part), "covered_pct": round(100 * part["covered"].mean(), 1),
+            "median_ci95_pct": round(float(part["ci95_pct"].median()), 2),
+            "p95_abs_error_pct": round(float(part["error_pct"].abs().quantile(0.95)), 2),
+            "flagged_pct": round(100 * (part["flag"] != "").mean(), 1)}
+    for lo, hi in ((1, 2), (1, 5), (5, 60)):
+        part = cov[(cov["window_s"] >= lo) & (cov["window_s"] < hi)]
+        summary_out[f"coverage_{lo}-{hi}s"] = {
+            "windows": len(part), "covered_pct": round(100 * part["covered"].mean(), 1),
+            "median_ci95_pct": round(float(part["ci95_pct"].median()), 2),
+            "max_ci95_pct": round(float(part["ci95_pct"].max()), 2),
+            "p95_abs_error_pct": round(float(part["error_pct"].abs().quantile(0.95)), 2),
+            "flagged_pct": round(100 * (part["flag"] != "").mean(), 1)}
+    return summary_out
+
+
+if __name__ == "__main__":
+    sys.exit(main())

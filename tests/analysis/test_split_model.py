@@ -1,0 +1,64 @@
+"""The solo-model split and every split's bound (radtrack/analysis/split_model.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from radtrack.analysis import split_model
+from radtrack.analysis.attribution import IDLE, OTHER, GpuAccount
+
+
+def _account(method: str, a: list[float], b: list[float], edges: list[float]) -> GpuAccount:
+    mid = (np.array(edges[:-1]) + np.array(edges[1:])) / 2
+    energy = pd.DataFrame({"a": a, "b": b, OTHER: 1.0, IDLE: 0.0}, index=mid)
+    share = pd.DataFrame({"a": [60.0] * len(a), "b": [40.0] * len(a), OTHER: 0.0}, index=mid)
+    return GpuAccount("GPU-x", method, np.array(edges, dtype=float), energy, share, {"a": "n"})
+
+
+def test_twins_doing_the_same_work_split_evenly_whatever_the_signal_said():
+    # per-process SM samples gave 60/40 (the H200's time-sliced twins were 42/58)
+    acc = _account("process-sm-util", [60.0, 60.0], [40.0, 40.0], [0.0, 1.0, 2.0])
+    out = split_model.resplit(acc, {"a": 300.0, "b": 300.0}, {"a": (0.0, 2.0), "b": (0.0, 2.0)})
+    assert out.method == split_model.SOLO_MODEL
+    assert out.energy_j("a") == pytest.approx(100.0) and out.energy_j("b") == pytest.approx(100.0)
+    assert out.energy_j(OTHER) == acc.energy_j(OTHER)  # other and idle stay as measured
+    assert out.gpu_energy_j == pytest.approx(acc.gpu_energy_j)
+    assert out.notes == {}  # the signal's note no longer describes the split
+
+
+def test_caps_follow_the_work_and_a_run_alone_keeps_its_windows():
+    acc = _account("mps-thread-cap", [50.0, 50.0, 100.0], [50.0, 50.0, 0.0], [0.0, 1.0, 2.0, 3.0])
+    # a did 70 % of the work at the same J per unit; b ended at 2 s
+    out = split_model.resplit(acc, {"a": 70.0, "b": 30.0}, {"a": (0.0, 3.0), "b": (0.0, 2.0)})
+    assert out.energy["a"].to_numpy() == pytest.approx([70.0, 70.0, 100.0])
+    assert out.energy["b"].to_numpy() == pytest.approx([30.0, 30.0, 0.0])
+
+
+def test_without_a_rate_for_every_run_the_account_stays():
+    acc = _account("mps-thread-cap", [50.0], [50.0], [0.0, 1.0])
+    assert split_model.resplit(acc, {"a": 70.0}, {"a": (0.0, 1.0), "b": (0.0, 1.0)}) is acc
+
+
+def test_bounds_assumed_splits_are_flagged_wide_and_the_model_from_baseline_spread():
+    acc = _account("mps-thread-cap", [50.0], [50.0], [0.0, 1.0])
+    bound, assumed = split_model.split_bound(acc.method, "a", acc)
+    assert assumed and bound == split_model.ASSUMED_BOUND_PCT["mps"]
+    assert split_model.split_bound("process-sm-util", "a", acc) == (46.0, True)
+    model = split_model.resplit(acc, {"a": 1.0, "b": 1.0}, {"a": (0.0, 1.0), "b": (0.0, 1.0)})
+    # two repeats of 4 % CV each side: 1.96 x 0.5 x sqrt(2 x 4^2 / 2)
+    bound, assumed = split_model.split_bound(model.method, "a", model, {"a": (4.0, 2), "b": (4.0, 2)})
+    assert not assumed and bound == pytest.approx(1.96 * 0.5 * 4.0 * np.sqrt(2) / np.sqrt(2))
+    # one solo run: the largest CV measured on the H200 stands in
+    wide, _ = split_model.split_bound(model.method, "a", model, {"a": (float("nan"), 1)})
+    assert wide == pytest.approx(1.96 * 0.5 * np.sqrt(2) * split_model.DEFAULT_SOLO_CV_PCT)
+    assert split_model.split_bound("solo", "a", acc) == (0.0, False)
+
+
+def test_rates_come_from_solo_j_per_unit_times_throughput():
+    inter = pd.DataFrame([
+        {"run_id": "a", "work_unit": "sample", "solo_energy_per_unit_j": 2.0, "throughput": 50.0},
+        {"run_id": "b", "work_unit": "run", "solo_energy_per_unit_j": 900.0, "throughput": np.nan},
+        {"run_id": "c", "work_unit": "sample", "solo_energy_per_unit_j": np.nan, "throughput": 5.0}])
+    assert split_model.rates(inter) == {"a": 100.0}
