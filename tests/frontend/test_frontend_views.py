@@ -83,3 +83,18 @@ def test_a_link_is_restored_as_far_as_it_can_be() -> None:
     assert problems == ["smooth='abc' is not a whole number in 1..10000: smoothing left at 1",
                         "x='sideways' is not one of seconds, wall, step: x axis left at seconds"]
     assert read_link("?runs=a&smooth=5&x=wall") == (View(runs=["a"], smooth=5, xmode="wall"), [])
+
+
+def test_the_link_parameters_docs_frontend_md_lists_are_the_page_s() -> None:
+    """docs/frontend.md's link table names every parameter a link carries, and no other."""
+    import re
+    from urllib.parse import parse_qs
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "frontend.md").read_text()
+    section = doc.split("**Links**", 1)[1].split("**Views**", 1)[0]
+    documented = set(re.findall(r"^\| `(\w+)` \|", section, flags=re.M))
+    full = View(runs=["a", "b"], metrics=["top/cpu_pct", "loss"], xmode="wall", smooth=3,
+                logy=True, experiment="e", workload="w", xrange=[1.0, 2.0], power="gpu",
+                overlay=True)
+    carried = set(parse_qs(to_query(full).lstrip("?"))) | {"view"}
+    assert documented == carried
