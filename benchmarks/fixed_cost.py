@@ -12,7 +12,8 @@ A script that writes its own start and end times (unix seconds) and sleeps ``--s
 seconds is run by ``python script.py`` ("plain") and by ``radtrack -l MODE script.py`` for
 each mode, ``--repeats`` times, interleaved (mode order rotates each round, so a drift of
 the machine hits every mode alike). Per run: *before* = script start - command start,
-*after* = command end - script end, *total*. ``--tree`` runs radtrack from another checkout
+*after* = command end - script end, *total*, and the launcher's own CPU over the row's span
+(``summary/monitoring/launcher_cpu_s``, read back from the store). ``--tree`` runs radtrack from another checkout
 (``PYTHONPATH=DIR``), e.g. an older commit for a before/after table in one session; each
 mode writes a fresh SQLite store of its own under a temporary folder.
 """
@@ -69,7 +70,21 @@ def one(mode: str, folder: Path, sleep: float, tree: str | None,
     start, end = float(marks["start"]), float(marks["end"])
     if stored:
         stored["stored_s"] += t1 - end
-    return {"before_s": start - t0, "after_s": t1 - end, "total_s": t1 - t0, **stored}
+    cpu = {} if mode == "plain" else {"launcher_cpu_s": launcher_cpu_s(uri)}
+    return {"before_s": start - t0, "after_s": t1 - end, "total_s": t1 - t0, **stored, **cpu}
+
+
+def launcher_cpu_s(uri: str) -> float:
+    """``summary/monitoring/launcher_cpu_s`` of the newest row run in experiment "fixed":
+    the launcher's own CPU over the row's span (radtrack/run/cost.py), read back through
+    radtrack's light client (radtrack/store/handle.py)."""
+    from radtrack.store.handle import client_for
+
+    c = client_for(uri)
+    exp = c.get_experiment_by_name("fixed")
+    runs = c.search_runs([exp.experiment_id], filter_string="tags.`radtrack.role` = 'row'", max_results=5000)
+    newest = max(runs, key=lambda r: r.info.start_time or 0)
+    return float(newest.data.metrics.get("summary/monitoring/launcher_cpu_s", float("nan")))
 
 
 def main() -> None:
@@ -102,12 +117,12 @@ def main() -> None:
     bytecode = f"PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r}, compiled={compiled}"
     print(f"{args.label}: {args.repeats} repeats of a {args.sleep:g}-s script ({bytecode})")
     print(f"{'mode':<16}{'total (s)':>18}{'before (s)':>18}{'after (s)':>18}{'stored (s)':>18}"
-          "  (min-max, median)")
+          f"{'launcher CPU (s)':>18}  (min-max, median)")
     table = {}
     for m, rs in runs.items():
         row = {}
         cells = []
-        for k in ("total_s", "before_s", "after_s", "stored_s"):
+        for k in ("total_s", "before_s", "after_s", "stored_s", "launcher_cpu_s"):
             v = [r[k] for r in rs if k in r]
             if not v:
                 cells.append("-")

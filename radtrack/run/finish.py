@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from radtrack.run import cost
@@ -61,8 +62,10 @@ def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading
     if client is None or not row.run_id or not stored:
         keep_cost(row, meter)  # radtrack sync stores it with the run's end
         return False
+    for t in env_threads:  # before the transaction below: it holds the store's write lock
+        t.join(timeout=60)
     try:
-        retrying(lambda: store_end(client, row, env_threads), deadline)
+        retrying(lambda: _in_one(client, lambda: store_end(client, row, env_threads)), deadline)
     except Exception as exc:
         if is_outage(exc):
             row.sink.last_error = describe(exc)
@@ -75,6 +78,15 @@ def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading
     cost.record(client, row, meter)
     write_finish(row, stored=True)  # only the workload run is left to close
     return True
+
+
+def _in_one(client: MlflowClient, fn: Callable[[], None]) -> None:
+    """``fn``'s store calls as one transaction where the store allows (one sync to disk
+    for a SQLite store: radtrack/store/handle.py one_transaction)."""
+    from radtrack.store.handle import one_transaction
+
+    with one_transaction(client):
+        fn()
 
 
 def keep_cost(row: Row, meter: cost.Meter) -> None:

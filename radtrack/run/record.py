@@ -177,7 +177,6 @@ class Recorder:
             experiment_id,
             next_workload_number,
             row_run_name,
-            set_tags,
             workload_run_name,
             workload_tags,
         )
@@ -196,8 +195,10 @@ class Recorder:
                 row.exp_id = self.exp_id
             self._publish(**{handshake.EXPERIMENT_ID: self.exp_id})
         exp_id = self.exp_id
+        fresh = False  # the workload's number was just found unused: no other launch has it
         if first.workload == 0:  # a CLI launch: the experiment's next workload number
             number = next_workload_number(client, exp_id)
+            fresh = True
             for row in self.rows:
                 row.spec.workload = number
                 row.record_tags[schema.WORKLOAD] = str(number)
@@ -205,7 +206,10 @@ class Recorder:
             self.say(f"workload {first.experiment}-{number}: {len(self.rows)} row(s)")
         host = host_tags(self.say)
         if not self.parent_id:
-            name = workload_run_name(client, exp_id, first)
+            # a number found unused a moment ago needs no second search for other launches
+            # of it (one round trip fewer); two launches taking it at once are settled after
+            # the creation (identity.create_workload_run)
+            name = f"{first.experiment}-{first.workload}" if fresh else workload_run_name(client, exp_id, first)
             # the runs start when their scripts did (released before the runs were made), so
             # readers' "seconds since the run's start" count from the script's start
             starts = [int(row.started * 1000) for row in self.rows if row.started]
@@ -220,7 +224,10 @@ class Recorder:
             if row.run_id:
                 continue
             row.name = row_run_name(row.spec, self.parent_name)
-            tags = {PARENT_TAG: self.parent_id, **host, **row.record_tags}
+            # the placement's tags (a MIG UUID) go in with the run, not in a call after it:
+            # on the run even if the launcher dies mid-workload, one round trip fewer
+            tags = {PARENT_TAG: self.parent_id, **host, **row.record_tags,
+                    **{k: str(v)[:8000] for k, v in row.placement_tags.items()}}
             run = client.create_run(exp_id, run_name=row.name, tags=tags,
                                     start_time=int(row.started * 1000) if row.started else None)
             row.run_id = run.info.run_id
@@ -228,10 +235,6 @@ class Recorder:
                 row.sink.bind(client, row.run_id, self.uri)
             _publish_retrying(row.folder, **{handshake.RUN_ID: row.run_id})
             _link(row.folder, row.run_id)
-            if row.placement_tags:
-                # stored now, not with the row's other tags at its end: a MIG UUID must be
-                # on the run even if the launcher dies mid-workload
-                set_tags(client, row.run_id, row.placement_tags)
 
 
 def _after_finishers(made_at: float) -> None:

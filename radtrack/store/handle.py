@@ -14,6 +14,7 @@ search filter it does not read) to MLflow's client, made then.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -70,3 +71,10 @@ def client_for(uri: str) -> Any:
     from radtrack.store.tracking import client
 
     return client(uri)
+
+
+def one_transaction(client: Any) -> contextlib.AbstractContextManager[Any]:
+    """Where the client can (a SQLite store: SqliteClient.batch), every call inside is one
+    transaction, one sync to disk; elsewhere each call stands alone, as before."""
+    batch = getattr(client, "batch", None)
+    return batch() if batch is not None else contextlib.nullcontext()

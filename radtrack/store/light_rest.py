@@ -51,6 +51,7 @@ class RestClient:
         self.headers = {**headers, "User-Agent": "radtrack"}
         self._tls = credentials.tls_context() if uri.startswith("https://") else None
         self._mlflow: Any = None
+        self._artifact_uris: dict[str, str] = {}  # run id -> artifact URI: no get-run per artifact
 
     def mlflow(self) -> Any:
         """MLflow's own client of the server, for what this one does not do (made once)."""
@@ -137,10 +138,14 @@ class RestClient:
                                 "tags": [{"key": k, "value": v} for k, v in tags.items()]}
         if run_name:
             body["run_name"] = run_name
-        return _run(self.call("POST", "runs/create", body)["run"])
+        return self._known(_run(self.call("POST", "runs/create", body)["run"]))
 
     def get_run(self, run_id: str) -> Run:
-        return _run(self.call("GET", "runs/get", run_id=run_id)["run"])
+        return self._known(_run(self.call("GET", "runs/get", run_id=run_id)["run"]))
+
+    def _known(self, run: Run) -> Run:
+        self._artifact_uris[run.info.run_id] = run.info.artifact_uri
+        return run
 
     def search_runs(self, experiment_ids: Iterable[str], filter_string: str = "",
                     max_results: int = 1000, **_: Any) -> list[Run]:
@@ -203,7 +208,7 @@ class RestClient:
     def _proxied(self, run_id: str) -> str | None:
         """The run's artifact folder behind the server's proxy ("<exp>/<run>/artifacts");
         None where the run keeps its artifacts elsewhere."""
-        uri = self.get_run(run_id).info.artifact_uri
+        uri = self._artifact_uris.get(run_id) or self.get_run(run_id).info.artifact_uri
         if not uri.startswith("mlflow-artifacts:"):
             return None
         rest = urlsplit(uri)

@@ -14,18 +14,18 @@ know is not written here: :func:`compatible` says so and the handle uses MLflow'
 
 from __future__ import annotations
 
+import contextlib
 import math
-import shutil
 import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import unquote, urlsplit
 
 from radtrack.store.entities import Experiment, Run, RunData, RunInfo, StoreError
+from radtrack.store.local_artifacts import copy_artifact, local_folder
 from radtrack.store.search_filter import Clause, Unsupported, parse
 
 RUN_NAME = "mlflow.runName"
@@ -94,7 +94,9 @@ class SqliteClient:
 
     def __init__(self, uri: str, path: Path):
         self.uri, self.path = uri, path
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()
+        self._depth = 0  # open batch() levels of the thread holding the lock
+        self._copies: list[Any] = []  # artifact copies a batch makes once it committed
         self._con: sqlite3.Connection | None = None
         self._mlflow: Any = None
 
@@ -117,22 +119,49 @@ class SqliteClient:
             self._con = con
         return self._con
 
-    @property
-    def lock(self) -> threading.Lock:
-        return self._lock
-
     def _write(self, fn: Any) -> Any:
-        """``fn(connection)`` in one write transaction (taken at once: no upgrade deadlock)."""
+        """``fn(connection)`` in one write transaction (taken at once: no upgrade deadlock);
+        inside :meth:`batch`, a savepoint of the batch's transaction."""
         with self._lock:
             con = self.connection()
-            con.execute("BEGIN IMMEDIATE")
+            nested = self._depth > 0
+            con.execute("SAVEPOINT call" if nested else "BEGIN IMMEDIATE")
             try:
                 out = fn(con)
             except BaseException:
-                con.execute("ROLLBACK")
+                con.execute("ROLLBACK TO call" if nested else "ROLLBACK")
+                if nested:
+                    con.execute("RELEASE call")
                 raise
-            con.execute("COMMIT")
+            con.execute("RELEASE call" if nested else "COMMIT")
             return out
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Every call of this thread inside is one transaction, committed at the end (rolled
+        back if the block raises): a row's end is one commit, not a dozen, each of which
+        syncs the file to disk (about 0.2-0.4 s of the end under load on the 2-core VM).
+        Other threads wait for it, as for any write."""
+        later: list[Any] = []
+        with self._lock:
+            con = self.connection()
+            if self._depth == 0:
+                con.execute("BEGIN IMMEDIATE")
+            self._depth += 1
+            try:
+                yield
+            except BaseException:
+                self._depth -= 1
+                if self._depth == 0:
+                    con.execute("ROLLBACK")
+                    self._copies.clear()  # a retry of the block copies them again
+                raise
+            self._depth -= 1
+            if self._depth == 0:
+                con.execute("COMMIT")
+                later, self._copies = self._copies, []
+        for copy in later:  # files, outside the transaction: no writer waits on a large copy
+            copy()
 
     def _read(self, fn: Any) -> Any:
         with self._lock:
@@ -331,39 +360,21 @@ class SqliteClient:
         return local_folder(uri[0] or "", artifact_path)
 
     def log_artifact(self, run_id: str, local_path: str, artifact_path: str | None = None) -> None:
+        """A file (or, by log_artifacts, a folder's content) into the run's artifacts; inside
+        a :meth:`batch`, copied once the batch committed (before it returns)."""
         folder = self.artifact_dir(run_id, artifact_path)
         if folder is None:
             self.mlflow().log_artifact(run_id, local_path, artifact_path)
-        else:
-            copy_artifact(Path(local_path), folder)
+            return
+        local = Path(local_path)
+        with self._lock:
+            if self._depth > 0:
+                self._copies.append(lambda: copy_artifact(local, folder))
+                return
+        copy_artifact(local, folder)
 
     def log_artifacts(self, run_id: str, local_dir: str, artifact_path: str | None = None) -> None:
-        folder = self.artifact_dir(run_id, artifact_path)
-        if folder is None:
-            self.mlflow().log_artifacts(run_id, local_dir, artifact_path)
-        else:
-            copy_artifact(Path(local_dir), folder)
-
-
-def local_folder(artifact_uri: str, artifact_path: str | None) -> Path | None:
-    """The folder of ``artifact_uri`` (``file:`` or a plain path) and ``artifact_path``."""
-    parts = urlsplit(artifact_uri)
-    if parts.scheme == "file" and parts.netloc in ("", "localhost"):
-        base = Path(unquote(parts.path))
-    elif parts.scheme == "" and artifact_uri:
-        base = Path(artifact_uri)
-    else:
-        return None
-    return base / artifact_path if artifact_path else base
-
-
-def copy_artifact(local: Path, folder: Path) -> None:
-    """A file, or a folder's content, into ``folder`` (what MLflow's local artifact repository does)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    if local.is_dir():
-        shutil.copytree(local, folder, dirs_exist_ok=True)
-    else:
-        shutil.copy2(local, folder / local.name)
+        self.log_artifact(run_id, local_dir, artifact_path)
 
 
 def _clause_sql(c: Clause) -> tuple[str, list[Any]]:
