@@ -193,11 +193,19 @@ def analyze_experiment(experiment: str, workload: int | None = None,
                             own_metrics=own_metrics_table(rows, summary),
                             windows=pd.concat([windows_table(rows, summary, node_loader(uri)),
                                                windows_table(found, found_summary, node_loader(uri))],
-                                              ignore_index=True).infer_objects(),
+                                              ignore_index=True).infer_objects()
+                            .pipe(_in_order, table),
                             monitoring=monitoring_table(rows), nodes=node_table(rows),
                             energy_parts=energy_parts(rows),
                             checks=checks.reset_index(drop=True),
                             blanks={r: b for r, b in blanks.items() if r in set(table["run_id"])})
+
+
+def _in_order(frame: pd.DataFrame, table: pd.DataFrame) -> pd.DataFrame:
+    """``frame``'s rows in the order of ``table``'s runs (then their own order)."""
+    order = {run_id: i for i, run_id in enumerate(dict.fromkeys(table["run_id"]))}
+    rank = frame["run_id"].map(order).fillna(len(order)) if "run_id" in frame else None
+    return frame if rank is None else frame.iloc[rank.argsort(kind="stable")].reset_index(drop=True)
 
 
 def node_loader(uri: str):

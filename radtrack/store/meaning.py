@@ -160,13 +160,13 @@ def column_meaning(name: str, table: str = "") -> Meaning:
     if key:
         return replace(describe(key), key=name)
     figure = name.removesuffix(schema.CI95_SUFFIX)
-    if table == "windows" and figure in WINDOW:  # a window's figure, summed over the times it ran
-        base = _table(figure, figure, WINDOW)
-        base = _with(base, figure, f"code window: {base.name}, over the times it ran", "total")
-        if figure == name:
-            return base
+    if figure != name and figure:  # a figure's interval: of the figure as this table means it
+        base = column_meaning(figure, table)
         what, text = _CI[0][2:]
-        return _meaning(name, base.scope, "%", "other", f"{base.name}: {what}", text, "total")
+        return _meaning(name, base.scope, "%", "other", f"{base.name}: {what}", text, base.stat)
+    if table == "windows" and name in WINDOW:  # a window's figure, summed over the times it ran
+        base = _table(name, name, WINDOW)
+        return _with(base, name, f"code window: {base.name}, over the times it ran", "total")
     for prefix, what in _RUN_FIELDS.items():
         if name.startswith(prefix):
             return _meaning(name, "run", "", "other", f"{what} {name[len(prefix):]}")

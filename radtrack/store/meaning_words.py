@@ -128,7 +128,7 @@ REPORT_COLUMNS: dict[str, Words] = {
     "baseline_experiment": ("run", "", "other", "experiment the solo runs came from", ""),
     "baseline_rule": ("run", "", "other", "how the solo runs were found (docs/analysis.md)", ""),
     "baseline_mismatch": ("run", "", "other", "what differs between the run and its solo runs", ""),
-    "slowdown": ("run", "", "other", "slowdown: solo rate / co-located rate (or span / solo span); "
+    "slowdown": ("run", "", "other", "solo rate / co-located rate (or span / solo span), "
                  "1 = no interference", "x solo"),
     "slowdown_lo": ("run", "", "other", "slowdown, 95 % interval's low end (from repeats)", "x solo"),
     "slowdown_hi": ("run", "", "other", "slowdown, 95 % interval's high end (from repeats)", "x solo"),
