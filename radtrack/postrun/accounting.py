@@ -90,7 +90,10 @@ def _baselines(stored: WorkloadRuns | None) -> tuple[dict[str, float], dict[str,
         return {}, {}
     from radtrack.analysis.interference import interference
 
-    inter = interference(stored.runs, stored.summaries)
+    try:
+        inter = interference(stored.runs, stored.summaries)
+    except (KeyError, ValueError, TypeError):  # a store without the columns it needs: no model
+        return {}, {}
     return split_model.rates(inter), split_model.solo_spread(inter, stored.summaries)
 
 

@@ -92,7 +92,13 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict:
     try:
         # the solo baselines as stored before this workload's figures: the solo-model split
         # (radtrack/analysis/split_model.py) needs each row's solo J per unit and throughput
-        before = end.read_stored(first.experiment, first.workload, end.uri) if len(rows) > 1 else None
+        before = None
+        if len(rows) > 1:
+            try:
+                before = end.read_stored(first.experiment, first.workload, end.uri)
+            except Exception as exc:  # noqa: BLE001 - without baselines the signal's split stays
+                say(f"{name}: solo baselines not read ({type(exc).__name__}: {exc}): "
+                    "the split stays the signal's, flagged split-assumed")
         accounts = account_workload(client, parent_id, rows, baselines=before)
         for gpu, acc in accounts.items():
             parts = ", ".join(f"{r.spec.letter} {acc.energy_j(r.run_id):.0f} J" for r in rows
