@@ -178,6 +178,8 @@ def writable_problem(path: Path) -> str:
             return (f"folder {path.parent} is not writable (SQLite makes its journal there): "
                     f"{text}")
         return text
+    except sqlite3.DatabaseError as exc:  # "file is not a database": overwritten in place
+        return str(exc)
     finally:
         con.close()
     return ""
@@ -222,6 +224,20 @@ def missing_runs(uri: str, run_ids: list[str]) -> list[str]:
     return [r for r in ids if r not in found]
 
 
+SQLITE_HEADER = b"SQLite format 3\x00"  # the first 16 bytes of every SQLite database file
+
+
+def not_sqlite(path: Path) -> bool:
+    """Whether ``path`` holds bytes that are no SQLite database (a file overwritten in place);
+    an empty file is an empty database to SQLite."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(len(SQLITE_HEADER))
+    except OSError:
+        return False
+    return bool(head) and head != SQLITE_HEADER
+
+
 def condition(uri: str, since: tuple[int, int] | None = None) -> str:
     """What is wrong with the SQLite store at ``uri`` now, in words for a closing line ("" when
     nothing is, or it is no SQLite store): deleted, replaced (its file is not the one it was
@@ -234,6 +250,9 @@ def condition(uri: str, since: tuple[int, int] | None = None) -> str:
         return f"its file {path} was deleted"
     if since is not None and now != since:
         return f"its file {path} was replaced by another"
+    if not_sqlite(path):
+        return (f"its file {path} is no SQLite database any more (overwritten in place): restore "
+                "it from a copy, or move it aside for a new store")
     why = writable_problem(path)
     return f"it is read-only ({why})" if why else ""
 
