@@ -147,7 +147,14 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
             spooled = run_workload(rows, interrupt, recorder, grace, wait_listeners=wait_listeners,
                                    on_ended=ended)
             artifacts = placement.artifacts()
-    except Exception as exc:  # placement refused, or a process could not be started
+    except Exception as exc:  # placement refused, a process not started, or the store failed
+        if any(row.status for row in rows):  # the scripts ran and ended: their status stands
+            say(f"workload {first.experiment}-{first.workload}: its runs could not be stored: "
+                f"{scrub(str(exc))[:200]}")
+            for row in rows:
+                if row.sink is not None:
+                    row.sink.last_error = row.sink.last_error or scrub(str(exc))[:200]
+            return leave_for_sync(rows, recorder, uri, rows)  # one line: what to do
         what = "placement failed" if isinstance(exc, PlacementError) else "could not start"
         say(f"workload {first.experiment}-{first.workload}: {what}: {exc}")
         client = recorder.wait()
