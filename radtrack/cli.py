@@ -163,7 +163,12 @@ def _launch(args: argparse.Namespace) -> int:
 
     workloads = group_workloads(specs)
     if args.dry_run:
+        from radtrack.plan import unavailable_listeners
+
         print(format_plan(workloads))
+        missing = unavailable_listeners(workloads)
+        if missing:
+            print(missing)
         return 0
     # a server that is down: the scripts run all the same and spool; radtrack sync stores it
     tracking.check_reachable(uri, run_anyway=True)

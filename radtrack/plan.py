@@ -36,6 +36,30 @@ def _listeners(spec: RunSpec) -> str:
     return "+".join(spec.listeners) or "none"
 
 
+def unavailable_listeners(workloads: list[list[RunSpec]]) -> str:
+    """The listeners the plan's rows would run that this host cannot offer, each with why
+    (the launch says the same as each row starts: radtrack/run/start.py check_listeners);
+    '' when it can offer them all. A row naming none runs the installed sampling listeners
+    (``registry.sampling_names``) this host can run."""
+    from radtrack.listeners.protocol import ListenerChoice
+    from radtrack.listeners.registry import availability, sampling_names
+
+    named: dict[str, bool] = {}  # name -> some row named it (else: a default)
+    for rows in workloads:
+        for s in rows:
+            for entry in sampling_names() if s.listeners is None else s.listeners:
+                name = ListenerChoice.parse(entry).name
+                named[name] = named.get(name, False) or s.listeners is not None
+    lines = []
+    for name, by_name in named.items():
+        ok = availability(name)
+        if not ok:
+            what = ("named by a row: the run records it unavailable" if by_name
+                    else "a default listener: left out")
+            lines.append(f"  {name}: {ok.reason} ({what})")
+    return ("listeners this host cannot offer:\n" + "\n".join(lines) + "\n") if lines else ""
+
+
 def format_plan(workloads: list[list[RunSpec]], run_dir: Path | None = None) -> str:
     """Workloads, rows, placement steps and each process's environment; changes nothing.
 

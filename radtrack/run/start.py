@@ -142,12 +142,17 @@ def unavailable(tags: dict[str, str], name: str, reason: str) -> None:
     say(f"listener {name} unavailable: {reason}")
 
 
+#: default listeners already said to be left out by this launcher (one line each per launch)
+_DEFAULTS_SAID: set[str] = set()
+
+
 def check_listeners(row: Row) -> None:
     """Keep the row's sampling listeners this host can run (``registry.availability``), once
     its script's process exists: the check starts NVML (tens of ms on a GPU host), which now
     overlaps the script's own start-up instead of coming before it. A listener the row named
     that cannot run gets an ``unavailable: <why>`` tag and a line; one of the defaults (no
-    listeners named) is left out silently."""
+    listeners named) is left out with a line, once per launch, and no tag (issue 52: a CPU
+    host's runs had left out smi and dcgm without a word)."""
     from radtrack.listeners.registry import availability, split
     from radtrack.store.runs import listeners_param
 
@@ -159,6 +164,9 @@ def check_listeners(row: Row) -> None:
             kept.append(entry)
         elif row.spec.listeners is not None:
             unavailable(row.record_tags, name, ok.reason)
+        elif name not in _DEFAULTS_SAID:
+            _DEFAULTS_SAID.add(name)
+            say(f"listener {name} unavailable: {ok.reason} (a default listener: left out)")
     if kept != row.listeners:
         row.listeners = kept
         row.params["listeners"] = listeners_param(kept + [w.name for w in row.wrappers])

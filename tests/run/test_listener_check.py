@@ -58,11 +58,24 @@ def test_a_named_listener_that_cannot_run_is_tagged_and_left_out(store, tmp_path
     assert run.data.params["listeners"] == "top"  # what ran, not what was asked
 
 
-def test_default_listeners_that_cannot_run_are_left_out_silently(store, tmp_path):
+def test_default_listeners_that_cannot_run_are_named_once_and_left_out(store, tmp_path):
+    """issue 52: the dry run and the launch both name each default listener this host cannot
+    offer, with why; the run gets no tag for it (it was never asked for)."""
+    from radtrack.listeners.registry import availability, sampling_names
+
     (tmp_path / "s.py").write_text("print('ran')\n")
+    missing = {n: availability(n).reason for n in sampling_names() if not availability(n)}
+    assert "tegrastats" in missing  # no test host is a Jetson board
+    plan = radtrack_cli("--dry-run", "-e", "default", str(tmp_path / "s.py"))
+    assert plan.returncode == 0, plan.stderr[-3000:]
+    assert "listeners this host cannot offer:" in plan.stdout
+    for name, why in missing.items():
+        assert f"  {name}: {why} (a default listener: left out)" in plan.stdout
     p = radtrack_cli("-e", "default", "--interval", "0.1", str(tmp_path / "s.py"))
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "unavailable" not in p.stderr
+    for name, why in missing.items():
+        line = f"listener {name} unavailable: {why} (a default listener: left out)"
+        assert p.stderr.count(line) == 1, (line, p.stderr[-3000:])
     run = _row(store, "default")
     ran = run.data.params["listeners"].split("+")
     assert "top" in ran and "tegrastats" not in ran
