@@ -37,7 +37,7 @@ CHECKED = "document.querySelector('#{0} input:checked')?.value ?? null"
 
 @pytest.fixture(scope="module")
 def launched(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, dict]]:
-    """Two launches of one two-workload sheet (as a second ``make demo`` makes); returns the
+    """Two launches of one two-workload sheet (two copies of it, as two users make); returns the
     store and, by row run id, its launch, workload number and parent run id."""
     from mlflow import MlflowClient
 
