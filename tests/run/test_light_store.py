@@ -154,3 +154,19 @@ def test_search_filters_the_light_clients_read() -> None:
     assert parse("") == []
     with pytest.raises(Unsupported):
         parse("params.lr = '0.1'")
+
+
+def test_the_command_leaves_with_its_code_after_every_exit_handler() -> None:
+    """radtrack/run/quick_exit.py: os._exit after threads, atexit handlers and a flush."""
+    from radtrack.run.quick_exit import is_command
+
+    assert not is_command()  # main called inside pytest keeps Python's usual exit
+    code = ("import atexit, sys, threading, time\n"
+            "from radtrack.run.quick_exit import leave\n"
+            "atexit.register(lambda: print('handler ran', flush=False))\n"
+            "threading.Thread(target=lambda: (time.sleep(0.3), print('thread done'))).start()\n"
+            "print('unflushed', end='')\n"
+            "leave(7)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 7
+    assert p.stdout == "unflushedthread done\nhandler ran\n"
