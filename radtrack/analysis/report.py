@@ -226,8 +226,8 @@ def script_table(found: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame:
     """The runs the rows' scripts made (``found``: load_script_runs): the row, the script's
     own final metrics, and the summaries of the run's span (``summary``: energy, power, ...)
     as in the per-run table."""
-    if found.empty:
-        return pd.DataFrame()
+    if found.empty:  # its fixed columns: a file's schema does not depend on the data
+        return pd.DataFrame(columns=["run_id", "row_run_name", "script_experiment", "status"])
     own = own_metric_columns(found)
     table = found[["run_id", "row_run_name", "experiment", "status", *own]].rename(
         columns={c: c.removeprefix("metric.") for c in own})
@@ -247,8 +247,19 @@ def _parent_intervals(parents: pd.DataFrame, everything: pd.DataFrame,
     return workload_intervals(frame, everything, energy_cols)
 
 
+def _energy_kind(parents: pd.DataFrame) -> str:
+    """What the workloads' measured energy is of, from their parts (``gpu<i>``: a GPU; any
+    other, ``pkg0``, ``pkg0/dram``: the host's CPU side): "GPU", "CPU-side" or both."""
+    head, tail = f"metric.{schema.workload_key('@', 'energy_j')}".split("@")
+    parts = {c[len(head):-len(tail)] for c in parents.columns
+             if c.startswith(head) and c.endswith(tail) and parents[c].notna().any()}
+    gpu, cpu = any(p.startswith("gpu") for p in parts), any(not p.startswith("gpu") for p in parts)
+    return "GPU and CPU-side" if gpu and cpu else "CPU-side" if cpu else "GPU"
+
+
 def footprint_line(parents: pd.DataFrame, intervals: pd.Series | None = None) -> str:
-    """The measured GPU energy of the workloads (idle and other included), with its 95 %
+    """The measured energy of the workloads (idle and other included; named by what it is of:
+    their GPUs, their host's CPU side, or both), with its 95 %
     interval where every workload has one (independent errors), and its CO2e."""
     from radtrack.analysis.energy_error import combine
     from radtrack.postrun.footprint import from_tags
@@ -260,7 +271,8 @@ def footprint_line(parents: pd.DataFrame, intervals: pd.Series | None = None) ->
     energy = column("energy_j").dropna()
     if energy.empty:
         return ""
-    line = f"Measured GPU energy of {len(energy)} workload(s): {energy.sum() / 3.6e6:.4g} kWh"
+    line = (f"Measured {_energy_kind(parents)} energy of {len(energy)} workload(s): "
+            f"{energy.sum() / 3.6e6:.4g} kWh")
     if intervals is not None and len(intervals):
         ci = combine([(float(energy[i]), float(intervals.get(i, float("nan")))) for i in energy.index])
         if ci == ci:

@@ -52,10 +52,15 @@ def own_metrics_table(runs: pd.DataFrame, summary: pd.DataFrame) -> pd.DataFrame
     return table.merge(span, on="run_id", how="left").reset_index(drop=True)
 
 
+#: the stored window figures the table reads (each a history: one point per occurrence)
+_READ = (*_SUMMED, "energy_j" + schema.CI95_SUFFIX, "below_resolution_flag")
+
+
 def window_keys(runs: pd.DataFrame) -> list[str]:
-    """The code-window metric keys any of ``runs`` stored."""
+    """The code-window metric keys any of ``runs`` stored that the windows table reads
+    (only those: a history read per run and key is a store round trip each)."""
     return [c.removeprefix(_METRIC) for c in runs.columns
-            if c.startswith(_METRIC + schema.WINDOW_PREFIX)]
+            if c.startswith(_METRIC + schema.WINDOW_PREFIX) and c.rpartition("/")[2] in _READ]
 
 
 def windows_table(runs: pd.DataFrame, summary: pd.DataFrame, load: SeriesLoader) -> pd.DataFrame:

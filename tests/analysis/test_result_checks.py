@@ -96,7 +96,7 @@ def test_report_flags_what_cannot_be_trusted(flagged, monkeypatch: pytest.Monkey
     assert "CPU-only run (no Devices): no GPU readings (coloc-4 A)" in legend
     assert "GPU row without GPU readings (smi listener: ok) (coloc-3 A)" in legend
     # host CPU is labelled as the host's, next to the run's own
-    assert "host_cpu_pct" in text and "host CPU, mean (% of all cores)" in " ".join(text.split())
+    assert "cpu_pct_mean: host CPU, mean (% of all cores)" in " ".join(text.split())
 
 
 def test_slowdown_interval_from_repeats() -> None:
