@@ -106,6 +106,17 @@ def listener_lines(text: str) -> list[dict]:
     return out
 
 
+def spooled_samples(spool: Path, listener: str) -> int:
+    """Samples of ``listener`` a launcher has spooled so far under ``spool`` (its
+    ``$RADTRACK_HOME/spool``), over every run folder, a line being written left out: what a
+    test waits for instead of sleeping (a loaded host reads late)."""
+    n = 0
+    for f in spool.glob(f"*/{listener}.jsonl"):
+        text = f.read_text(encoding="utf-8")
+        n += sum(d.get("type") == "sample" for d in listener_lines(text[:text.rfind("\n") + 1]))
+    return n
+
+
 @contextlib.contextmanager
 def sqlite_locked(db: Path) -> Iterator[None]:
     """Another writer holds ``db`` (an SQLite file) with an exclusive lock while inside."""

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
-from support import sqlite_locked
+from support import spooled_samples, sqlite_locked
 
 from radtrack.executors.slurm_queue import JobState
 from radtrack.executors.slurm_status import Job, Ledger, refresh
@@ -50,13 +50,16 @@ def test_job_cancelled_before_its_runs_existed(store: str, tmp_path: Path) -> No
                  "RADTRACK_STORE_WAIT_S": "1"})
         spool = home / "spool"
         deadline = time.monotonic() + 120
-        while not (any(spool.glob("*/create.json")) and any(spool.glob("*/top.jsonl"))
-                   and (tmp_path / "pid").exists()):
+        # its run asked for, its window closed, a few samples spooled (counted: top.jsonl
+        # exists from the listener's hello on, and a loaded host reads late)
+        while not (any(spool.glob("*/create.json")) and (tmp_path / "pid").exists()
+                   and spooled_samples(spool, "top") >= 3):
             assert launcher.poll() is None and time.monotonic() < deadline, launcher.communicate()
             time.sleep(0.2)
-        time.sleep(1)  # a few samples
         launcher.send_signal(signal.SIGTERM)  # scancel
-        out, err = launcher.communicate(timeout=120)
+        # each store call it makes blocks for SQLite's busy timeout (20 s: store/light_sqlite.py)
+        # on the held lock: its end took 37 s after the signal at load 13
+        out, err = launcher.communicate(timeout=240)
     assert "cancelled-1 A: KILLED" in err and "its run not created yet" in err, err[-3000:]
     assert not any(spool.glob("*/meta.json"))  # its runs never existed
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support import cli_here, listener_lines, radtrack_cli
+from support import cli_here, radtrack_cli, spooled_samples
 
 from radtrack.store.sink import MAX_METRICS_PER_CALL, Sink, summarize
 
@@ -248,7 +248,7 @@ def test_sigkilled_launcher_then_sync(store: str, tmp_path: Path, monkeypatch: p
         assert live.returncode == 0 and "0 run(s) stored" in live.stdout, live.stdout
         assert "is still running it" in live.stdout
         # some 30 readings spooled (counted, not waited for: a loaded host reads late)
-        while _spooled(spool, "top") < 30:
+        while spooled_samples(spool, "top") < 30:
             assert launcher.poll() is None and time.monotonic() < deadline
             time.sleep(0.2)
     finally:
@@ -269,15 +269,6 @@ def test_sigkilled_launcher_then_sync(store: str, tmp_path: Path, monkeypatch: p
     assert not any(spool.glob("*/meta.json"))
     again = cli_here(monkeypatch, capsys, "sync")
     assert again.returncode == 0 and "0 run(s) stored" in again.stdout
-
-
-def _spooled(spool: Path, listener: str) -> int:
-    """Samples of ``listener`` spooled so far, over every run folder."""
-    n = 0
-    for f in spool.glob(f"*/{listener}.jsonl"):
-        text = f.read_text(encoding="utf-8")
-        n += sum(d.get("type") == "sample" for d in listener_lines(text[:text.rfind("\n") + 1]))
-    return n
 
 
 def _equivalence_metrics():
