@@ -168,6 +168,16 @@ REPORT_COLUMNS: dict[str, Words] = {
     "serial_energy_j": ("workload", "J", "energy", "energy of the same rows run solo one after another", "J"),
     "energy_vs_serial_pct": ("workload", "%", "other", "workload energy vs serial_energy_j",
                              "% of the serial energy"),
+    # the attribution study (analysis/studies/attribution.py)
+    "method": ("run", "", "other", "the split of the shared device's energy (radtrack.attribution.<device> tags)",
+               ""),
+    "run_names": ("run", "", "other", "the identical co-located rows (twins)", ""),
+    "energies_j": ("run", "", "other", "the twins' attributed energies, in J", ""),
+    "energy_spread_pct": ("run", "%", "other", "twins' attributed energy spread: (max - min) / mean",
+                          "% of the mean"),
+    "work_spread_pct": ("run", "%", "other", "twins' work spread: (max - min) / mean", "% of the mean"),
+    "energy_per_unit_spread_pct": ("run", "%", "other", "twins' energy per unit spread: (max - min) / mean",
+                                   "% of the mean"),
     # run-to-run variability (analysis/variability.py)
     "rows_in_workload": ("workload", "", "other", "rows that ran side by side in each repeat", "rows"),
     "gpu": ("device", "", "other", "GPU model", ""),

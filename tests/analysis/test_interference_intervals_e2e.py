@@ -182,7 +182,7 @@ def test_interference_figures_carry_intervals_from_repeats(store, tmp_path, monk
     energies = [runs[n]["energy_j"] for n in ("ci-7 A", "ci-7 B")]
     spread = 100 * (max(energies) - min(energies)) / np.mean(energies)
     assert twins[0]["energy_spread_pct"] == pytest.approx(spread), twins
-    assert twins[0]["energy_j"] == ", ".join(f"{e:.4g}" for e in energies)
+    assert twins[0]["energies_j"] == ", ".join(f"{e:.4g}" for e in energies)
     assert ("favours one twin" in twins[0]["note"]) == (spread > 4.0), twins
     assert twins[0]["method"] == f"gpu0: {tagged['ci-7 A']}"
     printed = " ".join(study.stdout.split())
