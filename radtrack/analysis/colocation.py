@@ -86,8 +86,9 @@ def _intervals(group: pd.DataFrame, slowdown: pd.Series, serial: np.ndarray,
     t = t_quantile(int(dfs.min()))
     stp_sd = float(np.sqrt(np.sum((sd / s) ** 2)))
     antt_sd = float(np.sqrt(np.sum((s * sd) ** 2)) / len(s))
-    row.update(stp_lo=row["stp"] - t * stp_sd, stp_hi=row["stp"] + t * stp_sd,
-               antt_lo=row["antt"] - t * antt_sd, antt_hi=row["antt"] + t * antt_sd)
+    # both are sums of positive ratios: a wide interval stops at 0, not below it
+    row.update(stp_lo=max(row["stp"] - t * stp_sd, 0.0), stp_hi=row["stp"] + t * stp_sd,
+               antt_lo=max(row["antt"] - t * antt_sd, 0.0), antt_hi=row["antt"] + t * antt_sd)
     lo = 1.0 + numbers("energy_per_unit_change_pct_lo") / 100
     hi = 1.0 + numbers("energy_per_unit_change_pct_hi") / 100
     e_sd = np.array([log_sd_of(a, b, d) for a, b, d in zip(lo, hi, dfs, strict=True)])
