@@ -31,10 +31,67 @@ def integrate(t: np.ndarray, v: np.ndarray) -> float:
     return float(np.trapezoid(v[ok], t[ok]))
 
 
-def counter_delta(v: np.ndarray) -> float:
-    """Increase of a cumulative counter (energy_j) over the series; NaN under two readings."""
+def counter_delta(v: np.ndarray, t: np.ndarray | None = None) -> float:
+    """Increase of a cumulative counter (energy_j) over the series (readings in time order);
+    NaN under two readings. A reading below the one before starts a new life of the counter
+    (a restarted listener counts from 0 again, a driver reload resets it): the increase is
+    the sum over its lives (:func:`counter_lives`), never the last reading minus the first."""
+    return counter_lives(v, t)[0]
+
+
+def counter_lives(v: np.ndarray, t: np.ndarray | None = None) -> tuple[float, int]:
+    """(increase, lives) of a cumulative counter: over :func:`stitch_counter`'s one counter,
+    its last reading minus its first; NaN under two readings."""
     v = np.asarray(v, dtype=float)
-    v = v[~np.isnan(v)]
-    if len(v) < 2:
+    ok = ~np.isnan(v)
+    if ok.sum() < 2:
+        return float("nan"), int(ok.sum())
+    x = v[ok]
+    whole = stitch_counter(x, None if t is None else np.asarray(t, dtype=float)[ok])
+    return float(whole[-1] - whole[0]), 1 + int((np.diff(x) < 0).sum())
+
+
+BRIDGE_S = 1.0  # the power either side of a gap between two lives: over this much of each
+
+
+def _rate(x: np.ndarray, t: np.ndarray, first: int, last: int, back: bool) -> float:
+    """A life's mean power (counter units per s) over its readings ``first``..``last`` within
+    BRIDGE_S of its end next to the gap (``back``: its last reading), at least one interval;
+    NaN with a single reading."""
+    if last <= first:
         return float("nan")
-    return float(v[-1] - v[0])
+    if back:
+        j = max(first, min(last - 1, int(np.searchsorted(t, t[last] - BRIDGE_S))))
+        a, b = j, last
+    else:
+        j = min(last, max(first + 1, int(np.searchsorted(t, t[first] + BRIDGE_S, side="right")) - 1))
+        a, b = first, j
+    return float((x[b] - x[a]) / (t[b] - t[a])) if t[b] > t[a] else float("nan")
+
+
+def stitch_counter(v: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
+    """A cumulative counter's readings (in time order; NaN where none) as one counter over
+    its lives: a reading below the one before starts a new life (a restarted listener counts
+    from 0 again, a driver reload resets the counter), which is raised to go on from the
+    previous life's last reading plus the gap between the two, unmeasured by either, bridged
+    at the mean power of the intervals either side of it (with the readings' times ``t``, in
+    s; without them the gap counts 0). Each life's own increases are kept as read."""
+    out = np.asarray(v, dtype=float).copy()
+    idx = np.flatnonzero(~np.isnan(out))
+    x = out[idx]
+    starts = [int(i) + 1 for i in np.flatnonzero(np.diff(x) < 0)]
+    if not starts:
+        return out
+    tt = None if t is None else np.asarray(t, dtype=float)[idx]
+    whole = x.copy()
+    for k, a in enumerate(starts):
+        e = starts[k + 1] if k + 1 < len(starts) else len(x)
+        bridge = 0.0
+        if tt is not None:
+            life_before = max((b for b in [0, *starts] if b < a), default=0)
+            rates = [r for r in (_rate(x, tt, life_before, a - 1, back=True),
+                                 _rate(x, tt, a, e - 1, back=False)) if r == r]
+            bridge = float(np.mean(rates)) * float(tt[a] - tt[a - 1]) if rates else 0.0
+        whole[a:e] = x[a:e] - x[a] + whole[a - 1] + bridge
+    out[idx] = whole
+    return out

@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from radtrack import stats
 from radtrack.analysis import cpu_energy_share
 
 WINDOW_S = 1.0
@@ -152,6 +153,7 @@ def cumulative_energy(use: GpuUse, at: np.ndarray) -> np.ndarray:
     the run's readings cover."""
     tp, p = _clean(*use.readings.get("power_w", (np.array([]), np.array([]))))
     tc, c = _clean(*use.readings.get("energy_j", (np.array([]), np.array([]))))
+    c = stats.stitch_counter(c, tc)  # one counter over a restarted listener's lives
     out = np.full(len(at), np.nan)
     q = None
     if len(tp) >= 2:

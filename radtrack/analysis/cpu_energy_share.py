@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from radtrack import stats
 from radtrack.store import energy_sources as es
 
 OTHER = "other"
@@ -80,7 +81,7 @@ def split(energy: Series, runs: Mapping[str, Series], host_busy: Series | None =
     None where unknown (the runs' CPU time then stands for it)."""
     t, e = (np.asarray(x, float) for x in energy)
     order = np.argsort(t, kind="stable")
-    t, e = t[order], e[order]
+    t, e = t[order], stats.stitch_counter(e[order], t[order])  # a restarted listener's lives
     if len(t) < 2:
         return {**{r: 0.0 for r in runs}, OTHER: 0.0, IDLE: 0.0}
     used = {r: np.diff(cpu_seconds(*s, t)) for r, s in runs.items()}

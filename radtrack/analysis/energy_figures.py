@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from radtrack import stats
 from radtrack.analysis import activity_power as ap
 from radtrack.analysis.energy_error import (
     TOO_SHORT,
@@ -123,7 +124,9 @@ def gpu_energies(frames: Mapping[str, pd.DataFrame]) -> list[GpuEnergy]:
                 part = frame[["time", *cols.values()]].dropna()
                 activity = ap.activity_trace(part["time"], {f: part[c] for f, c in cols.items()})
                 activity = activity if len(activity.t) > 2 else None
-        gpu = GpuEnergy(scope, _series(frames, counter.key, counter.scale), power, busy, activity,
+        tc, c = _series(frames, counter.key, counter.scale)
+        # one counter over a restarted listener's lives (it counts from 0 again)
+        gpu = GpuEnergy(scope, (tc, stats.stitch_counter(c, tc)), power, busy, activity,
                         counter_key=counter.key)
         if activity is not None:
             gpu.model = ap.fit(activity, *power)

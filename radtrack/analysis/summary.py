@@ -97,9 +97,12 @@ def integrate_energy(t: np.ndarray | pd.Series, watts: np.ndarray | pd.Series) -
     return stats.integrate(*_clean(t, watts))
 
 
-def counter_energy(values: np.ndarray | pd.Series) -> float:
-    """Joules from a cumulative energy counter (J): last minus first reading."""
-    return stats.counter_delta(values)
+def counter_energy(values: np.ndarray | pd.Series, t: np.ndarray | pd.Series | None = None) -> float:
+    """Joules from a cumulative energy counter (J): its increase summed over its lives (a
+    restarted listener counts from 0 again; with times ``t``, the gaps bridged:
+    stats.counter_delta)."""
+    return stats.counter_delta(np.asarray(values, dtype=float),
+                               None if t is None else np.asarray(t, dtype=float))
 
 
 def time_weighted_quantile(t: np.ndarray | pd.Series, v: np.ndarray | pd.Series, q: float) -> float:

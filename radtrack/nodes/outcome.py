@@ -85,7 +85,8 @@ def energy_of(frames: Mapping[str, pd.DataFrame]) -> float | None:
     for frame in frames.values():
         for col in frame.columns[2:]:
             if str(col).endswith("/energy_j"):
-                delta = counter_delta(frame[col].to_numpy(dtype=float))
+                delta = counter_delta(frame[col].to_numpy(dtype=float),
+                                      frame["time"].to_numpy(dtype=float))
                 if delta == delta:
                     total, found = total + delta, True
     return total if found else None

@@ -168,11 +168,12 @@ def rail_energies(readings: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict
 
 
 def series_energy(src: Source, t: np.ndarray, v: np.ndarray) -> float:
-    """Joules of one source's readings (times ``t`` in s): a counter's last - first, a
-    power's trapezoid integral; NaN without enough readings."""
+    """Joules of one source's readings (times ``t`` in s): a counter's increase over its
+    lives (stats.counter_delta: a restarted listener counts from 0 again), a power's
+    trapezoid integral; NaN without enough readings."""
     v = np.asarray(v, dtype=float) * src.scale
     if src.cumulative:
-        return stats.counter_delta(v)
+        return stats.counter_delta(v, np.asarray(t, dtype=float))
     return stats.integrate(np.asarray(t, dtype=float), v)
 
 

@@ -140,7 +140,7 @@ def summarize(frame: pd.DataFrame, counts: dict[str, int] | None = None) -> dict
     for key in frame.columns[2:]:
         v = frame[key].to_numpy(dtype=float)
         if key.endswith("energy_j"):
-            delta = counter_delta(v)
+            delta = counter_delta(v, t)  # summed over the counter's lives
             if delta == delta:  # fewer than two readings: no energy rather than a fake 0
                 out[summary_key(key)] = delta
             continue
