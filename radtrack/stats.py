@@ -48,7 +48,14 @@ def counter_lives(v: np.ndarray, t: np.ndarray | None = None) -> tuple[float, in
         return float("nan"), int(ok.sum())
     x = v[ok]
     whole = stitch_counter(x, None if t is None else np.asarray(t, dtype=float)[ok])
-    return float(whole[-1] - whole[0]), 1 + int((np.diff(x) < 0).sum())
+    return float(whole[-1] - whole[0]), 1 + len(_new_lives(x))
+
+
+def _new_lives(x: np.ndarray) -> list[int]:
+    """Where a counter's readings ``x`` start a new life: a reading below the one before by
+    more than float noise (a last digit lost on the way is no restart)."""
+    tol = 1e-9 * np.maximum(1.0, np.abs(x[:-1]))
+    return [int(i) + 1 for i in np.flatnonzero(np.diff(x) < -tol)]
 
 
 BRIDGE_S = 1.0  # the power either side of a gap between two lives: over this much of each
@@ -79,7 +86,7 @@ def stitch_counter(v: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
     out = np.asarray(v, dtype=float).copy()
     idx = np.flatnonzero(~np.isnan(out))
     x = out[idx]
-    starts = [int(i) + 1 for i in np.flatnonzero(np.diff(x) < 0)]
+    starts = _new_lives(x)
     if not starts:
         return out
     tt = None if t is None else np.asarray(t, dtype=float)[idx]
