@@ -135,8 +135,11 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     assert (wide["power_w"].sum(axis=1)).iloc[1:-1].to_numpy() == pytest.approx(WATTS, rel=0.05)
 
     # The same pair under MPS: NVML sees only the server (80 % here); the clients share it
+    # and a pair of scripts run nowhere solo (c, d): no baseline, so the MPS rule's split
+    # stays, flagged split-assumed with the worst deviation measured for it (issue 51)
     mps = _sheet(tmp / "mps.csv", [_row(4, "a", "MPS", rate=80, seconds=ROW_S),
-                                   _row(4, "b", "MPS", rate=40, seconds=ROW_S)])
+                                   _row(4, "b", "MPS", rate=40, seconds=ROW_S),
+                                   _row(5, "c", "MPS", rate=60), _row(5, "d", "MPS", rate=30)])
     p = radtrack_cli(str(mps), env={**_scenario(tmp, "mps.json", mps_server_sm=80),
                                     "RADTRACK_CARBON_INTENSITY": "250"}, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
@@ -168,6 +171,10 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
              + mparent.data.metrics["summary/workload/gpu0/idle_energy_j"])
     assert total == pytest.approx(mparent.data.metrics["summary/workload/gpu0/energy_j"], rel=0.01)
     assert mparent.data.metrics["summary/workload/stp"] == pytest.approx(0.8 + 0.4)
+    for run in (runs["acct-5 A"], runs["acct-5 B"]):
+        assert run.data.tags["radtrack.attribution.gpu0"] == "mps-thread-cap"
+        assert run.data.metrics["summary/attribution/gpu0/energy_j_ci95_flag"] == 3
+        assert run.data.metrics["summary/attribution/gpu0/energy_j_ci95_pct"] >= 518
 
     # radtrack report shows the attributed energy with its method, and the workload table
     rep = radtrack_cli("report", "acct")
@@ -181,17 +188,21 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     sharing = {name: row["sharing"] for name, row in report_rows(rep.stdout).items()}
     assert sharing == {"acct-1 A": "solo", "acct-2 A": "solo", "acct-3 A": "GPU time-slicing with 1",
                        "acct-3 B": "GPU time-slicing with 1", "acct-4 A": "MPS with 1",
-                       "acct-4 B": "MPS with 1"}, rep.stdout
+                       "acct-4 B": "MPS with 1", "acct-5 A": "MPS with 1",
+                       "acct-5 B": "MPS with 1"}, rep.stdout
     section = rep.stdout.split("Co-located workloads")[1].split("Run-to-run")[0]
     lines: dict[str, list[str]] = {}  # a workload's cells over every block of the fitted table
     for line in section.splitlines()[2:]:
         if line.strip() and line.split()[0].isdigit():
             lines.setdefault(line.split()[0], []).extend(line.split()[1:])
-    assert set(lines) == {"3", "4"}  # the two co-located workloads
+    assert set(lines) == {"3", "4", "5"}  # the co-located workloads
     assert "1.00" in lines["3"] and "1.20" in lines["4"]  # their STP
     csv = radtrack_cli("report", "acct", "--format", "csv", "--out", str(tmp / "rep.csv"))
     assert csv.returncode == 0, csv.stderr[-2000:]
     workloads = pd.read_csv(tmp / "rep.workloads.csv")
+    notes = pd.read_csv(tmp / "rep.csv").set_index("run_name")["energy_note"].fillna("")
+    assert "split-assumed" in notes["acct-5 A"] and "run each script solo" in notes["acct-5 A"]
+    assert "split-assumed" not in notes["acct-4 A"]
     assert workloads.set_index("workload").loc[4, "stp"] == pytest.approx(1.2)
 
 
