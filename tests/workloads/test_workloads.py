@@ -2,7 +2,8 @@
 
 Three layers: in-process checks of the numerical kernels and the shared helper (fast, one
 torch import), every script run as a plain program with ``--smoke --device cpu`` (and
-with bad arguments), and every script run through ``python -m radtrack`` from one
+with bad arguments; all of them in one interpreter, each as ``python SCRIPT`` runs it:
+tests/scripts/plain_batch.py), and every script run through ``python -m radtrack`` from one
 generated sheet, checked in MLflow. A ``gpu`` test runs sgemm and matmul_loop on CUDA.
 """
 
@@ -63,6 +64,61 @@ def plain_env() -> dict[str, str]:
 def run_script(path: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, str(path), *args], env=plain_env(),
                           capture_output=True, text=True, timeout=timeout)
+
+
+#: (test key) -> (script, arguments) of every plain-program run that needs no process of its own
+BAD_ARGUMENTS = [
+    ("sgemm", ["--steps", "0"], "argument --steps: expected a positive integer, got '0'"),
+    ("dgemm", ["--dtype", "int8"], "argument --dtype: invalid choice: 'int8'"),
+    ("resnet", ["--device", "tpu"], "argument --device: expected cpu, cuda or cuda:<index>"),
+    ("bert", ["--smoke", "--size", "100"], "--size 100: longer than the tiny model's 64"),
+    ("kmeans", ["--smoke", "--size", "4"], "--clusters 8: more clusters than the 4 points"),
+    ("dlrm", ["--bottom", "64-x"], "argument --bottom: expected layer widths joined by '-'"),
+    ("spectrogram", ["--smoke", "--seconds", "0.01"], "is shorter than --n-fft 1024"),
+]
+# ddp starts its ranks through torch's elastic launcher: it keeps a process of its own
+OWN_PROCESS = {"ddp"}
+
+
+@pytest.fixture(scope="module")
+def plain_batch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subprocess.CompletedProcess[str]]:
+    """Every plain-program run of this file that needs no process of its own, run one after
+    the other in ONE interpreter (tests/scripts/plain_batch.py: each as ``python SCRIPT
+    ARGS`` runs it, ``__main__``, its own argv, stdout, stderr and exit status): the
+    scripts import torch (and transformers) for 2-5 CPU-s each, paid once here instead of
+    ~25 times. Keyed by test: ``smoke/<name>``, ``bad/<name>``, ``cifar-data``,
+    ``cifar-bad-dir``, ``cuda``, ``custom-metrics``."""
+    tmp = tmp_path_factory.mktemp("plain")
+    data = tmp / "cifar"
+    write_cifar_batch(data / "data_batch_1", 12)
+    write_cifar_batch(data / "data_batch_2", 8)
+    (tmp / "empty").mkdir()
+    jobs: dict[str, tuple[Path, list[str]]] = {
+        **{f"smoke/{n}": (WORKLOADS / f"{n}.py", ["--smoke", "--device", "cpu"])
+           for n in sorted(set(THROUGHPUT) - OWN_PROCESS)},
+        **{f"bad/{n}": (WORKLOADS / f"{n}.py", ["--device", "cpu", *a]) for n, a, _ in BAD_ARGUMENTS},
+        "cifar-data": (WORKLOADS / "cifar_cnn.py", ["--data-dir", str(data), "--epochs", "2",
+                                                    "--workers", "0", "--device", "cpu"]),
+        "cifar-bad-dir": (WORKLOADS / "cifar_cnn.py", ["--data-dir", str(tmp / "empty"),
+                                                       "--device", "cpu"]),
+        "custom-metrics": (EXAMPLES / "custom_metrics.py", ["--epochs", "2", "--samples", "256"]),
+    }
+    if not torch.cuda.is_available():
+        jobs["cuda"] = (WORKLOADS / "sgemm.py", ["--smoke", "--device", "cuda"])
+    spec = [{"script": str(path), "args": args, "out": str(tmp / key.replace("/", "-"))}
+            for key, (path, args) in jobs.items()]
+    (tmp / "jobs.json").write_text(json.dumps(spec))
+    batch = subprocess.run([sys.executable, str(REPO / "tests" / "scripts" / "plain_batch.py"),
+                            str(tmp / "jobs.json")], env=plain_env(), capture_output=True,
+                           text=True, timeout=600)
+    assert batch.returncode == 0, batch.stderr[-3000:]
+    out: dict[str, subprocess.CompletedProcess[str]] = {}
+    for key, job in zip(jobs, spec, strict=True):
+        base = Path(job["out"])
+        out[key] = subprocess.CompletedProcess(
+            [job["script"], *job["args"]], int(Path(f"{base}.code").read_text()),
+            Path(f"{base}.stdout").read_text(), Path(f"{base}.stderr").read_text())
+    return out
 
 
 def printed(metric: str, stdout: str) -> list[float]:
@@ -279,28 +335,26 @@ def test_cifar_loader_rejects_missing_data(workloads_on_path: None, tmp_path: Pa
         load_cifar_batches(tmp_path)
 
 
-def test_cifar_script_trains_on_data_dir(tmp_path: Path) -> None:
-    write_cifar_batch(tmp_path / "data_batch_1", 12)
-    write_cifar_batch(tmp_path / "data_batch_2", 8)
-    p = run_script(WORKLOADS / "cifar_cnn.py", "--data-dir", str(tmp_path), "--epochs", "2",
-                   "--workers", "0", "--device", "cpu")
+def test_cifar_script_trains_on_data_dir(plain_batch: dict[str, Any]) -> None:
+    p = plain_batch["cifar-data"]
     assert p.returncode == 0, p.stderr
-    assert f"data={tmp_path} (20 images)" in p.stdout
+    assert f"data={p.args[2]} (20 images)" in p.stdout
     assert len(printed("throughput_samples_per_s", p.stdout)) == 2  # one block per epoch
 
 
-def test_cifar_script_reports_bad_data_dir(tmp_path: Path) -> None:
-    p = run_script(WORKLOADS / "cifar_cnn.py", "--data-dir", str(tmp_path), "--device", "cpu")
+def test_cifar_script_reports_bad_data_dir(plain_batch: dict[str, Any]) -> None:
+    p = plain_batch["cifar-bad-dir"]
     assert p.returncode != 0
-    assert f"--data-dir {tmp_path}: no data_batch_* files" in p.stderr
+    assert f"--data-dir {p.args[2]}: no data_batch_* files" in p.stderr
 
 
 # --- scripts run as plain programs ------------------------------------------------------------
 
 
 @pytest.mark.parametrize("name", sorted(THROUGHPUT))
-def test_smoke_run_as_plain_script(name: str) -> None:
-    p = run_script(WORKLOADS / f"{name}.py", "--smoke", "--device", "cpu")
+def test_smoke_run_as_plain_script(name: str, plain_batch: dict[str, Any]) -> None:
+    p = (run_script(WORKLOADS / f"{name}.py", "--smoke", "--device", "cpu") if name in OWN_PROCESS
+         else plain_batch[f"smoke/{name}"])
     assert p.returncode == 0, f"{name} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
     values = printed(THROUGHPUT[name], p.stdout)
     assert values and all(v > 0 and math.isfinite(v) for v in values), p.stdout
@@ -310,17 +364,11 @@ def test_smoke_run_as_plain_script(name: str) -> None:
             printed("loss", p.stdout), p.stdout
 
 
-@pytest.mark.parametrize(("name", "args", "message"), [
-    ("sgemm", ["--steps", "0"], "argument --steps: expected a positive integer, got '0'"),
-    ("dgemm", ["--dtype", "int8"], "argument --dtype: invalid choice: 'int8'"),
-    ("resnet", ["--device", "tpu"], "argument --device: expected cpu, cuda or cuda:<index>"),
-    ("bert", ["--smoke", "--size", "100"], "--size 100: longer than the tiny model's 64"),
-    ("kmeans", ["--smoke", "--size", "4"], "--clusters 8: more clusters than the 4 points"),
-    ("dlrm", ["--bottom", "64-x"], "argument --bottom: expected layer widths joined by '-'"),
-    ("spectrogram", ["--smoke", "--seconds", "0.01"], "is shorter than --n-fft 1024"),
-])
-def test_bad_arguments_exit_with_a_message(name: str, args: list[str], message: str) -> None:
-    p = run_script(WORKLOADS / f"{name}.py", "--device", "cpu", *args)
+@pytest.mark.parametrize(("name", "args", "message"), BAD_ARGUMENTS)
+def test_bad_arguments_exit_with_a_message(name: str, args: list[str], message: str,
+                                           plain_batch: dict[str, Any]) -> None:
+    p = plain_batch[f"bad/{name}"]
+    assert p.args[1:] == ["--device", "cpu", *args]
     assert p.returncode == 2, p.stdout + p.stderr
     assert message in p.stderr
     assert "Traceback" not in p.stderr
@@ -361,8 +409,8 @@ def test_sigint_stops_with_one_line_and_status_130() -> None:
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this host has CUDA")
-def test_cuda_requested_without_cuda() -> None:
-    p = run_script(WORKLOADS / "sgemm.py", "--smoke", "--device", "cuda")
+def test_cuda_requested_without_cuda(plain_batch: dict[str, Any]) -> None:
+    p = plain_batch["cuda"]
     assert p.returncode == 2
     assert "--device cuda: no CUDA device is available" in p.stderr
 
@@ -390,8 +438,8 @@ def test_suite_sheet_covers_every_workload() -> None:
     assert all(s.devices == ["0"] and s.listeners == ["smi", "dcgm", "top"] for s in specs)
 
 
-def test_custom_metrics_example_runs_plain() -> None:
-    p = run_script(EXAMPLES / "custom_metrics.py", "--epochs", "2", "--samples", "256")
+def test_custom_metrics_example_runs_plain(plain_batch: dict[str, Any]) -> None:
+    p = plain_batch["custom-metrics"]
     assert p.returncode == 0, p.stderr
     assert "epoch 2:" in p.stdout and "report: 2 epoch(s)" in p.stdout
 
