@@ -184,14 +184,23 @@ def write_ran_rows(path: Path, specs: Sequence[RunSpec], ends: Sequence[tuple[st
     """A workload's rows' (Status, run id, run name) ``ends`` into the rows of ``path`` that
     ran, found again wherever edits made while they ran moved them (rowmatch.py). A row found
     nowhere is said in one line naming the sheet, the row and its run (the run is in the
-    store); the launch goes on."""
+    store); a sheet that cannot be written any more (deleted, unreadable) too, naming the
+    runs; the launch goes on."""
     updates, identities, names = {}, {}, {}
     for spec, (status, run_id, run_name) in zip(specs, ends, strict=True):
         if spec.row is not None:
             updates[spec.row] = (status_cell(status, run_name) if run_name else status, run_id)
             identities[spec.row] = (spec.row_key, spec.run_id)
             names[spec.row] = run_name
-    for row in write_statuses(path, updates, identities=identities):
+    try:
+        lost = write_statuses(path, updates, identities=identities)
+    except (OSError, UnicodeDecodeError, SheetError) as exc:  # deleted, unreadable, no CSV
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        runs = ", ".join(f"{names[r]} {updates[r][1] or '(not created yet)'}" for r in updates)
+        log(f"{path}: Status and Run not written ({why[:200]}); the runs are in the store: "
+            f"{runs}")
+        return
+    for row in lost:
         status, run_id = updates[row]
         log(f"{path}:{row}: row {names[row]} (line {row} when the launch read the sheet) is no "
             f"longer in the sheet (removed, or its cells edited while it ran): its Status "

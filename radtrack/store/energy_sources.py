@@ -5,7 +5,8 @@ asks here. A series counts by what its listener declares (listeners/base.py ``Se
 role, scope, unit, flavour, priority; :func:`radtrack.store.meaning.describe`):
 
 - ``energy_counter`` in an energy unit (J, mJ, µJ, kJ, Wh, kWh), scope ``device`` or
-  ``host``: a device's cumulative counter; its energy is last minus first reading;
+  ``host``: a device's cumulative counter; its energy is last minus first reading (over
+  the counter's lives: stats.counter_delta);
 - ``device_power`` in a power unit (W, mW, kW), scope ``device`` or ``host``: the whole
   device's power; its flavour says how it was taken: ``average`` (an interval's mean,
   integrated before an instantaneous reading), ``""`` (instantaneous), ``samples`` (the

@@ -20,8 +20,9 @@ taken as it stopped. What the run stores is its span, ``start`` .. ``end``
   it first as it stops.
 
 So every series covers the span exactly: its time-weighted mean times the run's duration
-is its integral over the run, an energy counter's last minus first value is the run's
-energy, and readers need no convention of their own for the first and last gap.
+is its integral over the run, an energy counter's last minus first value (over its lives:
+stats.counter_delta) is the run's energy, and readers need no convention of their own for
+the first and last gap.
 :func:`span_frame` also counts each series' own readings inside the span (the ends not
 counted): ``summary/<key>/n`` (radtrack/store/traces.py), so that a mean over 3 readings
 is not taken for a measurement.

@@ -9,7 +9,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from support import radtrack_cli
+import pytest
+from support import cli_here, radtrack_cli
 
 HEADER = "Experiment, Workload, Status, Run, Devices, Collocation, File, Listeners, Params"
 ROWS = {
@@ -82,3 +83,26 @@ def test_statuses_land_in_the_rows_that_ran_whatever_the_edits(store: str, tmp_p
     assert "row 4" in out and "row 3" not in out and "row 2a" not in out and "edited" not in out
     cells = _cells(sheet)
     assert cells["4"][2] == "FINISHED edits-4 A" and cells["3"][2] == "FINISHED edits-3 A"
+
+
+def test_a_sheet_deleted_while_it_runs_stops_nothing(
+        store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The sheet removed by its own row's script: the launch ends as the script did (exit
+    0), one line says the Status and Run were not written and names the run; the run is in
+    the store. In-process launch (support.cli_here)."""
+    from mlflow import MlflowClient
+
+    sheet = tmp_path / "gone.csv"
+    (tmp_path / "rm.py").write_text(f"import os\nos.remove({str(sheet)!r})\n")
+    sheet.write_text("Experiment,Workload,Devices,Collocation,File,Listeners,Params\n"
+                     "gone,1,,-,rm.py,none,\n")
+    p = cli_here(monkeypatch, capsys, str(sheet))
+    out = p.stdout + p.stderr
+    assert p.returncode == 0, out
+    c = MlflowClient(store)
+    (run,) = [r for r in c.search_runs([c.get_experiment_by_name("gone").experiment_id])
+              if r.data.tags.get("radtrack.role") == "row"]
+    said = [ln for ln in out.splitlines() if "Status and Run not written" in ln]
+    assert len(said) == 1 and str(sheet) in said[0] and run.info.run_id in said[0], out
+    assert run.info.status == "FINISHED" and "Traceback" not in out
