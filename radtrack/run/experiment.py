@@ -179,7 +179,7 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
     deadline = time.monotonic() + wait_s()
     end = _workload_end(pid, uri, rows, artifacts)
     try:
-        retrying(lambda: workload_end.store_parent(client, end), deadline)
+        retrying(lambda: _one_transaction(client, lambda: workload_end.store_parent(client, end)), deadline)
         accounts = workload_end.account(client, end)
         workload_end.bind_script_runs(client, end, accounts)
         _end_step_done(rows)  # radtrack sync, if this launcher dies now, only closes the workload
@@ -196,6 +196,14 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
         row.name = _stored_name(client, row)
         say(f"{row.name}: {row.status} (exit {row.exit_code}, run {row.run_id})")
     return [(row.status, row.run_id, row.name) for row in rows]
+
+
+def _one_transaction(client: MlflowClient, fn: Callable[[], None]) -> None:
+    """``fn``'s store calls in one transaction where the store allows (handle.one_transaction)."""
+    from radtrack.store.handle import one_transaction
+
+    with one_transaction(client):
+        fn()
 
 
 def _end_step_done(rows: list[Row]) -> None:

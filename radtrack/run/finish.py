@@ -64,8 +64,15 @@ def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading
         return False
     for t in env_threads:  # before the transaction below: it holds the store's write lock
         t.join(timeout=60)
+    recorded: list[bool] = []
+
+    def end() -> None:  # the end and its cost: one transaction, one sync to disk (SQLite)
+        store_end(client, row, env_threads)
+        cost.record(client, row, meter)
+        recorded.append(True)
+
     try:
-        retrying(lambda: _in_one(client, lambda: store_end(client, row, env_threads)), deadline)
+        retrying(lambda: _in_one(client, end), deadline)
     except Exception as exc:
         if is_outage(exc):
             row.sink.last_error = describe(exc)
@@ -75,7 +82,8 @@ def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading
             client.set_terminated(row.run_id, row.status)
         except Exception:  # noqa: BLE001 - sync ends it from finish.json
             return False
-    cost.record(client, row, meter)
+    if not recorded:
+        cost.record(client, row, meter)
     write_finish(row, stored=True)  # only the workload run is left to close
     return True
 
