@@ -94,6 +94,9 @@ class GpuAccount:
     share: pd.DataFrame  # activity per window, % of the whole GPU, for each run and OTHER
     notes: dict[str, str] = field(default_factory=dict)  # run -> why a figure is missing
     host: bool = False  # the host's CPU side: ``share`` is CPU in % of one core
+    # run -> (half-width % of the split's own 95 % interval, whether the split is assumed):
+    # filled at the end of a workload (radtrack/analysis/split_model.py split_bound)
+    split_bounds: dict[str, tuple[float, bool]] = field(default_factory=dict)
 
     @property
     def gpu_energy_j(self) -> float:

@@ -153,3 +153,19 @@ def solo_spread(inter: pd.DataFrame, summary: pd.DataFrame) -> dict[str, tuple[f
         cv = float(np.std(jpu, ddof=1) / np.mean(jpu) * 100.0) if len(jpu) >= 2 else float("nan")
         out[str(row["run_id"])] = (cv, len(jpu))
     return out
+
+
+def bound_all(acc: GpuAccount, solo_cv_pct: Mapping[str, tuple[float, int]] | None = None) -> GpuAccount:
+    """``acc`` with :attr:`GpuAccount.split_bounds` filled for each of its runs."""
+    for run in acc.energy.columns:
+        if run not in (IDLE, OTHER):
+            acc.split_bounds[run] = split_bound(acc.method, run, acc, solo_cv_pct)
+    return acc
+
+
+def with_split(ci_pct: float, flag: float, acc: GpuAccount, run: str) -> tuple[float, float]:
+    """A run's attributed energy's (95 % half-width %, flag) from its device's counter
+    interval and flag: the split's bound added in quadrature, flag 3 where it is assumed."""
+    bound, assumed = acc.split_bounds.get(run, (0.0, False))
+    ci = float(np.hypot(ci_pct, bound)) if math.isfinite(ci_pct) else (bound if bound else ci_pct)
+    return ci, SPLIT_ASSUMED_FLAG if assumed else flag

@@ -124,9 +124,10 @@ def account_workload(client: MlflowClient, parent_id: str, rows: list[Row],
     accounts = account([i.use for i in inputs], start, end, mps_rule=rule or mps_rule())
     q, spread = _baselines(baselines)
     spans = {i.use.run: (i.use.start, i.use.end) for i in inputs}
-    accounts = {gpu: split_model.resplit(acc, q, spans) for gpu, acc in accounts.items()}
+    accounts = {gpu: split_model.bound_all(split_model.resplit(acc, q, spans), spread)
+                for gpu, acc in accounts.items()}
     for item in inputs:
-        _record_row(client, item, accounts[item.use.gpu], spread)
+        _record_row(client, item, accounts[item.use.gpu])
     _record_parent(client, parent_id, inputs, accounts, start, end)
     return accounts
 
@@ -143,24 +144,21 @@ def _log(client: MlflowClient, run_id: str, metrics: list) -> None:
         client.log_batch(run_id, metrics=metrics[i:i + 1000])
 
 
-def _attributed_interval(item: _Input, acc: GpuAccount, spread: dict[str, tuple[float, int]]
-                         ) -> list[tuple[str, float]]:
+def _attributed_interval(item: _Input, acc: GpuAccount) -> list[tuple[str, float]]:
     """The attributed energy's 95 % interval and flag: its GPU's counter interval and the
-    split's bound added in quadrature (split_model.split_bound); an assumed split is
-    flagged ``split-assumed`` with the worst deviation measured for it."""
+    split's bound added in quadrature (split_model.with_split); an assumed split is flagged
+    ``split-assumed`` with the worst deviation measured for it."""
     key = schema.attribution_summary_key(item.scope, "energy_j")
     ci = (span_interval(item.row.sink.frames, item.scope, item.use.start, item.use.end)
           if item.row.sink is not None else None)
-    split, assumed = split_model.split_bound(acc.method, item.use.run, acc, spread)
-    if ci is None and not split:
+    pct, flag = split_model.with_split(ci.ci95_pct if ci is not None else float("nan"),
+                                       flag_code(ci) if ci is not None else 0.0, acc, item.use.run)
+    if not np.isfinite(pct):
         return []
-    counter = ci.ci95_pct if ci is not None else 0.0
-    flag = split_model.SPLIT_ASSUMED_FLAG if assumed else (flag_code(ci) if ci is not None else 0.0)
-    return [(schema.ci_key(key), float(np.hypot(counter, split))), (schema.ci_flag_key(key), flag)]
+    return [(schema.ci_key(key), pct), (schema.ci_flag_key(key), flag)]
 
 
-def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount,
-                spread: dict[str, tuple[float, int]] | None = None) -> None:
+def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
     run, scope = item.use.run, item.scope
     widths = np.diff(acc.edges)
     lo = np.maximum(acc.edges[:-1], item.use.start)
@@ -174,7 +172,7 @@ def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount,
     now = time.time()
     key = schema.attribution_summary_key(scope, "energy_j")
     points = [(key, energy.sum(), now, 0)]
-    points += [(k, v, now, 0) for k, v in _attributed_interval(item, acc, spread or {})]
+    points += [(k, v, now, 0) for k, v in _attributed_interval(item, acc)]
     if inside.sum() > 0 and not acc.host:  # a host device's share is CPU time, not SM time
         points.append((schema.attribution_summary_key(scope, "sm_share_pct"),
                        float((share * inside).sum() / inside.sum()), now, 0))

@@ -228,6 +228,7 @@ def _attributed(row: Row, accounts: dict[str, GpuAccount], start: float, end: fl
     """The span's share of the row's attributed energy per GPU scope, with its GPU's 95 %
     interval over the span (radtrack/analysis/energy_figures.py), and its CO2e."""
     from radtrack.analysis.energy_figures import flag_code, span_interval
+    from radtrack.analysis.split_model import with_split
 
     out: dict[str, float] = {}
     total = 0.0
@@ -248,9 +249,12 @@ def _attributed(row: Row, accounts: dict[str, GpuAccount], start: float, end: fl
         out[key] = joules
         total += joules
         ci = span_interval(frames, scope, start, end)
-        if ci is not None:
-            out[schema.ci_key(key)] = ci.ci95_pct
-            out[schema.ci_flag_key(key)] = flag_code(ci)
+        # the GPU's interval and the split's own bound (radtrack/analysis/split_model.py)
+        pct, flag = with_split(ci.ci95_pct if ci is not None else float("nan"),
+                               flag_code(ci) if ci is not None else 0.0, acc, row.run_id)
+        if np.isfinite(pct):
+            out[schema.ci_key(key)] = pct
+            out[schema.ci_flag_key(key)] = flag
     if carbon is not None and out:
         out[schema.CO2E_KEY] = carbon.co2e_g(total)
     return out

@@ -16,7 +16,8 @@ over every device, the host's CPU side included, like the run's ``energy_j``),
 and its DRAM, where read), ``power_w`` (``gpu_energy_j`` over the window), ``gpu_util_pct``,
 ``sm_active_pct``, the energy's 95 % interval ``energy_j_ci95_pct`` / ``gpu_energy_j_ci95_pct``
 and ``energy_j_ci95_flag`` (radtrack/analysis/energy_error.py; the attributed share carries
-its GPUs' relative interval), the activity model's ``activity_energy_j`` where GPM ran
+its GPUs' relative interval and its split's bound, flag 3 where the split is assumed:
+radtrack/analysis/split_model.py), the activity model's ``activity_energy_j`` where GPM ran
 (radtrack/analysis/energy_figures.py) (step = the window's step, else its occurrence) and the table
 ``windows/windows.parquet``. A window shorter than the power readings can resolve (the
 sampling interval, at least the sensor's 100-ms refresh) gets ``below_resolution_flag`` =
@@ -46,6 +47,7 @@ from radtrack.analysis.attribution import GpuAccount, GpuUse, cumulative_energy
 from radtrack.analysis.energy_error import combine, load_constants
 from radtrack.analysis.energy_figures import flag_code, frame_keys, frame_of, gpu_energies
 from radtrack.analysis.gpu_uses import run_uses
+from radtrack.analysis.split_model import SPLIT_ASSUMED_FLAG
 from radtrack.analysis.summary import mean_between
 from radtrack.script.codewindows import read_windows
 from radtrack.store import energy_sources as es
@@ -118,6 +120,7 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
             row["below_resolution"] = (gpu_short or not devices) and (cpu_short or not hosts)
             gpu_j = cpu_j = att_j = model_j = 0.0
             utils, actives, parts, gpu_parts, flags = [], [], [], [], []
+            splits: list[tuple[float, bool]] = []  # each shared device's split bound
             for scope, use in uses.items():
                 # a GPU smi followed mid-run is the run's from then on (listeners/gpu_follow.py)
                 lo = max(a, use.start)
@@ -140,14 +143,19 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
                     gpu_parts.append(parts[-1])
                 acc = accounts.get(use.gpu)
                 att_j += attributed_between(acc, run, lo, b) if acc is not None else float("nan")
+                if acc is not None:
+                    splits.append(acc.split_bounds.get(run, (0.0, False)))
                 if (u := _column(frames, es.find(keys, scope, "gpu_util_pct", "utilisation"))) is not None:
                     utils.append(mean_between(*u, a, b))
                 if (s := _column(frames, es.find(keys, scope, "sm_active_pct", "utilisation"))) is not None:
                     actives.append(mean_between(*s, a, b))
             if not short:
-                row.update(energy_j=att_j, energy_j_ci95_pct=combine(parts),
-                           # the attributed share carries its devices' relative interval
-                           energy_j_ci95_flag=max(flags) if flags else np.nan)
+                # the attributed share carries its devices' relative interval and the widest
+                # split bound among them; an assumed split flags it (split_model.with_split)
+                bound = max((x for x, _ in splits), default=0.0)
+                flag = SPLIT_ASSUMED_FLAG if any(a for _, a in splits) else (max(flags) if flags else np.nan)
+                row.update(energy_j=att_j, energy_j_ci95_pct=float(np.hypot(combine(parts), bound)),
+                           energy_j_ci95_flag=flag)
             if devices and not gpu_short:
                 row.update(gpu_energy_j=gpu_j, power_w=gpu_j / (b - a) if b > a else np.nan,
                            gpu_util_pct=float(np.nanmean(utils)) if utils else np.nan,

@@ -62,3 +62,14 @@ def test_rates_come_from_solo_j_per_unit_times_throughput():
         {"run_id": "b", "work_unit": "run", "solo_energy_per_unit_j": 900.0, "throughput": np.nan},
         {"run_id": "c", "work_unit": "sample", "solo_energy_per_unit_j": np.nan, "throughput": 5.0}])
     assert split_model.rates(inter) == {"a": 100.0}
+
+
+def test_with_split_widens_the_counter_interval_and_flags_an_assumed_split():
+    acc = _account("process-sm-util", [60.0], [40.0], [0.0, 1.0])
+    split_model.bound_all(acc)
+    assert acc.split_bounds == {"a": (46.0, True), "b": (46.0, True)}
+    ci, flag = split_model.with_split(3.0, 1.0, acc, "a")
+    assert ci == pytest.approx(np.hypot(3.0, 46.0)) and flag == split_model.SPLIT_ASSUMED_FLAG
+    assert split_model.with_split(float("nan"), 0.0, acc, "a") == (46.0, split_model.SPLIT_ASSUMED_FLAG)
+    # a run the account has no bound for (a solo GPU): the counter's interval and flag as they are
+    assert split_model.with_split(3.0, 2.0, acc, "c") == (3.0, 2.0)
