@@ -6,7 +6,10 @@ and records:
 
 - on each row's run: ``summary/attribution/<scope>/energy_j`` (its attributed energy, with
   ``..._ci95_pct`` / ``..._ci95_flag``: its GPU's relative 95 % interval over the run,
-  radtrack/analysis/energy_figures.py),
+  radtrack/analysis/energy_figures.py, and the split's own bound in quadrature, flag 3
+  ``split-assumed`` where the split has none validated: radtrack/analysis/split_model.py;
+  a GPU whose runs all have solo baselines with a logged throughput is split by the
+  ``solo-model``, read from the store before this workload's figures are written),
   ``summary/attribution/<scope>/sm_share_pct`` (its mean share of the GPU), the series
   ``attribution/<scope>/attributed_power_w`` and ``attribution/<scope>/sm_share_pct`` (one
   point per window; stored under MLflow's ``system/`` prefix like the listeners' series,
