@@ -70,3 +70,33 @@ def test_run_column_is_sticky_and_hidden_columns_are_not_drawn() -> None:
     assert rule and "position: sticky" in rule.group(1) and "left: 0" in rule.group(1)
     js = (ASSETS / "summary_table.js").read_text()
     assert "!String(c.id).startsWith('_')" in js and "row._tips" in js
+
+
+def test_the_page_says_each_figure_in_the_owner_s_words(seeded) -> None:
+    """issue 52: one name, scope and unit per figure. Every Summary header is the column's
+    own name and the unit radtrack/store/meaning.py gives it (the report's files and
+    `radtrack export` carry the same in their columns tables), its tooltip the owner's long
+    name and scope; every y axis title is the owner's label of its key."""
+    from radtrack.frontend.callbacks_chart import chart_answer
+    from radtrack.store.meaning import column_meaning, column_row, describe
+
+    source = DataSource(seeded["uri"])
+    ids = [seeded["gpu"], seeded["idle"], seeded["cpu"]]
+    answer = summary_answer(source, SummaryCache(source), ids)
+    checked = 0
+    for column in answer["columns"]:
+        name = column["id"]
+        if name == "run" or name.startswith("_"):  # the page's run label; hidden tooltip data
+            continue
+        row = column_row(name, "runs")
+        assert column["name"] == (f"{name} ({row['unit_text']})" if row["unit_text"] else name), row
+        assert column["help"].startswith(row["meaning"]), (name, column["help"], row)
+        assert f"scope: {column_meaning(name, 'runs').scope_text}" in column["help"], column["help"]
+        checked += 1
+    assert checked >= 8, answer["columns"]
+    keys = ["smi/gpu0/power_w", "smi/gpu0/gpu_util_pct"]
+    figure, _ = chart_answer(source, [seeded["gpu"]], keys, "seconds", 1, [], None)
+    # a long title wraps onto a second line (figures.py): the words are the owner's
+    titles = [axis["title"]["text"].replace("<br>", " ") for name, axis in figure["layout"].items()
+              if name.startswith("yaxis") and isinstance(axis, dict) and axis.get("title")]
+    assert sorted(titles) == sorted(describe(k).label for k in keys), titles

@@ -161,7 +161,7 @@ def test_compare_view_gives_difference_and_ratio_to_a_baseline_from_the_stored_s
     a, b = (r.run_id for r in pair)
     assert table[a][1:] == ["36,000", "", "0", "×1.000"] and "(baseline)" in table[a][0]
     assert table[b][1:] == ["14,400", "", "-21,600", "×0.400"]
-    assert "energy_j · attributed (J)" in web.locator("#compare-view th").all_inner_texts()
+    assert "energy_j (J)" in web.locator("#compare-view th").all_inner_texts()
     choose(web, "gpu0/power_w")
     wait_traces(web, 2)
     snap(web, "frontend-compare")

@@ -72,11 +72,12 @@ def test_summary_shows_attributed_and_gpu_energy(web, app, store) -> None:
         web.locator("#runs .run-name").get_by_text(seeded.run_name, exact=True).click()
     web.wait_for_function("document.querySelectorAll('#summary tbody tr').length === 2")
     headers = web.locator("#summary th").all_inner_texts()
-    # each energy says which it is in its header, and more in its tooltip (frontend/columns.py)
-    assert {"energy_j · attributed (J)", "gpu_energy_j · whole GPU (J)", "attribution",
+    # each energy under its one name and unit (radtrack/store/meaning.py), what it is in its
+    # tooltip (frontend/columns.py)
+    assert {"energy_j (J)", "gpu_energy_j (J)", "attribution",
             "co2e_g (g CO2e)"} <= {h.strip() for h in headers}, headers
     tip = web.locator("#summary th", has_text="gpu_energy_j").get_attribute("title")
-    assert "whoever used them" in tip
+    assert "whoever used them" in tip.lower()
     text = web.locator("#summary").inner_text()
     assert "36000" in text.replace(",", "") and "process-sm-util" in text
     assert "4" in text  # 36,000 J = 0.01 kWh at 400 g/kWh: 4 g CO2e
