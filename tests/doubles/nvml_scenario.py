@@ -10,7 +10,8 @@ The energy counter advances at ``watts`` in real time, so a run's counter energy
 with ``mem_mib`` of memory and ``sm`` % SM utilisation in every per-process sample (with
 ``"after_s": s``, only once it has run s seconds: a script reaching for the GPU late). With
 ``mps_server_sm`` set, the matched processes are MPS clients: listed with their memory,
-never sampled; the samples carry that figure for an MPS server process instead.
+never sampled; the samples carry that figure for an MPS server process instead, as the
+H100 and H200 drivers do (580.159.04: the server's pid alone, 76 % and 100 %).
 Optional per GPU: ``"power_ring": true`` offers the driver's power sample buffer, one
 sample every 20 ms of wall clock at ``watts``, 119 deep as on the H100 (``"ring_depth"``);
 ``"util_gpu": pct`` is the GPU utilisation NVML reports (0 by default; 25 stands for a load
