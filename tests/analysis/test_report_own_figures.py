@@ -76,8 +76,9 @@ def test_the_report_shows_what_the_scripts_measured(launched, monkeypatch, capsy
 
     # a window with an energy (RAPL: the host's CPU packages and DRAM) and its interval
     rapl = next(name for name in rows if name.endswith("rapl"))
-    busy = windows[(rapl, "busy")]
     metrics = rows[rapl].data.metrics
+    assert (rapl, "busy") in windows, (sorted(windows), sorted(k for k in metrics if "window" in k))
+    busy = windows[(rapl, "busy")]
     assert busy["energy_j"] == pytest.approx(metrics["window/busy/energy_j"]) and busy["energy_j"] > 0
     assert busy["cpu_energy_j"] == pytest.approx(metrics["window/busy/cpu_energy_j"])
     # RAPL has no sensor model: its interval is unknown, stored as nothing and shown blank
