@@ -31,10 +31,8 @@ GPU (device memory in use), and to ``idle`` when none does. A GPU with a single 
 radtrack still get their own share). In every window the parts add up to ``E(w)``,
 so a GPU's attributed energies plus ``other`` plus ``idle`` are its measured energy.
 
-At the end of a workload, a GPU whose runs all have solo baselines with a logged throughput
-has its runs' energy split again by the ``solo-model`` (radtrack/analysis/split_model.py:
-NVML has no per-client figure under MPS, and its per-process samples split identical twins
-unevenly under time-slicing); the split above is then the fallback, flagged.
+Where every run on a GPU has a solo baseline with a logged throughput, the end of a workload
+splits again by the ``solo-model`` (radtrack/analysis/split_model.py); this split is the fallback.
 
 A device of the host's CPU side (a RAPL package or DRAM, ``GpuUse.host``) shared by
 co-located runs is split by CPU time instead (``process-cpu-time``,
