@@ -17,6 +17,7 @@ import importlib
 END_MODULES = (
     "pandas",
     "pyarrow.parquet",  # DataFrame.to_parquet's engine, imported by pandas on first use
+    "pyarrow.pandas_compat",
     "radtrack.store.spans",
     "radtrack.store.traces",
     "radtrack.store.ending",
