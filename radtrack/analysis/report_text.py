@@ -1,13 +1,16 @@
 """The printed ``radtrack report``: its tables as text a person can read.
 
-By default every line fits :data:`radtrack.analysis.text_table.WIDTH` (120) columns: each
-table shows a chosen set of columns, split into blocks led by the run's name where they do
-not fit side by side, long text cut with '…', and what would be a wide text column (notes,
-solo runs, checks, energy notes) printed as lines below it or in the Checks section. Headers name the scope where a bare name
-would mislead (``host_cpu_pct`` is the whole host's CPU, ``run_cpu_pct`` the run's own
-processes'), a legend gives each column's meaning and unit, and a '-' cell says why it is
-blank. ``--wide`` prints every column of the old view, one line per row, uncut;
-``--format csv/json/parquet`` files carry every column of every table.
+By default every line fits :data:`radtrack.analysis.text_table.WIDTH` (120) columns, the
+title included: each table shows a chosen set of columns, split into blocks each led by its
+key columns (the run's name; a variability row's file and params) where they do not fit
+side by side, long text cut with '…', and what would be a wide text column (notes, solo
+runs, checks, energy notes) printed as lines below it or in the Checks section. A column
+is printed under its one name, the files' (``duration_s``, ``proc_cpu_pct_mean``,
+``cpu_pct_mean``), and the legend under each table gives its meaning, scope and unit from
+radtrack/store/meaning.py, as the files' columns table does; a '-' cell says why it is
+blank; counts are whole numbers. ``--wide`` prints every column of the old view, one line
+per row, uncut; ``--format csv/json/parquet`` files carry every column of every table
+(radtrack/analysis/report_files.py).
 """
 
 from __future__ import annotations

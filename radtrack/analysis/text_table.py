@@ -48,25 +48,24 @@ def _cut(text: str, limit: int) -> str:
 
 
 def fit(frame: pd.DataFrame, columns: list[str] | None = None, key: list[str] | None = None,
-        headers: dict[str, str] | None = None, width: int = WIDTH, max_cell: int = MAX_CELL) -> str:
+        width: int = WIDTH, max_cell: int = MAX_CELL) -> str:
     """``frame`` as aligned text no line of which is wider than ``width``: the columns
     shown in order, split into as many blocks as it takes, each block led by the ``key``
-    columns (the run's name), text cells longer than ``max_cell`` cut with '…' (a path at
-    its start, so that its file's name shows).
-    ``headers`` renames columns for the eye (the frame's own names stay in files); NaN
-    prints as '-'. Every row keeps its place in every block."""
+    columns (the run's name), text cells and headers longer than ``max_cell`` cut with '…'
+    (a path at its start, so that its file's name shows), never wrapped. A column is headed
+    by its own name, the one the files carry (radtrack/store/meaning.py says what it is);
+    NaN prints as '-'. Every row keeps its place in every block."""
     if frame.empty:
         return "(none)"
     names = [c for c in (columns or list(frame.columns)) if c in frame.columns]
     key = [c for c in (key or []) if c in names]
-    headers = headers or {}
     cells: dict[str, list[str]] = {}
     numeric: dict[str, bool] = {}
     for c in names:
         numeric[c] = pd.api.types.is_numeric_dtype(frame[c])
         cells[c] = [_cut("-" if _missing(v) else _fmt(v), max_cell).replace("\n", " ")
                     for v in frame[c].tolist()]
-    label = {c: _cut(headers.get(c, c), max_cell) for c in names}
+    label = {c: _cut(c, max_cell) for c in names}
     widths = {c: max(len(label[c]), *(len(x) for x in cells[c])) for c in names}
     base = sum(widths[c] + 2 for c in key)
     blocks: list[list[str]] = []
