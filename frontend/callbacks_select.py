@@ -9,6 +9,7 @@ from dataclasses import replace
 from dash import ALL, Dash, Input, Output, State, ctx, html, no_update
 from dash.exceptions import PreventUpdate
 
+from radtrack.errors import RadtrackError
 from radtrack.frontend import picker
 from radtrack.frontend.callbacks_chart import chart_answer, listed_metrics
 from radtrack.frontend.chart_query import (
@@ -140,16 +141,21 @@ def all_runs(source: DataSource, experiment: str | None, workload: str | None,
 
 
 def placed(source: DataSource, view: View) -> View:
-    """``view`` with the experiment and workload its runs were picked from, where the link
-    leaves them out or names a pair that does not list its first run: a link of ``runs``
-    alone opens with its experiment and workload picked and its runs ticked in the list
-    (docs/frontend.md, "Share a link"). A pair that lists the run is kept as given."""
+    """``view`` with the experiment and workload its first run was picked from, where the
+    link leaves them out or names a pair the store does not list: a link of ``runs`` alone
+    opens with its experiment and workload picked and its runs ticked in the list
+    (docs/frontend.md, "Share, save and export"). A pair the store lists is kept as given,
+    whichever runs it holds: the page's own address names the workload last looked at, and
+    the ticked runs may come from several."""
     if not view.runs:
         return view
     first = view.runs[0]
     if view.experiment and view.workload:
-        _, found = listing(source, view.experiment)
-        if any(w.key == view.workload and first in (r for r, _ in w.listed()) for w in found):
+        try:
+            _, found = listing(source, view.experiment)
+        except RadtrackError:  # an experiment the store does not hold (renamed, deleted)
+            found = []
+        if any(w.key == view.workload for w in found):
             return view
     row = next(iter(source.known_rows([first])), None)
     if row is None:

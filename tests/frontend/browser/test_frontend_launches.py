@@ -98,26 +98,29 @@ def test_the_picker_tells_two_launches_apart(web, serve, launched, tmp_path: Pat
     assert web.evaluate(CHECKED.format("workload")) == rows[row]["parent"]
 
 
-@pytest.mark.parametrize("given", ["runs", "all"])
+@pytest.mark.parametrize("given", ["runs", "all", "elsewhere", "unknown"])
 def test_a_shared_link_opens_with_its_runs_experiment_and_workload(web, serve, launched,
                                                                    tmp_path: Path, given: str) -> None:
     """The link form docs/frontend.md documents: ``runs`` (comma-separated run ids), ``metric``
-    (repeated), ``experiment``, ``workload`` (the parent run id); with ``runs`` alone the
-    runs' experiment and workload are picked too."""
+    (repeated), ``experiment``, ``workload`` (the parent run id); with ``runs`` alone, or
+    with a pair the store does not hold, the first run's experiment and workload are picked;
+    a pair it holds is kept, as the page's own address names the workload last looked at."""
     uri, rows = launched
     app = serve(uri, tmp_path / "views")
     by_start = sorted(rows, key=lambda r: rows[r]["start"])
     first, other = by_start[0], by_start[3]  # two workloads of two launches
     query = f"?runs={first},{other}&metric=top/cpu_pct&metric=loss"
-    if given == "all":
-        query = f"?experiment=twice&workload={rows[first]['parent']}" + query.replace("?", "&")
-    web.goto(app.url + query)
+    pair = {"runs": "", "all": f"experiment=twice&workload={rows[first]['parent']}&",
+            "elsewhere": f"experiment=twice&workload={rows[other]['parent']}&",
+            "unknown": "experiment=gone&workload=0123&"}[given]
+    web.goto(app.url + query.replace("?", "?" + pair))
     web.wait_for_function(f"{GD} && {GD}._fullData && {GD}._fullData.length === 4")
+    shown = other if given == "elsewhere" else first
     assert web.evaluate(CHECKED.format("experiment")) == "twice"
-    assert web.evaluate(CHECKED.format("workload")) == rows[first]["parent"]
+    assert web.evaluate(CHECKED.format("workload")) == rows[shown]["parent"]
     # the Runs panel lists the workload's run, ticked; no "Pick an experiment..." hint
-    assert web.locator("#runs .run-row").count() == 1
-    assert web.locator(f"#runs input[value='{first}']").is_checked()
+    web.wait_for_function("document.querySelectorAll('#runs .run-row').length === 1")
+    assert web.locator(f"#runs input[value='{shown}']").is_checked()
     assert "Pick an experiment" not in web.locator("#runs").inner_text()
     assert web.locator("#basket li").count() == 2
     ticked = web.evaluate("[...document.querySelectorAll('#metrics input:checked')].map(i => i.value)")
