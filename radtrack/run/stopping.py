@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from radtrack.liveness import pid_alive
+
 #: a row's workload: ask (SIGINT, Python's KeyboardInterrupt), insist, then kill
 ROW_ESCALATION = (signal.SIGINT, signal.SIGTERM, signal.SIGKILL)
 #: a group whose leader already exited, and a listener
@@ -172,22 +174,12 @@ def stop_pids(pids: Iterable[int], timeout: float = 2.0) -> list[int]:
                 os.kill(pid, sig)
         end = time.monotonic() + timeout
         while left and time.monotonic() < end:
-            left = [p for p in left if _alive(p)]
+            left = [p for p in left if pid_alive(p)]
             if left:
                 time.sleep(POLL_S)
         if not left:
             break
     return left
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return _state(Path("/proc", str(pid))) not in ("Z", "")
 
 
 def set_parent_death_signal() -> None:

@@ -21,6 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from radtrack.errors import RadtrackError
+from radtrack.liveness import pid_alive
 
 _NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL}
 
@@ -40,16 +41,6 @@ def _holder(text: str) -> tuple[int, str, str] | None:
         return int(fields["pid"]), fields.get("host", "?"), fields.get("since", "?")
     except (KeyError, ValueError):
         return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _read(fd: int) -> str:
@@ -95,7 +86,7 @@ def acquire(sheet: Path) -> int:
                 os.close(fd)
                 raise
             holder = _holder(_read(fd))  # no flock here: the file alone is the lock
-            if holder and (holder[1] != host or _alive(holder[0])):
+            if holder and (holder[1] != host or pid_alive(holder[0])):
                 os.close(fd)
                 raise _refuse(sheet, path, holder) from None
             _stale_note(holder, path)

@@ -34,6 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from radtrack.errors import RadtrackError
+from radtrack.liveness import pid_alive
 from radtrack.store.storestate import (
     identity,
     inspect,
@@ -218,19 +219,9 @@ def _clear_leftovers(folder: Path, name: str) -> None:
     """Temporary files of creations killed midway (their process gone)."""
     for tmp in folder.glob(f".{name}{TMP_TAG}*.tmp"):
         pid = tmp.name.removesuffix(".tmp").rsplit("-", 1)[-1]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+        if pid.isdigit() and int(pid) != os.getpid() and not pid_alive(int(pid)):
             with contextlib.suppress(OSError):
                 tmp.unlink()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 @contextlib.contextmanager

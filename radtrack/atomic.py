@@ -1,0 +1,47 @@
+"""Atomic file writes: a reader sees the old content or the new, never half of either.
+
+The bytes go to a temp file beside the target (same folder, so the rename stays on one file
+system), are flushed and fsync'd, and the temp file is renamed over the target; with
+``sync_folder`` the folder is fsync'd too, so the rename itself survives a power cut. A
+failure removes the temp file and leaves the target as it was. The target's permission bits
+are kept when it exists (a sheet the user made read-only for others stays so).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, mode: int | None = None,
+                 sync_folder: bool = False) -> Path:
+    """Replace ``path`` with ``data`` atomically (fsync'd); returns the path."""
+    target = Path(path)
+    payload = data.encode("utf-8") if isinstance(data, str) else data
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fsync(f.fileno())
+        if mode is not None:
+            os.chmod(tmp, mode)
+        elif target.exists():
+            shutil.copymode(target, tmp)
+        else:
+            os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    if sync_folder:
+        with contextlib.suppress(OSError):
+            dfd = os.open(target.parent, os.O_RDONLY)
+            try:
+                os.fsync(dfd)
+            finally:
+                os.close(dfd)
+    return target
