@@ -73,7 +73,6 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
         waiting = wait_listeners or (wait_listeners is None and holds_start(rows))
         if waiting:
             _start_listeners(rows)
-            recorder.start()  # the launcher only waits now: MLflow's import costs nothing
             await_listeners(rows)
         for row in rows:
             if not row.spec.manual:
@@ -92,8 +91,9 @@ def run_workload(rows: list[Row], interrupt: Interrupt, recorder: Recorder, grac
         except BaseException:
             abort(rows, [])
             raise
-    # the runs are created while the scripts run (started after the release: MLflow's import
-    # holds the interpreter for seconds and would slow everything before it)
+    # the runs are created while the scripts run, after the release also where the launch
+    # waited for its listeners: each run starts at its script's start (row.started), which
+    # a run made during the wait would not know
     recorder.start()
     env_threads = [capture_in_background(row.folder / schema.ENVIRONMENT_DIR) for row in rows]
     supervise(rows, interrupt.event, released)
