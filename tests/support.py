@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import os
 import re
@@ -175,32 +176,52 @@ def report_rows(text: str, section: str = "Per-run summary") -> dict[str, dict[s
     return rows
 
 
-def cli_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-             *args: str) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+            check: bool = False) -> subprocess.CompletedProcess[str]:
     """``radtrack ARGS`` through the CLI's entry point (radtrack.cli.main, what ``python -m
     radtrack`` runs) in this process: no interpreter start and MLflow import per call (a
-    subprocess costs 3-5 CPU-s, most of it MLflow's import; docs/testing.md). For commands
-    whose process boundary is not what a test checks (report, sync, status, export). What
-    the CLI sets process-wide (argparse's error hook, BLAS thread and MLflow variables) is
-    undone after the test."""
+    subprocess costs 2-4 CPU-s, most of it MLflow's import; docs/testing.md). For commands
+    whose process boundary is not what a test checks (report, sync, status, export, copy);
+    usable from module fixtures. ``env`` and ``cwd`` hold for this call only, as
+    :func:`radtrack_cli`'s do; what the CLI sets process-wide (argparse's error hook, BLAS
+    thread and MLflow variables) is undone when it returns. Its stdout and stderr are
+    Python's ``sys.stdout``/``sys.stderr`` while it runs."""
+    import pytest
+
     from radtrack import own_threads
     from radtrack.cli import main
 
-    for var in own_threads.VARS:  # radtrack/own_threads.py sets them for its own process
-        if var in os.environ:
-            monkeypatch.setenv(var, os.environ[var])
-        else:
-            monkeypatch.delenv(var, raising=False)
-    monkeypatch.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
-    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
-    monkeypatch.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
-    capsys.readouterr()
-    try:
-        code = main(list(args))
-    except SystemExit as exc:  # argparse's own errors
-        code = exc.code
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(["radtrack", *args], code, out.out, out.err)
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.MonkeyPatch.context() as call:
+        # set to what they are, so that leaving the context restores them
+        for var in (*own_threads.VARS, "MLFLOW_DISABLE_TELEMETRY",
+                    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"):
+            if var in os.environ:
+                call.setenv(var, os.environ[var])
+            else:
+                call.delenv(var, raising=False)
+        call.setattr(argparse.ArgumentParser, "error", argparse.ArgumentParser.error)
+        call.setenv("MLFLOW_DISABLE_TELEMETRY", "true")
+        call.setenv("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+        for name, value in (env or {}).items():
+            call.setenv(name, value)
+        if cwd is not None:
+            call.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse's own errors
+                code = exc.code
+    if check and code != 0:
+        raise AssertionError(f"radtrack {args} exited {code}\n{out.getvalue()}\n{err.getvalue()}")
+    return subprocess.CompletedProcess(["radtrack", *args], code, out.getvalue(), err.getvalue())
+
+
+def cli_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str,
+             env: dict[str, str] | None = None, cwd: Path | None = None,
+             ) -> subprocess.CompletedProcess[str]:
+    """:func:`run_cli` for a test that has ``monkeypatch`` and ``capsys`` (kept for them)."""
+    return run_cli(*args, env=env, cwd=cwd)
 
 
 def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],

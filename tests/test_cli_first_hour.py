@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import REPO, radtrack_cli
+from support import REPO, radtrack_cli, run_cli
 
 from radtrack import __version__
 from radtrack.cli_parser import SUBCOMMANDS
@@ -113,7 +113,7 @@ def test_did_you_mean(tmp_path: Path) -> None:
     assert p.stderr.strip() == ("radtrack: error: unrecognized arguments: --dry-rn (did you "
                                 "mean --dry-run?) (see radtrack --help)")
     # a subcommand's own options too
-    p = radtrack_cli("report", "quickstart", "--formt", "csv", cwd=tmp_path)
+    p = run_cli("report", "quickstart", "--formt", "csv", cwd=tmp_path)
     assert p.returncode == 2
     assert p.stderr.strip().splitlines()[-1] == ("radtrack report: error: unrecognized "
                                                  "arguments: --formt (did you mean --format?) csv")
@@ -162,11 +162,11 @@ def test_export_unknown_metric_names_the_close_ones_and_the_command(store: str,
     p = radtrack_cli("-e", "coloc", "-l", "top", "--interval", "0.2", str(SCRIPTS / "busy.py"),
                      "1", cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    listed = radtrack_cli("export", "coloc", "--list-metrics", cwd=tmp_path)
+    listed = run_cli("export", "coloc", "--list-metrics", cwd=tmp_path)
     assert listed.returncode == 0, listed.stderr
     keys = listed.stdout.split()
     assert "top/cpu_pct" in keys and "top/proc/cpu_pct" in keys
-    p = radtrack_cli("export", "coloc", "--metrics", "top/cpu", "--out",
+    p = run_cli("export", "coloc", "--metrics", "top/cpu", "--out",
                      str(tmp_path / "x.csv"), cwd=tmp_path)
     assert p.returncode == 2, p.stderr
     line = p.stderr.strip()
@@ -177,10 +177,10 @@ def test_export_unknown_metric_names_the_close_ones_and_the_command(store: str,
                          f"all {len(keys)}")
     assert not (tmp_path / "x.csv").exists()
     # a known one still exports
-    ok = radtrack_cli("export", "coloc", "--metrics", "top/cpu_pct", "--out",
+    ok = run_cli("export", "coloc", "--metrics", "top/cpu_pct", "--out",
                       str(tmp_path / "x.csv"), cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
-    missing_out = radtrack_cli("export", "coloc", cwd=tmp_path)
+    missing_out = run_cli("export", "coloc", cwd=tmp_path)
     assert missing_out.returncode == 2 and "--out FILE is required" in missing_out.stderr
 
 

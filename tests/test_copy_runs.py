@@ -7,7 +7,9 @@ artifacts with the Parquet trace readable, times, statuses, names) with its link
 at the copies, ``radtrack report`` must read the copy, and a second copy adds nothing (or,
 after an interrupted copy, makes that one again).
 
-The source store and its report are made once per module (module fixtures). Every metric
+The source store and its report are made once per module (module fixtures); ``copy`` and
+``report`` run in-process (support.run_cli: the CLI's entry point, no interpreter start and
+MLflow import per call), the launch and the unknown command as processes. Every metric
 point is compared in the stores' own tables (all SQLite, the server's backend too): one
 query a run, where MLflow's client asks once per metric key (80 a row run).
 """
@@ -21,7 +23,7 @@ from typing import Any
 
 import pytest
 from servers import MlflowServer, free_port, start_mlflow_server
-from support import radtrack_cli
+from support import radtrack_cli, run_cli
 
 from radtrack.store import newstore, schema
 
@@ -70,7 +72,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def source_report(source: dict[str, Any]) -> Any:
     """``radtrack report`` of the source store, what each copy's report is compared with."""
-    return radtrack_cli("report", EXP, "--tracking-uri", source["uri"], env=source["env"])
+    return run_cli("report", EXP, "--tracking-uri", source["uri"], env=source["env"])
 
 
 def _points(db: Path, run_id: str) -> dict[str, list[tuple]]:
@@ -148,12 +150,12 @@ def assert_copied(src_uri: str, dst_uri: str, tmp: Path, src_db: Path, dst_db: P
 
 
 def _copy(src: str, dst: str, *more: str, env: dict[str, str]) -> Any:
-    return radtrack_cli("copy", "--from", src, "--to", dst, *more, env=env, timeout=300)
+    return run_cli("copy", "--from", src, "--to", dst, *more, env=env)
 
 
 def _check_report(source: dict[str, Any], theirs: Any, dst: str) -> None:
     assert theirs.returncode == 0, theirs.stdout + theirs.stderr
-    ours = radtrack_cli("report", EXP, "--tracking-uri", dst, env=source["env"])
+    ours = run_cli("report", EXP, "--tracking-uri", dst, env=source["env"])
     assert ours.returncode == 0, ours.stdout + ours.stderr
     for name in (f"{EXP}-1 A", f"{EXP}-1 B"):  # the row runs, as the source's report has them
         assert name in ours.stdout and name in theirs.stdout

@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Metric
-from support import radtrack_cli
+from support import radtrack_cli, run_cli
 
 from radtrack.analysis import load_series
 from radtrack.export import is_counter, parse_every, resample
@@ -115,7 +115,7 @@ def test_launched_run_long_and_wide_agree_value_for_value(known):
                      str(SCRIPTS / "busy.py"), cwd=root, env=env, timeout=300)
     assert p.returncode == 0, p.stderr[-2000:]
     out = root / "exported.parquet"
-    p = radtrack_cli("export", "exported", "--every", "500ms", "--out", str(out), cwd=root, env=env)
+    p = run_cli("export", "exported", "--every", "500ms", "--out", str(out), cwd=root, env=env)
     assert p.returncode == 0, p.stderr
     wide = pd.read_parquet(out)
     assert wide["run_id"].nunique() == 1
@@ -179,11 +179,12 @@ def test_every_metric_column_says_whose_figure_and_its_unit(known):
     assert f"in {side}" in p.stdout
     wide = pd.read_csv(out)  # the table itself is unchanged: one header line, the same columns
     assert wide["top/proc/cpu_pct"].tolist()[0] == 169.0
-    said = pd.read_csv(side).set_index("name")  # every column, in the owner's words
+    said = pd.read_csv(side, keep_default_na=False).set_index("name")  # every column, the owner's words
     assert list(said.index) == list(wide.columns) and set(said["table"]) == {"export"}
     for column in said.index:  # as radtrack/store/meaning.py says, and as the report's files say
         row = column_row(column, "export")
-        assert said.loc[column, "meaning"] == row["meaning"] and said.loc[column, "scope"] == row["scope"]
+        assert (said.loc[column, "meaning"], said.loc[column, "scope"]) == (row["meaning"], row["scope"])
+        assert said.loc[column, "unit"] == row["unit"], column
     assert said.loc["top/cpu_pct", "meaning"] == "host CPU (% of all cores)"
     assert said.loc["top/cpu_pct", "scope"] == "host" and said.loc["top/cpu_pct", "role"] == "host_cpu"
     assert said.loc["top/proc/cpu_pct", "meaning"] == "run CPU (% of one core)"

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from support import radtrack_cli, report_here
+from support import radtrack_cli, report_here, run_cli
 
 HERE = Path(__file__).parent
 TEGRA = HERE.parents[0] / "data" / "tegrastats"
@@ -62,7 +62,7 @@ def _history(c, run, key: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _report(experiment: str, env: dict[str, str]) -> dict[str, str]:
-    p = radtrack_cli("report", experiment, "--format", "csv", env=env, check=True)
+    p = run_cli("report", experiment, "--format", "csv", env=env, check=True)
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
     assert len(rows) == 1, p.stdout
     return rows[0]
@@ -115,7 +115,7 @@ def jetson(request, jetsons):
 def jetson_report(jetsons) -> dict[str, dict[str, str]]:
     """``radtrack report jetson`` of both runs, once: run id -> its row."""
     env = next(iter(jetsons.values()))[2]
-    p = radtrack_cli("report", "jetson", "--format", "csv", env=env, check=True)
+    p = run_cli("report", "jetson", "--format", "csv", env=env, check=True)
     rows = list(csv.DictReader(io.StringIO(p.stdout)))
     assert len(rows) == len(JETSONS), p.stdout
     return {r["run_id"]: r for r in rows}

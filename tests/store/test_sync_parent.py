@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
-from support import radtrack_cli
+from support import run_cli
 
 BUSY = Path(__file__).parents[1] / "scripts" / "busy.py"
 
@@ -40,7 +40,7 @@ def test_sync_after_sigkill_closes_the_parent_run(store: str, tmp_path: Path) ->
     before = c.search_runs([exp.experiment_id])
     assert sorted(r.info.status for r in before) == ["RUNNING"] * 3
 
-    p = radtrack_cli("sync")
+    p = run_cli("sync")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "2 run(s) stored" in p.stdout
     runs = c.search_runs([exp.experiment_id])
