@@ -7,6 +7,8 @@
 #
 #   bash benchmarks/attribution_gpu.sh OUTDIR [RADTRACK_TIMEOUT_S]
 #
+# SHEET=path runs another sheet whose File cells start ../workloads/ (the second round's
+# mixed pairs: benchmarks/attribution_mixed_h200.csv).
 # Leaves OUTDIR/store.tar.xz (mlflow.db + artifacts; split in 15 MiB parts store.tar.xz.part*
 # when larger), counter.csv, radtrack.log, nvidia-smi.txt. An MPS daemon radtrack started
 # is quit by radtrack itself; a leftover one under this script's pipe directories is quit here.
@@ -19,7 +21,7 @@ work=$(mktemp -d /tmp/attribution.XXXXXX)
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1 MLFLOW_DISABLE_TELEMETRY=true RADTRACK_HOME="$work/.radtrack"
 nvidia-smi -q > "$out/nvidia-smi.txt" 2>&1 || true
-cp "$repo/benchmarks/attribution_h200.csv" "$work/sheet.csv"
+cp "${SHEET:-$repo/benchmarks/attribution_h200.csv}" "$work/sheet.csv"
 sed -i "s#\.\./workloads/#$repo/workloads/#" "$work/sheet.csv"
 "$python" "$repo/benchmarks/counter_reader.py" "$out/counter.csv" --period 0.05 --seconds $((limit + 60)) &
 reader=$!
