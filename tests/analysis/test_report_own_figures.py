@@ -11,9 +11,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
-from support import radtrack_cli
-
-from radtrack.analysis.report import main
+from support import radtrack_cli, run_cli
 
 TESTS = Path(__file__).resolve().parents[1]
 SCRIPTS = TESTS / "scripts"
@@ -45,16 +43,16 @@ def launched(tmp_path_factory) -> dict[str, object]:
     return {"uri": uri, "client": client, "rows": rows, "tmp": tmp}
 
 
-def _report(launched, monkeypatch, capsys, *args: str) -> str:
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", str(launched["uri"]))
-    monkeypatch.setenv("RADTRACK_CACHE_DIR", str(Path(str(launched["tmp"])) / "cache"))
-    assert main(["own", *args]) == 0, capsys.readouterr().err
-    return capsys.readouterr().out
+def _report(launched, *args: str) -> str:
+    """``radtrack report own ARGS`` through the CLI's entry point, in this process."""
+    env = {"MLFLOW_TRACKING_URI": str(launched["uri"]),
+           "RADTRACK_CACHE_DIR": str(Path(str(launched["tmp"])) / "cache")}
+    return run_cli("report", "own", *args, env=env, check=True).stdout
 
 
-def test_the_report_shows_what_the_scripts_measured(launched, monkeypatch, capsys):
+def test_the_report_shows_what_the_scripts_measured(launched):
     client, rows = launched["client"], launched["rows"]
-    doc = json.loads(_report(launched, monkeypatch, capsys, "--format", "json"))
+    doc = json.loads(_report(launched, "--format", "json"))
     runs = {r["run_name"]: r for r in doc["runs"]}
     own = {r["run_name"]: r for r in doc["own_metrics"]}
     windows = {(w["run_name"], w["window"]): w for w in doc["windows"]}
@@ -90,7 +88,7 @@ def test_the_report_shows_what_the_scripts_measured(launched, monkeypatch, capsy
     trial = next(s for s in doc["scripts"] if s["row_run_name"].endswith("trial"))
     assert trial["done"] == 1.0 and trial["duration_s"] > 0
 
-    text = _report(launched, monkeypatch, capsys)
+    text = _report(launched)
     own_text = text.split("The scripts' own metrics")[1].split("\n\n")[0]
     assert "loss" in own_text.splitlines()[1] and "0.333" in own_text
     assert "loss: the script's own metric, last value logged" in " ".join(own_text.split())

@@ -5,6 +5,7 @@ whatever the data; the printed tables fit 120 columns with long names."""
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
@@ -13,9 +14,9 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from mlflow import MlflowClient
+from support import run_cli
 from test_analysis_seed import T0, Row, seed_workload
 
-from radtrack.analysis.report import main
 from radtrack.analysis.report_text import REPORT_TABLES, column_legend
 from radtrack.analysis.text_table import WIDTH
 from radtrack.store.meaning import COLUMN_FIELDS, column_row
@@ -38,9 +39,9 @@ def seeded(store, tmp_path, monkeypatch) -> str:
     return store
 
 
-def _report(capsys, *args: str) -> str:
-    assert main(list(args)) == 0, capsys.readouterr().err
-    return capsys.readouterr().out
+def _report(*args: str) -> str:
+    """``radtrack report ARGS`` through the CLI's entry point, in this process."""
+    return run_cli("report", *args, check=True).stdout
 
 
 def _owner_rows(table: str, columns: list[str]) -> list[dict[str, str]]:
@@ -52,10 +53,10 @@ def _said(frame: pd.DataFrame) -> list[dict[str, str]]:
             for row in frame.to_dict("records")]
 
 
-def test_every_format_says_each_column_as_the_owner_does(seeded, tmp_path, capsys):
+def test_every_format_says_each_column_as_the_owner_does(seeded, tmp_path):
     """csv, parquet and json: a file (or key) per table, empty ones too, and a columns table
     whose rows are meaning.column_row's for exactly the tables' columns, in their order."""
-    _report(capsys, "coloc", "--format", "csv", "--out", str(tmp_path / "r.csv"))
+    _report("coloc", "--format", "csv", "--out", str(tmp_path / "r.csv"))
     columns = pd.read_csv(tmp_path / "r.columns.csv", keep_default_na=False)
     assert list(columns.columns) == list(COLUMN_FIELDS)
     for table in REPORT_TABLES:
@@ -71,7 +72,7 @@ def test_every_format_says_each_column_as_the_owner_does(seeded, tmp_path, capsy
     workloads = columns[columns["table"] == "workloads"].set_index("name")
     assert workloads.loc["energy_j", "scope"] == "workload"  # the workload's, not a run's
 
-    _report(capsys, "coloc", "--format", "parquet", "--out", str(tmp_path / "p.parquet"))
+    _report("coloc", "--format", "parquet", "--out", str(tmp_path / "p.parquet"))
     assert _said(pd.read_parquet(tmp_path / "p.columns.parquet")) == _said(columns)
     for table in ("runs", "interference", "workloads", "variability"):
         path = tmp_path / ("p.parquet" if table == "runs" else f"p.{table}.parquet")
@@ -81,7 +82,7 @@ def test_every_format_says_each_column_as_the_owner_does(seeded, tmp_path, capsy
             assert meta == {f"radtrack.{k}": str(owner[k]) for k in COLUMN_FIELDS
                             if k not in ("table", "name")}, (table, field.name)
 
-    doc = json.loads(_report(capsys, "coloc", "--format", "json"))
+    doc = json.loads(_report("coloc", "--format", "json"))
     assert list(doc) == [*REPORT_TABLES, "columns"]
     assert doc["checks"] == [] and doc["windows"] == []  # present, empty: one schema
     assert _said(pd.DataFrame(doc["columns"])) == _said(columns)
@@ -89,18 +90,19 @@ def test_every_format_says_each_column_as_the_owner_does(seeded, tmp_path, capsy
         for record in doc[table]:
             assert list(record) == list(columns.loc[columns["table"] == table, "name"]), table
 
-    listed = pd.read_csv(pd.io.common.StringIO(_report(capsys, "coloc", "--format", "csv", "--table",
+    listed = pd.read_csv(io.StringIO(_report("coloc", "--format", "csv", "--table",
                                                         "columns")), keep_default_na=False)
     assert _said(listed) == _said(columns)
-    assert main(["coloc", "--format", "csv", "--table", "nope"]) == 2
-    assert "--table 'nope': this report's tables are runs, interference" in capsys.readouterr().err
+    bad = run_cli("report", "coloc", "--format", "csv", "--table", "nope")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1
+    assert "--table 'nope': this report's tables are runs, interference" in bad.stderr
 
 
-def test_the_text_prints_the_files_names_and_the_owners_words(seeded, capsys, tmp_path):
+def test_the_text_prints_the_files_names_and_the_owners_words(seeded, tmp_path):
     """One name: each printed header is a column of the files; the legend under a table is
     the owner's meaning of each; counts are whole numbers."""
-    text = _report(capsys, "coloc")
-    doc = json.loads(_report(capsys, "coloc", "--format", "json"))
+    text = _report("coloc")
+    doc = json.loads(_report("coloc", "--format", "json"))
     names = {r["name"] for r in doc["columns"]}
     headers = [line for line in text.splitlines() if re.match(r"(run_name|workload|file) {2}", line)]
     assert len(headers) >= 4
@@ -128,7 +130,7 @@ def _cells(section: str, column: str) -> list[str]:
     raise AssertionError(f"no block prints {column}:\n{section}")
 
 
-def test_long_names_fit_the_width_and_every_block_keeps_its_key(store, tmp_path, monkeypatch, capsys):
+def test_long_names_fit_the_width_and_every_block_keeps_its_key(store, tmp_path, monkeypatch):
     monkeypatch.setenv("RADTRACK_CACHE_DIR", str(tmp_path / "cache"))
     client = MlflowClient(store)
     params = {"batch-size": "64", "a-rather-long-option-name": "with-a-long-value-" * 3}
@@ -136,7 +138,7 @@ def test_long_names_fit_the_width_and_every_block_keeps_its_key(store, tmp_path,
     for workload in (1, 2):  # two repeats: the variability table, split into blocks
         seed_workload(client, LONG, workload, [Row(duration_s=4, params=params, script=script)],
                       start=T0 + 100 * workload)
-    text = _report(capsys, LONG)
+    text = _report(LONG)
     wide = [line for line in text.splitlines() if len(line) > WIDTH]
     assert not wide, f"{len(wide)} line(s) over {WIDTH}: {wide[0]!r}"
     title = text.splitlines()[0]
@@ -149,14 +151,12 @@ def test_long_names_fit_the_width_and_every_block_keeps_its_key(store, tmp_path,
         assert lines[0].startswith("file") and "params" in lines[0], block
         assert lines[1].startswith("…") and "train_the_model.py" in lines[1], block
     assert "\n" not in next(line for line in text.splitlines() if "train_the_model.py" in line)
-    samples = json.loads(_report(capsys, LONG, "--format", "json"))["runs"][0]["samples"]
+    samples = json.loads(_report(LONG, "--format", "json"))["runs"][0]["samples"]
     assert isinstance(samples, int)
 
 
-def test_the_format_is_documented_in_help(capsys):
-    with pytest.raises(SystemExit):
-        main(["--help"])
-    out = " ".join(capsys.readouterr().out.split())
+def test_the_format_is_documented_in_help():
+    out = " ".join(run_cli("report", "--help", check=True).stdout.split())
     assert "--format {table,csv,json,parquet}" in out and "columns table" in out
     assert "--table NAME" in out
     doc = (Path(__file__).parents[2] / "docs" / "analysis.md").read_text()
