@@ -71,3 +71,19 @@ def test_the_page_shows_the_stored_figures_with_their_intervals() -> None:
     assert interference_text({"summary/workload/stp": 1.0, "summary/workload/antt": 2.0}).endswith(
         "energy vs serial - (no 95 % intervals: no repeats of these rows)")
     assert interference_text({}) == ""
+
+
+def test_the_printed_report_says_which_rows_have_no_interval_and_how_to_get_one() -> None:
+    from radtrack.analysis.interference import NO_REPEATS
+    from radtrack.analysis.report_text import ExperimentReport, render_report
+
+    inter = pd.DataFrame({"run_id": ["r1", "r2"], "run_name": ["e-4 A", "e-4 B"], "workload": [4, 4],
+                          "slowdown": [1.6, 3.2], "solo_runs": ["e-1 A (r0)", "e-3 A (r3)"],
+                          "interval_note": [NO_REPEATS, NO_REPEATS], "note": ["", ""]})
+    workloads = pd.DataFrame({"workload": [4], "rows": [2], "stp": [0.9], "antt": [2.4],
+                              "interval_note": [NO_REPEATS], "note": [""]})
+    text = render_report(ExperimentReport("e", pd.DataFrame({"run_id": ["r1", "r2"], "run_name": ["e-4 A", "e-4 B"]}),
+                                          inter, pd.DataFrame(), workloads))
+    flat = " ".join(text.split())
+    assert "Intervals (e-4 A, e-4 B): no repeats of the solo or the co-located configuration" in flat, text
+    assert "Intervals (4): no repeats" in flat and "docs/sheets.md, Repeats" in flat
