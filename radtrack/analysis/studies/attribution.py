@@ -1,6 +1,6 @@
 """attribution: does the split of a shared device's energy hold up against the user's own runs?
 
-``radtrack report EXPERIMENT --study attribution`` (docs/analysis.md, Validating the split).
+``radtrack report EXPERIMENT --study attribution`` (docs/analysis.md, Studies: attribution).
 Nothing here is measured anew; it reads the stored runs:
 
 - ``runs``: each co-located run's attributed energy per unit of work against the energy per
@@ -131,7 +131,7 @@ def study(experiment: str, workload: int | None = None, tracking_uri: str | None
     notes = []
     if table.empty:
         notes.append("no co-located runs: run a workload of several rows, and each row's script "
-                     "alone (docs/analysis.md, Validating the split)")
+                     "alone (docs/analysis.md, Studies: attribution)")
     elif table["solo_energy_per_unit_j"].isna().all():
         notes.append("no co-located run has a solo run with energy: run each row alone too "
                      "(the same File and Params, a workload of its own)")
