@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from radtrack.store import schema
+from radtrack.store.meaning import describe
 from radtrack.store.tracking import set_tags
 
 if TYPE_CHECKING:
@@ -120,15 +121,17 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict:
         say(f"{name}: co-location accounting failed: {type(exc).__name__}: {exc}")
     try:
         grams = record_footprint(client, parent_id, rows, accounts)
-        if "workload" in grams:
-            say(f"{name}: footprint {grams['workload']:.2f} g CO2e")
+        if "workload" in grams:  # in the owner's words, under the name the report and page use
+            said = describe(schema.workload_key("co2e_g"))
+            say(f"{name}: {said.name} {grams['workload']:.2f} {said.unit_text} (co2e_g)")
     except Exception as exc:  # noqa: BLE001 - as above
         say(f"{name}: footprint failed: {type(exc).__name__}: {exc}")
     for row in rows:
         try:
             table = record_row_windows(client, row, accounts)
             if not table.empty:
-                say(f"{row.spec.letter}: {len(table)} code window(s) stored")
+                say(f"{row.spec.letter}: {len(table)} code window(s) stored "
+                    "(radtrack report: Code windows, table windows)")
         except Exception as exc:  # noqa: BLE001 - as above
             say(f"{row.spec.letter}: storing code windows failed: {type(exc).__name__}: {exc}")
     return accounts
