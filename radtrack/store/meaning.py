@@ -44,8 +44,11 @@ from radtrack.store.meaning_words import (
     ATTRIBUTION,
     COUNTS,
     MONITORING,
+    OWN_TABLES,
     REPORT_COLUMNS,
+    RUN_FIELDS,
     SUMMARY_COLUMNS,
+    TABLE_PARTS,
     WINDOW,
     WORKLOAD,
 )
@@ -144,11 +147,8 @@ def describe(key: str, tags: Mapping[str, object] | None = None) -> Meaning:
 #: json/csv/parquet, radtrack export): the table, the name, its scope, its bare unit, the unit
 #: as a reader needs it, its role, and its meaning (the label: whose figure, what, in what unit)
 COLUMN_FIELDS = ("table", "name", "scope", "unit", "unit_text", "role", "meaning")
-#: a run's params and tags as columns (radtrack export, the runs frames): ``param.<name>``
-_RUN_FIELDS = {"param.": "the run's parameter", "tag.": "the run's tag"}
+
 #: a table whose rows are not runs: its columns of a run's name are its subject's figures
-#: tables of the scripts' own figures (analysis/report_own.py, report.py script_table)
-_OWN_TABLES = ("own_metrics", "scripts")
 _TABLE_KEYS = {"workloads": {c: schema.workload_key(c) for c in ("duration_s", "energy_j", "co2e_g")}}
 
 
@@ -167,13 +167,16 @@ def column_meaning(name: str, table: str = "") -> Meaning:
     if table == "windows" and name in WINDOW:  # a window's figure, summed over the times it ran
         base = _table(name, name, WINDOW)
         return _with(base, name, f"code window: {base.name}, over the times it ran", "total")
-    for prefix, what in _RUN_FIELDS.items():
+    for prefix, what in RUN_FIELDS.items():
         if name.startswith(prefix):
             return _meaning(name, "run", "", "other", f"{what} {name[len(prefix):]}")
     meaning = describe(name)
-    if table in _OWN_TABLES and not meaning.declared:  # the script's own metric (loss)
+    if table in OWN_TABLES and not meaning.declared:  # the script's own metric (loss)
         return replace(_with(meaning, name, f"{meaning.name}: the script's own metric, last value logged"),
                        declared=True)
+    if name in TABLE_PARTS.get(table, {}):  # a part's figure: a node's, a device's or rail's
+        whose, scope = TABLE_PARTS[table][name]
+        return _with(meaning, name, whose, meaning.stat, scope=scope)
     return meaning
 
 

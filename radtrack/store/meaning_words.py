@@ -223,3 +223,15 @@ REPORT_COLUMNS: dict[str, Words] = {
 #: figures that count things: printed and written as whole numbers
 COUNTS = frozenset({"samples", "n", "rows", "rows_in_workload", "points", "missed", "spool_bytes",
                     "count", "below_resolution", "time_to_target_step", "exit_code", "interval_df"})
+
+#: a run's params and tags as columns (radtrack export, the runs frames): ``param.<name>``
+RUN_FIELDS = {"param.": "the run's parameter", "tag.": "the run's tag"}
+#: tables of the scripts' own figures (analysis/report_own.py, report.py script_table)
+OWN_TABLES = ("own_metrics", "scripts")
+#: tables whose rows are parts of a run: what a figure of theirs is, and whose (scope)
+TABLE_PARTS: dict[str, dict[str, tuple[str, str]]] = {
+    "nodes": {"duration_s": ("the node's span ('all': the run's over every node)", "host"),
+              "gpu_energy_j": ("the node's GPU energy ('all': every node's)", "device"),
+              "co2e_g": ("the node's footprint ('all': every node's)", "host")},
+    "energy_parts": {"energy_j": ("the part's energy over the run's span", "device")},
+}
