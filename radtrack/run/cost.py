@@ -139,28 +139,35 @@ class Meter:
         out[schema.MONITORING_MISSED] = float(sum(c.missed for c in per.values()))
         return out
 
-    def metrics(self, duration_s: float, timestamp_ms: int) -> list:
-        """:meth:`values` as MLflow metrics (step 0) for one log_batch."""
-        from radtrack.store.entities import Metric
 
-        return [Metric(k, v, timestamp_ms, 0) for k, v in self.values(duration_s).items()]
-
-
-def record(client: MlflowClient, row: Row, meter: Meter) -> None:
-    """Store the row's ``summary/monitoring/*`` metrics on its run (one log_batch); a
-    failure is said, never fatal: the cost is a note about the run, not its data."""
-    import sys
-
+def points(row: Row, meter: Meter) -> list[tuple[str, float, int, int]]:
+    """The row's ``summary/monitoring/*`` metrics as (key, value, timestamp ms, step 0),
+    stamped at the row's end: stored with the rest of the row's end in one call
+    (radtrack/run/finish.py), or by :func:`record`."""
     released = row.folder / "released"
     try:
         start = row.started or float(released.read_text())
     except (OSError, ValueError):
         start = 0.0
     end = row.ended or time.time()
+    return [(k, v, int(end * 1000), 0) for k, v in meter.values(end - start if start else 0.0).items()]
+
+
+def record(client: MlflowClient, row: Row, meter: Meter) -> None:
+    """Store the row's ``summary/monitoring/*`` metrics on its run (one log_batch); a
+    failure is said, never fatal: the cost is a note about the run, not its data."""
+    from radtrack.store.entities import Metric
+
     try:
-        client.log_batch(row.run_id, metrics=meter.metrics(end - start if start else 0.0,
-                                                           int(end * 1000)))
+        client.log_batch(row.run_id, metrics=[Metric(*p) for p in points(row, meter)])
     except Exception as exc:  # noqa: BLE001
-        # the launcher's line format (start.say), not imported: start imports finish, which imports this
-        print(f"[radtrack] {row.spec.letter}: could not store what monitoring cost: "
-              f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
+        said(row, exc)
+
+
+def said(row: Row, exc: BaseException) -> None:
+    """The one line for a cost that could not be stored."""
+    import sys
+
+    # the launcher's line format (start.say), not imported: start imports finish, which imports this
+    print(f"[radtrack] {row.spec.letter}: could not store what monitoring cost: "
+          f"{type(exc).__name__}: {exc}", file=sys.stderr, flush=True)

@@ -66,9 +66,13 @@ def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading
         t.join(timeout=60)
     recorded: list[bool] = []
 
-    def end() -> None:  # the end and its cost: one transaction, one sync to disk (SQLite)
-        store_end(client, row, env_threads)
-        cost.record(client, row, meter)
+    def end() -> None:  # the end and its cost: one call to a server, one transaction (SQLite)
+        try:
+            spent = cost.points(row, meter)
+        except Exception as exc:  # noqa: BLE001 - the cost is a note about the run, not its data
+            cost.said(row, exc)
+            spent = []
+        store_end(client, row, env_threads, spent)
         recorded.append(True)
 
     try:
@@ -130,13 +134,14 @@ def write_finish(row: Row, **extra: object) -> None:
         say(f"{row.spec.letter}: could not keep how the run ended for radtrack sync: {exc}")
 
 
-def store_end(client: MlflowClient, row: Row, env_threads: list[threading.Thread]) -> None:
-    """Params, tags, duration, log, environment, profiles, then the status (idempotent: run
-    again after a store outage, it stores the same)."""
+def store_end(client: MlflowClient, row: Row, env_threads: list[threading.Thread],
+              extra: list[tuple[str, float, int, int]] | None = None) -> None:
+    """Params, tags, duration and ``extra`` points (the monitoring cost), log, environment,
+    profiles, then the status (idempotent: run again after a store outage, it stores the same)."""
     for t in env_threads:
         t.join(timeout=60)
     finish_run(client, row.run_id, row.folder, row.params, row.tags, row.status,
-               row.started, row.ended, row.sink.drops.metrics())
+               row.started, row.ended, [*row.sink.drops.metrics(), *(extra or [])])
 
 
 __all__ = ["decide_status", "end_row", "finish_run", "store_end", "store_row", "store_row_params",
