@@ -26,11 +26,12 @@ os.environ.setdefault("DO_NOT_TRACK", "true")
 # Session fixtures (PostgreSQL, mlflow server, SLURM, Chromium) start once per worker.
 # The longest files go first, so no worker starts one near the end while the other idles
 # (per-file seconds alone on the 2-core VM, issue 47; docs/testing.md has the budget).
-LONGEST_FIRST = ("test_mlflow_code.py",  # 216 s: three sheets of scripts that use MLflow
+LONGEST_FIRST = ("test_workloads_tracked.py",  # every workload through one sheet: 437 s at load 11
+                 "test_mlflow_code.py",  # 216 s: three sheets of scripts that use MLflow
                  "test_store_creation.py", "test_team_identity.py",  # 196 s each
                  "test_deployment_doc.py",  # 171 s: the walkthrough, servers started
                  "test_sink.py", "test_teamserver.py",  # 164 s, 154 s
-                 "test_workloads.py",  # 272 s before its plain runs shared one interpreter
+                 "test_workloads.py",  # the plain runs' batch: 104 s at load 11
                  "test_process_tree.py", "test_slurm_e2e.py", "test_slurm_signals.py",
                  "test_studies_power.py")
 

@@ -176,22 +176,15 @@ def report_rows(text: str, section: str = "Per-run summary") -> dict[str, dict[s
     return rows
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
-            check: bool = False) -> subprocess.CompletedProcess[str]:
-    """``radtrack ARGS`` through the CLI's entry point (radtrack.cli.main, what ``python -m
-    radtrack`` runs) in this process: no interpreter start and MLflow import per call (a
-    subprocess costs 2-4 CPU-s, most of it MLflow's import; docs/testing.md). For commands
-    whose process boundary is not what a test checks (report, sync, status, export, copy);
-    usable from module fixtures. ``env`` and ``cwd`` hold for this call only, as
-    :func:`radtrack_cli`'s do; what the CLI sets process-wide (argparse's error hook, BLAS
-    thread and MLflow variables) is undone when it returns. Its stdout and stderr are
-    Python's ``sys.stdout``/``sys.stderr`` while it runs."""
+def _main_here(args: tuple[str, ...], env: dict[str, str] | None, cwd: Path | None) -> int:
+    """radtrack.cli.main(ARGS) in this process, ``env`` and ``cwd`` for the call only; what
+    the CLI sets process-wide (argparse's error hook, BLAS thread and MLflow variables) is
+    undone when it returns; argparse's own exits become their code."""
     import pytest
 
     from radtrack import own_threads
     from radtrack.cli import main
 
-    out, err = io.StringIO(), io.StringIO()
     with pytest.MonkeyPatch.context() as call:
         # set to what they are, so that leaving the context restores them
         for var in (*own_threads.VARS, "MLFLOW_DISABLE_TELEMETRY",
@@ -207,11 +200,24 @@ def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
             call.setenv(name, value)
         if cwd is not None:
             call.chdir(cwd)
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            try:
-                code = main(list(args))
-            except SystemExit as exc:  # argparse's own errors
-                code = exc.code
+        try:
+            return main(list(args))
+        except SystemExit as exc:  # argparse's own errors
+            return exc.code if isinstance(exc.code, int) else 1
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None,
+            check: bool = False) -> subprocess.CompletedProcess[str]:
+    """``radtrack ARGS`` through the CLI's entry point (radtrack.cli.main, what ``python -m
+    radtrack`` runs) in this process: no interpreter start and MLflow import per call (a
+    subprocess costs 2-4 CPU-s, most of it MLflow's import; docs/testing.md). For commands
+    whose process boundary is not what a test checks (report, sync, status, export, copy);
+    usable from module fixtures. ``env`` and ``cwd`` hold for this call only, as
+    :func:`radtrack_cli`'s do. Its stdout and stderr are what it writes to ``sys.stdout`` /
+    ``sys.stderr`` while it runs (:func:`cli_here` takes capsys's whole capture instead)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = _main_here(args, env, cwd)
     if check and code != 0:
         raise AssertionError(f"radtrack {args} exited {code}\n{out.getvalue()}\n{err.getvalue()}")
     return subprocess.CompletedProcess(["radtrack", *args], code, out.getvalue(), err.getvalue())
@@ -220,8 +226,12 @@ def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = No
 def cli_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *args: str,
              env: dict[str, str] | None = None, cwd: Path | None = None,
              ) -> subprocess.CompletedProcess[str]:
-    """:func:`run_cli` for a test that has ``monkeypatch`` and ``capsys`` (kept for them)."""
-    return run_cli(*args, env=env, cwd=cwd)
+    """:func:`run_cli` in a test, its output taken from ``capsys`` (everything the test's
+    process wrote meanwhile, a logging handler's lines included)."""
+    capsys.readouterr()
+    code = _main_here(args, env, cwd)
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(["radtrack", *args], code, out.out, out.err)
 
 
 def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],

@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "doubles"))
 from fakehost import H100_UUID, SECOND_UUID, FakeHost, gpu  # noqa: E402
-from support import radtrack_cli, report_rows  # noqa: E402
+from support import radtrack_cli, report_rows, run_cli  # noqa: E402
 
 from radtrack.analysis.gpulabel import physical_gpus  # noqa: E402
 
@@ -43,7 +43,7 @@ def test_two_runs_on_two_gpus_are_told_apart(store: str, tmp_path: Path,
                      f"pair,1,,,1,-,{SCRIPT},none,0\n")
     p = radtrack_cli(str(sheet), cwd=tmp_path)
     assert p.returncode == 0, p.stderr
-    report = radtrack_cli("report", "pair", cwd=tmp_path)
+    report = run_cli("report", "pair", cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     rows = report_rows(report.stdout)
     assert rows["pair-1 A"]["gpu_used"] == "GPU0 558ac94e", report.stdout

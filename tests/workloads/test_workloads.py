@@ -1,18 +1,17 @@
-"""The stressmark suite (workloads/) and the example sheets (examples/).
+"""The stressmark suite (workloads/) and the example sheets (examples/), without radtrack.
 
-Three layers: in-process checks of the numerical kernels and the shared helper (fast, one
-torch import), every script run as a plain program with ``--smoke --device cpu`` (and
+Two layers: in-process checks of the numerical kernels and the shared helper (fast, one
+torch import), and every script run as a plain program with ``--smoke --device cpu`` (and
 with bad arguments; all of them in one interpreter, each as ``python SCRIPT`` runs it:
-tests/scripts/plain_batch.py), and every script run through ``python -m radtrack`` from one
-generated sheet, checked in MLflow. A ``gpu`` test runs sgemm and matmul_loop on CUDA.
+tests/scripts/plain_batch.py). The scripts through ``python -m radtrack`` are
+test_workloads_tracked.py's (a file of its own: its sheet and this file's batch, the two
+long module fixtures, run on both xdist workers at once).
 """
 
 from __future__ import annotations
 
-import csv
 import json
 import math
-import os
 import pickle
 import re
 import signal
@@ -24,47 +23,20 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from support import REPO, radtrack_cli
+from support import REPO
+from workload_scripts import (
+    EXAMPLES,
+    THROUGHPUT,
+    WITH_LOSS,
+    WORKLOADS,
+    plain_env,
+    printed,
+    run_script,
+    write_cifar_batch,
+)
 
-WORKLOADS = REPO / "workloads"
-EXAMPLES = REPO / "examples"
-
-#: script -> the throughput metric every run of it must log
-THROUGHPUT = {
-    "sgemm": "throughput_tflops",
-    "dgemm": "throughput_tflops",
-    "matmul_loop": "throughput_iters_per_s",
-    "resnet": "throughput_samples_per_s",
-    "bert": "throughput_samples_per_s",
-    "distilbert_qa": "throughput_samples_per_s",
-    "dlrm": "throughput_samples_per_s",
-    "cifar_cnn": "throughput_samples_per_s",
-    "blackscholes": "throughput_options_per_s",
-    "montecarlo_options": "throughput_options_per_s",
-    "euclidean": "throughput_rows_per_s",
-    "kmeans": "throughput_points_per_s",
-    "fft": "throughput_gflops",
-    "spectrogram": "throughput_audio_s_per_s",
-    "sepia": "throughput_images_per_s",
-    "ddp": "throughput_samples_per_s",
-}
-#: scripts whose step returns a training loss (or k-means inertia), logged as ``loss``
-WITH_LOSS = {"resnet", "bert", "distilbert_qa", "dlrm", "cifar_cnn", "kmeans", "ddp"}
-
-
-def plain_env() -> dict[str, str]:
-    """The environment of a script started by hand: no radtrack run to attach to."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith("RADTRACK_") and k != "MLFLOW_RUN_ID"}
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-# generous: a smoke run takes seconds alone, over a minute on a 2-core CI host running two test files
-def run_script(path: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(path), *args], env=plain_env(),
-                          capture_output=True, text=True, timeout=timeout)
-
+# the batch of plain runs (plain_batch) takes minutes on 2 cores running two test files
+pytestmark = pytest.mark.timeout(900)
 
 #: (test key) -> (script, arguments) of every plain-program run that needs no process of its own
 BAD_ARGUMENTS = [
@@ -119,11 +91,6 @@ def plain_batch(tmp_path_factory: pytest.TempPathFactory) -> dict[str, subproces
             [job["script"], *job["args"]], int(Path(f"{base}.code").read_text()),
             Path(f"{base}.stdout").read_text(), Path(f"{base}.stderr").read_text())
     return out
-
-
-def printed(metric: str, stdout: str) -> list[float]:
-    """Values of ``metric`` in the ``block N/M: key=value ...`` lines a script prints."""
-    return [float(v) for v in re.findall(rf"\b{metric}=([-+0-9.e]+|nan|inf)", stdout)]
 
 
 @pytest.fixture
@@ -269,21 +236,6 @@ def test_dlrm_interaction_shapes(workloads_on_path: None) -> None:
 
 
 # --- CIFAR-10 pickle batches ------------------------------------------------------------------
-
-
-def write_cifar_batch(path: Path, images: int, *, bytes_keys: bool = True, **override: Any,
-                      ) -> np.ndarray:
-    """A file in the CIFAR-10 python format (as the official batches, bytes keys)."""
-    rng = np.random.default_rng(len(path.name) + images)
-    data = rng.integers(0, 256, size=(images, 3072), dtype=np.uint8)
-    batch: dict[Any, Any] = {"data": data, "labels": [i % 10 for i in range(images)],
-                             "batch_label": "training batch 1 of 5"}
-    batch.update(override)
-    if bytes_keys:
-        batch = {k.encode(): v for k, v in batch.items()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(pickle.dumps(batch))
-    return data
 
 
 def test_cifar_loader_reads_python_batches(workloads_on_path: None, tmp_path: Path) -> None:
@@ -442,158 +394,3 @@ def test_custom_metrics_example_runs_plain(plain_batch: dict[str, Any]) -> None:
     p = plain_batch["custom-metrics"]
     assert p.returncode == 0, p.stderr
     assert "epoch 2:" in p.stdout and "report: 2 epoch(s)" in p.stdout
-
-
-# --- through radtrack ------------------------------------------------------------------------
-
-HEADER = ["Experiment", "Workload", "Status", "Run", "Devices", "Collocation", "File",
-          "Listeners", "Params", "MaxEpoch", "Interval"]
-ROWS_PER_WORKLOAD = 3  # co-located rows share the 2 CPU cores instead of queueing
-
-
-# the first test to use tracked_suite runs the whole sheet in its setup (minutes on 2 cores)
-pytestmark = pytest.mark.timeout(900)
-
-
-@pytest.fixture(scope="module")
-def tracked_suite(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Run every workload's smoke test, the quickstart rows, a max-epoch-limited sgemm and
-    custom_metrics.py through ONE ``python -m radtrack`` sheet launch (a launch costs
-    seconds of start-up; one per script would dominate the suite's time).
-
-    Module-scoped, so it sets up its own store the way the ``store`` fixture does.
-    """
-    tmp = tmp_path_factory.mktemp("tracked")
-    uri = f"sqlite:///{tmp / 'mlflow.db'}"
-    quick = list(csv.DictReader((EXAMPLES / "quickstart.csv").open()))
-    rows: list[dict[str, str]] = []
-    for q in quick:  # the quickstart rows as written, so its README promise is tested
-        rows.append({**q, "File": str((EXAMPLES / q["File"]).resolve()),
-                     "Experiment": "smoke", "Workload": ""})
-    covered = {Path(r["File"]).stem for r in rows}
-    for name in sorted(set(THROUGHPUT) - covered):
-        rows.append({"File": str(WORKLOADS / f"{name}.py"), "Listeners": "none",
-                     "Params": "--smoke --device cpu"})
-    rows.append({"File": str(WORKLOADS / "sgemm.py"), "Listeners": "none", "MaxEpoch": "3",
-                 "Params": "--smoke --device cpu --steps 50 --log-every 1", "RunName": "limited"})
-    rows.append({"File": str(EXAMPLES / "custom_metrics.py"), "Listeners": "top",
-                 "MaxEpoch": "2", "Params": "--epochs 20 --samples 256", "RunName": "custom"})
-    sheet = tmp / "smoke.csv"
-    with sheet.open("w", newline="") as f:
-        out = csv.DictWriter(f, [*HEADER, "RunName"])
-        out.writeheader()
-        for i, row in enumerate(rows):
-            out.writerow({**{k: "" for k in HEADER}, **row, "Experiment": "smoke",
-                          "Workload": str(i // ROWS_PER_WORKLOAD + 1), "Collocation": "-"})
-    proc = radtrack_cli(str(sheet), cwd=tmp, timeout=600,
-                        env={"MLFLOW_TRACKING_URI": uri, "RADTRACK_HOME": str(tmp / ".radtrack")})
-    from mlflow import MlflowClient
-
-    client = MlflowClient(uri)
-    exp = client.get_experiment_by_name("smoke")
-    runs = client.search_runs([exp.experiment_id]) if exp else []
-    by_name: dict[str, Any] = {}
-    for run in runs:
-        if run.data.tags.get("radtrack.role") == "row":
-            script = Path(run.data.params.get("script", "")).stem
-            by_name[run.data.tags.get("mlflow.runName", "")] = run
-            if run.data.tags.get("mlflow.runName") not in ("limited", "custom"):
-                by_name[script] = run
-    return {"proc": proc, "runs": by_name, "client": client, "sheet": sheet}
-
-
-@pytest.mark.slow
-def test_tracked_sheet_launch_succeeds(tracked_suite: dict[str, Any]) -> None:
-    proc = tracked_suite["proc"]
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    statuses = [r["Status"] for r in csv.DictReader(tracked_suite["sheet"].open())]
-    assert statuses and all(s.startswith("FINISHED") for s in statuses), statuses
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(THROUGHPUT))
-def test_tracked_smoke_run(tracked_suite: dict[str, Any], name: str) -> None:
-    run = tracked_suite["runs"].get(name)
-    assert run is not None, f"no MLflow run for {name}\n{tracked_suite['proc'].stderr[-3000:]}"
-    assert run.info.status == "FINISHED"
-    assert run.data.tags["radtrack.exit_code"] == "0"
-    metrics = run.data.metrics
-    assert metrics[THROUGHPUT[name]] > 0
-    assert metrics["step_time_s"] > 0
-    if name in WITH_LOSS:
-        assert math.isfinite(metrics["loss"])
-    assert run.data.params["smoke"] == "true" and run.data.params["device"] == "cpu"
-
-
-@pytest.mark.slow
-def test_tracked_max_epoch_stops_after_that_many_blocks(tracked_suite: dict[str, Any]) -> None:
-    run = tracked_suite["runs"]["limited"]
-    assert run.info.status == "FINISHED"
-    assert run.data.tags["radtrack.stopped_by"] == "max_epoch"
-    history = tracked_suite["client"].get_metric_history(run.info.run_id, "throughput_tflops")
-    assert sorted(m.step for m in history) == [1, 2, 3]  # blocks count from 1
-
-
-@pytest.mark.slow
-def test_tracked_custom_metrics_example(tracked_suite: dict[str, Any], tmp_path: Path) -> None:
-    run = tracked_suite["runs"]["custom"]
-    client = tracked_suite["client"]
-    assert run.info.status == "FINISHED"
-    assert run.data.tags["radtrack.stopped_by"] == "max_epoch"
-    assert run.data.params["optimizer"] == "adam"
-    assert sorted(m.step for m in client.get_metric_history(run.info.run_id, "loss")) == [1, 2]
-    report = client.download_artifacts(run.info.run_id, "report/history.json", str(tmp_path))
-    assert [e["epoch"] for e in json.loads(Path(report).read_text())] == [1, 2]
-
-
-# --- on a GPU --------------------------------------------------------------------------------
-
-
-@pytest.mark.gpu
-def test_gemm_and_host_bound_loop_on_cuda(store: str) -> None:
-    from mlflow import MlflowClient
-
-    sgemm = radtrack_cli("-e", "gpu-suite", "-l", "smi", "-d", "0", str(WORKLOADS / "sgemm.py"),
-                         "--device", "cuda", "--steps", "300", "--log-every", "100")
-    assert sgemm.returncode == 0, sgemm.stdout + sgemm.stderr
-    loop = radtrack_cli("-e", "gpu-suite", "-l", "none", "-d", "0",
-                        str(WORKLOADS / "matmul_loop.py"), "--device", "cuda", "--size", "4096",
-                        "--steps", "6", "--log-every", "2")
-    assert loop.returncode == 0, loop.stdout + loop.stderr
-    client = MlflowClient(store)
-    exp = client.get_experiment_by_name("gpu-suite")
-    runs = {Path(r.data.params["script"]).stem: r for r in client.search_runs([exp.experiment_id])
-            if r.data.tags.get("radtrack.role") == "row"}
-    assert runs["sgemm"].info.status == runs["matmul_loop"].info.status == "FINISHED"
-    # fp32 GEMM at n=8192: a data-centre GPU sustains tens of TFLOP/s, a CPU well under 5.
-    tflops = [m.value for m in client.get_metric_history(runs["sgemm"].info.run_id,
-                                                         "throughput_tflops")]
-    assert len(tflops) == 3 and min(tflops) > 5, tflops
-    assert runs["sgemm"].data.metrics.get("summary/smi/gpu0/power_w/max", 0) > 0
-    assert runs["matmul_loop"].data.metrics["throughput_iters_per_s"] > 0
-    assert runs["matmul_loop"].data.metrics["throughput_tflops"] > 0
-
-
-@pytest.mark.slow
-def test_ddp_ranks_are_in_the_tracked_process_tree(tmp_path: Path) -> None:
-    """workloads/ddp.py starts its ranks through torch's elastic launcher (gloo here): under
-    radtrack the row's process tree holds the launcher agent and both ranks, and rank 0's
-    metrics reach the row run (issue 29's data-parallel run, on the CPU)."""
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    p = radtrack_cli("-l", "top", "--interval", "0.2", str(WORKLOADS / "ddp.py"), "--smoke",
-                     "--device", "cpu", "--ranks", "2", "--steps", "300", "--log-every", "100",
-                     cwd=tmp_path, env={"MLFLOW_TRACKING_URI": uri,
-                                        "RADTRACK_HOME": str(tmp_path / ".radtrack")}, timeout=300)
-    assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
-    from mlflow import MlflowClient
-
-    client = MlflowClient(uri)
-    exp = client.get_experiment_by_name("Default")
-    run = next(r for r in client.search_runs([exp.experiment_id])
-               if r.data.tags.get("radtrack.role") == "row")
-    assert run.info.status == "FINISHED"
-    assert run.data.params["ranks"] == "2" and run.data.params["backend"] == "gloo"
-    assert run.data.metrics["throughput_samples_per_s"] > 0
-    procs = [m.value for m in client.get_metric_history(run.info.run_id, "system/top/proc/procs_count")]
-    # the bootstrap process (torch's agent runs in it) and two ranks
-    assert max(procs) >= 3, procs
