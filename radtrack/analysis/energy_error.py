@@ -21,13 +21,20 @@ The interval combines, as relative standard deviations added in quadrature (x 1.
 - ``visible``: fast swings the samples do show, of which the sensor misses the fraction
   1 - ``avg_window_s``/``update_s`` at each update, independent between updates;
 - ``edges``: the counter moves in steps of one update, so each end of a window is uncertain
-  by about one update's energy (what makes a short window unreliable).
+  by about one update's energy (what makes a short window unreliable);
+- ``lag``: between two counter readings the energy is placed by the driver's power samples,
+  which run ``lag_s`` ahead of the counter (its averaging window); where the power changes
+  within ``lag_s`` at a window's ends, that much energy lands on the wrong side of each
+  end: ``lag_s`` x the RMS change of the samples over ``lag_s``, per end (0 on a steady load
+  and on loads periodic within ``lag_s``; 1-s bursts on an H200: up to 20 % at 1-2 s).
 
 An interval above ``threshold_pct`` is flagged with its main cause: "window too short"
 (the edge term dominates, or the window is under ``min_window_s``) or "bursty load near the
-sensor's period". The constants are measured (benchmarks/power_sensor.py writes a
-``sensor_constants.json`` for its GPU and driver) and can be replaced with
-``RADTRACK_SENSOR_CONSTANTS`` (a path to such a JSON file, or the JSON itself).
+sensor's period". The constants are measured per GPU model (benchmarks/power_sensor.py writes
+a ``sensor_constants.json`` for its GPU and driver): :data:`KNOWN` holds those measured,
+chosen by the model name the GPU's listener declares (:func:`load_constants` ``gpu``); a
+model not measured gets the H100's (the widest). ``RADTRACK_SENSOR_CONSTANTS`` (a path to
+such a JSON file, or the JSON itself) replaces them for every GPU.
 
 Pure numpy; no radtrack imports (the sensor benchmark loads it by path).
 """
@@ -77,15 +84,38 @@ class SensorConstants:
     # where the power samples place it (H200: 0.05 s, benchmarks/attribution_analysis.py)
     edge_s: float = 0.0
     threshold_pct: float = 5.0  # an interval wider than this is flagged
+    lag_s: float = 0.0  # how far the driver's power samples run ahead of the counter (0: not measured)
 
 
-def load_constants(text: str | None = None) -> SensorConstants:
-    """The defaults, replaced field by field from ``$RADTRACK_SENSOR_CONSTANTS`` (or
-    ``text``): a JSON object, or a path to a file holding one (a ``constants`` member is
-    used where present, as in benchmarks/power_sensor.py's output)."""
+#: the H200's sensor, measured on 2026-11-29 (benchmarks/results/h200-2026-11-29-attribution-2:
+#: benchmarks/power_sensor.py --quick): the counter updates every 100 ms and averages all of it
+#: (edges 100.0 ms, counter fit 118.9 ms), so a 20-ms load's 8-s windows spread 0.1 % (the
+#: H100's: 19.3 %); edge_s and lag_s from the coverage of 1-40 s windows on steady,
+#: co-located and bursty loads against an independent counter reader (same folder)
+H200 = SensorConstants(
+    gpu="NVIDIA H200", source="benchmarks/power_sensor.py 2026-11-29 (H200, one device call)",
+    update_s=0.1, avg_window_s=0.1, sample_s=0.02, swing_w=560.2, alias_corr_s=0.55,
+    edge_s=0.05, lag_s=0.15)
+#: measured sensors by the model name NVML gives (nvmlDeviceGetName)
+KNOWN = {"NVIDIA H100 80GB HBM3": SensorConstants(), "NVIDIA H200": H200}
+
+
+def for_gpu(model: str | None) -> SensorConstants:
+    """The measured constants of GPU model ``model`` (NVML's name; a MIG slice's parent model
+    counts), else the H100's defaults, the widest intervals measured."""
+    name = (model or "").strip()
+    return KNOWN.get(name) or next((c for m, c in KNOWN.items() if name.startswith(m)), SensorConstants())
+
+
+def load_constants(text: str | None = None, gpu: str | None = None) -> SensorConstants:
+    """GPU model ``gpu``'s constants (:func:`for_gpu`), replaced field by field from
+    ``$RADTRACK_SENSOR_CONSTANTS`` (or ``text``): a JSON object, or a path to a file holding
+    one (a ``constants`` member is used where present, as in benchmarks/power_sensor.py's
+    output)."""
     raw = os.environ.get(CONSTANTS_ENV, "") if text is None else text
+    base = for_gpu(gpu)
     if not raw.strip():
-        return SensorConstants()
+        return base
     where = CONSTANTS_ENV
     if not raw.lstrip().startswith("{"):
         path = Path(raw.strip())
@@ -110,7 +140,7 @@ def load_constants(text: str | None = None) -> SensorConstants:
             values[name] = float(value)
         else:
             values[name] = str(value)
-    return replace(SensorConstants(), **values)
+    return replace(base, **values)
 
 
 @dataclass(frozen=True)
@@ -166,6 +196,7 @@ def interval(window_s: float, power_w: np.ndarray, activity_pct: np.ndarray | No
         "visible": visible / mean * math.sqrt((1.0 - coverage) / updates),
         # two ends, each uniform over one update (or the measured edge_s)
         "edges": (c.edge_s or c.update_s) / window_s / math.sqrt(6.0),
+        "lag": math.sqrt(2.0) * c.lag_s * _change_rms(p, c.lag_s, c.sample_s) / mean / window_s,
     }
     ci = Z95 * math.sqrt(sum(v * v for v in parts.values())) * 100.0
     reason = ""
@@ -177,6 +208,17 @@ def interval(window_s: float, power_w: np.ndarray, activity_pct: np.ndarray | No
             reason = (f"{BURSTY} (the sensor sees {c.avg_window_s * 1000:g} ms of every "
                       f"{c.update_s * 1000:g} ms)")
     return EnergyInterval(ci, reason, {k: v * 100.0 for k, v in parts.items()})
+
+
+def _change_rms(p: np.ndarray, lag_s: float, sample_s: float) -> float:
+    """RMS change over ``lag_s`` of the power averaged over ``lag_s`` (samples ``sample_s``
+    apart): what the counter's averaging keeps of the swings, so loads periodic within
+    ``lag_s`` (and the samples' own noise) count for little."""
+    k = int(round(lag_s / sample_s)) if lag_s > 0 and sample_s > 0 else 0
+    if k < 1 or len(p) <= 2 * k:
+        return 0.0
+    smooth = np.convolve(p, np.full(k, 1.0 / k), mode="valid")
+    return float(np.sqrt(np.mean((smooth[k:] - smooth[:-k]) ** 2)))
 
 
 def combine(figures: list[tuple[float, float]]) -> float:
