@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from radtrack.script import handshake
+from radtrack.store.handle import StoreHandle
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -53,6 +54,8 @@ class Recorder:
                  scratch: Path | None = None):
         self.uri, self.specs, self.rows, self.say = uri, specs, rows, say
         self.scratch = scratch  # the workload's placement folder (MPS pipes and logs)
+        # the store's URI and the launcher's client of it (radtrack/store/handle.py)
+        self.store = StoreHandle(uri)
         self.client: MlflowClient | None = None
         self.parent_id = ""
         self.parent_name = ""
@@ -170,7 +173,6 @@ class Recorder:
     def _create(self) -> None:
         """Create what does not exist yet (a retry after an outage resumes here)."""
         from radtrack.store import schema
-        from radtrack.store.handle import client_for
         from radtrack.store.reach import raise_if_away
         from radtrack.store.tracking import (
             create_workload_run,
@@ -186,7 +188,7 @@ class Recorder:
             _after_finishers(self.made_at)
             # radtrack's light client where the store allows (radtrack/store/handle.py): no
             # MLflow import in the launcher, which cost it about 2 CPU-s over every run
-            self.client = client_for(self.uri)
+            self.client = self.store.client
         client = self.client
         first = self.specs[0]
         if not self.exp_id:
