@@ -178,8 +178,9 @@ def report_rows(text: str, section: str = "Per-run summary") -> dict[str, dict[s
 
 def _main_here(args: tuple[str, ...], env: dict[str, str] | None, cwd: Path | None) -> int:
     """radtrack.cli.main(ARGS) in this process, ``env`` and ``cwd`` for the call only; what
-    the CLI sets process-wide (argparse's error hook, BLAS thread and MLflow variables) is
-    undone when it returns; argparse's own exits become their code."""
+    the CLI sets process-wide (argparse's error hook, the BLAS thread, MLflow and browser
+    variables it sets for itself) is undone when it returns; argparse's own exits become
+    their code."""
     import pytest
 
     from radtrack import own_threads
@@ -188,7 +189,8 @@ def _main_here(args: tuple[str, ...], env: dict[str, str] | None, cwd: Path | No
     with pytest.MonkeyPatch.context() as call:
         # set to what they are, so that leaving the context restores them
         for var in (*own_threads.VARS, "MLFLOW_DISABLE_TELEMETRY",
-                    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"):
+                    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
+                    "MLFLOW_HTTP_REQUEST_TIMEOUT", "BROWSER_PATH"):  # store/tracking.py, plotting.py
             if var in os.environ:
                 call.setenv(var, os.environ[var])
             else:

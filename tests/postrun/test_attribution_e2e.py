@@ -13,7 +13,7 @@ from mlflow import MlflowClient
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID, FakeHost  # noqa: E402
-from support import radtrack_cli, report_rows  # noqa: E402
+from support import radtrack_cli, report_rows, run_cli  # noqa: E402
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 JOB = SCRIPTS / "shared_gpu_job.py"
@@ -177,7 +177,7 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
         assert run.data.metrics["summary/attribution/gpu0/energy_j_ci95_pct"] >= 518
 
     # radtrack report shows the attributed energy with its method, and the workload table
-    rep = radtrack_cli("report", "acct")
+    rep = run_cli("report", "acct")
     assert rep.returncode == 0, rep.stderr[-2000:]
     flat = " ".join(rep.stdout.split())  # the report's prose is wrapped at 120 columns
     assert "solo-model" in rep.stdout
@@ -197,7 +197,7 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
             lines.setdefault(line.split()[0], []).extend(line.split()[1:])
     assert set(lines) == {"3", "4", "5"}  # the co-located workloads
     assert "1.00" in lines["3"] and "1.20" in lines["4"]  # their STP
-    csv = radtrack_cli("report", "acct", "--format", "csv", "--out", str(tmp / "rep.csv"))
+    csv = run_cli("report", "acct", "--format", "csv", "--out", str(tmp / "rep.csv"))
     assert csv.returncode == 0, csv.stderr[-2000:]
     workloads = pd.read_csv(tmp / "rep.workloads.csv")
     notes = pd.read_csv(tmp / "rep.csv").set_index("run_name")["energy_note"].fillna("")

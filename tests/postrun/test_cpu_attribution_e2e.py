@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from mlflow import MlflowClient
-from support import radtrack_cli, sqlite_locked
+from support import radtrack_cli, run_cli, sqlite_locked
 
 from radtrack.analysis.cpu_energy_share import split
 
@@ -130,7 +130,7 @@ def test_the_runs_footprint_and_the_workloads_include_the_cpu_side(workload):
 
 def test_the_report_shows_each_runs_attributed_cpu_energy(workload):
     _, runs, env, _, tmp = workload
-    p = radtrack_cli("report", "cpu", "--format", "csv", env=env, cwd=tmp, check=True)
+    p = run_cli("report", "cpu", "--format", "csv", env=env, cwd=tmp, check=True)
     table = {r["run_name"] if "run_name" in r else r.get("run", ""): r
              for r in csv.DictReader(io.StringIO(p.stdout))}
     for name in ("feeder", "burner"):
@@ -157,7 +157,7 @@ def test_sync_stores_the_cpu_split_as_the_live_launch(workload):
     c, live, env, _, tmp = workload
     with sqlite_locked(tmp / "mlflow.db"):
         log, _ = _launch(tmp, "away", {**env, "RADTRACK_STORE_WAIT_S": "2"})
-    s = radtrack_cli("sync", env=env, cwd=tmp)
+    s = run_cli("sync", env=env, cwd=tmp)
     assert s.returncode == 0 and "end step" in s.stdout, s.stdout + s.stderr
     away = _runs(c, "away")
     for who in live:
@@ -182,7 +182,7 @@ def test_a_workload_stored_without_accounting_is_split_from_its_traces(workload)
     _launch(tmp, "unaccounted", {**env, "RADTRACK_MPS_ATTRIBUTION": "bogus"})
     runs = _runs(c, "unaccounted")
     assert not any(k.startswith("summary/attribution/") for r in runs.values() for k in r.data.metrics)
-    p = radtrack_cli("report", "unaccounted", "--format", "csv", env=env, cwd=tmp, check=True)
+    p = run_cli("report", "unaccounted", "--format", "csv", env=env, cwd=tmp, check=True)
     table = list(csv.DictReader(io.StringIO(p.stdout)))
     ids = {n: runs[n].info.run_id for n in ("feeder", "burner")}
     cores = sum(1 for k in runs["feeder"].data.metrics if k.startswith("summary/top/cpu")
