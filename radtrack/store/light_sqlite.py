@@ -26,9 +26,9 @@ from typing import Any
 
 from radtrack.store.entities import Experiment, Run, RunData, RunInfo, StoreError
 from radtrack.store.local_artifacts import copy_artifact, local_folder
-from radtrack.store.search_filter import Clause, Unsupported, parse
+from radtrack.store.search_filter import Unsupported, parse
+from radtrack.store.sqlite_rows import RUN_NAME, clause_sql, log_params, log_points, set_tags
 
-RUN_NAME = "mlflow.runName"
 USER = "mlflow.user"
 _RUN_COLUMNS = {"run_uuid", "name", "source_type", "source_name", "entry_point_name", "user_id",
                 "status", "start_time", "end_time", "source_version", "lifecycle_stage",
@@ -36,12 +36,6 @@ _RUN_COLUMNS = {"run_uuid", "name", "source_type", "source_name", "entry_point_n
 _EXPERIMENT_COLUMNS = {"experiment_id", "name", "artifact_location", "lifecycle_stage",
                        "creation_time", "last_update_time", "workspace"}
 _METRIC_COLUMNS = {"key", "value", "timestamp", "run_uuid", "step", "is_nan"}
-_UPSERT_LATEST = (
-    'INSERT INTO latest_metrics ("key", value, timestamp, step, is_nan, run_uuid) '
-    "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (\"key\", run_uuid) DO UPDATE SET "
-    "value = excluded.value, timestamp = excluded.timestamp, step = excluded.step, "
-    "is_nan = excluded.is_nan WHERE (excluded.step, excluded.timestamp, excluded.value) > "
-    "(latest_metrics.step, latest_metrics.timestamp, latest_metrics.value)")
 _BUSY_TIMEOUT_S = 20.0  # another writer (the script's own MLflow calls) holding the file
 
 
@@ -72,15 +66,6 @@ def compatible(path: Path) -> bool:
         return False
     finally:
         con.close()
-
-
-def stored_value(value: float) -> tuple[float, bool]:
-    """(value, is_nan) as MLflow's SQL store keeps a metric value."""
-    if math.isnan(value):
-        return 0.0, True
-    if math.isinf(value):
-        return (1.7976931348623157e308 if value > 0 else -1.7976931348623157e308), False
-    return float(value), False
 
 
 def now_ms() -> int:
@@ -291,7 +276,7 @@ class SqliteClient:
         where = [f"experiment_id IN ({', '.join('?' * len(ids))})", "lifecycle_stage = 'active'"]
         args: list[Any] = list(ids)
         for c in clauses:
-            sql, more = _clause_sql(c)
+            sql, more = clause_sql(c)
             where.append(sql)
             args += more
         runs = self._read(lambda con: self._runs(con, " AND ".join(where), args))
@@ -303,7 +288,7 @@ class SqliteClient:
                 con.execute("UPDATE runs SET status = ? WHERE run_uuid = ?", (status, run_id))
             if name:
                 con.execute("UPDATE runs SET name = ? WHERE run_uuid = ?", (name, run_id))
-                _set_tags(con, run_id, [(RUN_NAME, name)])
+                set_tags(con, run_id, [(RUN_NAME, name)])
 
         self._write(change)
 
@@ -319,7 +304,7 @@ class SqliteClient:
         self._write(change)
 
     def set_tag(self, run_id: str, key: str, value: Any) -> None:
-        self._write(lambda con: _set_tags(con, run_id, [(key, str(value))]))
+        self._write(lambda con: set_tags(con, run_id, [(key, str(value))]))
 
     def log_batch(self, run_id: str, metrics: Sequence[Any] = (), params: Sequence[Any] = (),
                   tags: Sequence[Any] = ()) -> None:
@@ -334,9 +319,9 @@ class SqliteClient:
                            (run_id,)).fetchone() is None:
                 raise StoreError(f"Run with id={run_id} not found", "RESOURCE_DOES_NOT_EXIST")
             if params:
-                _log_params(con, run_id, [(p.key, str(p.value)) for p in params])
+                log_params(con, run_id, [(p.key, str(p.value)) for p in params])
             if tags:
-                _set_tags(con, run_id, [(t.key, str(t.value)) for t in tags])
+                set_tags(con, run_id, [(t.key, str(t.value)) for t in tags])
             if metrics:
                 log_points(con, run_id, [(m.key, float(m.value), int(m.timestamp), int(m.step or 0))
                                          for m in metrics])
@@ -375,48 +360,3 @@ class SqliteClient:
 
     def log_artifacts(self, run_id: str, local_dir: str, artifact_path: str | None = None) -> None:
         self.log_artifact(run_id, local_dir, artifact_path)
-
-
-def _clause_sql(c: Clause) -> tuple[str, list[Any]]:
-    if c.kind == "tag":
-        return f"run_uuid IN (SELECT run_uuid FROM tags WHERE key = ? AND value {c.op} ?)", [c.key, c.value]
-    return f"{c.key} {c.op} ?", [c.value]
-
-
-def _set_tags(con: sqlite3.Connection, run_id: str, items: list[tuple[str, str]]) -> None:
-    con.executemany('INSERT INTO tags ("key", value, run_uuid) VALUES (?, ?, ?) ON CONFLICT ("key", '
-                    "run_uuid) DO UPDATE SET value = excluded.value", [(k, v, run_id) for k, v in items])
-    names = [v for k, v in items if k == RUN_NAME]
-    if names:  # the run's name is its mlflow.runName tag: MLflow keeps both the same
-        con.execute("UPDATE runs SET name = ? WHERE run_uuid = ?", (names[-1], run_id))
-
-
-def _log_params(con: sqlite3.Connection, run_id: str, items: list[tuple[str, str]]) -> None:
-    have = dict(con.execute("SELECT key, value FROM params WHERE run_uuid = ?", (run_id,)))
-    new: dict[str, str] = {}
-    for k, v in items:
-        old = have.get(k, new.get(k))
-        if old is not None and old != v:
-            raise StoreError(f"Changing param values is not allowed. Param with key='{k}' was already "
-                             f"logged with value='{old}' for run ID='{run_id}'. Attempted logging new "
-                             f"value '{v}'.", "INVALID_PARAMETER_VALUE")
-        if old is None:
-            new[k] = v
-    con.executemany('INSERT INTO params ("key", value, run_uuid) VALUES (?, ?, ?)',
-                    [(k, v, run_id) for k, v in new.items()])
-
-
-def log_points(con: sqlite3.Connection, run_id: str, points: Iterable[tuple[str, float, int, int]]) -> None:
-    """Metric points and their latest values, by MLflow's rules, in the open transaction."""
-    rows: dict[tuple[str, int, int, float, bool], tuple[str, float, int, int, bool, str]] = {}
-    latest: dict[str, tuple[str, float, int, int, bool, str]] = {}
-    for key, raw, ts, step in points:
-        value, is_nan = stored_value(raw)
-        row = (key, value, ts, step, is_nan, run_id)
-        rows.setdefault((key, ts, step, value, is_nan), row)
-        cur = latest.get(key)
-        if cur is None or (step, ts, value) > (cur[3], cur[2], cur[1]):
-            latest[key] = row
-    con.executemany('INSERT OR IGNORE INTO metrics ("key", value, timestamp, step, is_nan, run_uuid) '
-                    "VALUES (?, ?, ?, ?, ?, ?)", list(rows.values()))
-    con.executemany(_UPSERT_LATEST, list(latest.values()))

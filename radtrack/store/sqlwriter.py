@@ -67,7 +67,7 @@ class SqlMetricWriter:
         if not self.enabled:
             self._log_batch(run_id, points)
             return
-        if self.light is not None:  # MLflow's rules, one transaction (light_sqlite.log_points)
+        if self.light is not None:  # MLflow's rules, one transaction (store/sqlite_rows.log_points)
             self.light.log_metrics(run_id, points)
             return
         import sqlalchemy
