@@ -117,7 +117,7 @@ def test_unknown_study_is_one_clear_line(store, monkeypatch, capsys):
     assert p.stdout == ""
     assert p.stderr.strip() == ("radtrack report: unknown study 'power-varation'; studies: "
                                 "power-variation, multi-level-utilisation, time-to-accuracy, "
-                                "host-gpu-eda")
+                                "host-gpu-eda, attribution")
 
 
 def test_space_sharing_sheet_on_two_gpus(launched, tmp_path, monkeypatch, capsys):
