@@ -31,15 +31,19 @@ def integrate(t: np.ndarray, v: np.ndarray) -> float:
     return float(np.trapezoid(v[ok], t[ok]))
 
 
-def counter_delta(v: np.ndarray, t: np.ndarray | None = None) -> float:
+Power = tuple[np.ndarray, np.ndarray]  # (times s, watts): what bridges a counter's gap
+
+
+def counter_delta(v: np.ndarray, t: np.ndarray | None = None, power: Power | None = None) -> float:
     """Increase of a cumulative counter (energy_j) over the series (readings in time order);
     NaN under two readings. A reading below the one before starts a new life of the counter
     (a restarted listener counts from 0 again, a driver reload resets it): the increase is
     the sum over its lives (:func:`counter_lives`), never the last reading minus the first."""
-    return counter_lives(v, t)[0]
+    return counter_lives(v, t, power)[0]
 
 
-def counter_lives(v: np.ndarray, t: np.ndarray | None = None) -> tuple[float, int]:
+def counter_lives(v: np.ndarray, t: np.ndarray | None = None,
+                  power: Power | None = None) -> tuple[float, int]:
     """(increase, lives) of a cumulative counter: over :func:`stitch_counter`'s one counter,
     its last reading minus its first; NaN under two readings."""
     v = np.asarray(v, dtype=float)
@@ -47,7 +51,7 @@ def counter_lives(v: np.ndarray, t: np.ndarray | None = None) -> tuple[float, in
     if ok.sum() < 2:
         return float("nan"), int(ok.sum())
     x = v[ok]
-    whole = stitch_counter(x, None if t is None else np.asarray(t, dtype=float)[ok])
+    whole = stitch_counter(x, None if t is None else np.asarray(t, dtype=float)[ok], power)
     return float(whole[-1] - whole[0]), 1 + len(_new_lives(x))
 
 
@@ -76,13 +80,32 @@ def _rate(x: np.ndarray, t: np.ndarray, first: int, last: int, back: bool) -> fl
     return float((x[b] - x[a]) / (t[b] - t[a])) if t[b] > t[a] else float("nan")
 
 
-def stitch_counter(v: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
+def _power_between(power: Power, a: float, b: float) -> float:
+    """The trapezoid integral of ``power`` over ``a``..``b`` (its value interpolated at
+    both ends); NaN where its readings do not cover the span (none inside it, nor on both
+    sides of it)."""
+    tp, w = (np.asarray(x, dtype=float) for x in power)
+    ok = np.isfinite(tp) & np.isfinite(w)
+    tp, w = tp[ok], w[ok]
+    order = np.argsort(tp, kind="stable")
+    tp, w = tp[order], w[order]
+    inside = (tp > a) & (tp < b)
+    if not len(tp) or not (inside.any() or (tp[0] <= a and tp[-1] >= b)):
+        return float("nan")
+    xs = np.concatenate(([a], tp[inside], [b]))
+    return float(np.trapezoid(np.interp(xs, tp, w), xs))
+
+
+def stitch_counter(v: np.ndarray, t: np.ndarray | None = None,
+                   power: Power | None = None) -> np.ndarray:
     """A cumulative counter's readings (in time order; NaN where none) as one counter over
     its lives: a reading below the one before starts a new life (a restarted listener counts
     from 0 again, a driver reload resets the counter), which is raised to go on from the
-    previous life's last reading plus the gap between the two, unmeasured by either, bridged
-    at the mean power of the intervals either side of it (with the readings' times ``t``, in
-    s; without them the gap counts 0). Each life's own increases are kept as read."""
+    previous life's last reading plus the gap between the two, unmeasured by either (with
+    the readings' times ``t``, in s; without them the gap counts 0), bridged by the
+    device's ``power`` readings over it where they cover it (a counter read every 30 s
+    leaves long gaps), else at the mean power of the lives either side of it. Each life's
+    own increases are kept as read."""
     out = np.asarray(v, dtype=float).copy()
     idx = np.flatnonzero(~np.isnan(out))
     x = out[idx]
@@ -95,10 +118,13 @@ def stitch_counter(v: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
         e = starts[k + 1] if k + 1 < len(starts) else len(x)
         bridge = 0.0
         if tt is not None:
-            life_before = max((b for b in [0, *starts] if b < a), default=0)
-            rates = [r for r in (_rate(x, tt, life_before, a - 1, back=True),
-                                 _rate(x, tt, a, e - 1, back=False)) if r == r]
-            bridge = float(np.mean(rates)) * float(tt[a] - tt[a - 1]) if rates else 0.0
+            bridge = (_power_between(power, float(tt[a - 1]), float(tt[a]))
+                      if power is not None else float("nan"))
+            if bridge != bridge:  # no power reading covers the gap: the lives' own rates
+                life_before = max((b for b in [0, *starts] if b < a), default=0)
+                rates = [r for r in (_rate(x, tt, life_before, a - 1, back=True),
+                                     _rate(x, tt, a, e - 1, back=False)) if r == r]
+                bridge = float(np.mean(rates)) * float(tt[a] - tt[a - 1]) if rates else 0.0
         whole[a:e] = x[a:e] - x[a] + whole[a - 1] + bridge
     out[idx] = whole
     return out

@@ -159,7 +159,8 @@ def cumulative_energy(use: GpuUse, at: np.ndarray) -> np.ndarray:
     the run's readings cover."""
     tp, p = _clean(*use.readings.get("power_w", (np.array([]), np.array([]))))
     tc, c = _clean(*use.readings.get("energy_j", (np.array([]), np.array([]))))
-    c = stats.stitch_counter(c, tc)  # one counter over a restarted listener's lives
+    # one counter over a restarted listener's lives, the gap between two bridged by the power
+    c = stats.stitch_counter(c, tc, (tp, p) if len(tp) >= 2 else None)
     out = np.full(len(at), np.nan)
     q = None
     if len(tp) >= 2:

@@ -125,9 +125,10 @@ def gpu_energies(frames: Mapping[str, pd.DataFrame]) -> list[GpuEnergy]:
                 activity = ap.activity_trace(part["time"], {f: part[c] for f, c in cols.items()})
                 activity = activity if len(activity.t) > 2 else None
         tc, c = _series(frames, counter.key, counter.scale)
-        # one counter over a restarted listener's lives (it counts from 0 again)
-        gpu = GpuEnergy(scope, (tc, stats.stitch_counter(c, tc)), power, busy, activity,
-                        counter_key=counter.key)
+        # one counter over a restarted listener's lives (it counts from 0 again), the gap
+        # between two bridged by the power readings
+        gpu = GpuEnergy(scope, (tc, stats.stitch_counter(c, tc, power if len(power[0]) >= 2 else None)),
+                        power, busy, activity, counter_key=counter.key)
         if activity is not None:
             gpu.model = ap.fit(activity, *power)
             tc, c = gpu.counter

@@ -80,13 +80,17 @@ def energy_of(frames: Mapping[str, pd.DataFrame]) -> float | None:
     """A node's device energy over its part: the sum of its energy counters' deltas (every
     ``.../energy_j`` column of its traces); None without a counter."""
     from radtrack.stats import counter_delta
+    from radtrack.store.energy_sources import bridging_power_key
 
     total, found = 0.0, False
     for frame in frames.values():
         for col in frame.columns[2:]:
             if str(col).endswith("/energy_j"):
-                delta = counter_delta(frame[col].to_numpy(dtype=float),
-                                      frame["time"].to_numpy(dtype=float))
+                t = frame["time"].to_numpy(dtype=float)
+                power = bridging_power_key(str(col))
+                delta = counter_delta(frame[col].to_numpy(dtype=float), t,
+                                      (t, frame[power].to_numpy(dtype=float))
+                                      if power in frame.columns else None)
                 if delta == delta:
                     total, found = total + delta, True
     return total if found else None

@@ -164,18 +164,34 @@ def rail_energies(readings: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict
     """rail name -> joules over ``readings`` (key -> (times s, values): a run's series cut
     to its span, radtrack/store/spans.py), by :func:`series_energy` like a device's; NaN
     where its series has fewer than two readings. Never part of a device's or a run's total."""
-    return {rail: series_energy(src, *readings[src.key])
+    return {rail: series_energy(src, *readings[src.key], _bridge(readings, src))
             for rail, src in rail_sources(readings).items()}
 
 
-def series_energy(src: Source, t: np.ndarray, v: np.ndarray) -> float:
+def bridging_power_key(counter_key: str) -> str | None:
+    """The power reading beside an energy counter, ``<device>/power_w`` for
+    ``<device>/energy_j`` (same listener, same device): what bridges the gap between two
+    lives of the counter (stats.stitch_counter); None for a counter in other units."""
+    head, _, last = counter_key.rpartition("/")
+    return f"{head}/power_w" if last == "energy_j" and head else None
+
+
+def series_energy(src: Source, t: np.ndarray, v: np.ndarray,
+                  power: tuple[np.ndarray, np.ndarray] | None = None) -> float:
     """Joules of one source's readings (times ``t`` in s): a counter's increase over its
-    lives (stats.counter_delta: a restarted listener counts from 0 again), a power's
-    trapezoid integral; NaN without enough readings."""
+    lives (stats.counter_delta: a restarted listener counts from 0 again; ``power``, the
+    device's power readings, bridges the gap between two), a power's trapezoid integral;
+    NaN without enough readings."""
     v = np.asarray(v, dtype=float) * src.scale
     if src.cumulative:
-        return stats.counter_delta(v, np.asarray(t, dtype=float))
+        return stats.counter_delta(v, np.asarray(t, dtype=float), power)
     return stats.integrate(np.asarray(t, dtype=float), v)
+
+
+def _bridge(readings: Mapping[str, tuple[np.ndarray, np.ndarray]], src: Source
+            ) -> tuple[np.ndarray, np.ndarray] | None:
+    key = bridging_power_key(src.key) if src.cumulative else None
+    return readings.get(key) if key else None
 
 
 def device_energies(readings: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
@@ -183,7 +199,7 @@ def device_energies(readings: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> di
     best source (:func:`energy_sources`)."""
     out = {}
     for device, src in energy_sources(readings).items():
-        out[device] = series_energy(src, *readings[src.key])
+        out[device] = series_energy(src, *readings[src.key], _bridge(readings, src))
     return out
 
 

@@ -132,6 +132,7 @@ def summarize(frame: pd.DataFrame, counts: dict[str, int] | None = None) -> dict
     ``counts`` (each key's readings in the span: spans.span_frame), ``summary/<key>/n``.
     Over ``frame`` as it is: cut to a span with its end points, the mean is the span's."""
     from radtrack.stats import counter_delta, time_weighted_mean  # numpy: not at launch
+    from radtrack.store.energy_sources import bridging_power_key
 
     out: dict[str, float] = {}
     for key, n in (counts or {}).items():
@@ -140,7 +141,10 @@ def summarize(frame: pd.DataFrame, counts: dict[str, int] | None = None) -> dict
     for key in frame.columns[2:]:
         v = frame[key].to_numpy(dtype=float)
         if key.endswith("energy_j"):
-            delta = counter_delta(v, t)  # summed over the counter's lives
+            # summed over the counter's lives, a gap between two bridged by the power beside it
+            power = bridging_power_key(key)
+            delta = counter_delta(v, t, (t, frame[power].to_numpy(dtype=float))
+                                  if power in frame.columns else None)
             if delta == delta:  # fewer than two readings: no energy rather than a fake 0
                 out[summary_key(key)] = delta
             continue
