@@ -86,12 +86,17 @@ def memory() -> tuple[float, float, float, float]:
     return float(m[b"MemTotal"]), float(avail), float(m.get(b"SwapTotal", 0)), float(m.get(b"SwapFree", 0))
 
 
+_PF_EXITING = 0x4  # include/linux/sched.h: the task is in do_exit()
+
+
 def proc_stat(pid: int) -> tuple[float, float, float, float]:
     """(CPU seconds user+system, threads, RSS bytes, start time in ticks) of one process."""
     data = _read(f"{PROC}/{pid}/stat")
     f = data[data.rindex(b")") + 2:].split()  # the command name may hold spaces and ')'
     # after the name: state(0) ppid(1) ... utime(11) stime(12) ... num_threads(17) ... starttime(19) vsize(20) rss(21)
-    if f[0] in (b"Z", b"X"):  # exited, not yet reaped: no memory, its readings are gone
+    # exited, not yet reaped (Z, X), or exiting (flags(6) & PF_EXITING: its memory is already
+    # released, a reading would be an RSS of 0 taken as the run ends): its readings are gone
+    if f[0] in (b"Z", b"X") or int(f[6]) & _PF_EXITING:
         raise ProcessLookupError(pid)
     return ((int(f[11]) + int(f[12])) / CLK_TCK, float(f[17]), float(int(f[21]) * PAGE), float(f[19]))
 
