@@ -196,7 +196,7 @@ def interval(window_s: float, power_w: np.ndarray, activity_pct: np.ndarray | No
         "visible": visible / mean * math.sqrt((1.0 - coverage) / updates),
         # two ends, each uniform over one update (or the measured edge_s)
         "edges": (c.edge_s or c.update_s) / window_s / math.sqrt(6.0),
-        "lag": math.sqrt(2.0) * c.lag_s * _change_rms(p, c.lag_s, c.sample_s) / mean / window_s,
+        "lag": math.sqrt(2.0) * c.lag_s * _change_rms(p, c) / mean / window_s,
     }
     ci = Z95 * math.sqrt(sum(v * v for v in parts.values())) * 100.0
     reason = ""
@@ -210,14 +210,16 @@ def interval(window_s: float, power_w: np.ndarray, activity_pct: np.ndarray | No
     return EnergyInterval(ci, reason, {k: v * 100.0 for k, v in parts.items()})
 
 
-def _change_rms(p: np.ndarray, lag_s: float, sample_s: float) -> float:
-    """RMS change over ``lag_s`` of the power averaged over ``lag_s`` (samples ``sample_s``
-    apart): what the counter's averaging keeps of the swings, so loads periodic within
-    ``lag_s`` (and the samples' own noise) count for little."""
-    k = int(round(lag_s / sample_s)) if lag_s > 0 and sample_s > 0 else 0
-    if k < 1 or len(p) <= 2 * k:
+def _change_rms(p: np.ndarray, c: SensorConstants) -> float:
+    """RMS change over ``lag_s`` of the power averaged as the counter averages it (over
+    ``avg_window_s``; samples ``sample_s`` apart): loads periodic within the counter's window
+    (and the samples' own noise) count for little."""
+    if not (c.lag_s > 0 and c.sample_s > 0):
         return 0.0
-    smooth = np.convolve(p, np.full(k, 1.0 / k), mode="valid")
+    k, n = max(int(round(c.lag_s / c.sample_s)), 1), max(int(round(c.avg_window_s / c.sample_s)), 1)
+    if len(p) <= k + n:
+        return 0.0
+    smooth = np.convolve(p, np.full(n, 1.0 / n), mode="valid")
     return float(np.sqrt(np.mean((smooth[k:] - smooth[:-k]) ** 2)))
 
 

@@ -141,20 +141,34 @@ def gpu_energies(frames: Mapping[str, pd.DataFrame]) -> list[GpuEnergy]:
     return out
 
 
-def run_figures(frames: Mapping[str, pd.DataFrame],
-                constants: SensorConstants | None = None) -> dict[str, float]:
+def gpu_models(tags: Mapping[str, object]) -> dict[str, str]:
+    """scope -> the GPU model a listener declared for it (``radtrack.listener.<listener>.<scope>.name``,
+    NVML's name: listeners/smi.py), from a run's or a hello's tags: what picks the sensor's
+    constants (energy_error.for_gpu), whichever listener read the device."""
+    out: dict[str, str] = {}
+    for key, value in tags.items():
+        parts = str(key).split(".")
+        if (len(parts) == 5 and str(key).startswith(schema.LISTENER_TAG_PREFIX) and parts[4] == "name"
+                and isinstance(value, str) and value):
+            out.setdefault(parts[3], value)
+    return out
+
+
+def run_figures(frames: Mapping[str, pd.DataFrame], constants: SensorConstants | None = None,
+                models: Mapping[str, str] | None = None) -> dict[str, float]:
     """Summary metrics for the run: per GPU the counter energy's interval and flag
     (``summary/<counter key>_ci95_pct``, e.g. ``summary/smi/gpu0/energy_j_ci95_pct``, ``..._ci95_flag``) and, where GPM ran and
-    the model could be fitted, ``summary/energy_model/<scope>/activity_energy_j``."""
-    constants = constants or load_constants()
+    the model could be fitted, ``summary/energy_model/<scope>/activity_energy_j``. The
+    interval uses ``constants``, else those of the GPU model ``models`` names for its scope."""
     out: dict[str, float] = {}
     for gpu in gpu_energies(frames):
+        sensor = constants or load_constants(gpu=(models or {}).get(gpu.scope))
         tc, c = gpu.counter
         if len(tc) < 2 or not tc[-1] > tc[0]:
             continue
         a, b = float(tc[0]), float(tc[-1])
         key = schema.summary_key(gpu.counter_key)
-        ci = gpu.interval(a, b, constants)
+        ci = gpu.interval(a, b, sensor)
         if np.isfinite(ci.ci95_pct):
             out[schema.ci_key(key)] = ci.ci95_pct
             out[schema.ci_flag_key(key)] = flag_code(ci)
@@ -167,15 +181,16 @@ def run_figures(frames: Mapping[str, pd.DataFrame],
 
 
 def span_interval(frames: Mapping[str, pd.DataFrame], scope: str, a: float,
-                  b: float) -> EnergyInterval | None:
-    """The 95 % interval of GPU ``scope``'s energy over [a, b] (None without its counter or
-    with unusable $RADTRACK_SENSOR_CONSTANTS); an attributed share carries its GPU's relative
-    interval (the split itself adds an error this does not count)."""
+                  b: float, model: str | None = None) -> EnergyInterval | None:
+    """The 95 % interval of GPU ``scope``'s energy over [a, b] under GPU model ``model``'s
+    sensor constants (None without its counter or with unusable $RADTRACK_SENSOR_CONSTANTS);
+    an attributed share carries its GPU's relative interval (the split's bound is added by
+    split_model.with_split)."""
     gpu = next((g for g in gpu_energies(frames) if g.scope == scope), None)
     if gpu is None or not b > a:
         return None
     try:
-        constants = load_constants()
+        constants = load_constants(gpu=model)
     except ValueError:
         return None
     ci = gpu.interval(a, b, constants)

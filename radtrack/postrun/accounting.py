@@ -55,7 +55,7 @@ from radtrack.analysis.attribution import (
 from radtrack.analysis.colocation import WorkloadRuns, workload_totals
 from radtrack.analysis.cpu_energy_share import mark_host_uses
 from radtrack.analysis.energy_error import combine
-from radtrack.analysis.energy_figures import flag_code, span_interval
+from radtrack.analysis.energy_figures import flag_code, gpu_models, span_interval
 from radtrack.analysis.gpu_uses import run_uses
 from radtrack.errors import RadtrackError
 from radtrack.postrun.footprint import resolve
@@ -152,7 +152,8 @@ def _attributed_interval(item: _Input, acc: GpuAccount) -> list[tuple[str, float
     split's bound added in quadrature (split_model.with_split); an assumed split is flagged
     ``split-assumed`` with the worst deviation measured for it."""
     key = schema.attribution_summary_key(item.scope, "energy_j")
-    ci = (span_interval(item.row.sink.frames, item.scope, item.use.start, item.use.end)
+    ci = (span_interval(item.row.sink.frames, item.scope, item.use.start, item.use.end,
+                        gpu_models(item.row.tags).get(item.scope))
           if item.row.sink is not None else None)
     pct, flag = split_model.with_split(ci.ci95_pct if ci is not None else float("nan"),
                                        flag_code(ci) if ci is not None else 0.0, acc, item.use.run)
@@ -254,7 +255,8 @@ def _record_parent(client: MlflowClient, parent_id: str, inputs: list[_Input],
         # same relative interval (radtrack/analysis/energy_figures.py)
         ci = next((c for item in inputs if item.use.gpu == gpu and item.row.sink is not None
                    and (c := span_interval(item.row.sink.frames, item.scope, float(acc.edges[0]),
-                                           float(acc.edges[-1]))) is not None), None)
+                                           float(acc.edges[-1]),
+                                           gpu_models(item.row.tags).get(item.scope))) is not None), None)
         parts.append((acc.gpu_energy_j, ci.ci95_pct if ci is not None else float("nan")))
         if ci is not None:
             for part in ("energy_j", "idle_energy_j", "other_energy_j"):

@@ -157,7 +157,10 @@ def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
     for frame in sliced.values():
         if len(frame):
             summary.update(summarize(frame.reset_index(drop=True)))
-    summary.update(energy_summaries({k: f.reset_index(drop=True) for k, f in sliced.items() if len(f)}))
+    from radtrack.analysis.energy_figures import gpu_models
+
+    summary.update(energy_summaries({k: f.reset_index(drop=True) for k, f in sliced.items() if len(f)},
+                                    gpu_models(row.tags)))
     summary.update(_attributed(row, accounts, start, end, carbon, sliced))
     c.log_batch(span.run_id, metrics=[Metric(k, float(v), now, 0) for k, v in summary.items()])
     _artifacts(row, c, span.run_id, sliced)
@@ -227,7 +230,7 @@ def _attributed(row: Row, accounts: dict[str, GpuAccount], start: float, end: fl
                 carbon: Carbon | None, frames: dict[str, pd.DataFrame]) -> dict[str, float]:
     """The span's share of the row's attributed energy per GPU scope, with its GPU's 95 %
     interval over the span (radtrack/analysis/energy_figures.py), and its CO2e."""
-    from radtrack.analysis.energy_figures import flag_code, span_interval
+    from radtrack.analysis.energy_figures import flag_code, gpu_models, span_interval
     from radtrack.analysis.split_model import with_split
 
     out: dict[str, float] = {}
@@ -248,7 +251,7 @@ def _attributed(row: Row, accounts: dict[str, GpuAccount], start: float, end: fl
         key = schema.attribution_summary_key(scope, "energy_j")
         out[key] = joules
         total += joules
-        ci = span_interval(frames, scope, start, end)
+        ci = span_interval(frames, scope, start, end, gpu_models(row.tags).get(scope))
         # the GPU's interval and the split's own bound (radtrack/analysis/split_model.py)
         pct, flag = with_split(ci.ci95_pct if ci is not None else float("nan"),
                                flag_code(ci) if ci is not None else 0.0, acc, row.run_id)

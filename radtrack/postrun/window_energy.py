@@ -45,7 +45,13 @@ import pandas as pd
 
 from radtrack.analysis.attribution import GpuAccount, GpuUse, cumulative_energy
 from radtrack.analysis.energy_error import combine, load_constants
-from radtrack.analysis.energy_figures import flag_code, frame_keys, frame_of, gpu_energies
+from radtrack.analysis.energy_figures import (
+    flag_code,
+    frame_keys,
+    frame_of,
+    gpu_energies,
+    gpu_models,
+)
 from radtrack.analysis.gpu_uses import run_uses
 from radtrack.analysis.split_model import SPLIT_ASSUMED_FLAG
 from radtrack.analysis.summary import mean_between
@@ -90,18 +96,20 @@ def _column(frames: Mapping[str, pd.DataFrame], key: str | None) -> tuple[np.nda
 
 
 def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, GpuUse],
-                 frames: Mapping[str, pd.DataFrame], accounts: Mapping[str, GpuAccount]) -> pd.DataFrame:
-    """One row per recorded window, with the figures of the module docstring."""
+                 frames: Mapping[str, pd.DataFrame], accounts: Mapping[str, GpuAccount],
+                 models: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per recorded window, with the figures of the module docstring; ``models``:
+    scope -> GPU model (energy_figures.gpu_models), whose sensor constants its intervals use."""
     rows = []
     seen: dict[str, int] = {}
     keys = frame_keys(frames)
     # the host's CPU side (scope host: CPU packages, DRAM), apart from the GPUs and boards
     host = {d for d, src in es.energy_sources(keys).items() if src.scope == "host"}
     sensors = {g.scope: g for g in gpu_energies(frames)} if uses else {}
-    try:
-        constants = load_constants() if sensors else None
+    try:  # each GPU's sensor constants, by the model its listener declared
+        constants = {s: load_constants(gpu=(models or {}).get(s)) for s in sensors}
     except ValueError:  # said once at the run's summaries (radtrack/store/traces.py)
-        constants = None
+        constants = {}
     for w in windows:
         name = str(w["name"])
         a, b = float(w["start"]), float(w["end"])  # type: ignore[arg-type]
@@ -132,8 +140,8 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
                     cpu_j += joules
                 else:
                     gpu_j += joules
-                if (sensor := sensors.get(scope)) is not None and constants is not None:
-                    ci = sensor.interval(lo, b, constants)
+                if (sensor := sensors.get(scope)) is not None and scope in constants:
+                    ci = sensor.interval(lo, b, constants[scope])
                     parts.append((joules, ci.ci95_pct))
                     flags.append(flag_code(ci))
                     model_j += sensor.model_energy(lo, b)
@@ -169,11 +177,12 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
 
 
 def record_windows(client: MlflowClient, run: str, windows_file: Path, uses: Mapping[str, GpuUse],
-                   frames: Mapping[str, pd.DataFrame], accounts: Mapping[str, GpuAccount]) -> pd.DataFrame:
+                   frames: Mapping[str, pd.DataFrame], accounts: Mapping[str, GpuAccount],
+                   models: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Join the run's windows and store them; returns the table (empty without windows)."""
     from radtrack.store.entities import Metric
 
-    table = window_table(read_windows(windows_file), run, uses, frames, accounts)
+    table = window_table(read_windows(windows_file), run, uses, frames, accounts, models)
     if table.empty:
         return table
     metrics = []
@@ -205,4 +214,4 @@ def record_row_windows(client: MlflowClient, row: Row, accounts: Mapping[str, Gp
     frames = row.sink.frames if row.sink is not None else {}
     uses = (run_uses(row.run_id, frames, row.tags, row.spec.collocation, row.started,
                      row.ended or time.time()) if row.started else {})
-    return record_windows(client, row.run_id, path, uses, frames, accounts)
+    return record_windows(client, row.run_id, path, uses, frames, accounts, gpu_models(row.tags))

@@ -159,7 +159,7 @@ def bind_script_runs(client: MlflowClient, end: WorkloadEnd, accounts: Mapping) 
 def interval(rows: list[Any], acc: Any) -> str:
     """`` ±x.x %`` (and why it is wide) of a GPU's energy over the workload, the 95 % interval
     every share of it carries too (radtrack/analysis/energy_figures.py); "" without one."""
-    from radtrack.analysis.energy_figures import span_interval
+    from radtrack.analysis.energy_figures import gpu_models, span_interval
 
     for row in rows:
         scope = next((k.removeprefix(schema.ATTRIBUTION_TAG_PREFIX).removesuffix(".gpu")
@@ -168,7 +168,8 @@ def interval(rows: list[Any], acc: Any) -> str:
                       and v == acc.gpu), None)
         if scope is None or row.sink is None:
             continue
-        ci = span_interval(row.sink.frames, scope, float(acc.edges[0]), float(acc.edges[-1]))
+        ci = span_interval(row.sink.frames, scope, float(acc.edges[0]), float(acc.edges[-1]),
+                           gpu_models(row.tags).get(scope))
         if ci is not None:
             return f" ±{ci.ci95_pct:.1f} %" + (f", {ci.reason}" if ci.reason else "")
     return ""

@@ -40,6 +40,7 @@ def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
     from radtrack.store.spans import span_frame
 
     span = span or Span()
+    streams = list(streams)  # read twice: the traces, then the GPU models their hellos declare
     summary: list[Metric] = []
     figures: dict[str, float] = {}  # one value a key (a counter rail's is its total too)
     ends = 0
@@ -56,7 +57,7 @@ def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
             points = end_points(frame, span)
             summary += points
             ends += len(points)
-    figures.update(energy_summaries(stored))
+    figures.update(energy_summaries(stored, _declared(streams)))
     summary += [Metric(k, v, now, 0) for k, v in figures.items()]
     for i in range(0, len(summary), MAX_METRICS_PER_CALL):
         client.log_batch(run_id, metrics=summary[i:i + MAX_METRICS_PER_CALL])
@@ -95,7 +96,19 @@ def log_trace(client: MlflowClient, run_id: str, name: str, frame: pd.DataFrame,
         client.log_artifact(run_id, str(out), TELEMETRY_DIR)
 
 
-def energy_summaries(frames: dict[str, pd.DataFrame]) -> dict[str, float]:
+def _declared(streams: Iterable[Stream]) -> dict[str, str]:
+    """scope -> GPU model the run's listeners declared in their hellos (picks the sensor's
+    constants: radtrack/analysis/energy_error.py)."""
+    from radtrack.analysis.energy_figures import gpu_models
+
+    tags: dict[str, object] = {}
+    for s in streams:
+        tags.update(getattr(s.hello, "tags", None) or {})
+    return gpu_models(tags)
+
+
+def energy_summaries(frames: dict[str, pd.DataFrame],
+                     models: dict[str, str] | None = None) -> dict[str, float]:
     """Each power rail's energy over the frames (``summary/<rail>/energy_j``:
     radtrack/store/energy_sources.py ``rail_energies``), each GPU energy's 95 % interval and
     flag, and the activity model's second figure (radtrack/analysis/energy_figures.py); no
@@ -107,7 +120,7 @@ def energy_summaries(frames: dict[str, pd.DataFrame]) -> dict[str, float]:
 
     out = rail_summaries(frames)
     try:
-        out.update(run_figures(frames))
+        out.update(run_figures(frames, models=models))
     except ValueError as exc:
         print(f"radtrack: energy intervals left out: {exc}", file=sys.stderr)
     return out

@@ -16,13 +16,15 @@ import pytest
 from radtrack.analysis import activity_power as ap
 from radtrack.analysis.energy_error import (
     BURSTY,
+    H200,
     TOO_SHORT,
     SensorConstants,
     combine,
+    for_gpu,
     interval,
     load_constants,
 )
-from radtrack.analysis.energy_figures import run_figures
+from radtrack.analysis.energy_figures import gpu_models, run_figures
 from radtrack.analysis.sensor_model import SensorModel, counter_between, sense, square_wave
 from radtrack.store import schema
 
@@ -154,6 +156,33 @@ def test_run_figures_store_an_interval_per_gpu_and_flag_bursty_runs():
     assert bursty[schema.ci_flag_key(key)] == 1.0 and bursty[schema.ci_key(key)] > 5.0
     assert schema.energy_model_key("gpu0") not in bursty  # no GPM: the counter stands alone
     assert schema.ci_key(key) == "summary/smi/gpu0/energy_j_ci95_pct"
+
+
+def test_the_constants_follow_the_gpu_model_the_listener_declares(monkeypatch):
+    monkeypatch.delenv("RADTRACK_SENSOR_CONSTANTS", raising=False)
+    tags = {"radtrack.listener.smi.gpu0.name": "NVIDIA H200", "radtrack.listener.smi.gpu0.uuid": "GPU-1",
+            "radtrack.listener.dcgm.gpu1.name": "NVIDIA H100 80GB HBM3", "radtrack.role": "row"}
+    assert gpu_models(tags) == {"gpu0": "NVIDIA H200", "gpu1": "NVIDIA H100 80GB HBM3"}
+    assert for_gpu("NVIDIA H200") is H200 and load_constants(gpu="NVIDIA H200") == H200
+    assert for_gpu("NVIDIA H100 80GB HBM3") == SensorConstants() == for_gpu("Tesla T4") == for_gpu(None)
+    # the environment replaces the measured constants field by field, for every GPU
+    c = load_constants('{"threshold_pct": 2.0}', gpu="NVIDIA H200")
+    assert (c.avg_window_s, c.lag_s, c.threshold_pct) == (H200.avg_window_s, H200.lag_s, 2.0)
+    # the same 25 %-busy run: the H100's sensor sees 25 ms of every 100 ms (bursty, flagged),
+    # the H200's all of it (the counter's steps and the floor remain)
+    key = schema.ci_key(schema.summary_key("smi/gpu0/energy_j"))
+    h100 = run_figures(_frames(25.0), models={"gpu0": "NVIDIA H100 80GB HBM3"})
+    h200 = run_figures(_frames(25.0), models={"gpu0": "NVIDIA H200"})
+    assert h100[key] > 5.0 and h200[key] < 0.5
+
+
+def test_the_lag_term_widens_windows_over_slow_bursts_only():
+    i = np.arange(100)  # 2 s of 20-ms samples
+    slow = np.where(i % 50 < 12, 780.0, 124.0)  # 1-s period: the counter's lag matters
+    fast = np.where(i % 5 == 0, 780.0, 124.0)  # 100-ms period: averaged within the lag
+    wide, narrow = interval(2.0, slow, constants=H200), interval(2.0, fast, constants=H200)
+    assert wide.parts_pct["lag"] > 3.0 and narrow.parts_pct["lag"] < 0.01
+    assert interval(2.0, np.full(100, 400.0), constants=H200).parts_pct["lag"] == 0.0
 
 
 @pytest.fixture(scope="module")
