@@ -143,8 +143,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--conda", action="store_true",
                    help="radT's per-run conda environments: not supported (refused)")
     p.add_argument("--dry-run", action="store_true",
-                   help="print the plan and exit; what this host lacks (no GPU, no MPS tool) "
-                        "is a warning")
+                   help="print the plan and exit 0; what this host lacks (no GPU, no MPS tool) "
+                        "is a warning (the launch refuses it), and the listeners it cannot offer "
+                        "are named with why")
     p.add_argument("--allow-cpu-fallback", action="store_true",
                    help="run rows that ask for GPUs (Devices, -d) on a host without one, on "
                         "CPU, with a warning (refused otherwise); MPS, MIG, Clocks and "
