@@ -200,11 +200,20 @@ def basket_children(source: DataSource, selection: list[str] | None) -> list | h
     owners = {r["run_id"]: r for r in source.known_rows(
         picker.linked_ids([r for r in rows if picker.is_script(r)]))}
     groups: dict[str, list] = {}
+    places = {}
     for row in rows:
         owner = owners.get(str(row.get(picker.ROW_RUN_TAG)), row)
         workload = workload_number(owner.get("workload"))
-        key = f"{owner.get('experiment')} · " + (f"Workload {workload}" if workload is not None
-                                                  else "single runs")
+        places[row["run_id"]] = (f"{owner.get('experiment')} · " + (
+            f"Workload {workload}" if workload is not None else "single runs"),
+            str(owner.get(picker.LAUNCH_TAG) or ""))
+    # one workload number from two launches (a sheet run twice): each group names its launch
+    launches: dict[str, set[str]] = {}
+    for place, launch in places.values():
+        launches.setdefault(place, set()).add(launch)
+    for row in rows:
+        place, launch = places[row["run_id"]]
+        key = place + (f" · launch {launch}" if launch and len(launches[place]) > 1 else "")
         # Two components per run (the name is the item's text, its colour a CSS variable):
         # the basket is redrawn on every tick.
         groups.setdefault(key, []).append(html.Li([

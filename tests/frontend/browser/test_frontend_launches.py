@@ -162,3 +162,14 @@ def test_metric_group_headers_stay_with_their_metrics(chromium, serve, launched,
             alone[width] = found
     context.close()
     assert not alone, alone
+
+
+def test_the_basket_keeps_two_launches_of_one_workload_apart(web, serve, launched,
+                                                             tmp_path: Path) -> None:
+    uri, rows = launched
+    app = serve(uri, tmp_path / "views")
+    ones = sorted((r for r in rows if rows[r]["workload"] == "1"), key=lambda r: rows[r]["start"])
+    web.goto(app.url + "?runs=" + ",".join(ones))
+    web.wait_for_function("document.querySelectorAll('#basket li').length === 2")
+    groups = [t.strip() for t in web.locator("#basket h3").all_inner_texts()]
+    assert groups == [f"twice · Workload 1 · launch {rows[r]['launch']}" for r in ones], groups
