@@ -119,8 +119,9 @@ def write_statuses(path: Path, updates: dict[int, tuple[str, str]],
 
     jobs = jobs or {}
     lost: list[int] = []
-    if identities is not None:
-        where = locate(records, {r: identities[r] for r in {*updates, *jobs}})
+    if identities is not None:  # a row without one (a spec from before row_key): by its line
+        where = {r: r for r in {*updates, *jobs} if r not in identities}
+        where.update(locate(records, {r: identities[r] for r in {*updates, *jobs} if r in identities}))
         lost = sorted(r for r in {*updates, *jobs} if r not in where)
         updates = {where[r]: v for r, v in updates.items() if r in where}
         jobs = {where[r]: v for r, v in jobs.items() if r in where}
@@ -190,7 +191,8 @@ def write_ran_rows(path: Path, specs: Sequence[RunSpec], ends: Sequence[tuple[st
     for spec, (status, run_id, run_name) in zip(specs, ends, strict=True):
         if spec.row is not None:
             updates[spec.row] = (status_cell(status, run_name) if run_name else status, run_id)
-            identities[spec.row] = (spec.row_key, spec.run_id)
+            if spec.row_key:
+                identities[spec.row] = (spec.row_key, spec.run_id)
             names[spec.row] = run_name
     try:
         lost = write_statuses(path, updates, identities=identities)
