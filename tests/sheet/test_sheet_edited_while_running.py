@@ -106,3 +106,31 @@ def test_a_sheet_deleted_while_it_runs_stops_nothing(
     said = [ln for ln in out.splitlines() if "Status and Run not written" in ln]
     assert len(said) == 1 and str(sheet) in said[0] and run.info.run_id in said[0], out
     assert run.info.status == "FINISHED" and "Traceback" not in out
+
+
+def test_rows_alike_keep_their_order_and_an_edited_row_is_lost(tmp_path: Path) -> None:
+    """rowmatch.locate through write_statuses: two identical rows shifted by a row inserted
+    above get their own statuses in order; a row whose cells were edited is reported lost and
+    left as it is; a row re-padded (blanks only) is still found."""
+    from radtrack.sheet import read_records
+    from radtrack.sheet.rowmatch import WRITTEN, row_key
+    from radtrack.sheet.writeback import write_statuses
+
+    head = "Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params"
+    rows = ["e,1,,,,-,a.py,none,x", "e,1,,,,-,a.py,none,x", "e,2,,,,-,b.py,none,y",
+            "e,3,,,,-,c.py,none,z"]
+    records = read_records("\n".join([head, *rows]) + "\n")
+    skip = [records[0].cells.index(c) for c in WRITTEN if c in records[0].cells]
+    ids = {r.line: (row_key(skip, r.cells), "") for r in records[1:]}
+    sheet = tmp_path / "s.csv"
+    sheet.write_text("\n".join([head, "e,9,,,,-,new.py,none,n", rows[0], rows[1],
+                                "e,2,,,,-,b.py,none,EDITED", "e, 3 ,,,, -,c.py,none,z"]) + "\n")
+    lost = write_statuses(sheet, {2: ("FINISHED e-1 A", "r1"), 3: ("FINISHED e-1 B", "r2"),
+                                  4: ("FAILED e-2 A", "r3"), 5: ("FINISHED e-3 A", "r4")},
+                          identities=ids)
+    assert lost == [4]
+    lines = sheet.read_text().splitlines()
+    assert lines[1] == "e,9,,,,-,new.py,none,n" and lines[4] == "e,2,,,,-,b.py,none,EDITED"
+    assert lines[2] == "e,1,FINISHED e-1 A,r1,,-,a.py,none,x"
+    assert lines[3] == "e,1,FINISHED e-1 B,r2,,-,a.py,none,x"
+    assert lines[5].startswith("e, 3 ,FINISHED e-3 A,r4,")
