@@ -25,6 +25,13 @@ H200 by benchmarks/attribution_analysis.py, README in the results folder):
   error ``cv / sqrt(n)`` of each run, combined over the GPU's runs, times the share that
   depends on it; ``cv`` from the run's own repeats (two or more solo runs), else
   :data:`DEFAULT_SOLO_CV_PCT` (the largest repeat spread measured on the H200);
+- ``solo-model`` also charges every run the same relative change in J per unit against its
+  solo runs: the workload's energy against its runs' serial energy (co-location's own
+  efficiency change; H200: -1 % to +13 % time-sliced and under MPS, +20 % for sgemm beside
+  euclidean under MPS). How that change divides among the runs is not measured, so its size
+  joins the bound in quadrature (the interval then holds the run's deviation from its solo
+  J per unit by construction), and beyond :data:`CHANGE_FLAG_PCT` the attributed energy is
+  flagged ``co-location-change`` (:data:`schema.CI95_FLAGS` 4, the tag's note gives the size);
 - every other split (``process-sm-util``, ``mps-*``, ``held-time``): :data:`ASSUMED_BOUND_PCT`,
   the worst deviation measured on the H200, with the flag ``split-assumed``
   (:data:`schema.CI95_FLAGS` 3): run each script solo in the experiment, with a throughput
@@ -53,6 +60,25 @@ DEFAULT_SOLO_CV_PCT = 26.0  # sgemm: 4,307 and 6,224 J at the same 51.0 TFLOP/s
 #: euclidean under MPS, +518 %); held-time and MIG slices have no measurement: the MPS figure
 ASSUMED_BOUND_PCT = {"process-sm-util": 46.0, "mps": 518.0, "held-time": 518.0, "mig": 518.0}
 Z95 = 1.96
+#: flag code of a solo-model energy whose workload drew more than CHANGE_FLAG_PCT more (or
+#: less) than its runs' serial energy: the split of that change is assumed (schema.CI95_FLAGS)
+CHANGE_FLAG = 4.0
+CHANGE_FLAG_PCT = 5.0  # issue 51's MPS target: a run's J per unit within 5 % of its solo runs'
+CHANGE_NOTE = "co-location-change"
+
+
+def serial_change_pct(acc: GpuAccount, q: Mapping[str, float],
+                      spans: Mapping[str, tuple[float, float]]) -> float:
+    """The workload's energy on this GPU against its runs' serial energy (solo J per unit x
+    the work each did: ``q`` x its time on the account), in % (+: co-located drew more); NaN
+    unless every run has a rate and a span."""
+    runs = [c for c in acc.energy.columns if c not in (IDLE, OTHER)]
+    if not runs or not all(r in q and r in spans for r in runs):
+        return float("nan")
+    lo, hi = float(acc.edges[0]), float(acc.edges[-1])
+    serial = sum(q[r] * max(min(spans[r][1], hi) - max(spans[r][0], lo), 0.0) for r in runs)
+    measured = sum(acc.energy_j(r) for r in runs)
+    return 100.0 * (measured / serial - 1.0) if serial > 0 else float("nan")
 
 
 def rates(inter: pd.DataFrame) -> dict[str, float]:
@@ -155,17 +181,38 @@ def solo_spread(inter: pd.DataFrame, summary: pd.DataFrame) -> dict[str, tuple[f
     return out
 
 
-def bound_all(acc: GpuAccount, solo_cv_pct: Mapping[str, tuple[float, int]] | None = None) -> GpuAccount:
-    """``acc`` with :attr:`GpuAccount.split_bounds` filled for each of its runs."""
+def bound_all(acc: GpuAccount, solo_cv_pct: Mapping[str, tuple[float, int]] | None = None,
+              q: Mapping[str, float] | None = None,
+              spans: Mapping[str, tuple[float, float]] | None = None) -> GpuAccount:
+    """``acc`` with :attr:`GpuAccount.split_bounds` filled for each of its runs; a
+    ``solo-model`` account's bounds also hold the workload's change against serial (from the
+    rates ``q`` and ``spans`` it was split with), noted on each run beyond CHANGE_FLAG_PCT."""
+    change = serial_change_pct(acc, q or {}, spans or {}) if acc.method == SOLO_MODEL else float("nan")
     for run in acc.energy.columns:
-        if run not in (IDLE, OTHER):
-            acc.split_bounds[run] = split_bound(acc.method, run, acc, solo_cv_pct)
+        if run in (IDLE, OTHER):
+            continue
+        bound, assumed = split_bound(acc.method, run, acc, solo_cv_pct)
+        if math.isfinite(change):
+            bound = math.hypot(bound, change)
+            if abs(change) > CHANGE_FLAG_PCT:
+                acc.notes[run] = (f"{CHANGE_NOTE}: co-located, the GPU drew {change:+.1f} % against "
+                                  f"this workload's runs solo for the same work; the solo-model shares "
+                                  f"that change in proportion, which is not measured: the 95 % interval "
+                                  f"includes it")
+        acc.split_bounds[run] = (bound, assumed)
     return acc
+
+
+def split_flag(acc: GpuAccount, run: str) -> float:
+    """The flag the split gives a run's attributed energy: SPLIT_ASSUMED_FLAG, CHANGE_FLAG or 0."""
+    if acc.split_bounds.get(run, (0.0, False))[1]:
+        return SPLIT_ASSUMED_FLAG
+    return CHANGE_FLAG if acc.notes.get(run, "").startswith(CHANGE_NOTE) else 0.0
 
 
 def with_split(ci_pct: float, flag: float, acc: GpuAccount, run: str) -> tuple[float, float]:
     """A run's attributed energy's (95 % half-width %, flag) from its device's counter
     interval and flag: the split's bound added in quadrature, flag 3 where it is assumed."""
-    bound, assumed = acc.split_bounds.get(run, (0.0, False))
+    bound = acc.split_bounds.get(run, (0.0, False))[0]
     ci = float(np.hypot(ci_pct, bound)) if math.isfinite(ci_pct) else (bound if bound else ci_pct)
-    return ci, SPLIT_ASSUMED_FLAG if assumed else flag
+    return ci, split_flag(acc, run) or flag

@@ -127,7 +127,7 @@ def account_workload(client: MlflowClient, parent_id: str, rows: list[Row],
     accounts = account([i.use for i in inputs], start, end, mps_rule=rule or mps_rule())
     q, spread = _baselines(baselines)
     spans = {i.use.run: (i.use.start, i.use.end) for i in inputs}
-    accounts = {gpu: split_model.bound_all(split_model.resplit(acc, q, spans), spread)
+    accounts = {gpu: split_model.bound_all(split_model.resplit(acc, q, spans), spread, q, spans)
                 for gpu, acc in accounts.items()}
     for item in inputs:
         _record_row(client, item, accounts[item.use.gpu])

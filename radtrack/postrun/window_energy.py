@@ -53,7 +53,7 @@ from radtrack.analysis.energy_figures import (
     gpu_models,
 )
 from radtrack.analysis.gpu_uses import run_uses
-from radtrack.analysis.split_model import SPLIT_ASSUMED_FLAG
+from radtrack.analysis.split_model import split_flag
 from radtrack.analysis.summary import mean_between
 from radtrack.script.codewindows import read_windows
 from radtrack.store import energy_sources as es
@@ -152,16 +152,18 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
                 acc = accounts.get(use.gpu)
                 att_j += attributed_between(acc, run, lo, b) if acc is not None else float("nan")
                 if acc is not None:
-                    splits.append(acc.split_bounds.get(run, (0.0, False)))
+                    splits.append((acc.split_bounds.get(run, (0.0, False))[0], split_flag(acc, run)))
                 if (u := _column(frames, es.find(keys, scope, "gpu_util_pct", "utilisation"))) is not None:
                     utils.append(mean_between(*u, a, b))
                 if (s := _column(frames, es.find(keys, scope, "sm_active_pct", "utilisation"))) is not None:
                     actives.append(mean_between(*s, a, b))
             if not short:
                 # the attributed share carries its devices' relative interval and the widest
-                # split bound among them; an assumed split flags it (split_model.with_split)
+                # split bound among them; the split's flag, where it has one, before the
+                # counter's (split_model.split_flag: 3 assumed, 4 co-location's change)
                 bound = max((x for x, _ in splits), default=0.0)
-                flag = SPLIT_ASSUMED_FLAG if any(a for _, a in splits) else (max(flags) if flags else np.nan)
+                split = max((f for _, f in splits), default=0.0)
+                flag = split if split else (max(flags) if flags else np.nan)
                 row.update(energy_j=att_j, energy_j_ci95_pct=float(np.hypot(combine(parts), bound)),
                            energy_j_ci95_flag=flag)
             if devices and not gpu_short:

@@ -222,7 +222,12 @@ CI95_FLAGS = {0: "", 1: "bursty load near the sensor's period", 2: "window too s
               # an attributed energy split by a rule with no validated bound
               # (radtrack/analysis/split_model.py): its interval is the worst deviation measured
               3: "split-assumed: no solo baseline with a logged throughput for every run on the GPU; "
-                 "run each script solo in this experiment (same Params) to get the solo-model split"}
+                 "run each script solo in this experiment (same Params) to get the solo-model split",
+              # a solo-model split whose workload drew > 5 % more or less than its runs solo
+              # for the same work (radtrack/analysis/split_model.py): the interval includes it
+              4: "co-location-change: co-located, the GPU's energy per unit of work changed by more "
+                 "than 5 % against the runs solo; the solo-model shares the change in proportion, "
+                 "which is not measured: the interval includes it"}
 # the activity model's energy, next to the counter's (radtrack/analysis/activity_power.py)
 ENERGY_MODEL_PREFIX = SUMMARY_PREFIX + "energy_model/"
 ACTIVITY_ENERGY = "activity_energy_j"

@@ -1,7 +1,8 @@
 """Energy error bars end to end (issue 30): the real CLI and launcher, a real SQLite store and
 the NVML doubles (tests/doubles/nvml_scenario.py) standing for two H100s at 300 W, GPU 0
 under a steady load (NVML utilisation 100 %), GPU 1 under a bursty one (25 %: busy a
-quarter of the time, what a small-batch training loop with gaps looks like to NVML). The
+quarter of the time, what a small-batch training loop with gaps looks like to NVML), and an
+H200 (GPU 2) under the same bursty load: its sensor constants are the H200's (issue 51). The
 run's, the code windows' and the attributed share's intervals are stored next to their
 energies, and ``radtrack report`` shows them and flags the bursty run with its reason.
 One launch (a sheet of three rows) serves every test."""
@@ -26,6 +27,7 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 SCRIPT = SCRIPTS / "window_epochs.py"
 TRIAL = SCRIPTS / "mlflow_code" / "steady_trial.py"
 pytestmark = pytest.mark.slow
+H200, H200_UUID = "NVIDIA H200", "GPU-62de6b15-391a-cce8-82dd-aae63626a2b2"  # the H200 of issue 51
 
 
 
@@ -39,7 +41,7 @@ def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         mp.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp / 'mlflow.db'}")
         mp.setenv("RADTRACK_HOME", str(tmp / ".radtrack"))
         mp.chdir(tmp)
-        FakeHost(tmp, mp, gpus=[gpu(0), gpu(1, SECOND_UUID)])
+        FakeHost(tmp, mp, gpus=[gpu(0), gpu(1, SECOND_UUID), gpu(2, H200_UUID, name=H200)])
 
         def procs(*tags: str) -> list[dict[str, object]]:
             return [{"match": f"--tag {t}", "sm": 60, "mem_mib": 800} for t in tags]
@@ -48,12 +50,15 @@ def launched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             {"uuid": H100_UUID, "watts": 300.0, "util_gpu": 100.0, "power_ring": True,
              "procs": procs("steady")},
             {"uuid": SECOND_UUID, "watts": 300.0, "util_gpu": 25.0, "power_ring": True,
-             "procs": procs("bursty", "trial")}])
+             "procs": procs("bursty", "trial")},
+            {"uuid": H200_UUID, "name": H200, "watts": 300.0, "util_gpu": 25.0, "power_ring": True,
+             "procs": procs("h200")}])
         (tmp / "err.csv").write_text(
             "Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Interval\n"
             f"err,1,,,0,-,{SCRIPT},smi,--seconds 1 --tag steady,0.1\n"
             f"err,2,,,1,-,{SCRIPT},smi,--seconds 1 --tag bursty,0.1\n"
-            f"err-trial,1,,,1,-,{TRIAL},smi,--seconds 2 --tag trial,0.1\n")
+            f"err-trial,1,,,1,-,{TRIAL},smi,--seconds 2 --tag trial,0.1\n"
+            f"err-h200,1,,,2,-,{SCRIPT},smi,--seconds 1 --tag h200,0.1\n")
         p = radtrack_cli(str(tmp / "err.csv"), env=env, timeout=400)
         assert p.returncode == 0, p.stderr[-3000:]
         yield p.stderr
@@ -108,3 +113,20 @@ def test_a_script_run_carries_the_interval_of_its_span(launched):
     # its intervals) with the GPU's interval over the span: bursty, and a 2-s span is short
     att = "summary/attribution/gpu0/energy_j"  # GPU 1 as the row sees it
     assert m[att] > 0 and m[att + "_ci95_pct"] > 0 and m[att + "_ci95_flag"] in (1.0, 2.0)
+
+
+def test_the_sensor_constants_follow_the_gpu_model_the_listener_declared(launched):
+    """The same bursty load on an H200: its counter averages the whole of each 100-ms update
+    (benchmarks/results/h200-2026-11-29-attribution-2), so the interval is the H200's, narrow
+    and not flagged bursty, where the H100's is wide and flagged."""
+    client = MlflowClient()
+
+    def row(experiment: str, tag: str) -> dict[str, float]:
+        exp = client.get_experiment_by_name(experiment)
+        return next(r for r in client.search_runs([exp.experiment_id])
+                    if r.data.tags.get("radtrack.role") == "row" and tag in r.data.params.get("command", "")).data.metrics
+
+    key = "summary/smi/gpu0/energy_j"
+    h100, h200 = row("err", "--tag bursty"), row("err-h200", "--tag h200")
+    assert h100[key + "_ci95_flag"] == 1.0 and h200[key + "_ci95_flag"] == 0.0
+    assert h200[key + "_ci95_pct"] < h100[key + "_ci95_pct"] / 3

@@ -73,3 +73,22 @@ def test_with_split_widens_the_counter_interval_and_flags_an_assumed_split():
     assert split_model.with_split(float("nan"), 0.0, acc, "a") == (46.0, split_model.SPLIT_ASSUMED_FLAG)
     # a run the account has no bound for (a solo GPU): the counter's interval and flag as they are
     assert split_model.with_split(3.0, 2.0, acc, "c") == (3.0, 2.0)
+
+
+def test_the_workloads_change_against_serial_joins_the_bound_and_flags_it_beyond_5_pct():
+    # both runs at 100 W solo-equivalent for 2 s: serial 400 J; the GPU gave them 480 J (+20 %,
+    # the H200's sgemm + euclidean under MPS): each run's J per unit is +20 % against solo
+    acc = _account("mps-thread-cap", [150.0, 150.0], [90.0, 90.0], [0.0, 1.0, 2.0])
+    q, spans = {"a": 100.0, "b": 100.0}, {"a": (0.0, 2.0), "b": (0.0, 2.0)}
+    model = split_model.resplit(acc, q, spans)
+    assert split_model.serial_change_pct(model, q, spans) == pytest.approx(20.0)
+    plain = split_model.split_bound(model.method, "a", model)[0]
+    split_model.bound_all(model, None, q, spans)
+    assert model.split_bounds["a"] == (pytest.approx(np.hypot(plain, 20.0)), False)
+    assert model.split_bounds["a"][0] > 20.0  # the interval holds the run's deviation
+    assert model.notes["a"].startswith(split_model.CHANGE_NOTE) and "+20.0 %" in model.notes["a"]
+    assert split_model.with_split(1.0, 0.0, model, "a")[1] == split_model.CHANGE_FLAG
+    # within 5 %: in the bound, not flagged
+    small = split_model.resplit(_account("mps-thread-cap", [102.0, 102.0], [102.0, 102.0], [0.0, 1.0, 2.0]), q, spans)
+    split_model.bound_all(small, None, q, spans)
+    assert "a" not in small.notes and split_model.with_split(1.0, 0.0, small, "a")[1] == 0.0

@@ -26,7 +26,8 @@ argv and NVML calls per function, in all (``calls``) and per GPU UUID (``by_gpu`
 whose first argument is that GPU), which tests and benchmarks/listener_cpu.py read the paces
 from. Optional per GPU: ``"energy_field": true`` answers field 83
 (NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION) with the energy counter; ``"fields": {id: value}``
-answers more field ids (the H100's PCIe byte counters 197/198, ECC counts 3/4).
+answers more field ids (the H100's PCIe byte counters 197/198, ECC counts 3/4); ``"name"``
+the model nvmlDeviceGetName gives (default the H100's).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ from typing import Any
 import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from gpu_doubles import MIB, FakeGpu, FakeNvml  # noqa: E402
+from gpu_doubles import H100_NAME, MIB, FakeGpu, FakeNvml  # noqa: E402
 
 MPS_SERVER_PID = 4_000_000  # above any real pid_max; NVML names it
 
@@ -69,7 +70,7 @@ class ScenarioNvml(FakeNvml):
         self.spec = {}
         gpus = []
         for g in scenario["gpus"]:
-            gpu = FakeGpu(uuid=g["uuid"], power_mw=int(g["watts"] * 1000),
+            gpu = FakeGpu(uuid=g["uuid"], name=str(g.get("name", H100_NAME)), power_mw=int(g["watts"] * 1000),
                           fields={186: int(g["watts"] * 1000), 185: int(g["watts"] * 1000), 82: 39,
                                   **{int(k): v for k, v in g.get("fields", {}).items()}},
                           util=(int(g.get("util_gpu", 0)), 0),
