@@ -14,7 +14,7 @@ from mlflow import MlflowClient
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID, FakeHost  # noqa: E402
-from support import radtrack_cli  # noqa: E402
+from support import radtrack_cli, run_cli  # noqa: E402
 
 
 def _row(store: str, experiment: str):
@@ -66,7 +66,7 @@ def test_default_listeners_that_cannot_run_are_named_once_and_left_out(store, tm
     (tmp_path / "s.py").write_text("print('ran')\n")
     missing = {n: availability(n).reason for n in sampling_names() if not availability(n)}
     assert "tegrastats" in missing  # no test host is a Jetson board
-    plan = radtrack_cli("--dry-run", "-e", "default", str(tmp_path / "s.py"))
+    plan = run_cli("--dry-run", "-e", "default", str(tmp_path / "s.py"))  # in-process: no launch
     assert plan.returncode == 0, plan.stderr[-3000:]
     assert "listeners this host cannot offer:" in plan.stdout
     for name, why in missing.items():
