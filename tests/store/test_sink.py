@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from support import cli_here, radtrack_cli, spooled_samples
+from support import cli_here, run_cli, spooled_samples
 
 from radtrack.store.sink import MAX_METRICS_PER_CALL, Sink, summarize
 
@@ -447,7 +447,7 @@ def test_sync_names_a_spool_whose_run_was_never_created(store: str) -> None:
     folder = Path(os.environ["RADTRACK_HOME"]) / "spool" / "0123abcd"
     folder.mkdir(parents=True)
     (folder / "top.jsonl").write_text('{"type": "sample", "t": 1.0, "v": {"top/cpu_pct": 5.0}}\n')
-    p = radtrack_cli("sync")
+    p = run_cli("sync")
     assert p.returncode == 1, p.stdout + p.stderr
     assert "0123abcd: its run was never created" in p.stdout and "0 run(s) stored, 1 left" in p.stdout
     assert (folder / "top.jsonl").exists()

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import launch_importing, radtrack_cli
+from support import launch_importing, radtrack_cli, run_cli
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
 
@@ -132,8 +132,7 @@ def test_report_keeps_two_launches_of_one_workload_apart(two_sheets: dict) -> No
     rows = _by_role(_runs(uri, "grouped"), "row")
     launches = {r.data.tags["radtrack.launch_id"] for r in rows}
     assert len(rows) == 4 and len(launches) == 2
-    rep = radtrack_cli("report", "grouped", "--user", getpass.getuser(), "--format", "json",
-                       env=env)
+    rep = run_cli("report", "grouped", "--user", getpass.getuser(), "--format", "json", env=env)
     assert rep.returncode == 0, rep.stderr
     tables = json.loads(rep.stdout)
     shown = [(r["run_name"], r["user"], r["launch"]) for r in tables["runs"]]
@@ -145,7 +144,7 @@ def test_report_keeps_two_launches_of_one_workload_apart(two_sheets: dict) -> No
     workloads = tables["workloads"]
     assert sorted((w["launch"], w["rows"]) for w in workloads) == sorted((lid, 2) for lid in launches)
     assert workloads[0]["launch"] == shown[0][2]  # the earlier launch first
-    text = radtrack_cli("report", "grouped", env=env)
+    text = run_cli("report", "grouped", env=env)
     assert text.returncode == 0 and all(lid in text.stdout for lid in launches), text.stdout
 
 
