@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from radtrack.atomic import write_atomic
 from radtrack.errors import RadtrackError
 from radtrack.executors.slurm_queue import JobState, states
 from radtrack.sheet import status_cell
@@ -90,10 +89,7 @@ class Ledger:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         data = {"sheet": str(self.sheet), "uri": self.uri,
                 "jobs": [asdict(j) for j in self.jobs.values()]}
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".jobs.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1)
-        os.replace(tmp, self.path)
+        write_atomic(self.path, json.dumps(data, indent=1))
 
     def add(self, job: Job) -> None:
         self.jobs[job.key] = job

@@ -15,6 +15,8 @@ import os
 import time
 from pathlib import Path
 
+from radtrack.atomic import write_atomic
+
 ROW_DIR = "RADTRACK_ROW_DIR"  # the row's scratch folder (the launcher's; holds ids.json)
 IDS_FILE = "ids.json"
 RUN_ID = "run_id"  # the row run
@@ -33,9 +35,7 @@ def publish(folder: Path, **ids: str) -> None:
     """Add ``ids`` to the folder's ids.json (atomically: a reader sees all or nothing)."""
     path = folder / IDS_FILE
     merged = {**read(folder), **ids}
-    tmp = path.with_name(f".{IDS_FILE}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(merged))
-    tmp.replace(path)
+    write_atomic(path, json.dumps(merged))
 
 
 def read(folder: Path) -> dict[str, str]:
@@ -68,10 +68,9 @@ def wait_for(key: str, folder: Path | None = None, timeout: float = WAIT_S) -> s
 
 def request_stop(folder: Path, stopped_by: str, status: str) -> None:
     """Say in the row folder that radtrack is stopping the row (before the signal goes)."""
-    tmp = folder / f".{STOP_FILE}.{os.getpid()}.tmp"
     try:
-        tmp.write_text(json.dumps({"stopped_by": stopped_by, "status": status, "t": time.time()}))
-        tmp.replace(folder / STOP_FILE)
+        write_atomic(folder / STOP_FILE,
+                     json.dumps({"stopped_by": stopped_by, "status": status, "t": time.time()}))
     except OSError:
         pass  # a full disk: the stop still goes, with Python's traceback as before
 

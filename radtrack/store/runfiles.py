@@ -18,9 +18,10 @@ and sync takes it back from the environment (tracking.with_password).
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from radtrack.atomic import write_atomic
 
 if TYPE_CHECKING:
     from radtrack.spec import RunSpec
@@ -44,13 +45,7 @@ def spec_record(spec: RunSpec) -> dict[str, Any]:
 def write(folder: Path, name: str, data: dict[str, Any]) -> None:
     """``folder/name`` as JSON, atomically (sync reads it whole or not at all). An OSError (a
     full disk) is raised to the caller."""
-    tmp = folder / f".{name}.{os.getpid()}.tmp"
-    try:
-        tmp.write_text(json.dumps(data, indent=1, default=str))
-        tmp.replace(folder / name)
-    except OSError:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_atomic(folder / name, json.dumps(data, indent=1, default=str))
 
 
 def read(folder: Path, name: str) -> dict[str, Any] | None:

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from radtrack.atomic import write_atomic
+
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
@@ -125,10 +127,8 @@ def _offset(folder: Path) -> int:
 
 
 def _mark(folder: Path, offset: int) -> None:
-    tmp = folder / (SHIPPED + ".tmp")
     try:
-        tmp.write_text(str(offset))
-        tmp.replace(folder / SHIPPED)
+        write_atomic(folder / SHIPPED, str(offset))
     except OSError as exc:  # a full disk: resent later, a no-op then
         log.warning("radtrack: could not mark script records stored (%s)", exc)
 

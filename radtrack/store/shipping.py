@@ -18,6 +18,7 @@ import logging
 import threading
 from typing import TYPE_CHECKING
 
+from radtrack.atomic import write_atomic
 from radtrack.store import scriptlog
 from radtrack.store.outage import scrub
 from radtrack.store.restwriter import NotSent, RestMetricWriter
@@ -183,10 +184,8 @@ class Shipper:
     def _mark_shipped(self, s: Stream, lines: int) -> None:
         s.shipped = lines
         marker = self.spool.path(s.name, SHIPPED_SUFFIX)
-        tmp = marker.with_name(marker.name + ".tmp")
         try:
-            tmp.write_text(str(lines))
-            tmp.replace(marker)
+            write_atomic(marker, str(lines))
         except OSError as exc:  # a full disk: the marker lags; what it says is resent, a no-op
             log.debug("radtrack: %s not updated: %s", marker, exc)
 

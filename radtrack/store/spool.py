@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from radtrack.atomic import write_atomic
 from radtrack.listeners.protocol import (
     Hello,
     Message,
@@ -206,9 +207,8 @@ def write_meta(folder: Path, run_id: str, tracking_uri: str) -> None:
     URI is kept without its password (sync takes it back from the environment)."""
     from radtrack.store.uris import without_password
 
-    tmp = folder / (META_FILE + ".tmp")
-    tmp.write_text(json.dumps({"run_id": run_id, "tracking_uri": without_password(tracking_uri)}))
-    tmp.replace(folder / META_FILE)
+    write_atomic(folder / META_FILE,
+                 json.dumps({"run_id": run_id, "tracking_uri": without_password(tracking_uri)}))
 
 
 OWNER_FILE = "owner.lock"  # held (flock) by the process that spools into the folder

@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from radtrack.atomic import write_atomic
 from radtrack.store import schema
 
 FILE = "unchecked.json"
@@ -36,9 +37,7 @@ def _edit(root: Path, change: Callable[[list[dict]], list[dict]]) -> None:
             entries = []
         entries = change(entries)
         if entries:
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(entries, indent=1))
-            os.replace(tmp, path)
+            write_atomic(path, json.dumps(entries, indent=1))
         else:
             path.unlink(missing_ok=True)
     finally:
