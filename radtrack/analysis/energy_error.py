@@ -103,8 +103,9 @@ KNOWN = {"NVIDIA H100 80GB HBM3": SensorConstants(), "NVIDIA H200": H200}
 def for_gpu(model: str | None) -> SensorConstants:
     """The measured constants of GPU model ``model`` (NVML's name; a MIG slice's parent model
     counts), else the H100's defaults, the widest intervals measured."""
-    name = (model or "").strip()
-    return KNOWN.get(name) or next((c for m, c in KNOWN.items() if name.startswith(m)), SensorConstants())
+    name = (model or "").strip()  # a MIG slice: "<parent model> MIG 1g.18gb"
+    return KNOWN.get(name) or next((c for m, c in KNOWN.items() if name.startswith(m + " MIG")),
+                                   SensorConstants())
 
 
 def load_constants(text: str | None = None, gpu: str | None = None) -> SensorConstants:
@@ -204,6 +205,9 @@ def interval(window_s: float, power_w: np.ndarray, activity_pct: np.ndarray | No
         main = max(parts, key=lambda k: parts[k])
         if window_s < c.min_window_s or main == "edges":
             reason = f"{TOO_SHORT} ({window_s:.3g} s; the sensor updates every {c.update_s:g} s)"
+        elif main == "lag":  # a sensor that sees all: the samples' timing at the ends
+            reason = (f"{BURSTY} (power swings within the counter's {c.lag_s * 1000:g}-ms lag "
+                      f"at the window's ends)")
         else:
             reason = (f"{BURSTY} (the sensor sees {c.avg_window_s * 1000:g} ms of every "
                       f"{c.update_s * 1000:g} ms)")

@@ -165,6 +165,8 @@ def test_the_constants_follow_the_gpu_model_the_listener_declares(monkeypatch):
     assert gpu_models(tags) == {"gpu0": "NVIDIA H200", "gpu1": "NVIDIA H100 80GB HBM3"}
     assert for_gpu("NVIDIA H200") is H200 and load_constants(gpu="NVIDIA H200") == H200
     assert for_gpu("NVIDIA H100 80GB HBM3") == SensorConstants() == for_gpu("Tesla T4") == for_gpu(None)
+    # a MIG slice is measured by its parent's sensor; another board of the family is not
+    assert for_gpu("NVIDIA H200 MIG 1g.18gb") is H200 and for_gpu("NVIDIA H200 NVL") == SensorConstants()
     # the environment replaces the measured constants field by field, for every GPU
     c = load_constants('{"threshold_pct": 2.0}', gpu="NVIDIA H200")
     assert (c.avg_window_s, c.lag_s, c.threshold_pct) == (H200.avg_window_s, H200.lag_s, 2.0)
@@ -182,6 +184,7 @@ def test_the_lag_term_widens_windows_over_slow_bursts_only():
     fast = np.where(i % 5 == 0, 780.0, 124.0)  # 100-ms period: averaged within the lag
     wide, narrow = interval(2.0, slow, constants=H200), interval(2.0, fast, constants=H200)
     assert wide.parts_pct["lag"] > 3.0 and narrow.parts_pct["lag"] < 0.01
+    assert wide.reason.startswith(BURSTY) and "lag" in wide.reason  # flag 1, with its cause
     assert interval(2.0, np.full(100, 400.0), constants=H200).parts_pct["lag"] == 0.0
 
 
