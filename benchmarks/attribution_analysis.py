@@ -67,12 +67,48 @@ def _span(run: pd.Series) -> tuple[float, float]:
     return pd.Timestamp(run["start_time"]).timestamp(), pd.Timestamp(run["end_time"]).timestamp()
 
 
+def _logged(client, run_id: str, metric: str) -> tuple[float, float, float]:  # noqa: ANN001
+    """(start, end, mean) of the span over which the run logged ``metric``: from one block
+    before its first log (the first block's work) to its last; NaNs without two logs."""
+    history = sorted(client.get_metric_history(run_id, metric), key=lambda m: m.timestamp)
+    if len(history) < 2:
+        return float("nan"), float("nan"), float("nan")
+    t = np.array([m.timestamp / 1000.0 for m in history])
+    return float(t[0] - (t[1] - t[0])), float(t[-1]), float(np.mean([m.value for m in history]))
+
+
+def _between(acc, run: str, a: float, b: float) -> float:  # noqa: ANN001
+    """A run's attributed energy over [a, b] from an account's windows (prorated)."""
+    lo, hi = np.maximum(acc.edges[:-1], a), np.minimum(acc.edges[1:], b)
+    return float((acc.energy[run].to_numpy() * np.clip(hi - lo, 0.0, None) / np.diff(acc.edges)).sum())
+
+
+def _solo_logged_jpu(client, runs: pd.DataFrame, frames: dict, ids: list[str], metric: str) -> float:  # noqa: ANN001
+    """Mean J per unit of the solo runs ``ids`` over the spans where they logged ``metric``."""
+    from radtrack.analysis.attribution import cumulative_energy
+    from radtrack.analysis.gpu_uses import run_uses
+
+    out = []
+    for rid in ids:
+        run = runs[runs["run_id"] == rid].iloc[0]
+        a, b, mean = _logged(client, rid, metric)
+        tags = {k[4:]: v for k, v in run.items() if isinstance(k, str) and k.startswith("tag.") and isinstance(v, str)}
+        use = next(iter(run_uses(rid, frames[rid], tags, run.get("collocation"), *_span(run)).values()), None)
+        if use is None or not np.isfinite(a):
+            continue
+        out.append(float(np.diff(cumulative_energy(use, np.array([a, b])))[0]) / (mean * (b - a)))
+    return float(np.nanmean(out)) if out else float("nan")
+
+
 def splits(runs: pd.DataFrame, summary: pd.DataFrame, frames: dict, uri: str) -> pd.DataFrame:
+    from mlflow import MlflowClient
+
     from radtrack.analysis import split_model
     from radtrack.analysis.attribution import account
     from radtrack.analysis.gpu_uses import run_uses
     from radtrack.analysis.interference import interference
 
+    client = MlflowClient(uri)
     inter = interference(runs, summary)
     q = split_model.rates(inter)
     cv = split_model.solo_spread(inter, summary)
@@ -104,6 +140,19 @@ def splits(runs: pd.DataFrame, summary: pd.DataFrame, frames: dict, uri: str) ->
                 row["model_vs_solo_pct"] = 100 * (row["model_energy_j"] / work / row["solo_j_per_unit"] - 1)
                 bound, assumed = split_model.split_bound(model.method, run_id, model, cv)
                 row["model_split_ci95_pct"], row["model_split_assumed"] = bound, assumed
+                change = split_model.serial_change_pct(model, q, spans)
+                row["serial_change_pct"] = change
+                row["model_bound_ci95_pct"] = math.hypot(bound, change) if math.isfinite(change) else bound
+                # issue 51 item 4: work and energy over the span where throughput was logged
+                # (start-up before the first block is neither), for the run and its solo runs
+                basis = me.get("slowdown_basis")
+                if isinstance(basis, str) and basis.startswith("throughput"):
+                    a, b, mean = _logged(client, run_id, basis)
+                    ids = [i for i in str(me.get("solo_run_ids") or "").split(",") if i]
+                    solo = _solo_logged_jpu(client, runs, frames, ids, basis)
+                    row["logged_s"] = b - a
+                    row["logged_vs_solo_pct"] = 100 * (_between(acc, run_id, a, b) / (mean * (b - a)) / solo - 1)
+                    row["model_logged_vs_solo_pct"] = 100 * (_between(model, run_id, a, b) / (mean * (b - a)) / solo - 1)
                 row["fallback_split_ci95_pct"] = split_model.split_bound(acc.method, run_id, acc, cv)[0]
                 rows.append(row)
     out = pd.DataFrame(rows)
