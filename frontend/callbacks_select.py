@@ -173,7 +173,7 @@ def placed(source: DataSource, view: View) -> View:
 def runs_children(source: DataSource, experiment: str | None, workload: str | None,
                   text: str | None, selection: list[str]) -> list | html.P:
     rows, _ = run_rows(source, experiment, workload, text, selection)
-    return rows or picker.runs_hint(workload)
+    return rows or picker.runs_hint(workload, experiment)
 
 
 def workload_options(source: DataSource, experiment: str | None, text: str | None) -> list[dict]:

@@ -259,10 +259,11 @@ def info_pairs(row: dict) -> list[list[str]]:
             if v is not None and not (isinstance(v, float) and pd.isna(v))]
 
 
-def runs_hint(workload: str | None) -> html.P:
-    """What the run list says when it lists no run."""
-    return html.P("Pick an experiment and a workload." if not workload
-                  else "No run matches the filter.", className="hint")
+def runs_hint(workload: str | None, experiment: str | None = None) -> html.P:
+    """What the run list says when it lists no run: what is left to pick, else the filter."""
+    text = ("No run matches the filter." if workload else "Pick a workload." if experiment
+            else "Pick an experiment and a workload.")
+    return html.P(text, className="hint")
 
 
 def empty_basket() -> html.P:
