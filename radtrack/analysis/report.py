@@ -251,8 +251,9 @@ def _energy_kind(parents: pd.DataFrame) -> str:
     """What the workloads' measured energy is of, from their parts (``gpu<i>``: a GPU; any
     other, ``pkg0``, ``pkg0/dram``: the host's CPU side): "GPU", "CPU-side" or both."""
     head, tail = f"metric.{schema.workload_key('@', 'energy_j')}".split("@")
-    parts = {c[len(head):-len(tail)] for c in parents.columns
-             if c.startswith(head) and c.endswith(tail) and parents[c].notna().any()}
+    # summary/workload/energy_j (the parts' total) matches head and tail too: not a part
+    parts = {c[len(head):-len(tail)] for c in parents.columns if c.startswith(head)
+             and c.endswith(tail) and len(c) > len(head) + len(tail) and parents[c].notna().any()}
     gpu, cpu = any(p.startswith("gpu") for p in parts), any(not p.startswith("gpu") for p in parts)
     return "GPU and CPU-side" if gpu and cpu else "CPU-side" if cpu else "GPU"
 
