@@ -26,7 +26,7 @@ The interval combines, as relative standard deviations added in quadrature (x 1.
   which run ``lag_s`` ahead of the counter (its averaging window); where the power changes
   within ``lag_s`` at a window's ends, that much energy lands on the wrong side of each
   end: ``lag_s`` x the RMS change of the samples over ``lag_s``, per end (0 on a steady load
-  and on loads periodic within ``lag_s``; 1-s bursts on an H200: up to 20 % at 1-2 s).
+  and on loads periodic within the counter's window; 1-s bursts on an H200: up to 15 % at 1-2 s).
 
 An interval above ``threshold_pct`` is flagged with its main cause: "window too short"
 (the edge term dominates, or the window is under ``min_window_s``) or "bursty load near the
@@ -90,7 +90,7 @@ class SensorConstants:
 #: the H200's sensor, measured on 2026-11-29 (benchmarks/results/h200-2026-11-29-attribution-2:
 #: benchmarks/power_sensor.py --quick): the counter updates every 100 ms and averages all of it
 #: (edges 100.0 ms, counter fit 118.9 ms), so a 20-ms load's 8-s windows spread 0.1 % (the
-#: H100's: 19.3 %); edge_s and lag_s from the coverage of 1-40 s windows on steady,
+#: H100's: 19.3 %); edge_s and lag_s from the coverage of 1-30 s windows on steady,
 #: co-located and bursty loads against an independent counter reader (same folder)
 H200 = SensorConstants(
     gpu="NVIDIA H200", source="benchmarks/power_sensor.py 2026-11-29 (H200, one device call)",
