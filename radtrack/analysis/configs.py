@@ -12,9 +12,11 @@ import pandas as pd
 from radtrack.store import schema
 
 # ``command`` repeats script + args and may embed paths that differ between launches;
-# ``manual`` only moves when the listeners start, not what the script computes.
+# ``manual`` only moves when the listeners start, not what the script computes; ``max_time``
+# only says how long the run was watched: its per-unit figures (throughput, J/unit) compare
+# across limits, and a duration cut by a limit is never compared (interference.py blanks it).
 BOOKKEEPING_PARAMS = frozenset({"script", "command", "devices", "collocation", "listeners",
-                                "interval", "manual"})
+                                "interval", "manual", "max_time"})
 
 
 def params_text(row: pd.Series) -> str:
