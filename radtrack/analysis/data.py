@@ -15,19 +15,23 @@ import shutil
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
 import pyarrow.parquet as pq
-from mlflow import MlflowClient
-from mlflow.entities import Experiment, Run, ViewType
-from mlflow.exceptions import MlflowException
 
+from radtrack.analysis.reader_client import reader_client
 from radtrack.analysis.run_records import records, records_frame, run_row
 from radtrack.analysis.trace_listing import FINAL_STATUSES, telemetry_listeners
 from radtrack.errors import RadtrackError
 from radtrack.store import schema
+from radtrack.store.entities import refusals
 from radtrack.store.schema import SUMMARY_PREFIX, canonical_key, stored_keys
 from radtrack.store.tracking import lookup_experiment, resolve_uri
+
+if TYPE_CHECKING:  # MLflow is imported where its client reads (reader_client), not here
+    from mlflow import MlflowClient
+    from mlflow.entities import Experiment, Run
 
 CACHE_ENV = "RADTRACK_CACHE_DIR"
 
@@ -66,18 +70,21 @@ def _not_mlflow(uri: str) -> str | None:
 
 def client_for(tracking_uri: str | None = None) -> MlflowClient:
     """The readers' client; a store that does not exist is refused, never created
-    (RadtrackError: ``radtrack report``, ``export`` and ``ui`` only read)."""
+    (RadtrackError: ``radtrack report``, ``export`` and ``ui`` only read). MLflow's client,
+    or the launcher's light one at a workload's end (radtrack/analysis/reader_client.py)."""
     uri = resolve_tracking_uri(tracking_uri)
     problem = missing_store(uri)
     if problem:
         raise RadtrackError(problem)
-    return MlflowClient(tracking_uri=uri)
+    return reader_client(uri)
 
 
 def find_experiment(client: MlflowClient, experiment: str) -> Experiment:
     """The experiment called ``experiment``, or with that id; RadtrackError when neither exists."""
     found = lookup_experiment(client, experiment)
     if found is None:
+        from mlflow.entities import ViewType
+
         names = sorted(e.name for e in client.search_experiments(view_type=ViewType.ALL))
         hint = f" (known: {', '.join(names)})" if names else " (the store has no experiments)"
         raise RadtrackError(
@@ -91,7 +98,7 @@ def get_runs(client: MlflowClient, run_ids: Iterable[str]) -> list[Run]:
     for run_id in run_ids:
         try:
             runs.append(client.get_run(run_id))
-        except MlflowException as exc:
+        except refusals() as exc:
             raise RadtrackError(
                 f"run {run_id!r} not found in {client.tracking_uri}") from exc
     return runs
@@ -135,7 +142,7 @@ def load_run_records(experiment: str | Experiment | None = None,
         runs = get_runs(client, run_ids)
     else:
         if experiment is not None:
-            found = (experiment if isinstance(experiment, Experiment)
+            found = (experiment if not isinstance(experiment, str | int)
                      else find_experiment(client, str(experiment)))
             names[found.experiment_id] = found.name
             exp_ids = [found.experiment_id]
@@ -185,7 +192,7 @@ def telemetry_path(run_id: str, listener: str, tracking_uri: str | None = None,
     try:
         try:
             local = client.download_artifacts(run_id, artifact, str(staging))
-        except (MlflowException, OSError) as exc:
+        except (*refusals(), OSError) as exc:
             raise RadtrackError(
                 f"run {run_id}: no telemetry artifact {artifact!r} ({exc})") from exc
         # Readers in other processes (the frontend) must never see a half-written file.

@@ -11,11 +11,15 @@ time); the frame holds it as pandas infers (NaN in a text or number column).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
-from mlflow.entities import Run
 
 from radtrack.store import schema
 from radtrack.store.schema import canonical_key
+
+if TYPE_CHECKING:  # a light client's runs (radtrack/store/entities.py) have the same fields
+    from mlflow.entities import Run
 
 PARENT_TAG = "mlflow.parentRunId"
 RUN_COLUMNS = [

@@ -13,14 +13,17 @@ import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
 from urllib.request import url2pathname
 
-from mlflow import MlflowClient
-from mlflow.exceptions import MlflowException
-
+from radtrack.analysis.reader_client import reader_client
+from radtrack.store.entities import refusals
 from radtrack.store.schema import TELEMETRY_DIR, TRACE_SUFFIX
 from radtrack.store.tracking import resolve_uri
+
+if TYPE_CHECKING:
+    from mlflow import MlflowClient
 
 # Only a FINISHED run's artifacts are final: a RUNNING run has no trace yet, and a run a
 # killed launcher left behind may still get its trace from ``radtrack sync``.
@@ -35,7 +38,7 @@ def telemetry_listeners(run_id: str, tracking_uri: str | None = None,
     ``status`` and ``artifact_uri`` are the run's, where the caller has them: a FINISHED
     run's listing is kept, a local folder is listed without MLflow (module docstring).
     """
-    client = client or MlflowClient(tracking_uri=resolve_uri(tracking_uri))
+    client = client or reader_client(resolve_uri(tracking_uri))
     key = (client.tracking_uri, run_id)
     if status in FINAL_STATUSES:
         with _LISTENERS_LOCK:
@@ -51,7 +54,7 @@ def telemetry_listeners(run_id: str, tracking_uri: str | None = None,
                      if not f.is_dir]
     except FileNotFoundError:
         names = []  # no trace was stored
-    except (MlflowException, OSError):
+    except (*refusals(), OSError):
         # A store whose artifact root is unreachable from here still has the metric history.
         return []
     found = sorted(name.removesuffix(TRACE_SUFFIX) for name in names if name.endswith(TRACE_SUFFIX))

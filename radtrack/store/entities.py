@@ -88,6 +88,24 @@ class Experiment:
     tags: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class FileInfo:
+    """An artifact as MLflow lists it: its path under the run's artifacts, folder or file."""
+
+    path: str
+    is_dir: bool
+    file_size: int | None = None
+
+
+class Page(list):  # type: ignore[type-arg]
+    """One page of a search, as MLflow's PagedList: the items and the next page's token
+    (None on the last page)."""
+
+    def __init__(self, items: Any = (), token: str | None = None):
+        super().__init__(items)
+        self.token = token
+
+
 class StoreError(Exception):
     """The store refused a call (a bad value, a missing run, ...), with MLflow's error code
     where it gave one (``RESOURCE_DOES_NOT_EXIST``, ``INVALID_PARAMETER_VALUE``, ...)."""

@@ -24,8 +24,17 @@ from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 from radtrack.store import credentials
-from radtrack.store.entities import Experiment, Run, RunData, RunInfo, StoreError
-from radtrack.store.search_filter import Unsupported, parse
+from radtrack.store.entities import (
+    Experiment,
+    FileInfo,
+    Metric,
+    Page,
+    Run,
+    RunData,
+    RunInfo,
+    StoreError,
+)
+from radtrack.store.search_filter import Unsupported, order_ascending, parse
 
 API = "/api/2.0/mlflow/"
 ARTIFACTS_API = "/api/2.0/mlflow-artifacts/artifacts/"
@@ -53,6 +62,10 @@ class RestClient:
         self._mlflow: Any = None
         self._artifact_uris: dict[str, str] = {}  # run id -> artifact URI: no get-run per artifact
 
+    @property
+    def tracking_uri(self) -> str:  # MlflowClient's name for it: radtrack's readers use it
+        return self.uri
+
     def mlflow(self) -> Any:
         """MLflow's own client of the server, for what this one does not do (made once)."""
         if self._mlflow is None:
@@ -64,8 +77,8 @@ class RestClient:
     # -- plumbing ---------------------------------------------------------------------------
 
     def send(self, method: str, path: str, body: Any = None, data: bytes | None = None,
-             query: dict[str, Any] | None = None) -> dict[str, Any]:
-        """One request; the JSON answer ({} for an empty one)."""
+             query: dict[str, Any] | None = None, raw: bool = False) -> Any:
+        """One request; the JSON answer ({} for an empty one), or its bytes (``raw``)."""
         url = self.base + path + (f"?{urlencode(query)}" if query else "")
         headers = dict(self.headers)
         if body is not None:
@@ -92,6 +105,8 @@ class RestClient:
             raise ConnectionError(f"API request to {path} failed: {reason}") from None
         except (TimeoutError, OSError) as exc:
             raise ConnectionError(f"API request to {path} failed: {exc}") from None
+        if raw:
+            return text
         return json.loads(text) if text.strip() else {}
 
     def call(self, method: str, endpoint: str, body: Any = None, **query: Any) -> dict[str, Any]:
@@ -114,7 +129,9 @@ class RestClient:
         body = {"name": name, **({"artifact_location": artifact_location} if artifact_location else {})}
         return str(self.call("POST", "experiments/create", body)["experiment_id"])
 
-    def search_experiments(self) -> list[Experiment]:
+    def search_experiments(self, **kwargs: Any) -> list[Experiment]:
+        if kwargs:  # a view of deleted ones too: a reader's error message only
+            return self.mlflow().search_experiments(**kwargs)
         out: list[Experiment] = []
         token = None
         while True:
@@ -148,24 +165,45 @@ class RestClient:
         return run
 
     def search_runs(self, experiment_ids: Iterable[str], filter_string: str = "",
-                    max_results: int = 1000, **_: Any) -> list[Run]:
+                    max_results: int = 1000, page_token: str | None = None,
+                    order_by: list[str] | None = None, **_: Any) -> Page:
+        """Up to ``max_results`` runs from ``page_token`` on, with the token of the rest."""
         ids = [str(i) for i in experiment_ids]
         try:
             parse(filter_string)  # the server reads it; one radtrack knows is one it sends as is
+            known = order_ascending(order_by) is not None
         except Unsupported:
-            return self.mlflow().search_runs(ids, filter_string=filter_string, max_results=max_results)
-        out: list[Run] = []
-        token = None
+            known = False
+        if not known:
+            return self.mlflow().search_runs(ids, filter_string=filter_string, max_results=max_results,
+                                             page_token=page_token, order_by=order_by)
+        out = Page()
+        token = page_token
         while len(out) < max_results:
             body = {"experiment_ids": ids, "filter": filter_string or "", "run_view_type": "ACTIVE_ONLY",
                     "max_results": min(max_results - len(out), 50000),
+                    **({"order_by": list(order_by)} if order_by else {}),
                     **({"page_token": token} if token else {})}
             answer = self.call("POST", "runs/search", body)
             out += [_run(r) for r in answer.get("runs", [])]
             token = answer.get("next_page_token")
             if not token:
                 break
+        out.token = token or None
         return out
+
+    def get_metric_history(self, run_id: str, key: str) -> list[Metric]:
+        """Every point of ``key``, in the server's order (paged as MLflow's client pages)."""
+        out: list[Metric] = []
+        token = None
+        while True:
+            answer = self.call("GET", "metrics/get-history", run_id=run_id, metric_key=key,
+                               max_results=25000, **({"page_token": token} if token else {}))
+            out += [Metric(key, _number(m.get("value", 0)), int(m.get("timestamp", 0)), int(m.get("step", 0)))
+                    for m in answer.get("metrics", [])]
+            token = answer.get("next_page_token")
+            if not token:
+                return out
 
     def update_run(self, run_id: str, status: str | None = None, name: str | None = None) -> None:
         body: dict[str, Any] = {"run_id": run_id, "run_uuid": run_id}
@@ -226,6 +264,36 @@ class RestClient:
             return
         local = Path(local_path)
         self._upload("/".join(filter(None, [base, artifact_path, local.name])), local)
+
+    def list_artifacts(self, run_id: str, path: str | None = None) -> list[FileInfo]:
+        base = self._proxied(run_id)
+        if base is None:
+            return self.mlflow().list_artifacts(run_id, path)
+        where = "/".join(filter(None, [base, (path or "").strip("/")]))
+        answer = self.send("GET", ARTIFACTS_API.rstrip("/"), query={"path": where})
+        prefix = f"{path.strip('/')}/" if path else ""
+        return [FileInfo(prefix + f["path"], bool(f.get("is_dir")),
+                         int(f["file_size"]) if f.get("file_size") is not None else None)
+                for f in answer.get("files", [])]
+
+    def download_artifacts(self, run_id: str, path: str, dst_path: str | None = None) -> str:
+        """The file (or folder) at ``path`` into ``dst_path``/``path`` through the proxy."""
+        base = self._proxied(run_id)
+        if base is None:
+            return self.mlflow().download_artifacts(run_id, path, dst_path)
+        import tempfile
+
+        root = dst_path or tempfile.mkdtemp(prefix="radtrack-artifacts-")
+        out = Path(root) / path
+        entries = self.list_artifacts(run_id, path)  # a file lists nothing, a folder its entries
+        if entries:
+            for entry in entries:
+                self.download_artifacts(run_id, entry.path, root)
+            return str(out)
+        data = self.send("GET", ARTIFACTS_API + quote(f"{base}/{path.strip('/')}"), raw=True)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_bytes(data)
+        return str(out)
 
     def log_artifacts(self, run_id: str, local_dir: str, artifact_path: str | None = None) -> None:
         base = self._proxied(run_id)

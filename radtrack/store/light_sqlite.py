@@ -24,9 +24,18 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from radtrack.store.entities import Experiment, Run, RunData, RunInfo, StoreError
-from radtrack.store.local_artifacts import copy_artifact, local_folder
-from radtrack.store.search_filter import Unsupported, parse
+from radtrack.store.entities import (
+    Experiment,
+    FileInfo,
+    Metric,
+    Page,
+    Run,
+    RunData,
+    RunInfo,
+    StoreError,
+)
+from radtrack.store.local_artifacts import copy_artifact, download, listing, local_folder
+from radtrack.store.search_filter import Unsupported, order_ascending, parse
 from radtrack.store.sqlite_rows import RUN_NAME, clause_sql, log_params, log_points, set_tags
 
 USER = "mlflow.user"
@@ -84,6 +93,10 @@ class SqliteClient:
         self._copies: list[Any] = []  # artifact copies a batch makes once it committed
         self._con: sqlite3.Connection | None = None
         self._mlflow: Any = None
+
+    @property
+    def tracking_uri(self) -> str:  # MlflowClient's name for it: radtrack's readers use it
+        return self.uri
 
     def mlflow(self) -> Any:
         """MLflow's own client of the store, for what this one does not do (made once)."""
@@ -194,7 +207,10 @@ class SqliteClient:
 
         return self._write(make)
 
-    def search_experiments(self) -> list[Experiment]:
+    def search_experiments(self, **kwargs: Any) -> list[Experiment]:
+        if kwargs:  # a view of deleted ones too: a reader's error message only
+            return self.mlflow().search_experiments(**kwargs)
+
         def read(con: sqlite3.Connection) -> list[Experiment]:
             ids = [r[0] for r in con.execute("SELECT experiment_id FROM experiments WHERE "
                                              "lifecycle_stage = 'active' AND workspace = 'default'")]
@@ -262,17 +278,23 @@ class SqliteClient:
         return runs[0]
 
     def search_runs(self, experiment_ids: Iterable[str], filter_string: str = "",
-                    max_results: int = 1000, **_: Any) -> list[Run]:
+                    max_results: int = 1000, page_token: str | None = None,
+                    order_by: list[str] | None = None, **_: Any) -> Page:
         """Active runs of the experiments matching ``filter_string`` (the forms
-        radtrack/store/search_filter.py reads), newest first, as MLflow orders them."""
+        radtrack/store/search_filter.py reads), newest first as MLflow orders them, or
+        oldest first (``order_by`` start time ascending); one page of ``max_results``."""
+        ascending = order_ascending(order_by)
         try:
             clauses = parse(filter_string)
         except Unsupported:
+            ascending = None
+        if ascending is None:
             return self.mlflow().search_runs(list(experiment_ids), filter_string=filter_string,
-                                             max_results=max_results)
+                                             max_results=max_results, page_token=page_token,
+                                             order_by=order_by)
         ids = [int(i) for i in experiment_ids]
         if not ids:
-            return []
+            return Page()
         where = [f"experiment_id IN ({', '.join('?' * len(ids))})", "lifecycle_stage = 'active'"]
         args: list[Any] = list(ids)
         for c in clauses:
@@ -280,7 +302,18 @@ class SqliteClient:
             where.append(sql)
             args += more
         runs = self._read(lambda con: self._runs(con, " AND ".join(where), args))
-        return runs[:max_results]
+        if ascending:  # stable: runs that started together stay in run id order, as MLflow's
+            runs.sort(key=lambda r: r.info.start_time or 0)
+        first = int(page_token or 0)
+        last = first + max_results
+        return Page(runs[first:last], str(last) if len(runs) > last else None)
+
+    def get_metric_history(self, run_id: str, key: str) -> list[Metric]:
+        """Every point of ``key``, ordered as MLflow's SQL store orders them."""
+        rows = self._read(lambda con: con.execute(
+            "SELECT value, timestamp, step, is_nan FROM metrics WHERE run_uuid = ? AND key = ? "
+            "ORDER BY timestamp, step, value", (run_id, key)).fetchall())
+        return [Metric(key, math.nan if nan else v, t, s) for v, t, s, nan in rows]
 
     def update_run(self, run_id: str, status: str | None = None, name: str | None = None) -> None:
         def change(con: sqlite3.Connection) -> None:
@@ -360,3 +393,13 @@ class SqliteClient:
 
     def log_artifacts(self, run_id: str, local_dir: str, artifact_path: str | None = None) -> None:
         self.log_artifact(run_id, local_dir, artifact_path)
+
+    def list_artifacts(self, run_id: str, path: str | None = None) -> list[FileInfo]:
+        folder = self.artifact_dir(run_id, path)
+        return self.mlflow().list_artifacts(run_id, path) if folder is None else listing(folder, path)
+
+    def download_artifacts(self, run_id: str, path: str, dst_path: str | None = None) -> str:
+        root = self.artifact_dir(run_id, None)
+        if root is None:
+            return self.mlflow().download_artifacts(run_id, path, dst_path)
+        return download(root, path, dst_path)

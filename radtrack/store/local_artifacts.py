@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+from radtrack.store.entities import FileInfo, StoreError
 
 
 def local_folder(artifact_uri: str, artifact_path: str | None) -> Path | None:
@@ -21,6 +24,30 @@ def local_folder(artifact_uri: str, artifact_path: str | None) -> Path | None:
     else:
         return None
     return base / artifact_path if artifact_path else base
+
+
+def listing(folder: Path, artifact_path: str | None) -> list[FileInfo]:
+    """MLflow's list_artifacts of a local folder (``artifact_path`` the folder's path in the
+    run's artifacts): [] where there is none."""
+    if not folder.is_dir():
+        return []
+    out = []
+    for entry in sorted(os.scandir(folder), key=lambda e: e.name):
+        path = f"{artifact_path.rstrip('/')}/{entry.name}" if artifact_path else entry.name
+        is_dir = entry.is_dir()
+        out.append(FileInfo(path, is_dir, None if is_dir else entry.stat().st_size))
+    return out
+
+
+def download(root: Path, artifact_path: str, dst_path: str | None) -> str:
+    """MLflow's download_artifacts from a run's local artifact folder ``root``: the file (or
+    folder) at ``artifact_path`` copied to ``dst_path``/``artifact_path``; its local path."""
+    src = root / artifact_path
+    if not src.exists():
+        raise StoreError(f"no artifact {artifact_path!r} in {root}", "RESOURCE_DOES_NOT_EXIST")
+    out = Path(dst_path or tempfile.mkdtemp(prefix="radtrack-artifacts-")) / artifact_path
+    copy_artifact(src, out if src.is_dir() else out.parent)
+    return str(out)
 
 
 def copy_artifact(local: Path, folder: Path) -> None:

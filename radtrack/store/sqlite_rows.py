@@ -34,8 +34,9 @@ def stored_value(value: float) -> tuple[float, bool]:
 
 def clause_sql(c: Clause) -> tuple[str, list[Any]]:
     """A search clause (radtrack/store/search_filter.py) as SQL on the runs table, with its values."""
-    if c.kind == "tag":
-        return f"run_uuid IN (SELECT run_uuid FROM tags WHERE key = ? AND value {c.op} ?)", [c.key, c.value]
+    if c.kind in ("tag", "param"):
+        table = "tags" if c.kind == "tag" else "params"
+        return f"run_uuid IN (SELECT run_uuid FROM {table} WHERE key = ? AND value {c.op} ?)", [c.key, c.value]
     return f"{c.key} {c.op} ?", [c.value]
 
 

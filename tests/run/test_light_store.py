@@ -9,7 +9,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pytest
 from support import REPO
 
@@ -80,6 +82,43 @@ def test_a_launch_into_a_tracking_server_stores_everything_without_importing_mlf
     _check_stored(mlflow_server_uri)
 
 
+@pytest.mark.parametrize("kind", ["sqlite", "server"])
+def test_a_colocated_workload_s_end_reads_its_baselines_without_mlflow(
+        kind: str, tmp_path: Path, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sheet's solo row, then two co-located rows of the same script: the second workload's
+    end reads its stored runs and solo baseline (STP and ANTT in its closing line) through the
+    light client (radtrack/analysis/reader_client.py), and reads exactly what MLflow's
+    client reads from the same store."""
+    from radtrack.analysis.workload_runs import read_workload_runs
+    from radtrack.store.handle import CLIENT_ENV
+
+    uri = (f"sqlite:///{tmp_path / 'mlflow.db'}" if kind == "sqlite"
+           else request.getfixturevalue("mlflow_server_uri"))
+    experiment = f"co{kind}{os.getpid()}{tmp_path.name[-6:]}".replace("_", "")  # the server is the session's
+    (tmp_path / "sleeper.py").write_text(SCRIPT)
+    sheet = tmp_path / "co.csv"
+    sheet.write_text("Experiment,Workload,Devices,Collocation,File,Listeners,Params,Interval,RunName\n"
+                     + "".join(f"{experiment},{w},-,-,sleeper.py,,--x 1,0.1,{n}\n"
+                               for w, n in ((1, "solo"), (2, "a"), (2, "b"))))
+    env = {**os.environ, "RADTRACK_HOME": str(tmp_path / ".radtrack"), "PYTHONUNBUFFERED": "1"}
+    env.pop(CLIENT_ENV, None)
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "radtrack", "--tracking-uri", uri,
+                        "-l", "top", str(sheet)], cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert f"{experiment}-2: STP " in p.stderr + p.stdout, (p.stdout + p.stderr)[-3000:]
+    assert not _imported(p.stderr) & set(HEAVY), "the workload's end imported MLflow or SQLAlchemy"
+    monkeypatch.delenv(CLIENT_ENV, raising=False)
+    light = read_workload_runs(experiment, 2, uri)
+    monkeypatch.setenv(CLIENT_ENV, "mlflow")
+    theirs = read_workload_runs(experiment, 2, uri)
+    assert light is not None and theirs is not None
+    assert len(light.runs) == 5  # both parents, the solo row, the two co-located rows
+    pd.testing.assert_frame_equal(light.runs.reset_index(drop=True), theirs.runs.reset_index(drop=True))
+    pd.testing.assert_frame_equal(light.summaries.reset_index(drop=True),
+                                  theirs.summaries.reset_index(drop=True))
+
+
 def test_a_listener_process_imports_no_mlflow() -> None:
     p = subprocess.run([sys.executable, "-X", "importtime", "-m", "radtrack.listeners", "top", "--interval", "0.05",
                         "--devices", "", "--count", "2"], cwd=REPO, capture_output=True, text=True,
@@ -141,6 +180,40 @@ def test_the_light_clients_write_what_mlflow_reads(kind: str, tmp_path: Path,
     assert c.search_runs([exp_id], filter_string="tags.`t` = 'y'") == []
     # a filter the light client does not read goes to MLflow's own client
     assert [r.info.run_id for r in c.search_runs([exp_id], filter_string="metrics.m > 1")] == [rid]
+    _reads_as_mlflow(c, m, exp_id, rid, tmp_path)
+
+
+def _reads_as_mlflow(c: Any, m: Any, exp_id: str, rid: str, tmp_path: Path) -> None:
+    """The calls radtrack's readers make (radtrack/analysis/reader_client.py) answer as MLflow's
+    client does: searches by page, oldest first, by status and param; metric histories
+    (NaN and infinity as stored); artifacts listed and downloaded."""
+    from radtrack.store.entities import Param
+
+    later = c.create_run(exp_id, run_name="r2", tags={"mlflow.user": "ann"}, start_time=1500)
+    c.log_batch(later.info.run_id, params=[Param("p", "2")])
+    c.set_terminated(later.info.run_id, "FINISHED", end_time=2500)
+    for query in ("", "attributes.status = 'FINISHED' and params.p = '2'", "params.p = '1'"):
+        for order in (None, ["attributes.start_time ASC"]):
+            mine = c.search_runs([exp_id], filter_string=query, order_by=order, max_results=1)
+            theirs = m.search_runs([exp_id], filter_string=query, order_by=order, max_results=1)
+            assert [r.info.run_id for r in mine] == [r.info.run_id for r in theirs], (query, order)
+            assert bool(mine.token) == bool(theirs.token), (query, order)
+            if mine.token:
+                rest = c.search_runs([exp_id], filter_string=query, order_by=order, page_token=mine.token)
+                more = m.search_runs([exp_id], filter_string=query, order_by=order, page_token=theirs.token)
+                assert [r.info.run_id for r in rest] == [r.info.run_id for r in more]
+    for key in ("m", "n", "inf", "absent"):
+        mine_h = [(p.key, p.timestamp, p.step, repr(p.value)) for p in c.get_metric_history(rid, key)]
+        theirs_h = [(p.key, p.timestamp, p.step, repr(p.value)) for p in m.get_metric_history(rid, key)]
+        assert mine_h == theirs_h, key
+    assert ([(a.path, a.is_dir) for a in c.list_artifacts(rid, "code")]
+            == [(a.path, a.is_dir) for a in m.list_artifacts(rid, "code")])
+    assert [(a.path, a.is_dir) for a in c.list_artifacts(rid)] == [("code", True)]
+    name = f"code/{Path(__file__).name}"
+    got = Path(c.download_artifacts(rid, name, str(tmp_path / "dl")))
+    assert got == tmp_path / "dl" / name and got.read_bytes() == Path(__file__).read_bytes()
+    folder = Path(c.download_artifacts(rid, "code", str(tmp_path / "dl2")))
+    assert (folder / Path(__file__).name).read_bytes() == Path(__file__).read_bytes()
 
 
 def test_the_store_client_can_be_mlflow_s_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -158,8 +231,12 @@ def test_search_filters_the_light_clients_read() -> None:
     assert parse("attributes.start_time >= 5 AND attributes.start_time <= 9") == [
         Clause("attribute", "start_time", ">=", 5), Clause("attribute", "start_time", "<=", 9)]
     assert parse("") == []
+    assert parse("attributes.status = 'FINISHED' and params.script = '/a b/t.py'") == [
+        Clause("attribute", "status", "=", "FINISHED"), Clause("param", "script", "=", "/a b/t.py")]
     with pytest.raises(Unsupported):
-        parse("params.lr = '0.1'")
+        parse("params.lr > '0.1'")
+    with pytest.raises(Unsupported):
+        parse("metrics.loss < 1")
 
 
 def test_the_command_leaves_with_its_code_after_every_exit_handler() -> None:
