@@ -165,7 +165,9 @@ def run(workloads: list[list[RunSpec]], uri: str, sheet: Path, opts: SlurmOption
                 continue
             job = Job(job_id, rows[0].experiment, rows[0].workload,
                       {str(s.row): s.run_name or s.default_run_name() for s in rows},
-                      home=home or default_job_home())
+                      home=home or default_job_home(),
+                      # what finds each row again in a sheet edited before `radtrack status`
+                      identity={str(s.row): [s.row_key, s.run_id] for s in rows if s.row_key})
             ledger.add(job)
             ledger.save()  # recorded at once: a later Ctrl-C or crash must not orphan it
             submitted.append(job)

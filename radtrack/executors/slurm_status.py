@@ -54,6 +54,11 @@ class Job:
     home: str = ""  # the job's RADTRACK_HOME on its node (spool, row folders)
     node: str = ""  # where it ran, once its runs say
     left: list[str] = field(default_factory=list)  # runs whose spool may still be on the node
+    # sheet line at submit (as in ``rows``) -> [row identity (sheet/rowmatch.py row_key), the
+    # Run cell last written]: what finds the row again in a sheet edited since (the runs'
+    # radtrack.row tag keeps the line at submit); a ledger from before it: rows by line
+    identity: dict[str, list[str]] = field(default_factory=dict)
+    gone: dict[str, str] = field(default_factory=dict)  # rows found nowhere, named: line -> run id
 
     @property
     def key(self) -> str:
@@ -227,9 +232,37 @@ def refresh(ledger: Ledger, client: MlflowClient, jobs: list[Job] | None = None,
         cells.update(c)
         job_cells.update(jc)
     if cells:
-        write_statuses(ledger.sheet, cells, job_cells)
+        write_back(ledger.sheet, jobs, cells, job_cells, log)
     ledger.save()
     return found
+
+
+def write_back(sheet: Path, jobs: list[Job], cells: dict[int, tuple[str, str]],
+               job_cells: dict[int, str], log: Log) -> None:
+    """The jobs' Status/Run/Job ``cells`` (keyed by the lines at submit) into the rows of
+    ``sheet`` that were submitted, found by their identity wherever edits since moved them
+    (sheet/rowmatch.py, as the local launcher does); the Run cell written becomes part of
+    the identity. A row found nowhere is named in one line with its job and run (once per
+    run id); the others are written all the same."""
+    identities = {int(line): (ident[0], ident[1]) for job in jobs
+                  for line, ident in job.identity.items() if int(line) in cells}
+    lost = set(write_statuses(sheet, cells, job_cells, identities=identities or None))
+    for job in jobs:
+        for line, ident in job.identity.items():
+            row = int(line)
+            if row not in cells:
+                continue
+            status, run_id = cells[row]
+            if row not in lost:
+                ident[1] = run_id  # the Run cell it holds now
+                job.gone.pop(line, None)
+            elif line not in job.gone or job.gone[line] != run_id:
+                job.gone[line] = run_id
+                log(f"{sheet}:{row}: row {job.rows.get(line, '')} (line {row} when submitted, "
+                    f"job {job.job}) is no longer in the sheet (removed, or its cells edited "
+                    f"since): its Status {status.split()[0]} and Run "
+                    f"{run_id or '(no run yet)'} were not written; the ledger keeps its job"
+                    + (", the store its run" if run_id else ""))
 
 
 def main(argv: list[str]) -> int:
