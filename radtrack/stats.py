@@ -80,7 +80,7 @@ def _rate(x: np.ndarray, t: np.ndarray, first: int, last: int, back: bool) -> fl
     return float((x[b] - x[a]) / (t[b] - t[a])) if t[b] > t[a] else float("nan")
 
 
-def _power_between(power: Power, a: float, b: float) -> float:
+def power_between(power: Power, a: float, b: float) -> float:
     """The trapezoid integral of ``power`` over ``a``..``b`` (its value interpolated at
     both ends); NaN where its readings do not cover the span (none inside it, nor on both
     sides of it)."""
@@ -118,7 +118,7 @@ def stitch_counter(v: np.ndarray, t: np.ndarray | None = None,
         e = starts[k + 1] if k + 1 < len(starts) else len(x)
         bridge = 0.0
         if tt is not None:
-            bridge = (_power_between(power, float(tt[a - 1]), float(tt[a]))
+            bridge = (power_between(power, float(tt[a - 1]), float(tt[a]))
                       if power is not None else float("nan"))
             if bridge != bridge:  # no power reading covers the gap: the lives' own rates
                 life_before = max((b for b in [0, *starts] if b < a), default=0)

@@ -10,8 +10,10 @@ taken as it stopped. What the run stores is its span, ``start`` .. ``end``
 - a point at each end of the span for every series with a reading inside it: the value
   there interpolated between the series' readings either side of that end (a reading just
   outside the span shapes its end, e.g. an energy counter's final reading), else its
-  nearest reading inside the span held. A series with a reading exactly at an end needs
-  none there. A series read rarely (an energy counter, every 5 s) may have no reading
+  nearest reading inside the span held; but an energy counter never read at or after the
+  end (its listener died without its final reading) ends at its last reading plus the
+  device's power readings integrated from there to the end, not held (a 0-W tail). A
+  series with a reading exactly at an end needs none there. A series read rarely (an energy counter, every 5 s) may have no reading
   inside a short span: with readings either side of both ends, it gets both end points,
   interpolated, and a count of 0. A series read first after the end, none before, whose
   reading covers an interval (from the listener's previous tick) at least half inside the
@@ -70,6 +72,8 @@ def span_frame(frame: pd.DataFrame, start: float | None, end: float | None,
         for k, since in (late or {}).items():
             if k in values and since > start:
                 values[k][0] = float("nan")
+    if end is not None:
+        _counter_tails(frame, t, values, float(end))
     # a series read inside the span; or one read rarely (an energy counter every few
     # seconds) with readings either side of both ends: its ends interpolated, no reading
     counts = {k: n[k] for k in keys if n[k] or (at_step and all(v == v for v in values[k]))}
@@ -97,6 +101,31 @@ def span_frame(frame: pd.DataFrame, start: float | None, end: float | None,
     for col in out.columns[2:]:
         out[col] = out[col].astype("float64")
     return out, counts
+
+
+def _counter_tails(frame: pd.DataFrame, t: np.ndarray, values: dict[str, list[float]],
+                   end: float) -> None:
+    """An energy counter read last before the span's end and never after it (its listener
+    died without its final reading, and its restarted life read none before the run ended):
+    its end point is that reading plus the device's power readings beside it
+    (``<device>/power_w``) integrated from there to the end, where they cover it, not the
+    reading held, which would count the run's tail as 0 W. In place, in ``values``."""
+    from radtrack.stats import power_between
+    from radtrack.store.energy_sources import bridging_power_key
+
+    for key, at in values.items():
+        power = bridging_power_key(str(key))
+        if power is None or power not in frame.columns or at[-1] != at[-1]:
+            continue
+        v = frame[key].to_numpy(dtype=float)
+        ok = ~np.isnan(v)
+        if (ok & (t >= end)).any():
+            continue  # read at or after the end: interpolated as any series
+        idx = np.flatnonzero(ok)
+        last = idx[np.argmax(t[idx])]
+        tail = power_between((t, frame[power].to_numpy(dtype=float)), float(t[last]), end)
+        if tail == tail:
+            at[-1] = float(v[last]) + tail
 
 
 def _first_after_end(t: np.ndarray, v: np.ndarray, start: float | None, end: float) -> float:
