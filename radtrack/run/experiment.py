@@ -234,7 +234,10 @@ def _read_workload_runs(experiment: str, workload: int | str, uri: str) -> objec
 
 def _stored_name(client: MlflowClient, row: Row) -> str:
     """The row run's name as the store has it now (a script may have renamed it through
-    RADTBenchmark): the closing line and the sheet say what MLflow and the page say."""
+    RADTBenchmark): the closing line and the sheet say what MLflow and the page say. The
+    row's end read it already (its script had ended: finish.store_end); else it is read."""
+    if row.stored_name:
+        return row.stored_name
     try:
         return client.get_run(row.run_id).info.run_name or row.name
     except Exception:  # noqa: BLE001 - store away: the name radtrack gave it

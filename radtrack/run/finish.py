@@ -55,7 +55,10 @@ def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading
     deadline = time.monotonic() if deadline is None else deadline
     write_finish(row)
     meter = cost.Meter(row)  # what watching the row cost (radtrack/run/cost.py)
-    stored = row.sink.close(retry_for=max(0.0, deadline - time.monotonic()), remove=False)
+    # the summaries go with the end's one call below (one round trip to a server fewer)
+    stored = row.sink.close(retry_for=max(0.0, deadline - time.monotonic()), remove=False,
+                            defer_summaries=True)
+    summaries = list(row.sink.summary_points or [])
     meter.closed()
     for what in row.sink.refused:
         say(f"{row.spec.letter}: MLflow refused a value the script logged: {what}")
@@ -72,7 +75,7 @@ def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading
         except Exception as exc:  # noqa: BLE001 - the cost is a note about the run, not its data
             cost.said(row, exc)
             spent = []
-        store_end(client, row, env_threads, spent)
+        store_end(client, row, env_threads, [*summaries, *spent])
         recorded.append(True)
 
     try:
@@ -83,6 +86,9 @@ def store_row(client: MlflowClient | None, row: Row, env_threads: list[threading
             return False
         say(f"{row.spec.letter}: could not store the end of run {row.run_id}: {describe(exc)}")
         try:  # whatever else failed, the run must not stay RUNNING
+            if summaries:  # they were to go with the end: stored on their own
+                for i in range(0, len(summaries), 1000):
+                    client.log_batch(row.run_id, metrics=summaries[i:i + 1000])
             client.set_terminated(row.run_id, row.status)
         except Exception:  # noqa: BLE001 - sync ends it from finish.json
             return False
@@ -140,8 +146,9 @@ def store_end(client: MlflowClient, row: Row, env_threads: list[threading.Thread
     profiles, then the status (idempotent: run again after a store outage, it stores the same)."""
     for t in env_threads:
         t.join(timeout=60)
-    finish_run(client, row.run_id, row.folder, row.params, row.tags, row.status,
-               row.started, row.ended, [*row.sink.drops.metrics(), *(extra or [])])
+    name = finish_run(client, row.run_id, row.folder, row.params, row.tags, row.status,
+                      row.started, row.ended, [*row.sink.drops.metrics(), *(extra or [])])
+    row.stored_name = name or ""  # the closing line's name without another read
 
 
 __all__ = ["decide_status", "end_row", "finish_run", "store_end", "store_row", "store_row_params",

@@ -45,6 +45,7 @@ class Row:
     record_tags: dict[str, str] = field(default_factory=dict)  # the tags it is created with
     placement_tags: dict[str, str] = field(default_factory=dict)
     name: str = ""
+    stored_name: str = ""  # the run's name as the store held it at the row's end (finish.store_end)
 
     def __post_init__(self) -> None:
         self.name = self.name or self.spec.run_name or self.spec.default_run_name()

@@ -15,16 +15,19 @@ if TYPE_CHECKING:
 
 def finish_run(client: MlflowClient, run_id: str, folder: Path, params: dict[str, str],
                tags: dict[str, str], status: str, started: float, ended: float,
-               metrics: list | None = None) -> None:
+               metrics: list | None = None) -> str | None:
     """The end of a row run as the launcher (or ``radtrack sync`` from finish.json) stores it;
-    ``metrics``: (key, value, timestamp ms, step) points of its own (the spool's drops)."""
+    ``metrics``: (key, value, timestamp ms, step) points of its own (the spool's drops).
+    Returns the run's name as the store held it (its script has ended: a rename through
+    RADTBenchmark is in), read with its params; None where they were not read."""
     from radtrack.store.entities import Metric, Param, RunTag
     from radtrack.store.tracking import log_params, set_tags
 
     released = folder / "released"
     start = started or (float(released.read_text()) if released.exists() else time.time())
     end = ended or time.time()
-    new = new_params(client, run_id, params, tags)
+    run = client.get_run(run_id) if params else None
+    new = _new(run.data.params if run is not None else {}, params, tags)
     points = [Metric(schema.DURATION_KEY, end - start, int(end * 1000), 0),
               *(Metric(k, float(v), int(t), int(i)) for k, v, t, i in metrics or ())]
     if len(new) <= BATCH_PARAMS_TAGS and len(tags) <= BATCH_PARAMS_TAGS and \
@@ -45,6 +48,7 @@ def finish_run(client: MlflowClient, run_id: str, folder: Path, params: dict[str
     if profiles.is_dir() and any(profiles.iterdir()):
         client.log_artifacts(run_id, str(profiles), schema.PROFILES_DIR)
     client.set_terminated(run_id, status, end_time=int(end * 1000))
+    return run.info.run_name if run is not None else None
 
 
 def store_row_params(client: MlflowClient, run_id: str, params: dict[str, str],
@@ -63,7 +67,10 @@ def new_params(client: MlflowClient, run_id: str, params: dict[str, str],
     another value, radtrack's goes into ``tags`` as ``radtrack.param.<name>``."""
     if not params:
         return {}
-    have = client.get_run(run_id).data.params
+    return _new(client.get_run(run_id).data.params, params, tags)
+
+
+def _new(have: dict[str, str], params: dict[str, str], tags: dict[str, str]) -> dict[str, str]:
     for key, value in params.items():
         if key in have and have[key] != value:
             tags[schema.PARAM_TAG_PREFIX + key] = value

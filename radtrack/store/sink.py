@@ -55,6 +55,7 @@ class Sink:
         self.writer: SqlMetricWriter = self.shipper.writer  # a SQL store's bulk writes
         self.rest: RestMetricWriter = self.shipper.rest  # everything else: log_batch calls
         self.frames: dict[str, pd.DataFrame] = {}  # the traces finalize() stored, by listener
+        self.summary_points: list | None = None  # close(defer_summaries=True): left to the caller
 
     @classmethod
     def unbound(cls, spool_root: Path, key: str, flush_every: float = FLUSH_EVERY_S,
@@ -72,6 +73,7 @@ class Sink:
         sink._bind_args = (flush_every, sql_bulk)
         sink._unbound_error = "the run was never created"
         sink.frames = {}
+        sink.summary_points = None
         return sink
 
     def bind(self, client: MlflowClient, run_id: str, tracking_uri: str) -> None:
@@ -186,11 +188,13 @@ class Sink:
             self._unbound_error = text
 
     # -- end of run --------------------------------------------------------------------
-    def close(self, retry_for: float = 30.0, remove: bool = True) -> bool:
+    def close(self, retry_for: float = 30.0, remove: bool = True, defer_summaries: bool = False) -> bool:
         """Stop the shipper, ship what is left (retrying while the store is away for up to
         ``retry_for`` seconds), store Parquet traces and summaries. True when the spool is
         fully stored (and then removed, unless not ``remove``: the caller has more of the
-        run to store first); else it stays for ``radtrack sync``."""
+        run to store first); else it stays for ``radtrack sync``. ``defer_summaries``: the
+        summary metrics are left in :attr:`summary_points` for the caller to store with the
+        run's end (it keeps the spool until then: ``radtrack sync`` stores them again)."""
         if self.shipper is None:  # its run was never created: everything stays spooled
             self.spool.close_files()
             return False
@@ -204,7 +208,7 @@ class Sink:
         if self.pending_count or scriptlog.pending(scriptlog.folder_in(self.dir)):
             return False
         try:
-            self.finalize()
+            self.finalize(defer_summaries)
         except Exception as exc:
             self.last_error = scrub(f"{type(exc).__name__}: {exc}")[:300]
             log.warning("radtrack: storing telemetry artifacts failed (%s); spool kept in %s",
@@ -218,10 +222,11 @@ class Sink:
         """Everything is stored: the spool folder goes."""
         shutil.rmtree(self.dir, ignore_errors=True)
 
-    def finalize(self) -> None:
+    def finalize(self, defer_summaries: bool = False) -> None:
         """Parquet trace + probe JSON per listener, and summary metrics, as run artifacts."""
+        self.summary_points = [] if defer_summaries else None
         ends = store_traces(self.client, self.run_id, self.spool.streams.values(), self.frames,
-                            self.spool.span)
+                            self.spool.span, self.summary_points)
         self.shipper.stored += ends  # the series' points at the span's ends are stored points too
 
     # -- crash recovery ----------------------------------------------------------------
