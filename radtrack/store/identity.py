@@ -75,9 +75,9 @@ def _other_launches(c: MlflowClient, exp_id: str, workload: int, name: str | Non
 def _taken_line(spec: RunSpec, runs: list, name: str) -> str:
     by = sorted({f"{r.data.tags.get(schema.MLFLOW_USER) or r.info.user_id or '?'}, launch "
                  f"{r.data.tags.get(schema.LAUNCH_ID) or 'before launch ids'}" for r in runs})
-    return (f"workload {spec.experiment}-{spec.workload} already exists in experiment "
-            f"{spec.experiment!r} from another launch ({'; '.join(by[:3])}): this launch's "
-            f"runs are named {name!r} (tag {schema.LAUNCH_ID}={launch_id()})")
+    # one short line (it lands among the workload's own output): the suffix names this launch
+    return (f"workload {spec.experiment}-{spec.workload} already exists ({'; '.join(by[:2])}): "
+            f"this launch's runs are {name!r}")
 
 
 def workload_run_name(c: MlflowClient, exp_id: str, spec: RunSpec) -> str:

@@ -110,6 +110,7 @@ def test_same_user_twice_gets_a_suffix_and_is_told(two_sheets: dict) -> None:
     assert sorted(r.info.run_name for r in rows[newer]) == [f"grouped-1 A #{suffix}", f"grouped-1 B #{suffix}"]
     line = next(x for x in second.stderr.splitlines() if "already exists" in x)
     assert f"'grouped-1 #{suffix}'" in line and getpass.getuser() in line, line
+    assert len(line) <= 120, line  # one short line among the workload's output (issue 52)
     # who launched: the OS user without an MLflow account
     assert {r.data.tags["mlflow.user"] for r in runs} == {getpass.getuser()}
     assert {r.info.user_id for r in runs} == {getpass.getuser()}
