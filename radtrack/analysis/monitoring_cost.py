@@ -20,7 +20,8 @@ def monitoring_table(runs: pd.DataFrame) -> pd.DataFrame:
     of one core over the run, points and spool bytes stored, deadlines missed. Runs that
     recorded no cost (before it was recorded, or none stored) are left out."""
     if runs.empty or not any(str(c).startswith(_COLUMN) for c in runs.columns):
-        return pd.DataFrame()
+        # the same schema with no rows (a reader's csv gets its header, json its columns)
+        return pd.DataFrame(columns=["run_id", "run_name", *_ROW_FIGURES])
     listeners = sorted({c[len(_COLUMN):].rsplit("/", 1)[0] for c in runs.columns
                         if str(c).startswith(_COLUMN) and str(c).endswith("/cpu_s")})
     out = pd.DataFrame({"run_id": runs["run_id"],
