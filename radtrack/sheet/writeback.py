@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import csv
-import os
-import shutil
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from radtrack.atomic import write_atomic
 from radtrack.errors import SheetError
 from radtrack.sheet.columns import COLUMNS, column_key, status_cell
 from radtrack.sheet.records import physical_lines, read_records, read_text
@@ -152,7 +150,7 @@ def write_statuses(path: Path, updates: dict[int, tuple[str, str]],
     out = text
     for a, b, new in sorted(edits, reverse=True):
         out = out[:a] + new + out[b:]
-    _replace_atomically(path, (b"\xef\xbb\xbf" if bom else b"") + out.encode("utf-8"))
+    write_atomic(path, (b"\xef\xbb\xbf" if bom else b"") + out.encode("utf-8"))
     return lost
 
 
@@ -163,21 +161,6 @@ def write_status(path: Path, row: int, status: str, run_id: str, *,
     return not write_statuses(
         path, {row: (status_cell(status, run_name) if run_name else status, run_id)},
         identities=None if identity is None else {row: identity})
-
-
-def _replace_atomically(path: Path, data: bytes) -> None:
-    """Write a temp file next to ``path`` and rename it over: the sheet is never half written."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def write_ran_rows(path: Path, specs: Sequence[RunSpec], ends: Sequence[tuple[str, str, str]],

@@ -34,6 +34,7 @@ from radtrack.store.entities import (
     RunInfo,
     StoreError,
 )
+from radtrack.store.light_client import LightClient
 from radtrack.store.search_filter import Unsupported, order_ascending, parse
 
 API = "/api/2.0/mlflow/"
@@ -48,7 +49,7 @@ def json_number(v: float) -> float | str:
     return "NaN" if v != v else ("Infinity" if v > 0 else "-Infinity")
 
 
-class RestClient:
+class RestClient(LightClient):
     """The calls of ``MlflowClient`` the launcher makes, against one tracking server."""
 
     light = True
@@ -61,18 +62,6 @@ class RestClient:
         self._tls = credentials.tls_context() if uri.startswith("https://") else None
         self._mlflow: Any = None
         self._artifact_uris: dict[str, str] = {}  # run id -> artifact URI: no get-run per artifact
-
-    @property
-    def tracking_uri(self) -> str:  # MlflowClient's name for it: radtrack's readers use it
-        return self.uri
-
-    def mlflow(self) -> Any:
-        """MLflow's own client of the server, for what this one does not do (made once)."""
-        if self._mlflow is None:
-            from radtrack.store.tracking import client
-
-            self._mlflow = client(self.uri)
-        return self._mlflow
 
     # -- plumbing ---------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from radtrack.store.entities import (
     RunInfo,
     StoreError,
 )
+from radtrack.store.light_client import LightClient
 from radtrack.store.local_artifacts import copy_artifact, download, listing, local_folder
 from radtrack.store.search_filter import Unsupported, order_ascending, parse
 from radtrack.store.sqlite_rows import RUN_NAME, clause_sql, log_params, log_points, set_tags
@@ -81,7 +82,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class SqliteClient:
+class SqliteClient(LightClient):
     """The calls of ``MlflowClient`` the launcher makes, against one SQLite store."""
 
     light = True
@@ -93,18 +94,6 @@ class SqliteClient:
         self._copies: list[Any] = []  # artifact copies a batch makes once it committed
         self._con: sqlite3.Connection | None = None
         self._mlflow: Any = None
-
-    @property
-    def tracking_uri(self) -> str:  # MlflowClient's name for it: radtrack's readers use it
-        return self.uri
-
-    def mlflow(self) -> Any:
-        """MLflow's own client of the store, for what this one does not do (made once)."""
-        if self._mlflow is None:
-            from radtrack.store.tracking import client
-
-            self._mlflow = client(self.uri)
-        return self._mlflow
 
     # -- plumbing ---------------------------------------------------------------------------
 
