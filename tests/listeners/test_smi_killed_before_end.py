@@ -33,7 +33,13 @@ while time.monotonic() - t0 < seconds:
                 cmd = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
             except OSError:
                 continue
-            if b"radtrack.listeners" in cmd and b"smi" in b" ".join(cmd) and int(pid) != os.getpid():
+            try:  # only this run's listener: a child of this script's launcher (another
+                # xdist worker's tests run smi listeners of their own meanwhile)
+                ppid = int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            if (b"radtrack.listeners" in cmd and b"smi" in b" ".join(cmd) and int(pid) != os.getpid()
+                    and ppid == os.getppid()):
                 os.kill(int(pid), signal.SIGKILL)
                 killed.append(pid)
 print("killed", len(killed), flush=True)
