@@ -40,10 +40,13 @@ def row_key(written: Collection[int], cells: Sequence[str]) -> str:
     return _SEP.join(kept)
 
 
-def locate(records: Sequence[Record], wanted: Mapping[int, tuple[str, str]]) -> dict[int, int]:
+def locate(records: Sequence[Record], wanted: Mapping[int, tuple[str, str]],
+           writing: Mapping[int, str] | None = None) -> dict[int, int]:
     """Where each wanted row is now: line when the sheet was read -> line now, for the rows
     found. ``wanted``: line then -> (:func:`row_key`, Run cell then). ``records``: the sheet
-    as it is now, its header first."""
+    as it is now, its header first. ``writing``: line then -> the run id about to be written
+    there: a row whose Run cell radtrack itself changed since the read (a launch that marked
+    it, a sync storing it) is still the row when its Run cell is blank or that run id."""
     header = records[0].cells
     written = written_columns(header)
     run = written.get("Run")
@@ -58,4 +61,17 @@ def locate(records: Sequence[Record], wanted: Mapping[int, tuple[str, str]]) -> 
     for identity, lines in groups.items():
         # rows alike in all of it keep their order (one inserted above shifts them all)
         found.update(zip(sorted(lines), now.get(identity, []), strict=False))
+    # then by the cells alone, where the Run cell now is blank or the run being written
+    # (never a row that holds another run's id: an identical row that ran elsewhere)
+    taken = set(found.values())
+    by_key: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for (key, cell), lines_now in now.items():
+        by_key[key] += [(line, cell) for line in lines_now if line not in taken]
+    for line in sorted(set(wanted) - set(found)):
+        key, run_then = wanted[line]
+        ok = {"", run_then.strip(), (writing or {}).get(line, "").strip()}
+        match = next((x for x in sorted(by_key[key]) if x[1] in ok), None)
+        if match is not None:
+            found[line] = match[0]
+            by_key[key].remove(match)
     return found

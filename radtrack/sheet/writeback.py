@@ -119,7 +119,8 @@ def write_statuses(path: Path, updates: dict[int, tuple[str, str]],
     lost: list[int] = []
     if identities is not None:  # a row without one (a spec from before row_key): by its line
         where = {r: r for r in {*updates, *jobs} if r not in identities}
-        where.update(locate(records, {r: identities[r] for r in {*updates, *jobs} if r in identities}))
+        where.update(locate(records, {r: identities[r] for r in {*updates, *jobs} if r in identities},
+                            {r: run for r, (_, run) in updates.items()}))
         lost = sorted(r for r in {*updates, *jobs} if r not in where)
         updates = {where[r]: v for r, v in updates.items() if r in where}
         jobs = {where[r]: v for r, v in jobs.items() if r in where}
