@@ -280,8 +280,21 @@ insert("params", dict(key="lr", value="0.1", run_uuid="a" * 32))
 con.commit()
 con.close()
 if len(sys.argv) > 3:  # a copy of it, then MLflow's own upgrade of the copy, killed by the caller midway
+    import time
+    from alembic.runtime.environment import EnvironmentContext
     shutil.copyfile(path, sys.argv[3])
-    print("go", flush=True)
+    configure, applied = EnvironmentContext.configure, []
+
+    def midway(ctx, step, heads, run_args):  # the third migration ran: say so, wait for the kill
+        applied.append(step)
+        if len(applied) == 3:
+            print("go", flush=True)
+            time.sleep(600)
+
+    def configured(self, *args, **kwargs):
+        return configure(self, *args, **{**kwargs, "on_version_apply": midway})
+
+    EnvironmentContext.configure = configured
     utils._upgrade_db(sqlalchemy.create_engine(f"sqlite:///{sys.argv[3]}"))
 print("go", flush=True)
 """
@@ -301,8 +314,9 @@ def test_stores_holding_runs_that_mlflow_cannot_open_are_named_and_repaired(tmp_
     args = [sys.executable, str(maker), str(stores["older-schema"]), "7f2a7d5fae7d",
             str(stores["upgrade-cut-short"])]
     p = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=_env())
-    assert p.stdout is not None and p.stdout.readline().strip() == "go"  # the copy's upgrade begins
-    time.sleep(1.0)
+    # the copy's third migration ran and the maker waits inside the upgrade: killed midway,
+    # however fast the machine (a 1-s sleep here let a quiet host finish the whole upgrade)
+    assert p.stdout is not None and p.stdout.readline().strip() == "go"
     p.kill()
     p.wait(timeout=120)
     script = tmp_path / "tiny.py"
