@@ -49,10 +49,11 @@ def test_eda_sheet_and_report(store, tmp_path, monkeypatch, capsys, one_openmp_t
     env = nvml_scenario.write(tmp_path / "scenario.json", [{
         "uuid": H100_UUID, "watts": 250.0, "mps_server_sm": None, "procs": []}])
     # the pooled baseline cross-validates over 1-s rows (10 at least: 5 folds of 2): the two
-    # runs together must span 10 s and more. matmul_loop's smoke run and torch's import
-    # take several seconds by themselves; cifar_cnn adds 3000 samples (33 rows here).
+    # runs together must span 10 s and more. matmul_loop's smoke run gives about 3 rows;
+    # cifar_cnn's 2000 samples x 8 epochs about 12 (3000 samples gave 6 rows once the
+    # launcher stopped importing MLflow beside the scripts: torch's import got the cores)
     sheet = cpu_sheet("host-gpu-eda", tmp_path / "eda.csv", workloads={1, 4},
-                      replace={"10000": "1000", "50": "3"}, interval=0.25)
+                      replace={"10000": "2000", "50": "8"}, interval=0.25)
     p = radtrack_cli(str(sheet), env=env, timeout=500)
     assert p.returncode == 0, p.stderr[-3000:]
     out = tmp_path / "eda-out.csv"
