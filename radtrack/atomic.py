@@ -3,7 +3,10 @@
 The bytes go to a temp file beside the target (same folder, so the rename stays on one file
 system), are flushed and fsync'd, and the temp file is renamed over the target; with
 ``sync_folder`` the folder is fsync'd too, so the rename itself survives a power cut. A
-failure removes the temp file and leaves the target as it was. The target's permission bits
+failure removes the temp file and leaves the target as it was. ``durable=False`` skips the
+fsync, for a file whose loss costs nothing but a redo (the sink's shipped markers: a marker
+that lags makes the next sync resend points MLflow then ignores), so the sink's flushes pay
+no disk wait. The target's permission bits
 are kept when it exists (a sheet the user made read-only for others stays so).
 """
 
@@ -17,7 +20,7 @@ from pathlib import Path
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, mode: int | None = None,
-                 sync_folder: bool = False) -> Path:
+                 sync_folder: bool = False, durable: bool = True) -> Path:
     """Replace ``path`` with ``data`` atomically (fsync'd); returns the path."""
     target = Path(path)
     payload = data.encode("utf-8") if isinstance(data, str) else data
@@ -25,8 +28,9 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, mode: int |
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
-            f.flush()
-            os.fsync(f.fileno())
+            if durable:
+                f.flush()
+                os.fsync(f.fileno())
         if mode is not None:
             os.chmod(tmp, mode)
         elif target.exists():

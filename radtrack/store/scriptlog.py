@@ -128,7 +128,7 @@ def _offset(folder: Path) -> int:
 
 def _mark(folder: Path, offset: int) -> None:
     try:
-        write_atomic(folder / SHIPPED, str(offset))
+        write_atomic(folder / SHIPPED, str(offset), durable=False)  # a lag is a resend
     except OSError as exc:  # a full disk: resent later, a no-op then
         log.warning("radtrack: could not mark script records stored (%s)", exc)
 

@@ -185,7 +185,7 @@ class Shipper:
         s.shipped = lines
         marker = self.spool.path(s.name, SHIPPED_SUFFIX)
         try:
-            write_atomic(marker, str(lines))
+            write_atomic(marker, str(lines), durable=False)  # a lag is a resend
         except OSError as exc:  # a full disk: the marker lags; what it says is resent, a no-op
             log.debug("radtrack: %s not updated: %s", marker, exc)
 
