@@ -95,7 +95,9 @@ class MasterHooks:
         self.rows: list[Row] = []
         self.ends: dict[int, NodeEnd | str] = {}
         self.done = False
+        self.stopped_at: float | None = None  # when node 0's launcher was stopped (wall clock)
         self._stop = threading.Event()
+        self._lock = threading.Lock()
 
     def rows_made(self, rows: list[Row]) -> None:
         self.rows = rows
@@ -106,6 +108,24 @@ class MasterHooks:
                                     for n, h in self.master.hosts().items()})
         threading.Thread(target=self._hand_run, args=(rows[0],), daemon=True,
                          name="radtrack-nodes-run").start()
+        threading.Thread(target=self._pass_stop, args=(rows[0],), daemon=True,
+                         name="radtrack-nodes-stop").start()
+
+    def _pass_stop(self, row: Row) -> None:
+        """Node 0's launcher stopped (Ctrl-C, SIGTERM): the other nodes are told at once, so
+        their parts stop with node 0's rather than after it (when a rank of a distributed
+        script may already have died of its peer's end)."""
+        while not self._stop.is_set() and row.stopped_by != "signal":
+            self._stop.wait(0.05)
+        if row.stopped_by == "signal":
+            self._broadcast_stop()
+
+    def _broadcast_stop(self) -> None:
+        with self._lock:
+            if self.stopped_at is not None:
+                return
+            self.stopped_at = time.time()
+        self.master.broadcast(op="stop", why="node 0's launcher was stopped")
 
     def _hand_run(self, row: Row) -> None:
         """The row run's id, as the recorder publishes it to the script (ids.json), to every
@@ -127,7 +147,7 @@ class MasterHooks:
         row = rows[0]
         stopping_at: float | None = None
         if row.stopped_by == "signal":
-            self.master.broadcast(op="stop", why="node 0's launcher was stopped")
+            self._broadcast_stop()
             stopping_at = time.monotonic() + self.grace * 3 + STOP_WAIT_S
             say(f"waiting up to {stopping_at - time.monotonic():.0f} s for the other nodes to stop")
         elif self.nodes > 1:
@@ -138,7 +158,7 @@ class MasterHooks:
         mine = NodeEnd(0, socket.gethostname(), row.status, row.exit_code, row.stopped_by,
                        row.started, row.ended)
         self.ends = {0: mine, **others}
-        status, tags = outcome.decide(self.ends)
+        status, tags = outcome.decide(self.ends, self.stopped_at)
         if status != row.status:
             say(f"{row.name}: {status}: {tags.get(schema.NODES_FAILED, '')}")
         row.status = status

@@ -20,6 +20,10 @@ if TYPE_CHECKING:
     import pandas as pd
 
 
+STOP_SLACK_S = 1.0  # node 0 notices its own stop a poll late, under load later: ends this
+# much before it still count as after it (the part's own end is said too)
+
+
 def why_not_finished(end: NodeEnd) -> str:
     """A node part's end in a few words ("" when it finished)."""
     if end.status == "FINISHED":
@@ -36,8 +40,12 @@ def why_not_finished(end: NodeEnd) -> str:
     return f"exit {code}"
 
 
-def decide(ends: Mapping[int, NodeEnd | str]) -> tuple[str, dict[str, str]]:
-    """The run's status and its node tags, from each node's end (or why it has none: lost)."""
+def decide(ends: Mapping[int, NodeEnd | str],
+           stopped_at: float | None = None) -> tuple[str, dict[str, str]]:
+    """The run's status and its node tags, from each node's end (or why it has none: lost).
+    ``stopped_at``: when node 0's launcher was stopped (its clock); a part that ended unfinished
+    after that, on its own account (a distributed script's rank dies of its peer's end before
+    the stop reaches its node), is said to have stopped with node 0, its own end in brackets."""
     tags: dict[str, str] = {schema.NODES: str(len(ends))}
     failed: list[str] = []
     statuses: list[str] = []
@@ -47,6 +55,9 @@ def decide(ends: Mapping[int, NodeEnd | str]) -> tuple[str, dict[str, str]]:
             status, why, host = "KILLED", end, ""
         else:
             status, why, host = end.status or "FAILED", why_not_finished(end), end.host
+            if (why and node and not end.stopped_by and stopped_at is not None
+                    and end.ended >= stopped_at - STOP_SLACK_S):
+                why = f"stopped with node 0 (its script: {why})"
             tags.update(end.tags)
             if end.exit_code is not None:
                 tags[schema.node_tag(node, schema.EXIT_CODE)] = str(end.exit_code)

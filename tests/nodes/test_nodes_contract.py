@@ -83,6 +83,20 @@ def test_a_failed_or_lost_node_decides_the_status_and_is_named() -> None:
     assert tags[schema.node_tag(1, "status")] == "KILLED"
 
 
+def test_a_part_that_died_after_node_0_was_stopped_is_said_to_have_stopped_with_it() -> None:
+    """A rank of a distributed script dies of its peer's end (gloo: SIGABRT) before node 0's
+    stop reaches its node: the part stopped with node 0, its own end said in brackets; a part
+    that failed well before the stop keeps its own reason."""
+    stopped = _end(0, "KILLED", -2, stopped_by="signal")
+    status, tags = outcome.decide({0: stopped, 1: _end(1, "KILLED", -6)}, stopped_at=20.5)
+    assert status == "KILLED"
+    assert tags[schema.node_tag(1, "why")] == "stopped with node 0 (its script: killed by signal 6)"
+    status, tags = outcome.decide({0: stopped, 1: _end(1, "FAILED", 3)}, stopped_at=25.0)
+    assert tags[schema.node_tag(1, "why")] == "exit 3"  # ended at 21, long before the stop
+    status, tags = outcome.decide({0: stopped, 1: _end(1, "FAILED", 3)})
+    assert tags[schema.node_tag(1, "why")] == "exit 3"  # node 0 was never stopped
+
+
 def test_figures_per_node_and_in_all() -> None:
     ends = {0: _end(0, energy_j=100.0), 1: _end(1, energy_j=50.0)}
     got = outcome.figures(ends, co2e_g_per_j=0.001)
