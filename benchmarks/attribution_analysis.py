@@ -7,12 +7,12 @@ names one already unpacked) and ``counter.csv`` (benchmarks/counter_reader.py). 
 into RESULTS_DIR:
 
 - ``splits.csv``: per co-located run, its attributed energy by the split the launcher used
-  (re-accounted from the stored traces with radtrack/analysis/attribution.py) and by
-  ``solo-model`` (radtrack/analysis/split_model.py), its work, J per unit against its solo
+  (re-accounted from the stored traces with radtrack/compute/attribution.py) and by
+  ``solo-model`` (radtrack/compute/split_model.py), its work, J per unit against its solo
   runs' for both, the twins' gap and each run's share of the pair;
 - ``coverage.csv``: per window (1 to 60 s, cut at random from every run's span), the GPU
   energy radtrack reports for it (``cumulative_energy`` over the run's stored smi traces),
-  its 95 % interval (radtrack/analysis/energy_figures.py ``GpuEnergy.interval``), the
+  its 95 % interval (radtrack/compute/energy_figures.py ``GpuEnergy.interval``), the
   reference (the independent 20-Hz counter read at the window's edges, interpolated
   between its 100-ms updates) and whether the interval holds it;
 - ``summary.json``: the figures the README and docs/analysis.md quote.
@@ -85,8 +85,8 @@ def _between(acc, run: str, a: float, b: float) -> float:  # noqa: ANN001
 
 def _solo_logged_jpu(client, runs: pd.DataFrame, frames: dict, ids: list[str], metric: str) -> float:  # noqa: ANN001
     """Mean J per unit of the solo runs ``ids`` over the spans where they logged ``metric``."""
-    from radtrack.analysis.attribution import cumulative_energy
-    from radtrack.analysis.gpu_uses import run_uses
+    from radtrack.compute.attribution import cumulative_energy
+    from radtrack.compute.gpu_uses import run_uses
 
     out = []
     for rid in ids:
@@ -103,10 +103,10 @@ def _solo_logged_jpu(client, runs: pd.DataFrame, frames: dict, ids: list[str], m
 def splits(runs: pd.DataFrame, summary: pd.DataFrame, frames: dict, uri: str) -> pd.DataFrame:
     from mlflow import MlflowClient
 
-    from radtrack.analysis import split_model
-    from radtrack.analysis.attribution import account
-    from radtrack.analysis.gpu_uses import run_uses
-    from radtrack.analysis.interference import interference
+    from radtrack.compute import split_model
+    from radtrack.compute.attribution import account
+    from radtrack.compute.gpu_uses import run_uses
+    from radtrack.compute.interference import interference
 
     client = MlflowClient(uri)
     inter = interference(runs, summary)
@@ -163,10 +163,10 @@ def splits(runs: pd.DataFrame, summary: pd.DataFrame, frames: dict, uri: str) ->
 
 def coverage(runs: pd.DataFrame, frames: dict, counter: pd.DataFrame, rng: np.random.Generator,
              constants_text: str = "{}", per_run: int = 12) -> pd.DataFrame:
-    from radtrack.analysis.attribution import cumulative_energy
-    from radtrack.analysis.energy_error import load_constants
-    from radtrack.analysis.energy_figures import gpu_energies
-    from radtrack.analysis.gpu_uses import run_uses
+    from radtrack.compute.attribution import cumulative_energy
+    from radtrack.compute.energy_error import load_constants
+    from radtrack.compute.energy_figures import gpu_energies
+    from radtrack.compute.gpu_uses import run_uses
 
     constants = load_constants(constants_text)
     moved = counter["energy_j"].diff().fillna(1) != 0  # the counter's own 100-ms updates
@@ -210,8 +210,8 @@ def bursty_coverage(sensor: Path, rng: np.random.Generator, constants_text: str 
     averages out whatever phase the sensor caught in any one of them (issue 51)."""
     from types import SimpleNamespace
 
-    from radtrack.analysis.attribution import cumulative_energy
-    from radtrack.analysis.energy_error import interval, load_constants
+    from radtrack.compute.attribution import cumulative_energy
+    from radtrack.compute.energy_error import interval, load_constants
 
     constants = load_constants(constants_text)
     meta = json.loads((sensor / "phases.json").read_text())

@@ -5,7 +5,7 @@
 RESULTS_DIR holds ``tests.tar.xz`` (the gpu tests' stores), ``mixed_store.tar.xz`` +
 ``mixed_counter.csv`` and ``sensor.tar.xz``; ``--round1`` the first round's folder (its
 ``store.tar.xz`` and ``counter.csv``). Writes into RESULTS_DIR, all under the H200's sensor
-constants (radtrack/analysis/energy_error.py ``H200``):
+constants (radtrack/compute/energy_error.py ``H200``):
 
 - ``coverage_runs.csv``: 12 windows per run of every store with a counter reader
   (attribution_analysis.coverage);
@@ -59,8 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--round1", type=Path)
     args = parser.parse_args(argv)
     from radtrack.analysis.data import load_runs
-    from radtrack.analysis.energy_error import H200
     from radtrack.analysis.run_summaries import summarize_runs
+    from radtrack.compute.energy_error import H200
 
     res, tmp = args.results, Path(tempfile.mkdtemp(prefix="attribution-round2-"))
     constants = json.dumps(dataclasses.asdict(H200))

@@ -72,8 +72,8 @@ def mean_rate(client, run) -> float:
 
 def mps_rules(client, runs, solo_rate: dict[str, float]) -> list[dict[str, object]]:
     """Each MPS workload: the clients' shares under every rule vs the throughput truth."""
-    from radtrack.analysis.attribution import MPS_RULES, account_gpu, window_edges
-    from radtrack.analysis.gpu_uses import run_uses
+    from radtrack.compute.attribution import MPS_RULES, account_gpu, window_edges
+    from radtrack.compute.gpu_uses import run_uses
 
     out = []
     for workload in sorted({r.data.tags["radtrack.workload"] for r in runs

@@ -1,5 +1,5 @@
 """For each row run of an experiment: when its script started, when smi's energy series
-begins, and what smi recovered before its first counter reading (listeners/energy_backfill.py).
+begins, and what smi recovered before its first counter reading (radtrack/listeners/energy_backfill.py).
 
   python benchmarks/energy_start_check.py EXPERIMENT [--tracking-uri URI]
 """

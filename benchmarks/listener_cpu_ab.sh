@@ -22,9 +22,9 @@ elif ! git -C "$repo" archive "$before" | tar -x -C "$tree"; then
   echo "no git history here: give BEFORE as a folder holding the old tree (git archive a1e7561 elsewhere)" >&2
   exit 2
 fi
-# the editable install maps radtrack.listeners to listeners/: make the old tree a package
-ln -sfn "$tree/listeners" "$tree/radtrack/listeners"
-ln -sfn "$tree/frontend" "$tree/radtrack/frontend"
+# a tree older than the move of listeners/ and frontend/ under radtrack/: make it a package
+[ -d "$tree/listeners" ] && ln -sfn "$tree/listeners" "$tree/radtrack/listeners"
+[ -d "$tree/frontend" ] && ln -sfn "$tree/frontend" "$tree/radtrack/frontend"
 sets=${SETS:-smi,top,smi+top,smi+dcgm+top,smi+top+dcgm@1}
 secs=${SECONDS_PER_SET:-20}
 for i in $(seq "$rounds"); do

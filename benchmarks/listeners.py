@@ -349,8 +349,8 @@ def bench_power(tmp: Path, seconds: float = 20.0, label: str = "") -> dict[str, 
     import numpy as np
     import pandas as pd
 
+    from radtrack.compute.stats import counter_delta, integrate
     from radtrack.run.listen import ListenerProc
-    from radtrack.stats import counter_delta, integrate
     from radtrack.store.sink import Sink, read_spool
 
     uri = _fresh_store(tmp, "power" + label)

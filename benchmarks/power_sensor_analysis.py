@@ -1,5 +1,5 @@
 """Analysis of benchmarks/power_sensor.py's traces: pure (numpy/pandas), tested on the CPU
-with synthetic traces from radtrack/analysis/sensor_model.py (tests/analysis/test_energy_error.py).
+with synthetic traces from radtrack/compute/sensor_model.py (tests/analysis/test_energy_error.py).
 
 From the raw traces it derives:
 
@@ -13,7 +13,7 @@ From the raw traces it derives:
   idle) x measured busy fraction; the activity model's estimate (radtrack/analysis/
   activity_power.py: fitted on the steady idle and busy phases, as is and scaled to the
   counter over the setting's whole run) with its spread and bias against the duty-cycle
-  model; the 95 % interval radtrack/analysis/energy_error.py gives the counter's figure and
+  model; the 95 % interval radtrack/compute/energy_error.py gives the counter's figure and
   how many windows it covers;
 - fitted sensor constants for ``RADTRACK_SENSOR_CONSTANTS``.
 """
@@ -42,7 +42,7 @@ def _pure(name: str) -> ModuleType:
     key = f"_radtrack_pure_{name}"
     if key in sys.modules:
         return sys.modules[key]
-    spec = importlib.util.spec_from_file_location(key, ROOT / "radtrack" / "analysis" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(key, ROOT / "radtrack" / "compute" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[key] = module
     spec.loader.exec_module(module)  # type: ignore[union-attr]

@@ -3,10 +3,10 @@
   python benchmarks/sampler_profile.py --json FILE [--set smi+top+dcgm@1] [--seconds 20]
       [--interval 0.1] [--gpu-load] [--root self|load]
 
-Runs the real sampling loop (listeners/runner.py ``run_shared``) in this process for
+Runs the real sampling loop (radtrack/listeners/runner.py ``run_shared``) in this process for
 ``--seconds`` (SIGTERM to itself ends it, as the launcher stops a listener), its lines
 written to /dev/null, with every ``pynvml.nvml*`` function, the /proc readers of
-listeners/procfs.py, psutil's temperature walk, each listener's ``sample`` and the line
+radtrack/listeners/procfs.py, psutil's temperature walk, each listener's ``sample`` and the line
 encoders wrapped by a timer of this thread's CPU clock. Reports, in ms of CPU per second
 of wall time (10 ms/s = 1 % of a core), each wrapped call's inclusive time and count, the
 loop's whole CPU, and what is left outside NVML and /proc (Python's share). The wrappers

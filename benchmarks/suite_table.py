@@ -18,7 +18,7 @@ from pathlib import Path
 os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 from radtrack.analysis import load_runs, load_series  # noqa: E402
-from radtrack.analysis.summary import windowed_mean  # noqa: E402
+from radtrack.compute.summary import windowed_mean  # noqa: E402
 
 UNIT = {"tflops": "TFLOP", "gflops": "GFLOP", "samples_per_s": "sample", "options_per_s": "option",
         "iters_per_s": "iteration", "gbytes_per_s": "GB", "points_per_s": "point",

@@ -83,7 +83,7 @@ def matching(entry: str, gpus: Sequence[tuple[int, str]]) -> list[int]:
 # The launcher tells each row's listeners which of the row's device entries another row of
 # the same workload may use too (comma-separated, as in the row's CUDA_VISIBLE_DEVICES;
 # "*": all of them; "": none). smi reads the per-process SM shares that co-location
-# accounting splits a GPU's energy by only where they can matter (listeners/smi_reads.py).
+# accounting splits a GPU's energy by only where they can matter (radtrack/listeners/smi_reads.py).
 SHARED_GPUS_ENV = "RADTRACK_SHARED_GPUS"
 ALL_SHARED = "*"
 

@@ -24,7 +24,7 @@ metric history for the script's own), put on a common grid per run:
 
 What each column is (whose figure, in what unit: ``top/cpu_pct`` is the host's CPU in % of
 all cores, ``top/proc/cpu_pct`` the run's in % of one core) travels with it, in the columns
-table every reader writes (radtrack/store/meaning.py ``column_row``: table, name, scope,
+table every reader writes (radtrack/vocab/meaning.py ``column_row``: table, name, scope,
 unit, unit_text, role, meaning; the same as ``radtrack report``'s files): a Parquet file
 carries it in each column's field metadata (``radtrack.scope``, ``radtrack.unit``,
 ``radtrack.unit_text``, ``radtrack.role``, ``radtrack.meaning``); a CSV file, which has no
@@ -43,13 +43,13 @@ import pandas as pd
 
 from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.report_files import write_parquet
-from radtrack.analysis.resample import is_counter, resample  # noqa: F401 (is_counter: re-export)
 from radtrack.analysis.script_runs import load_script_runs
+from radtrack.compute.resample import is_counter, resample  # noqa: F401 (is_counter: re-export)
 from radtrack.csvsafe import safe_frame
 from radtrack.errors import RadtrackError
 from radtrack.reader_args import EXPORT_FORMATS, export_args, export_parser
-from radtrack.store import schema
-from radtrack.store.meaning import COLUMN_FIELDS, column_row
+from radtrack.vocab import schema
+from radtrack.vocab.meaning import COLUMN_FIELDS, column_row
 
 FORMATS = EXPORT_FORMATS
 IDENTITY = ["run_id", "run_name", "experiment", "workload", "letter", "status", "file",
@@ -118,7 +118,7 @@ def _load(run_ids: list[str], metrics: list[str] | None, nodes: int, uri: str) -
 
 def by_node(frame: pd.DataFrame, metric_cols: list[str]) -> tuple[pd.DataFrame, list[str]]:
     """A multi-node run's rows, one per node and step: node K's series (``node<K>/<key>``:
-    radtrack/store/schema.py split_node) under their plain names in rows whose ``node`` is
+    radtrack/vocab/schema.py split_node) under their plain names in rows whose ``node`` is
     K, node 0's in rows of node 0, a ``node`` column after the run's identity. ``frame`` as
     it is (and no sort key) where no series is node-scoped."""
     scoped = {c: schema.split_node(c) for c in metric_cols}
@@ -198,7 +198,7 @@ def metric_columns(frame: pd.DataFrame) -> list[str]:
 
 def column_meanings(frame: pd.DataFrame) -> pd.DataFrame:
     """The columns table of ``frame``: a row per column (identity, time grid, metrics,
-    params and tags) with radtrack/store/meaning.py's :data:`COLUMN_FIELDS`, the same table
+    params and tags) with radtrack/vocab/meaning.py's :data:`COLUMN_FIELDS`, the same table
     ``radtrack report``'s files carry."""
     return pd.DataFrame([column_row(str(c), TABLE) for c in frame.columns], columns=list(COLUMN_FIELDS))
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from radtrack import device_entries
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 SMI = "nvidia-smi"
 QUERY_FIELDS = (

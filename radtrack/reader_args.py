@@ -1,7 +1,7 @@
 """The arguments of the reader commands (``radtrack report``, ``export``, ``ui``), in a module
 that imports nothing heavy: ``--help`` and a mistyped option answer at once, before MLflow,
 pandas or Dash load (3-4 CPU-s on a 2-core host). The commands' own modules
-(radtrack/analysis/report.py, radtrack/export.py, frontend/app.py) build their parsers here.
+(radtrack/analysis/report.py, radtrack/export.py, radtrack/frontend/app.py) build their parsers here.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 REPORT_FORMATS = ("table", "csv", "json", "parquet")
 EXPORT_FORMATS = ("parquet", "csv")
-#: radtrack report --correlate's methods (radtrack/analysis/correlation.py)
+#: radtrack report --correlate's methods (radtrack/compute/correlation.py)
 CORRELATION_METHODS = ("pearson", "spearman")
 _URI_HELP = "MLflow tracking URI (default: $MLFLOW_TRACKING_URI, else sqlite:///mlflow.db)"
 

@@ -39,7 +39,7 @@ def git_commit(root: Path) -> str:
     head = git("rev-parse", "--short=7", "HEAD")
     if head is None or head.returncode != 0 or not head.stdout.strip():
         return ""
-    status = git("status", "--porcelain", "--untracked-files=no", "--", "radtrack", "listeners",
-                 "frontend", "radt", "pyproject.toml")
+    status = git("status", "--porcelain", "--untracked-files=no", "--", "radtrack", "radt",
+                 "pyproject.toml")
     dirty = status is not None and status.returncode == 0 and bool(status.stdout.strip())
     return head.stdout.strip() + (".dirty" if dirty else "")

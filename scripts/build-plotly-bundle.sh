@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the page's plotly.js (frontend/assets/vendor/plotly-radtrack-<version>.min.js):
+# Builds the page's plotly.js (radtrack/frontend/assets/vendor/plotly-radtrack-<version>.min.js):
 # plotly.js's core (scatter: lines and filled areas) plus the heatmap trace, nothing else.
 # The distributed bundles register more traces and components (the cartesian one: eleven
 # traces and world calendars); their start-up is what a page load waits for

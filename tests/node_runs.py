@@ -14,8 +14,8 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric
 
-from radtrack import stats
-from radtrack.store import schema
+from radtrack.compute import stats
+from radtrack.vocab import schema
 
 KEYS = ("smi/gpu0/power_w", "top/cpu_pct")
 POINTS = 40

@@ -1,5 +1,5 @@
 """Synthetic traces in benchmarks/power_sensor.py's format, from the documented sensor model
-(radtrack/analysis/sensor_model.py): a GPU whose true power follows the duty-cycled load
+(radtrack/compute/sensor_model.py): a GPU whose true power follows the duty-cycled load
 (with first-order ramps), seen by a sensor that averages 25 ms of every 100 ms."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from radtrack.analysis.sensor_model import SensorModel, sense, square_wave
+from radtrack.compute.sensor_model import SensorModel, sense, square_wave
 
 IDLE_W, BUSY_W = 120.0, 690.0
 DT = 0.0005

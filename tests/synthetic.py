@@ -21,9 +21,9 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param
 
-from radtrack.store import schema
-from radtrack.store.schema import stored_key
 from radtrack.store.sink import summarize
+from radtrack.vocab import schema
+from radtrack.vocab.schema import stored_key
 
 #: 20 listener metrics across four listeners, as radtrack names them
 DEFAULT_METRICS: tuple[str, ...] = (

@@ -189,7 +189,7 @@ def test_the_reader_commands_arguments_answer_before_their_modules_load() -> Non
     (no MLflow, pandas or Dash import), and it offers what the modules do."""
     import subprocess as sp
 
-    from radtrack.analysis.correlation import METHODS
+    from radtrack.compute.correlation import METHODS
     from radtrack.reader_args import CORRELATION_METHODS
 
     assert CORRELATION_METHODS == METHODS

@@ -25,7 +25,8 @@ import pytest
 from servers import MlflowServer, free_port, start_mlflow_server
 from support import radtrack_cli, run_cli
 
-from radtrack.store import newstore, schema
+from radtrack.store import newstore
+from radtrack.vocab import schema
 
 EXP = "cp"
 OWN_RUN = """\

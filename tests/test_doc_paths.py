@@ -11,7 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [*sorted((ROOT / "docs").rglob("*.md")), ROOT / "README.md", ROOT / "benchmarks" / "README.md",
         ROOT / "benchmarks" / "results" / "README.md"]
-FOLDERS = ("benchmarks", "docs", "examples", "frontend", "listeners", "radt", "radtrack",
+FOLDERS = ("benchmarks", "docs", "examples", "radt", "radtrack",
            "scripts", "tests", "workloads", ".ci")
 # what a path-like name in backticks ends with (a metric key such as
 # `radtrack/spool_dropped_samples` has no suffix and is no path)

@@ -25,7 +25,7 @@ from support import radtrack_cli, run_cli
 
 from radtrack.analysis import load_series
 from radtrack.export import is_counter, parse_every, resample
-from radtrack.store.meaning import column_row
+from radtrack.vocab.meaning import column_row
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
 START = 1_700_000_000.0  # unix seconds
@@ -181,7 +181,7 @@ def test_every_metric_column_says_whose_figure_and_its_unit(known):
     assert wide["top/proc/cpu_pct"].tolist()[0] == 169.0
     said = pd.read_csv(side, keep_default_na=False).set_index("name")  # every column, the owner's words
     assert list(said.index) == list(wide.columns) and set(said["table"]) == {"export"}
-    for column in said.index:  # as radtrack/store/meaning.py says, and as the report's files say
+    for column in said.index:  # as radtrack/vocab/meaning.py says, and as the report's files say
         row = column_row(column, "export")
         assert (said.loc[column, "meaning"], said.loc[column, "scope"]) == (row["meaning"], row["scope"])
         assert said.loc[column, "unit"] == row["unit"], column

@@ -23,7 +23,7 @@ from node_runs import KEYS, NODE1_ENERGY_J, NODE1_POWER, NODES_SPAN_S, POINTS, s
 from support import report_here
 from synthetic import seed_workload
 
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,6 @@
 """The package's imports run one way (docs/architecture.md "Data flow"): no circles, no back-edges.
 
-Every module of the radtrack package tree (radtrack/, listeners/ as radtrack.listeners,
-frontend/ as radtrack.frontend, radt/) is parsed with ``ast``; every import counts, those
+Every module of the radtrack package tree (radtrack/, radt/; import names are paths) is parsed with ``ast``; every import counts, those
 inside functions and under ``TYPE_CHECKING`` too. The check fails on:
 
 - an import from the writing side (radtrack.run, radtrack.store, radtrack.postrun,
@@ -26,26 +25,18 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 #: package name -> its folder
-PACKAGES = {"radtrack": ROOT / "radtrack", "radtrack.listeners": ROOT / "listeners",
-            "radtrack.frontend": ROOT / "frontend", "radt": ROOT / "radt"}
+PACKAGES = {"radtrack": ROOT / "radtrack", "radt": ROOT / "radt"}
 WRITERS = ("radtrack.run", "radtrack.store", "radtrack.postrun", "radtrack.script",
            "radtrack.listeners", "radt")
-#: imported by every side: the names, and what each stored series is (store/meaning.py, its
-#: listener's declaration) and which of them measure a device's energy (store/energy_sources.py),
+#: imported by every side: the names, and what each stored series is (vocab/meaning.py, its
+#: listener's declaration) and which of them measure a device's energy (vocab/energy_sources.py),
 #: which readers and the end-of-run step select series by (issue 40)
-SHARED = frozenset({"radtrack.store.schema", "radtrack.errors", "radtrack.spec", "radtrack.stats",
-                    "radtrack.store.meaning", "radtrack.store.energy_sources"})
+SHARED = frozenset({"radtrack.vocab.schema", "radtrack.errors", "radtrack.spec", "radtrack.compute.stats",
+                    "radtrack.vocab.meaning", "radtrack.vocab.energy_sources"})
 #: radtrack.analysis modules that compute over frames and read nothing: the end-of-run step may use them
-PURE_ANALYSIS = frozenset({
-    "radtrack.analysis.attribution", "radtrack.analysis.colocation", "radtrack.analysis.configs",
-    "radtrack.analysis.correlation", "radtrack.analysis.gpu_uses", "radtrack.analysis.gpulabel",
-    "radtrack.analysis.interference", "radtrack.analysis.resample", "radtrack.analysis.summary",
-    "radtrack.analysis.variability", "radtrack.analysis.energy_error",
-    "radtrack.analysis.activity_power", "radtrack.analysis.energy_figures",
-    "radtrack.analysis.sensor_model", "radtrack.analysis.baselines",
-    "radtrack.analysis.result_checks", "radtrack.analysis.cpu_energy_share",
-    "radtrack.analysis.record_summaries", "radtrack.analysis.split_model",
-})
+PURE_ANALYSIS = frozenset(
+    "radtrack.compute." + p.stem for p in (ROOT / "radtrack" / "compute").glob("*.py")
+    if p.stem not in ("__init__", "stats"))
 #: (importer, imported) -> why this back-edge is sanctioned
 ALLOWED = {
     ("radtrack.run.experiment", "radtrack.analysis.workload_runs"):
@@ -69,7 +60,7 @@ NEVER = (
 NEVER_YET = {
     ("radtrack.store.sync", "radtrack.sheet"): "sync writes a synced row's status back to its sheet",
     ("radtrack.store.sync", "radtrack.sheet.lock"): "as above, under the sheet's lock",
-    ("radtrack.store.traces", "radtrack.analysis.energy_figures"):
+    ("radtrack.store.traces", "radtrack.compute.energy_figures"):
         "the sink's end stores the energy error bars (pure computation)",
     ("radtrack.postrun.script_runs", "radtrack.run.launch"):
         "the type of a launcher row (TYPE_CHECKING only): workload_end.EndRow is the input",
@@ -230,7 +221,7 @@ def test_the_graph_reads_every_package() -> None:
     graph = import_graph()
     for package in PACKAGES:
         assert package in graph
-    assert "radtrack.analysis.attribution" in graph["radtrack.postrun.accounting"]
+    assert "radtrack.compute.attribution" in graph["radtrack.postrun.accounting"]
     # function-local imports count
     assert "radtrack.analysis.workload_runs" in graph["radtrack.run.experiment"]
     assert "radtrack.postrun.accounting" in graph["radtrack.postrun.workload_end"]
@@ -252,7 +243,7 @@ def test_every_remaining_exception_still_exists() -> None:
 
 def test_the_direction_check_fails_on_each_back_edge() -> None:
     graph = {"radtrack.store.sync": {"radtrack.postrun.synced"},
-             "radtrack.postrun.synced": {"radtrack.run.experiment", "radtrack.store.schema"},
+             "radtrack.postrun.synced": {"radtrack.run.experiment", "radtrack.vocab.schema"},
              "radtrack.analysis.summary_energy": {"radtrack.postrun.footprint"}}
     assert never_edges(graph, known={}) == [
         "radtrack.analysis.summary_energy -> radtrack.postrun.footprint: radtrack.analysis never "
@@ -281,23 +272,23 @@ def test_every_sanctioned_back_edge_still_exists() -> None:
 
 def test_the_check_fails_on_a_back_edge_and_a_cycle() -> None:
     graph = {
-        "radtrack.postrun.accounting": {"radtrack.analysis.data", "radtrack.analysis.attribution",
-                                        "radtrack.store.schema"},
+        "radtrack.postrun.accounting": {"radtrack.analysis.data", "radtrack.compute.attribution",
+                                        "radtrack.vocab.schema"},
         "radtrack.analysis.data": {"radtrack.frontend.figures"},
-        "radtrack.analysis.attribution": {"radtrack.analysis.data"},
+        "radtrack.compute.attribution": {"radtrack.analysis.data"},
         "radtrack.frontend.figures": {"radtrack.frontend.data"},
         "radtrack.frontend.data": {"radtrack.frontend.figures"},
     }
     assert back_edges(graph, allowed={}) == [
-        "radtrack.analysis.attribution -> radtrack.analysis.data: pure computation imports "
-        "beyond pure computation",
         "radtrack.analysis.data -> radtrack.frontend.figures: analysis imports the frontend",
+        "radtrack.compute.attribution -> radtrack.analysis.data: pure computation imports "
+        "beyond pure computation",
         "radtrack.postrun.accounting -> radtrack.analysis.data: the writing side imports a reader",
     ]
     assert cycles(graph) == [["radtrack.frontend.data", "radtrack.frontend.figures"]]
     graph["radtrack.frontend.data"] = {"radtrack.analysis.data"}
     graph["radtrack.analysis.data"] = {"radtrack.postrun.accounting"}
-    assert cycles(graph) == [["radtrack.analysis.attribution", "radtrack.analysis.data",
+    assert cycles(graph) == [["radtrack.analysis.data", "radtrack.compute.attribution",
                               "radtrack.postrun.accounting"]]
 
 

@@ -26,15 +26,7 @@ def test_every_tracked_module_folder_is_a_listed_package() -> None:
     config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
     folders = {}
     for package in config["packages"]:
-        # the package-dir mapping: radtrack.listeners lives in listeners/, ...
-        parts = package.split(".")
-        for i in range(len(parts), 0, -1):
-            mapped = config["package-dir"].get(".".join(parts[:i]))
-            if mapped is not None:
-                folders[str(Path(mapped, *parts[i:]))] = package
-                break
-        else:
-            folders[str(Path(*parts))] = package
+        folders[str(Path(*package.split(".")))] = package  # import names are paths
     missing = sorted(_tracked_python_folders() - set(folders))
     assert missing == [], (f"folders with Python files that pyproject.toml's "
                            f"[tool.setuptools] packages does not list: {missing}")

@@ -87,7 +87,7 @@ def test_radt_script_without_radtrack_is_a_noop(tmp_path: Path) -> None:
 def test_nothing_in_radtrack_depends_on_the_alias() -> None:
     repo = Path(__file__).resolve().parent.parent
     users = []
-    for folder in ("radtrack", "listeners", "frontend", "workloads", "examples", "benchmarks"):
+    for folder in ("radtrack", "workloads", "examples", "benchmarks"):
         for path in (repo / folder).rglob("*.py"):
             text = path.read_text()
             if re.search(r"^\s*(import radt\b|from radt\b)", text, re.MULTILINE):

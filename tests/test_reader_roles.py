@@ -1,7 +1,7 @@
 """Readers select series by declared role, never by listener name (issue 40).
 
 Every string in the code of the reader side (radtrack/analysis, radtrack/postrun,
-radtrack/export.py, frontend/*.py; docstrings excepted) is checked for the names of the
+radtrack/export.py, radtrack/frontend/*.py; docstrings excepted) is checked for the names of the
 two GPU listeners, ``smi`` and ``dcgm``: a pattern such as ``(?:smi|dcgm)/gpu\\d+/...``, a
 key ``smi/gpu0/power_w`` or a frame looked up by ``frames.get("smi")`` would make a reader
 blind to any other power source (a Jetson's board, RAPL, a plugin). ``ALLOWED`` names the
@@ -16,16 +16,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 READERS = [*sorted((ROOT / "radtrack" / "analysis").rglob("*.py")),
+           *sorted((ROOT / "radtrack" / "compute").rglob("*.py")),
            *sorted((ROOT / "radtrack" / "postrun").rglob("*.py")),
-           ROOT / "radtrack" / "export.py", *sorted((ROOT / "frontend").glob("*.py"))]
+           ROOT / "radtrack" / "export.py", *sorted((ROOT / "radtrack" / "frontend").glob("*.py"))]
 NAME = re.compile(r"(?<![\w-])(?:smi|dcgm)(?![\w-])")
 #: file (relative to the repository) -> why a listener's name may appear in its code
 ALLOWED = {
-    "frontend/callbacks_chart.py": "the metric picker's group order: listener names displayed",
-    "frontend/columns.py": "the columns' help says which listener a blank energy cell lacked",
-    "frontend/layout.py": "the metric search's placeholder shows a listener prefix",
-    "frontend/shares.py": "the note says which listener a workload without accounting lacked",
-    "radtrack/analysis/result_checks.py": "issue 38's checks name the smi listener in their "
+    "radtrack/frontend/callbacks_chart.py": "the metric picker's group order: listener names displayed",
+    "radtrack/frontend/columns.py": "the columns' help says which listener a blank energy cell lacked",
+    "radtrack/frontend/layout.py": "the metric search's placeholder shows a listener prefix",
+    "radtrack/frontend/shares.py": "the note says which listener a workload without accounting lacked",
+    "radtrack/compute/result_checks.py": "issue 38's checks name the smi listener in their "
                                           "advice (its state tag); their series go by role",
     "radtrack/analysis/studies/utilisation.py": "the note says which listeners give the levels",
 }
@@ -56,7 +57,7 @@ def listener_names(path: Path) -> list[str]:
 def test_no_reader_knows_a_listener_by_name() -> None:
     found = [hit for path in READERS if str(path.relative_to(ROOT)) not in ALLOWED
              for hit in listener_names(path)]
-    assert found == [], "select by role (radtrack/store/energy_sources.py), not by name:\n" + "\n".join(found)
+    assert found == [], "select by role (radtrack/vocab/energy_sources.py), not by name:\n" + "\n".join(found)
 
 
 def test_every_allowed_file_still_names_a_listener() -> None:

@@ -10,16 +10,18 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_WHERE = {
-    "align": "correlation", "correlate": "correlation",
-    "list_metrics": "data", "load_run_records": "data", "load_runs": "data", "load_series": "data",
-    "read_telemetry": "data", "resolve_tracking_uri": "data",
-    "interference": "interference",
-    "summarize_runs": "run_summaries",
-    "coefficient_of_variation": "summary", "integrate_energy": "summary", "run_energy": "summary",
-    "summarize_series": "summary", "time_weighted_mean": "summary", "windowed_mean": "summary",
-    "telemetry_listeners": "trace_listing",
-    "time_to_target": "variability", "variability": "variability",
+_WHERE = {  # name -> its module (radtrack.compute: pure computation, the floor below)
+    "align": "radtrack.compute.correlation", "correlate": "radtrack.compute.correlation",
+    "list_metrics": ".data", "load_run_records": ".data", "load_runs": ".data",
+    "load_series": ".data", "read_telemetry": ".data", "resolve_tracking_uri": ".data",
+    "interference": "radtrack.compute.interference",
+    "summarize_runs": ".run_summaries",
+    "coefficient_of_variation": "radtrack.compute.summary",
+    "integrate_energy": "radtrack.compute.summary", "run_energy": "radtrack.compute.summary",
+    "summarize_series": "radtrack.compute.summary",
+    "time_weighted_mean": "radtrack.compute.summary", "windowed_mean": "radtrack.compute.summary",
+    "telemetry_listeners": ".trace_listing",
+    "time_to_target": "radtrack.compute.variability", "variability": "radtrack.compute.variability",
 }
 
 __all__ = sorted(_WHERE)
@@ -29,7 +31,7 @@ def __getattr__(name: str) -> Any:
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value
 

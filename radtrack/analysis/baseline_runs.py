@@ -1,15 +1,15 @@
 """The solo runs of other experiments that a co-located run may be measured against, read
-from the store (the rule is radtrack/analysis/baselines.py's)."""
+from the store (the rule is radtrack/compute/baselines.py's)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
-from radtrack.analysis.baselines import solo_pool, unmatched_files
-from radtrack.analysis.configs import with_config
 from radtrack.analysis.data import client_for, find_experiment
 from radtrack.analysis.run_records import records, records_frame, run_row
-from radtrack.store import schema
+from radtrack.compute.baselines import solo_pool, unmatched_files
+from radtrack.compute.configs import with_config
+from radtrack.vocab import schema
 
 
 def load_candidates(files: list[str], tracking_uri: str, exclude: set[str],

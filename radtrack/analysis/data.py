@@ -24,10 +24,10 @@ from radtrack.analysis.reader_client import reader_client
 from radtrack.analysis.run_records import records, records_frame, run_row
 from radtrack.analysis.trace_listing import FINAL_STATUSES, telemetry_listeners
 from radtrack.errors import RadtrackError
-from radtrack.store import schema
 from radtrack.store.entities import refusals
-from radtrack.store.schema import SUMMARY_PREFIX, canonical_key, stored_keys
 from radtrack.store.tracking import lookup_experiment, resolve_uri
+from radtrack.vocab import schema
+from radtrack.vocab.schema import SUMMARY_PREFIX, canonical_key, stored_keys
 
 if TYPE_CHECKING:  # MLflow is imported where its client reads (reader_client), not here
     from mlflow import MlflowClient

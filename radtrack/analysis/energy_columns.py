@@ -4,12 +4,12 @@ From a :func:`radtrack.analysis.data.load_runs` frame (``metric.<key>`` columns)
 
 - ``energy_j_ci95_pct``: the 95 % interval of the energy the run is charged (its
   attributed shares' intervals where it was accounted, else its devices' counter
-  intervals: any listener's ``energy_counter``, radtrack/store/energy_sources.py),
+  intervals: any listener's ``energy_counter``, radtrack/vocab/energy_sources.py),
   combined over its devices as independent errors;
 - ``energy_note``: empty, or why the interval is over the threshold (the stored flag:
   bursty load near the sensor's period / window too short), with the figure and threshold;
 - ``activity_energy_j``: the activity model's energy summed over its GPUs, where stored
-  (radtrack/analysis/energy_figures.py): an estimate next to the counter's, never instead;
+  (radtrack/compute/energy_figures.py): an estimate next to the counter's, never instead;
 - ``gpu_energy_j_ci95_pct``: the interval of its GPUs' whole energy (``gpu_energy_j``).
 
 :func:`workload_intervals` gives the co-located workloads' measured energy its interval.
@@ -22,9 +22,9 @@ import re
 import numpy as np
 import pandas as pd
 
-from radtrack.analysis.energy_error import combine, load_constants
-from radtrack.store import energy_sources as es
-from radtrack.store import schema
+from radtrack.compute.energy_error import combine, load_constants
+from radtrack.vocab import energy_sources as es
+from radtrack.vocab import schema
 
 _METRIC = "metric."
 COLUMNS = ["run_id", "energy_j_ci95_pct", "energy_note", "activity_energy_j", "gpu_energy_j_ci95_pct"]
@@ -44,7 +44,7 @@ _ATTRIBUTED = re.compile(re.escape(schema.SUMMARY_ATTRIBUTION_PREFIX) + r"(?P<sc
 
 def _counters(keys: list[str]) -> dict[str, str]:
     """device -> the counter key whose run total is stored (``summary/<counter>``), chosen by
-    declared role (radtrack/store/energy_sources.py), whatever listener reads it."""
+    declared role (radtrack/vocab/energy_sources.py), whatever listener reads it."""
     totals = [k[len(schema.SUMMARY_PREFIX):] for k in keys if k.startswith(schema.SUMMARY_PREFIX)]
     return {device: src.key for device, src in es.energy_sources(totals).items()
             if src.kind == "counter"}

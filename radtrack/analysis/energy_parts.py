@@ -1,8 +1,8 @@
 """Each run's energy by part: every device the run measured (a GPU, a Jetson board, a CPU
 package, DRAM) and every power rail inside one (tegrastats' rails; RAPL's core, uncore and
 psys), over the run's span, from the figures the launcher stored (``summary/<counter key>``
-and ``summary/<rail>/energy_j``, radtrack/store/energy_sources.py), named by what the
-listener declares (radtrack/store/meaning.py). A device's part is in the run's ``energy_j``
+and ``summary/<rail>/energy_j``, radtrack/vocab/energy_sources.py), named by what the
+listener declares (radtrack/vocab/meaning.py). A device's part is in the run's ``energy_j``
 (its attributed share when co-located); a rail's never is: it lies inside its device's.
 The report shows the table where a run has more than one part."""
 
@@ -12,9 +12,9 @@ import math
 
 import pandas as pd
 
-from radtrack.store import energy_sources as es
-from radtrack.store import schema
-from radtrack.store.meaning import describe
+from radtrack.vocab import energy_sources as es
+from radtrack.vocab import schema
+from radtrack.vocab.meaning import describe
 
 COLUMNS = ["run_id", "run_name", "part", "scope", "energy_j", "in_energy_j"]
 _METRIC = "metric."

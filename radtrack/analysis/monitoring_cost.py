@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 _COLUMN = "metric." + schema.MONITORING_PREFIX
 _ROW_FIGURES = {  # column -> stored key

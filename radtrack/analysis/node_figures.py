@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 COLUMNS = ("run_name", "node", "host", "status", "exit_code", "duration_s", "gpu_energy_j",
            "co2e_g", "clock_offset_ms", "clock_error_ms", "why")

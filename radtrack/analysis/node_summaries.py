@@ -4,11 +4,11 @@ Compare tabs.
 
 Node 0 of such a run holds the run's bare keys and tags, node K >= 1 its own
 ``node<K>/<key>`` series, ``summary/node<K>/...`` figures and ``radtrack.node<K>.*`` tags
-(radtrack/store/schema.py). A run's summary read as if it were one node's would mix them
+(radtrack/vocab/schema.py). A run's summary read as if it were one node's would mix them
 (node K's ``node1/top/cpu_pct`` is a host-CPU series too), so a multi-node run is summarised
 here node by node: each node's :func:`node_view` (the run's row with only that node's keys
 and tags, under the plain names) from that node's own series, exactly as a one-node run is
-(radtrack/analysis/summary.py), its span ``summary/node<K>/duration_s``, its GPU energy
+(radtrack/compute/summary.py), its span ``summary/node<K>/duration_s``, its GPU energy
 ``summary/node<K>/gpu_energy_j`` where stored, its status and host from its tags
 (:func:`node_parts`). The run's own row then holds the run's figures (:func:`with_totals`):
 its status and span, energy summed over its nodes (``summary/nodes/gpu_energy_j`` and
@@ -25,13 +25,13 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.energy_columns import energy_error_columns
-from radtrack.analysis.energy_error import combine
-from radtrack.analysis.gpulabel import physical_gpus_of_row
-from radtrack.analysis.record_summaries import number as _number
 from radtrack.analysis.run_summaries import IDENTITY_COLUMNS, _stored_metrics, sample_count
-from radtrack.analysis.summary import QUANTITIES, summarize_series, summary_metric_keys
 from radtrack.analysis.summary_energy import apply_attribution
-from radtrack.store import schema
+from radtrack.compute.energy_error import combine
+from radtrack.compute.gpulabel import physical_gpus_of_row
+from radtrack.compute.record_summaries import number as _number
+from radtrack.compute.summary import QUANTITIES, summarize_series, summary_metric_keys
+from radtrack.vocab import schema
 
 #: (run ids, metric keys) -> a long series frame (radtrack.analysis.data.load_series's)
 SeriesLoader = Callable[[list[str], list[str]], pd.DataFrame]

@@ -18,13 +18,9 @@ import sys
 import pandas as pd
 
 from radtrack.analysis.baseline_runs import with_candidates
-from radtrack.analysis.colocation import workload_table
-from radtrack.analysis.correlation import correlate
 from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
 from radtrack.analysis.energy_columns import energy_error_columns, workload_intervals
 from radtrack.analysis.energy_parts import energy_parts
-from radtrack.analysis.gpulabel import physical_gpus_of_row
-from radtrack.analysis.interference import interference
 from radtrack.analysis.monitoring_cost import monitoring_table
 from radtrack.analysis.node_figures import node_table
 from radtrack.analysis.node_summaries import (
@@ -38,20 +34,24 @@ from radtrack.analysis.node_summaries import (
 from radtrack.analysis.report_files import emit_tables
 from radtrack.analysis.report_own import own_metrics_table, windows_table
 from radtrack.analysis.report_text import REPORT_TABLES, ExperimentReport, render_report
-from radtrack.analysis.result_checks import (
+from radtrack.analysis.run_summaries import summarize_runs
+from radtrack.analysis.script_runs import is_script_run, load_script_runs, own_metric_columns
+from radtrack.analysis.sharing import colocation_text
+from radtrack.compute.colocation import workload_table
+from radtrack.compute.correlation import correlate
+from radtrack.compute.gpulabel import physical_gpus_of_row
+from radtrack.compute.interference import interference
+from radtrack.compute.result_checks import (
     blank_reasons,
     codes_by_run,
     flags_frame,
     interference_checks,
     run_checks,
 )
-from radtrack.analysis.run_summaries import summarize_runs
-from radtrack.analysis.script_runs import is_script_run, load_script_runs, own_metric_columns
-from radtrack.analysis.sharing import colocation_text
-from radtrack.analysis.variability import time_to_target, variability
+from radtrack.compute.variability import time_to_target, variability
 from radtrack.errors import RadtrackError
 from radtrack.reader_args import REPORT_FORMATS, report_parser
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 FORMATS = REPORT_FORMATS
 TABLES = REPORT_TABLES
@@ -66,7 +66,7 @@ def analyze_experiment(experiment: str, workload: int | None = None,
 
     Solo baselines and repeats come from the whole experiment even when ``workload`` is
     given (and, for a script without a solo run there, from every other experiment; all
-    from ``baseline`` when given: radtrack/analysis/baselines.py); only the rows shown are
+    from ``baseline`` when given: radtrack/compute/baselines.py); only the rows shown are
     restricted to that workload (and to ``user``'s launches: MLflow's ``mlflow.user`` tag).
     """
     uri = resolve_tracking_uri(tracking_uri)
@@ -262,7 +262,7 @@ def footprint_line(parents: pd.DataFrame, intervals: pd.Series | None = None) ->
     """The measured energy of the workloads (idle and other included; named by what it is of:
     their GPUs, their host's CPU side, or both), with its 95 %
     interval where every workload has one (independent errors), and its CO2e."""
-    from radtrack.analysis.energy_error import combine
+    from radtrack.compute.energy_error import combine
     from radtrack.postrun.footprint import from_tags
 
     def column(key: str) -> pd.Series:

@@ -4,7 +4,7 @@
 Every machine-readable output carries its meaning and keeps one schema whatever the data:
 
 - json: one document, a key per table (every table, empty ones as ``[]``) and ``columns``:
-  a row per column of every table with :data:`radtrack.store.meaning.COLUMN_FIELDS`
+  a row per column of every table with :data:`radtrack.vocab.meaning.COLUMN_FIELDS`
   (table, name, scope, unit, unit_text, role, meaning);
 - csv and parquet with ``--out STEM.csv``: the main table in ``STEM.csv``, every other
   table beside it as ``STEM.<table>.csv`` (empty ones too: an empty file, or its header
@@ -26,13 +26,13 @@ import pandas as pd
 
 from radtrack.csvsafe import safe_frame
 from radtrack.errors import RadtrackError
-from radtrack.store.meaning import COLUMN_FIELDS, column_row
+from radtrack.vocab.meaning import COLUMN_FIELDS, column_row
 
 COLUMNS_TABLE = "columns"
 
 
 def columns_table(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    """What every column of every table is, in the owner's words (radtrack/store/meaning.py)."""
+    """What every column of every table is, in the owner's words (radtrack/vocab/meaning.py)."""
     rows = [column_row(str(c), name) for name, frame in tables.items() for c in frame.columns]
     return pd.DataFrame(rows, columns=list(COLUMN_FIELDS))
 

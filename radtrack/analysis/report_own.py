@@ -9,7 +9,7 @@ the runs a script made itself (``mlflow.start_run()``, radtrack/analysis/script_
   logged of each, then the run's span, energy, power, utilisation and CPU;
 - ``windows``: a row per run and window name: how many times it ran, its time and energy
   summed over them (the energy's 95 % interval combined as independent errors,
-  radtrack/analysis/energy_error.py), and their share of the run's span and energy.
+  radtrack/compute/energy_error.py), and their share of the run's span and energy.
 
 A window's figures are those the end of the run stored (``window/<name>/<quantity>``, one
 point per occurrence: radtrack/postrun/window_energy.py); nothing is recomputed here.
@@ -21,9 +21,9 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from radtrack.analysis.energy_error import combine
 from radtrack.analysis.script_runs import own_metric_columns
-from radtrack.store import schema
+from radtrack.compute.energy_error import combine
+from radtrack.vocab import schema
 
 #: the run's hardware summary beside its own figures (columns of the per-run summary)
 SPAN_COLUMNS = ["duration_s", "energy_j", "power_w_mean", "gpu_util_pct_mean", "proc_cpu_pct_mean",

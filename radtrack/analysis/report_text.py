@@ -7,7 +7,7 @@ side by side, long text cut with '…', and what would be a wide text column (no
 runs, checks, energy notes) printed as lines below it or in the Checks section. A column
 is printed under its one name, the files' (``duration_s``, ``proc_cpu_pct_mean``,
 ``cpu_pct_mean``), and the legend under each table gives its meaning, scope and unit from
-radtrack/store/meaning.py, as the files' columns table does; a '-' cell says why it is
+radtrack/vocab/meaning.py, as the files' columns table does; a '-' cell says why it is
 blank; counts are whole numbers. ``--wide`` prints every column of the old view, one line
 per row, uncut; ``--format csv/json/parquet`` files carry every column of every table
 (radtrack/analysis/report_files.py).
@@ -57,8 +57,8 @@ class ExperimentReport:
 
 
 def whole_counts(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with its count columns (radtrack/store/meaning.py is_count) as integers."""
-    from radtrack.store.meaning import is_count
+    """``frame`` with its count columns (radtrack/vocab/meaning.py is_count) as integers."""
+    from radtrack.vocab.meaning import is_count
 
     counts = [c for c in frame.columns if is_count(str(c))]
     if not counts:
@@ -124,9 +124,9 @@ NODE_VIEW = ["run_name", "node", "host", "status", "exit_code", "co2e_g", "clock
 
 def column_legend(column: str, table: str = "") -> str | None:
     """``name: what it is (unit)`` for one printed column, in the owner's words
-    (radtrack/store/meaning.py, the same the files' columns tables carry); None for a
+    (radtrack/vocab/meaning.py, the same the files' columns tables carry); None for a
     column whose name says all (names, statuses, launch ids) or that no one describes."""
-    from radtrack.store.meaning import column_meaning
+    from radtrack.vocab.meaning import column_meaning
 
     meaning = column_meaning(column, table)
     if column in _SELF_EVIDENT or not meaning.declared:

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from radtrack.store import schema
-from radtrack.store.schema import canonical_key
+from radtrack.vocab import schema
+from radtrack.vocab.schema import canonical_key
 
 if TYPE_CHECKING:  # a light client's runs (radtrack/store/entities.py) have the same fields
     from mlflow.entities import Run

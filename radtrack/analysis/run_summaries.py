@@ -2,12 +2,12 @@
 the series where they do not, and each run's attributed energy.
 
 ``energy_j`` is the energy the run is charged: its attributed share of every GPU it used
-(co-location accounting, radtrack/analysis/attribution.py, stored by the launcher as
+(co-location accounting, radtrack/compute/attribution.py, stored by the launcher as
 ``summary/attribution/<scope>/energy_j``), the whole GPU for a run alone on it, NaN for a
 co-located run recorded without attribution. ``gpu_energy_j`` is the energy its GPUs used
 over its span, whoever used it; ``energy_per_<unit>_j`` is based on ``energy_j``.
 ``samples`` is the fewest readings any of its summarised hardware series holds (a mean of
-3 readings is not a measurement: radtrack/analysis/result_checks.py flags it): the stored
+3 readings is not a measurement: radtrack/compute/result_checks.py flags it): the stored
 count ``summary/<key>/n`` where the run has one, else counted in the series where they were
 read anyway, else the fewest samples a listener of those series gave the run
 (``summary/monitoring/<listener>/samples``).
@@ -22,7 +22,8 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
-from radtrack.analysis.summary import (
+from radtrack.analysis.summary_energy import apply_attribution
+from radtrack.compute.summary import (
     QUANTITIES,
     _assemble,
     _keys_for,
@@ -32,9 +33,8 @@ from radtrack.analysis.summary import (
     summarize_series,
     summary_metric_keys,
 )
-from radtrack.analysis.summary_energy import apply_attribution
-from radtrack.store import energy_sources as es
-from radtrack.store.schema import (
+from radtrack.vocab import energy_sources as es
+from radtrack.vocab.schema import (
     ATTRIBUTION_PREFIX,
     DURATION_KEY,
     MONITORING_PREFIX,
@@ -119,7 +119,7 @@ def _plan_from_stored(keys: set[str], stored: Mapping[str, float], quantiles: bo
     plan = _StoredPlan()
     ordered = sorted(keys)
     # Energy: per device, its counter (the highest-priority listener's, by declared role:
-    # radtrack/store/energy_sources.py), else integrated power from the series
+    # radtrack/vocab/energy_sources.py), else integrated power from the series
     chosen = es.energy_sources(ordered)
     plan.energy_keys = sorted(s.key for found in es.sources(ordered).values() for s in found
                               if s.kind in es.ENERGY_KINDS)

@@ -12,8 +12,8 @@ from __future__ import annotations
 import pandas as pd
 
 from radtrack.analysis.data import load_runs
-from radtrack.store import schema
-from radtrack.store.meaning import describe
+from radtrack.vocab import schema
+from radtrack.vocab.meaning import describe
 
 # metric families radtrack writes; a listener's series (any listener that declares it, a
 # plugin's too) are radtrack's as well; everything else on a script's run is its own

@@ -4,7 +4,7 @@ GPU the run's processes used: N other runs beside it), ``own GPU, host shared wi
 (co-located, but its processes never used a GPU: they shared the host's CPUs), ``MPS 50 %
 with N`` (``MPS`` without a limit), ``MIG slice 3g.40gb``, in the words of radtrack/spec.py
 ``sharing_text``; one owner for the report's ``sharing`` column and the page's labels
-(frontend/colocation.py). Read from a run's record (a row of analysis/data.py's runs frame:
+(radtrack/frontend/colocation.py). Read from a run's record (a row of analysis/data.py's runs frame:
 ``tag.*`` and ``metric.*`` columns): its ``radtrack.collocation`` and
 ``radtrack.colocated_with`` tags (docs/architecture.md), its per-process GPU summaries
 (``summary/smi/gpu<i>/proc_mem_used_mib/max``) and the GPUs it saw.
@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
-from radtrack.analysis.attribution import HOST_METHOD
+from radtrack.compute.attribution import HOST_METHOD
 from radtrack.spec import sharing_text
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 
 def text_of(value: object) -> str:
@@ -76,7 +76,7 @@ def colocation_text(row: Mapping[str, object]) -> str:
         return sharing_text(mig, others, None)
     if others:
         shared = row.get(f"tag.{schema.SHARED_GPUS}")
-        # a GPU followed outside the row's Devices may be another row's (listeners/gpu_follow.py)
+        # a GPU followed outside the row's Devices may be another row's (radtrack/listeners/gpu_follow.py)
         followed = any(isinstance(k, str) and k.startswith("tag.radtrack.listener.") and k.endswith(".followed")
                        and text_of(v) for k, v in row.items())
         # co-location accounting split one of its devices (not the host's CPU side, which

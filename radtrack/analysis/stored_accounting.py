@@ -6,7 +6,7 @@ before that existed, or whose launcher was killed (their samples reach the store
 accounts the workload from its stored traces (those of every listener that declares a
 device's power, energy counter, per-process share or utilisation, or a run's or the host's
 CPU time) and tags with the same arithmetic
-(radtrack/analysis/attribution.py), over each run's MLflow start..end, and nothing is
+(radtrack/compute/attribution.py), over each run's MLflow start..end, and nothing is
 written back: the store stays as recorded.
 """
 
@@ -14,15 +14,15 @@ from __future__ import annotations
 
 import pandas as pd
 
-from radtrack.analysis.attribution import account
-from radtrack.analysis.cpu_energy_share import mark_host_uses
 from radtrack.analysis.data import load_runs, read_telemetry
-from radtrack.analysis.gpu_uses import run_uses
 from radtrack.analysis.trace_listing import telemetry_listeners
-from radtrack.store.energy_sources import declares
+from radtrack.compute.attribution import account
+from radtrack.compute.cpu_energy_share import mark_host_uses
+from radtrack.compute.gpu_uses import run_uses
+from radtrack.vocab.energy_sources import declares
 
 #: a listener whose traces accounting reads declares one of these roles (the CPU times split
-#: the host's CPU-side energy: radtrack/analysis/cpu_energy_share.py)
+#: the host's CPU-side energy: radtrack/compute/cpu_energy_share.py)
 ROLES = ("device_power", "energy_counter", "proc_share", "utilisation", "proc_cpu", "host_cpu")
 
 

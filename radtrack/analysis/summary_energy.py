@@ -1,6 +1,6 @@
 """A summary's energy is the run's own: attributed energy in ``energy_j``, the GPUs' (and
 boards') in ``gpu_energy_j``, the host's CPU side (CPU packages and DRAM: scope ``host``,
-radtrack/store/energy_sources.py) in ``cpu_energy_j``, and the method in ``attribution``.
+radtrack/vocab/energy_sources.py) in ``cpu_energy_j``, and the method in ``attribution``.
 
 The launcher stores each run's attributed energy per GPU scope as
 ``summary/attribution/<scope>/energy_j`` and the method as the tag
@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from radtrack.postrun.footprint import from_tags
-from radtrack.store import energy_sources as es
-from radtrack.store import schema
+from radtrack.vocab import energy_sources as es
+from radtrack.vocab import schema
 
 ATTRIBUTED_RE = re.compile(re.escape(f"metric.{schema.SUMMARY_ATTRIBUTION_PREFIX}")
                            + r"(?P<scope>.+)/energy_j")

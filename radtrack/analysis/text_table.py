@@ -53,7 +53,7 @@ def fit(frame: pd.DataFrame, columns: list[str] | None = None, key: list[str] | 
     shown in order, split into as many blocks as it takes, each block led by the ``key``
     columns (the run's name), text cells and headers longer than ``max_cell`` cut with '…'
     (a path at its start, so that its file's name shows), never wrapped. A column is headed
-    by its own name, the one the files carry (radtrack/store/meaning.py says what it is);
+    by its own name, the one the files carry (radtrack/vocab/meaning.py says what it is);
     NaN prints as '-'. Every row keeps its place in every block."""
     if frame.empty:
         return "(none)"

@@ -19,8 +19,8 @@ from urllib.request import url2pathname
 
 from radtrack.analysis.reader_client import reader_client
 from radtrack.store.entities import refusals
-from radtrack.store.schema import TELEMETRY_DIR, TRACE_SUFFIX
 from radtrack.store.tracking import resolve_uri
+from radtrack.vocab.schema import TELEMETRY_DIR, TRACE_SUFFIX
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient

@@ -1,8 +1,8 @@
 """The one store read of the end of a workload: its runs and the solo baselines of its scripts.
 
-STP, ANTT and energy vs serial (radtrack/analysis/colocation.py) compare a co-located
+STP, ANTT and energy vs serial (radtrack/compute/colocation.py) compare a co-located
 workload's rows with solo runs of the same scripts from earlier workloads (of its own
-experiment, else of any other: radtrack/analysis/baselines.py, the report's rule), using
+experiment, else of any other: radtrack/compute/baselines.py, the report's rule), using
 the throughput the scripts logged themselves: both are only in the store. The experiment loop
 (radtrack/run/experiment.py) reads them here and hands them to radtrack/postrun/accounting.py,
 which computes and records the totals without reading the store itself.
@@ -19,12 +19,12 @@ import contextlib
 import pandas as pd
 
 from radtrack.analysis.baseline_runs import with_candidates
-from radtrack.analysis.colocation import WorkloadRuns
-from radtrack.analysis.configs import with_config
 from radtrack.analysis.data import load_runs
 from radtrack.analysis.reader_client import reading_through
 from radtrack.analysis.run_summaries import summarize_runs
-from radtrack.store.schema import ROLE, ROLE_WORKLOAD
+from radtrack.compute.colocation import WorkloadRuns
+from radtrack.compute.configs import with_config
+from radtrack.vocab.schema import ROLE, ROLE_WORKLOAD
 
 
 def read_workload_runs(experiment: str, workload: int | str, tracking_uri: str) -> WorkloadRuns | None:

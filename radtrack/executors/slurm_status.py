@@ -29,7 +29,7 @@ from radtrack.errors import RadtrackError
 from radtrack.executors.slurm_queue import JobState, states
 from radtrack.sheet import status_cell
 from radtrack.sheet.writeback import write_statuses
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient

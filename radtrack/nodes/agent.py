@@ -30,7 +30,7 @@ from radtrack.run.rows import Interrupt, Row
 from radtrack.run.start import say
 from radtrack.script import env as renv
 from radtrack.spec import RunSpec
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 
 def run_node(spec: RunSpec, uri: str, grace: float, node: int, nodes: int, host: str,

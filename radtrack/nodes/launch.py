@@ -22,7 +22,7 @@ from radtrack.nodes import outcome
 from radtrack.nodes.options import free_port, join_wait_s, parse_master, torch_env
 from radtrack.nodes.rendezvous import Master, NodeEnd
 from radtrack.run.start import say
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from radtrack.run.rows import Row

@@ -4,7 +4,7 @@ The run is FINISHED only when every node's part finished (each decided as on one
 radtrack/run/finish.py ``decide_status``); else KILLED when a node was killed, stopped or
 lost, else FAILED. ``radtrack.nodes.failed`` says which node(s) and why; each node's facts
 go in ``radtrack.node<K>.*`` tags; its duration and GPU energy in ``summary/node<K>/...`` and
-the run's totals in ``summary/nodes/...`` (radtrack/store/schema.py).
+the run's totals in ``summary/nodes/...`` (radtrack/vocab/schema.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from radtrack.nodes.clock import Clock
 from radtrack.nodes.rendezvous import NodeEnd
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -90,8 +90,8 @@ def clock_tags(clocks: Mapping[int, Clock]) -> dict[str, str]:
 def energy_of(frames: Mapping[str, pd.DataFrame]) -> float | None:
     """A node's device energy over its part: the sum of its energy counters' deltas (every
     ``.../energy_j`` column of its traces); None without a counter."""
-    from radtrack.stats import counter_delta
-    from radtrack.store.energy_sources import bridging_power_key
+    from radtrack.compute.stats import counter_delta
+    from radtrack.vocab.energy_sources import bridging_power_key
 
     total, found = 0.0, False
     for frame in frames.values():

@@ -2,7 +2,7 @@
 master's clock, before anything is spooled.
 
 Node K's ``top/cpu_pct`` is spooled (and so stored, traced and summarized) as
-``node<K>/top/cpu_pct`` in the stream ``node<K>.top`` (radtrack/store/schema.py
+``node<K>/top/cpu_pct`` in the stream ``node<K>.top`` (radtrack/vocab/schema.py
 ``node_scoped``, ``node_stream``), its timestamps shifted by the node's measured clock
 offset to the master (rendezvous.py): the spool then holds exactly what the run gets, and
 ``radtrack sync`` on the node ships a dead agent's spool under the same names with no
@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from radtrack.listeners.protocol import Hello, Message, Sample, Samples, decode_line, encode
-from radtrack.store.schema import node_scoped, node_stream
 from radtrack.store.sink import Sink
+from radtrack.vocab.schema import node_scoped, node_stream
 
 
 def scoped(msg: Message, node: int, offset_s: float) -> Message:

@@ -14,7 +14,7 @@ from radtrack import gpus as gpus_mod
 from radtrack.errors import PlacementError
 from radtrack.placement.base import Log, Part, check, output, run
 from radtrack.spec import RunSpec
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 SMI = gpus_mod.SMI
 _CREATED_RE = re.compile(r"created GPU instance ID\s+(\d+) on GPU\s+(\d+)", re.IGNORECASE)

@@ -1,19 +1,19 @@
 """Co-location accounting at the end of a workload, stored where users look.
 
 After every row of a workload has ended and its traces are stored, the launcher splits
-each GPU's measured energy among the runs that shared it (radtrack/analysis/attribution.py)
+each GPU's measured energy among the runs that shared it (radtrack/compute/attribution.py)
 and records:
 
 - on each row's run: ``summary/attribution/<scope>/energy_j`` (its attributed energy, with
   ``..._ci95_pct`` / ``..._ci95_flag``: its GPU's relative 95 % interval over the run,
-  radtrack/analysis/energy_figures.py, and the split's own bound in quadrature, flag 3
-  ``split-assumed`` where the split has none validated: radtrack/analysis/split_model.py;
+  radtrack/compute/energy_figures.py, and the split's own bound in quadrature, flag 3
+  ``split-assumed`` where the split has none validated: radtrack/compute/split_model.py;
   a GPU whose runs all have solo baselines with a logged throughput is split by the
   ``solo-model``, read from the store before this workload's figures are written),
   ``summary/attribution/<scope>/sm_share_pct`` (its mean share of the GPU), the series
   ``attribution/<scope>/attributed_power_w`` and ``attribution/<scope>/sm_share_pct`` (one
   point per window; stored under MLflow's ``system/`` prefix like the listeners' series,
-  radtrack/store/schema.py), and the tags ``radtrack.attribution.<scope>`` (the method),
+  radtrack/vocab/schema.py), and the tags ``radtrack.attribution.<scope>`` (the method),
   ``.gpu`` (the physical GPU's UUID) and ``.note`` (why a run has no figure of its own);
 - on the workload's parent run, per physical GPU ``gpu<i>`` (NVML index): the measured
   energy, ``idle`` and ``other`` (``summary/workload/gpu<i>/energy_j``, ``idle_energy_j``,
@@ -26,7 +26,7 @@ The host's CPU side (the devices whose energy series declare scope ``host``: RAP
 ``pkg<n>`` and ``pkg<n>/dram``) is accounted alike under its device name
 (``summary/attribution/pkg0/energy_j`` on a row, ``summary/workload/pkg0/other_energy_j``
 on the parent, tag ``radtrack.attribution.pkg0`` = ``process-cpu-time``): co-located runs
-share it by their process trees' CPU time (radtrack/analysis/cpu_energy_share.py; no SM
+share it by their process trees' CPU time (radtrack/compute/cpu_energy_share.py; no SM
 share is stored for it), a solo run keeps it whole.
 """
 
@@ -42,8 +42,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from radtrack.analysis import split_model
-from radtrack.analysis.attribution import (
+from radtrack.compute import split_model
+from radtrack.compute.attribution import (
     DEFAULT_MPS_RULE,
     IDLE,
     MPS_RULES,
@@ -52,16 +52,16 @@ from radtrack.analysis.attribution import (
     GpuUse,
     account,
 )
-from radtrack.analysis.colocation import WorkloadRuns, workload_totals
-from radtrack.analysis.cpu_energy_share import mark_host_uses
-from radtrack.analysis.energy_error import combine
-from radtrack.analysis.energy_figures import flag_code, gpu_models, span_interval
-from radtrack.analysis.gpu_uses import run_uses
+from radtrack.compute.colocation import WorkloadRuns, workload_totals
+from radtrack.compute.cpu_energy_share import mark_host_uses
+from radtrack.compute.energy_error import combine
+from radtrack.compute.energy_figures import flag_code, gpu_models, span_interval
+from radtrack.compute.gpu_uses import run_uses
 from radtrack.errors import RadtrackError
 from radtrack.postrun.footprint import resolve
-from radtrack.store import schema
-from radtrack.store.schema import POWER_ARTIFACT, stored_key
 from radtrack.store.tracking import set_tags
+from radtrack.vocab import schema
+from radtrack.vocab.schema import POWER_ARTIFACT, stored_key
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -88,10 +88,10 @@ class _Input:
 
 def _baselines(stored: WorkloadRuns | None) -> tuple[dict[str, float], dict[str, tuple[float, int]]]:
     """From the store read before accounting: run id -> solo-equivalent power, and run id
-    -> (CV % of its solo J per unit, solo runs) (radtrack/analysis/split_model.py)."""
+    -> (CV % of its solo J per unit, solo runs) (radtrack/compute/split_model.py)."""
     if stored is None:
         return {}, {}
-    from radtrack.analysis.interference import interference
+    from radtrack.compute.interference import interference
 
     try:
         inter = interference(stored.runs, stored.summaries)
@@ -107,7 +107,7 @@ def account_workload(client: MlflowClient, parent_id: str, rows: list[Row],
     accounting (empty when no row has GPU readings, e.g. a CPU workload). ``baselines``:
     the workload's rows and their scripts' solo runs as stored (read_workload_runs): where
     every run on a GPU has a solo baseline and a logged throughput, that GPU's split is
-    ``solo-model`` (radtrack/analysis/split_model.py); otherwise the signal-based split,
+    ``solo-model`` (radtrack/compute/split_model.py); otherwise the signal-based split,
     flagged ``split-assumed``."""
     inputs = []
     for row in rows:
@@ -252,7 +252,7 @@ def _record_parent(client: MlflowClient, parent_id: str, inputs: list[_Input],
                    (schema.workload_key(label, "idle_energy_j"), acc.energy_j(IDLE), now, 0),
                    (schema.workload_key(label, "other_energy_j"), acc.energy_j(OTHER), now, 0)]
         # the GPU's 95 % interval over the workload; its idle and other shares carry the
-        # same relative interval (radtrack/analysis/energy_figures.py)
+        # same relative interval (radtrack/compute/energy_figures.py)
         ci = next((c for item in inputs if item.use.gpu == gpu and item.row.sink is not None
                    and (c := span_interval(item.row.sink.frames, item.scope, float(acc.edges[0]),
                                            float(acc.edges[-1]),
@@ -284,7 +284,7 @@ def _record_parent(client: MlflowClient, parent_id: str, inputs: list[_Input],
 def record_workload_totals(client: MlflowClient, parent_id: str, workload: int | str,
                            stored: WorkloadRuns | None) -> dict[str, object] | None:
     """STP, ANTT, work and energy vs serial of a co-located workload on its parent run,
-    against the solo runs of its scripts already in the experiment (analysis/colocation.py),
+    against the solo runs of its scripts already in the experiment (compute/colocation.py),
     from ``stored``: what radtrack/analysis/workload_runs.py ``read_workload_runs`` read.
     Returns the workload's row of that table (None for a single-row workload)."""
     if stored is None:

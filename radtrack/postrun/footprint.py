@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from radtrack.errors import RadtrackError
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 INTENSITY_ENV = "RADTRACK_CARBON_INTENSITY"
 PUE_ENV = "RADTRACK_PUE"

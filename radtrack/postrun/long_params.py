@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from radtrack.script.params import MAX_PARAM_LEN
 from radtrack.script.run_events import ParamCut, read_param_cuts
-from radtrack.store import schema
 from radtrack.store.tracking import set_tags
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from radtrack.postrun.end_row import EndRow as Row

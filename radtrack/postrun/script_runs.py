@@ -31,16 +31,16 @@ import pandas as pd
 from radtrack.listeners.protocol import late_keys
 from radtrack.script import handshake
 from radtrack.script.run_events import Span, absolute_uri, read_spans
-from radtrack.store import schema
 from radtrack.store.spans import span_frame
 from radtrack.store.sqlwriter import SqlMetricWriter
 from radtrack.store.traces import energy_summaries, log_trace, summarize
 from radtrack.store.tracking import redact
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-    from radtrack.analysis.attribution import GpuAccount
+    from radtrack.compute.attribution import GpuAccount
     from radtrack.postrun.footprint import Carbon
     from radtrack.run.launch import Row
 
@@ -157,7 +157,7 @@ def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
     for frame in sliced.values():
         if len(frame):
             summary.update(summarize(frame.reset_index(drop=True)))
-    from radtrack.analysis.energy_figures import gpu_models
+    from radtrack.compute.energy_figures import gpu_models
 
     summary.update(energy_summaries({k: f.reset_index(drop=True) for k, f in sliced.items() if len(f)},
                                     gpu_models(row.tags)))
@@ -229,9 +229,9 @@ def _points(frame: pd.DataFrame) -> list[tuple[str, float, int, int]]:
 def _attributed(row: Row, accounts: dict[str, GpuAccount], start: float, end: float,
                 carbon: Carbon | None, frames: dict[str, pd.DataFrame]) -> dict[str, float]:
     """The span's share of the row's attributed energy per GPU scope, with its GPU's 95 %
-    interval over the span (radtrack/analysis/energy_figures.py), and its CO2e."""
-    from radtrack.analysis.energy_figures import flag_code, gpu_models, span_interval
-    from radtrack.analysis.split_model import with_split
+    interval over the span (radtrack/compute/energy_figures.py), and its CO2e."""
+    from radtrack.compute.energy_figures import flag_code, gpu_models, span_interval
+    from radtrack.compute.split_model import with_split
 
     out: dict[str, float] = {}
     total = 0.0
@@ -252,7 +252,7 @@ def _attributed(row: Row, accounts: dict[str, GpuAccount], start: float, end: fl
         out[key] = joules
         total += joules
         ci = span_interval(frames, scope, start, end, gpu_models(row.tags).get(scope))
-        # the GPU's interval and the split's own bound (radtrack/analysis/split_model.py)
+        # the GPU's interval and the split's own bound (radtrack/compute/split_model.py)
         pct, flag = with_split(ci.ci95_pct if ci is not None else float("nan"),
                                flag_code(ci) if ci is not None else 0.0, acc, row.run_id)
         if np.isfinite(pct):

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from radtrack.spec import RunSpec
-from radtrack.store import runfiles, schema
+from radtrack.store import runfiles
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -56,7 +57,7 @@ def read_sink(folder: Path) -> SpooledSink:
     span = spooled_span(folder)
     for path in sorted(folder.glob(f"*{SPOOL_SUFFIX}")):
         name = path.name[:-len(SPOOL_SUFFIX)]
-        # the last hello: a listener whose metrics grew says hello again (listeners/gpu_follow.py)
+        # the last hello: a listener whose metrics grew says hello again (radtrack/listeners/gpu_follow.py)
         hello = None
         for m in messages(path):
             hello = m if isinstance(m, Hello) else hello

@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from radtrack.postrun.end_row import EndRow as Row

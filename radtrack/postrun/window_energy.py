@@ -2,9 +2,9 @@
 
 For each window the script recorded (radtrack/script/codewindows.py), on each device the
 run used (a GPU, a Jetson board, a plugin's device; the host's CPU packages and DRAM where
-``rapl`` or another host energy listener ran: radtrack/analysis/gpu_uses.py ``run_uses``):
+``rapl`` or another host energy listener ran: radtrack/compute/gpu_uses.py ``run_uses``):
 the device's energy over the window (the energy counter, shaped inside its intervals by
-the power: radtrack/analysis/attribution.py ``cumulative_energy``; integrated power where
+the power: radtrack/compute/attribution.py ``cumulative_energy``; integrated power where
 there is no counter), the run's attributed energy when it shared the device (its
 per-second accounting, prorated at the window's edges), and the time-weighted mean power,
 GPU utilisation and SM activity.
@@ -15,10 +15,10 @@ over every device, the host's CPU side included, like the run's ``energy_j``),
 ``cpu_energy_j`` (the whole energy of the host's CPU side, scope ``host``: each CPU package
 and its DRAM, where read), ``power_w`` (``gpu_energy_j`` over the window), ``gpu_util_pct``,
 ``sm_active_pct``, the energy's 95 % interval ``energy_j_ci95_pct`` / ``gpu_energy_j_ci95_pct``
-and ``energy_j_ci95_flag`` (radtrack/analysis/energy_error.py; the attributed share carries
+and ``energy_j_ci95_flag`` (radtrack/compute/energy_error.py; the attributed share carries
 its GPUs' relative interval and its split's bound, flag 3 where the split is assumed:
-radtrack/analysis/split_model.py), the activity model's ``activity_energy_j`` where GPM ran
-(radtrack/analysis/energy_figures.py) (step = the window's step, else its occurrence) and the table
+radtrack/compute/split_model.py), the activity model's ``activity_energy_j`` where GPM ran
+(radtrack/compute/energy_figures.py) (step = the window's step, else its occurrence) and the table
 ``windows/windows.parquet``. A window shorter than the power readings can resolve (the
 sampling interval, at least the sensor's 100-ms refresh) gets ``below_resolution_flag`` =
 1 and its duration only: no energy figure is made up for it. The GPUs and the host's CPU
@@ -43,21 +43,21 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from radtrack.analysis.attribution import GpuAccount, GpuUse, cumulative_energy
-from radtrack.analysis.energy_error import combine, load_constants
-from radtrack.analysis.energy_figures import (
+from radtrack.compute.attribution import GpuAccount, GpuUse, cumulative_energy
+from radtrack.compute.energy_error import combine, load_constants
+from radtrack.compute.energy_figures import (
     flag_code,
     frame_keys,
     frame_of,
     gpu_energies,
     gpu_models,
 )
-from radtrack.analysis.gpu_uses import run_uses
-from radtrack.analysis.split_model import split_flag
-from radtrack.analysis.summary import mean_between
+from radtrack.compute.gpu_uses import run_uses
+from radtrack.compute.split_model import split_flag
+from radtrack.compute.summary import mean_between
 from radtrack.script.codewindows import read_windows
-from radtrack.store import energy_sources as es
-from radtrack.store.schema import WINDOWS_ARTIFACT, window_key
+from radtrack.vocab import energy_sources as es
+from radtrack.vocab.schema import WINDOWS_ARTIFACT, window_key
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -130,7 +130,7 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
             utils, actives, parts, gpu_parts, flags = [], [], [], [], []
             splits: list[tuple[float, bool]] = []  # each shared device's split bound
             for scope, use in uses.items():
-                # a GPU smi followed mid-run is the run's from then on (listeners/gpu_follow.py)
+                # a GPU smi followed mid-run is the run's from then on (radtrack/listeners/gpu_follow.py)
                 lo = max(a, use.start)
                 if lo >= b:
                     continue

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from radtrack.store import schema
-from radtrack.store.meaning import describe
+from radtrack.vocab import schema
+from radtrack.vocab.meaning import describe
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -78,7 +78,7 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict:
     """Co-location accounting, workload totals, the footprint and code windows; GPU UUID (or
     device) -> accounting. A failure here is reported and leaves every recorded sample and
     status as they are."""
-    from radtrack.analysis.colocation import figures_line
+    from radtrack.compute.colocation import figures_line
     from radtrack.postrun.accounting import (
         account_workload,
         record_footprint,
@@ -92,7 +92,7 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict:
     accounts = {}
     try:
         # the solo baselines as stored before this workload's figures: the solo-model split
-        # (radtrack/analysis/split_model.py) needs each row's solo J per unit and throughput
+        # (radtrack/compute/split_model.py) needs each row's solo J per unit and throughput
         before = None
         if len(rows) > 1:
             try:
@@ -158,8 +158,8 @@ def bind_script_runs(client: MlflowClient, end: WorkloadEnd, accounts: Mapping) 
 
 def interval(rows: list[Any], acc: Any) -> str:
     """`` ±x.x %`` (and why it is wide) of a GPU's energy over the workload, the 95 % interval
-    every share of it carries too (radtrack/analysis/energy_figures.py); "" without one."""
-    from radtrack.analysis.energy_figures import gpu_models, span_interval
+    every share of it carries too (radtrack/compute/energy_figures.py); "" without one."""
+    from radtrack.compute.energy_figures import gpu_models, span_interval
 
     for row in rows:
         scope = next((k.removeprefix(schema.ATTRIBUTION_TAG_PREFIX).removesuffix(".gpu")

@@ -10,7 +10,7 @@
 - for the row: ``launcher_cpu_s``, the launcher process's whole CPU over the row's span
   (all its threads: MLflow's import and the run's creation when they overlap the script,
   the intake below, the other rows of its workload; what the busy-host check of
-  radtrack/analysis/result_checks.py counts as radtrack's own, not the host's other work);
+  radtrack/compute/result_checks.py counts as radtrack's own, not the host's other work);
   ``listeners_cpu_s`` (their sum), ``store_cpu_s`` (the launcher's storing:
   the reader threads that parse and spool the listeners' lines, the shipper thread until
   the end of the run, and the end-of-run shipping and trace writing), ``cpu_pct`` (both
@@ -31,8 +31,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from radtrack.store import schema
 from radtrack.store.spool import SPOOL_SUFFIX
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient

@@ -31,9 +31,9 @@ from radtrack.run.record import Recorder
 from radtrack.run.rows import NodeHooks
 from radtrack.script import env as renv
 from radtrack.spec import RunSpec
-from radtrack.store import schema
 from radtrack.store.outage import retrying, scrub, wait_s
 from radtrack.store.tracking import row_params, row_tags, set_tags
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient

@@ -12,8 +12,8 @@ from radtrack.run.listen import hello_tags
 from radtrack.run.procs import drain
 from radtrack.run.start import say, stop_row_listeners
 from radtrack.run.status import decide_status
-from radtrack.store import schema
 from radtrack.store.ending import finish_run, store_row_params
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient

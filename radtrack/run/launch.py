@@ -32,8 +32,9 @@ from radtrack.run.start import (
 )
 from radtrack.run.supervise import supervise
 from radtrack.script import env as renv
-from radtrack.store import newstore, schema, storestate
+from radtrack.store import newstore, storestate
 from radtrack.store.outage import scrub, wait_s
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from radtrack.run.record import Recorder

@@ -38,8 +38,8 @@ from radtrack.listeners.protocol import (
 )
 from radtrack.run import stopping
 from radtrack.run.stopping import set_parent_death_signal
-from radtrack.store.schema import listener_tag
 from radtrack.store.sink import Sink
+from radtrack.vocab.schema import listener_tag
 
 MAX_RESTARTS = 3
 READY_TIMEOUT_S = 20.0

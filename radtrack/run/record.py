@@ -172,7 +172,6 @@ class Recorder:
 
     def _create(self) -> None:
         """Create what does not exist yet (a retry after an outage resumes here)."""
-        from radtrack.store import schema
         from radtrack.store.reach import raise_if_away
         from radtrack.store.tracking import (
             create_workload_run,
@@ -182,6 +181,7 @@ class Recorder:
             workload_run_name,
             workload_tags,
         )
+        from radtrack.vocab import schema
 
         raise_if_away(self.uri)  # a database that is down: not MLflow's 100-s retries
         if self.client is None:

@@ -25,8 +25,8 @@ from radtrack.run.stopping import GroupStopper, set_parent_death_signal
 from radtrack.script import env as renv
 from radtrack.script import handshake
 from radtrack.script.bootstrap import BARRIER_FD, BARRIER_ID, RELEASE_FILE, pipe_id
-from radtrack.store import schema
 from radtrack.store.sink import Sink
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from radtrack.run.rows import Row
@@ -175,7 +175,7 @@ def check_listeners(row: Row) -> None:
 def start_row_listeners(row: Row) -> None:
     """The row's sampling listeners, following its process tree. They start as the script
     does (not before it), so each is told the run's start: smi reads the GPU's energy and
-    power back to it (listeners/energy_backfill.py). A --manual row's start is its
+    power back to it (radtrack/listeners/energy_backfill.py). A --manual row's start is its
     RADTBenchmark context's, which the supervisor notices a tick later."""
     assert row.proc is not None and row.sink is not None
     lenv = {k: v for k, v in row.env.items() if k not in (BARRIER_FD, BARRIER_ID, RELEASE_FILE)}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from radtrack.run.start import say, start_row_listeners, stop_row_listeners
 from radtrack.run.stopping import reap_group
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from radtrack.run.rows import Row

@@ -21,7 +21,7 @@ END_MODULES = (
     "radtrack.store.spans",
     "radtrack.store.traces",
     "radtrack.store.ending",
-    "radtrack.analysis.energy_figures",
+    "radtrack.compute.energy_figures",
     "radtrack.postrun.accounting",
     "radtrack.postrun.window_energy",
     "radtrack.postrun.footprint",

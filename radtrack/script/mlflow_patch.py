@@ -128,7 +128,7 @@ def stopped_status(client: Any, run_id: str, status: Any) -> Any:
         stop = handshake.stop_request()
         if stop is None or not stop.get("status"):
             return status
-        from radtrack.store.schema import STOPPED_BY
+        from radtrack.vocab.schema import STOPPED_BY
 
         client.set_tag(run_id, STOPPED_BY, str(stop.get("stopped_by", "")))
         return str(stop["status"])

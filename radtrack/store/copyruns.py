@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.errors import RadtrackError
-from radtrack.store import schema
 from radtrack.store.uris import redact
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient

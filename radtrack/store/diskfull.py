@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 
-from radtrack.store.schema import SPOOL_DROPPED_KEY, SPOOL_DROPPED_TAG
+from radtrack.vocab.schema import SPOOL_DROPPED_KEY, SPOOL_DROPPED_TAG
 
 log = logging.getLogger(__name__)
 

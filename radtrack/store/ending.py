@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient

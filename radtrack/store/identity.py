@@ -11,8 +11,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from radtrack.spec import RunSpec
-from radtrack.store import schema
-from radtrack.store.schema import ROLE
+from radtrack.vocab import schema
+from radtrack.vocab.schema import ROLE
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient

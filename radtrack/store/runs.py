@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 from radtrack.errors import RadtrackError
 from radtrack.spec import RunSpec
-from radtrack.store import schema
 from radtrack.store.identity import identity_tags
-from radtrack.store.schema import ROLE
 from radtrack.store.uris import default_artifact_location
+from radtrack.vocab import schema
+from radtrack.vocab.schema import ROLE
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient

@@ -22,9 +22,9 @@ from radtrack.atomic import write_atomic
 from radtrack.store import scriptlog
 from radtrack.store.outage import scrub
 from radtrack.store.restwriter import NotSent, RestMetricWriter
-from radtrack.store.schema import SYSTEM_PREFIX
 from radtrack.store.spool import MAX_METRICS_PER_CALL, SHIPPED_SUFFIX, Pending, Span, Spool, Stream
 from radtrack.store.sqlwriter import SqlMetricWriter
+from radtrack.vocab.schema import SYSTEM_PREFIX
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
@@ -209,7 +209,7 @@ def _chunks(pending: list[Pending]) -> list[list[Pending]]:
 
 def _points(chunk: list[Pending], span: Span | None = None) -> list[Point]:
     """(key, value, timestamp ms, step) points of the samples inside ``span``; plain tuples
-    keep the hot path cheap. Keys get MLflow's ``system/`` prefix (radtrack/store/schema.py);
+    keep the hot path cheap. Keys get MLflow's ``system/`` prefix (radtrack/vocab/schema.py);
     spool and Parquet keep the bare form."""
     out: list[Point] = []
     for p in chunk:

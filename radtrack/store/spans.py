@@ -48,7 +48,7 @@ def span_frame(frame: pd.DataFrame, start: float | None, end: float | None,
     with the span's end points added (module docstring); and each key's readings inside.
     Empty, with no counts, when nothing of it lies in the span. ``late``: key -> when its
     series became the run's, inside the span (a GPU smi followed mid-run,
-    listeners/gpu_follow.py): it gets no point at the span's start, its readings begin there."""
+    radtrack/listeners/gpu_follow.py): it gets no point at the span's start, its readings begin there."""
     import pandas as pd
 
     if frame.empty:
@@ -110,8 +110,8 @@ def _counter_tails(frame: pd.DataFrame, t: np.ndarray, values: dict[str, list[fl
     its end point is that reading plus the device's power readings beside it
     (``<device>/power_w``) integrated from there to the end, where they cover it, not the
     reading held, which would count the run's tail as 0 W. In place, in ``values``."""
-    from radtrack.stats import power_between
-    from radtrack.store.energy_sources import bridging_power_key
+    from radtrack.compute.stats import power_between
+    from radtrack.vocab.energy_sources import bridging_power_key
 
     for key, at in values.items():
         power = bridging_power_key(str(key))

@@ -3,7 +3,7 @@
 A run's spool folder holds ``meta.json`` (run id, tracking URI), per listener
 ``<listener>.jsonl`` (every line it wrote, as written) and ``<listener>.shipped`` (how many
 of those lines are stored: radtrack/store/shipping.py). Lines are read as typed messages
-(listeners/protocol.py); a sample waits in its stream's ``pending`` list until shipped.
+(radtrack/listeners/protocol.py); a sample waits in its stream's ``pending`` list until shipped.
 
 The spool keeps every line; what is the run's is its span (:class:`Span`: its script's start
 to its end): a sample stamped outside it is spooled but never stored on the run.

@@ -24,8 +24,8 @@ from typing import IO, Any
 from radtrack.script import env as renv
 from radtrack.store import runfiles
 from radtrack.store.outage import describe
-from radtrack.store.schema import STOPPED_BY, STOPPED_BY_LAUNCHER_LOST
 from radtrack.store.spool import META_FILE, SPOOL_SUFFIX, hold, holder
+from radtrack.vocab.schema import STOPPED_BY, STOPPED_BY_LAUNCHER_LOST
 
 #: (workload run id, its rows as (spool folder, run id, store), log) -> True once the
 #: workload's end step is stored (radtrack/sync_command.py end_step)

@@ -15,7 +15,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from radtrack.spec import RunSpec
-from radtrack.store import runfiles, schema
+from radtrack.store import runfiles
+from radtrack.vocab import schema
 
 
 def create_runs(folders: list[Path], tracking_uri: str | None) -> list[str]:

@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING
 
 from radtrack.listeners.protocol import Hello, as_dict, late_keys
 from radtrack.store.recovery import read_spool
-from radtrack.store.schema import (
+from radtrack.store.spool import MAX_METRICS_PER_CALL, Span, Stream
+from radtrack.vocab.schema import (
     READINGS_STAT,
     TELEMETRY_DIR,
     rail_energy_key,
     stored_key,
     summary_key,
 )
-from radtrack.store.spool import MAX_METRICS_PER_CALL, Span, Stream
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -104,8 +104,8 @@ def log_trace(client: MlflowClient, run_id: str, name: str, frame: pd.DataFrame,
 
 def _declared(streams: Iterable[Stream]) -> dict[str, str]:
     """scope -> GPU model the run's listeners declared in their hellos (picks the sensor's
-    constants: radtrack/analysis/energy_error.py)."""
-    from radtrack.analysis.energy_figures import gpu_models
+    constants: radtrack/compute/energy_error.py)."""
+    from radtrack.compute.energy_figures import gpu_models
 
     tags: dict[str, object] = {}
     for s in streams:
@@ -116,13 +116,13 @@ def _declared(streams: Iterable[Stream]) -> dict[str, str]:
 def energy_summaries(frames: dict[str, pd.DataFrame],
                      models: dict[str, str] | None = None) -> dict[str, float]:
     """Each power rail's energy over the frames (``summary/<rail>/energy_j``:
-    radtrack/store/energy_sources.py ``rail_energies``), each GPU energy's 95 % interval and
-    flag, and the activity model's second figure (radtrack/analysis/energy_figures.py); no
+    radtrack/vocab/energy_sources.py ``rail_energies``), each GPU energy's 95 % interval and
+    flag, and the activity model's second figure (radtrack/compute/energy_figures.py); no
     interval, with one line on stderr, where the sensor constants given in
     $RADTRACK_SENSOR_CONSTANTS are unusable (the counter's figure stays)."""
     import sys
 
-    from radtrack.analysis.energy_figures import run_figures
+    from radtrack.compute.energy_figures import run_figures
 
     out = rail_summaries(frames)
     try:
@@ -135,7 +135,7 @@ def energy_summaries(frames: dict[str, pd.DataFrame],
 def rail_summaries(frames: dict[str, pd.DataFrame]) -> dict[str, float]:
     """``summary/<rail>/energy_j`` of every power rail in the frames (each cut to the run's
     span: its integral over the span), where it can be told."""
-    from radtrack.store.energy_sources import rail_energies
+    from radtrack.vocab.energy_sources import rail_energies
 
     readings = {}
     for frame in frames.values():
@@ -150,8 +150,8 @@ def summarize(frame: pd.DataFrame, counts: dict[str, int] | None = None) -> dict
     """summary/<key>/mean|min|max for every metric; summary/<key> for energy counters; with
     ``counts`` (each key's readings in the span: spans.span_frame), ``summary/<key>/n``.
     Over ``frame`` as it is: cut to a span with its end points, the mean is the span's."""
-    from radtrack.stats import counter_delta, time_weighted_mean  # numpy: not at launch
-    from radtrack.store.energy_sources import bridging_power_key
+    from radtrack.compute.stats import counter_delta, time_weighted_mean  # numpy: not at launch
+    from radtrack.vocab.energy_sources import bridging_power_key
 
     out: dict[str, float] = {}
     for key, n in (counts or {}).items():

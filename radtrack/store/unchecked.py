@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from radtrack.atomic import write_atomic
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 FILE = "unchecked.json"
 

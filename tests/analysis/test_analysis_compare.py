@@ -9,10 +9,10 @@ from mlflow import MlflowClient
 from test_analysis_seed import T0, Row, seed_workload
 
 from radtrack.analysis import data
-from radtrack.analysis.correlation import align, correlate
-from radtrack.analysis.interference import interference
 from radtrack.analysis.run_summaries import summarize_runs
-from radtrack.analysis.variability import time_to_target, variability
+from radtrack.compute.correlation import align, correlate
+from radtrack.compute.interference import interference
+from radtrack.compute.variability import time_to_target, variability
 
 
 def long(run_id: str, metric: str, seconds, values, steps=None) -> pd.DataFrame:
@@ -152,7 +152,7 @@ def test_workload_stp_when_rows_count_different_units():
     """A row that logged no throughput (slowdown by duration, unit "run") beside one that
     did (samples): STP, ANTT and energy vs serial still come from each row's own slowdown
     and work; only the workload's work total needs one unit."""
-    from radtrack.analysis.colocation import workload_table
+    from radtrack.compute.colocation import workload_table
 
     runs = pd.DataFrame([
         {"run_id": "p", "experiment": "e", "workload": "3", "tag.radtrack.role": "workload",

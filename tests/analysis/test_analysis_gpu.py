@@ -8,8 +8,8 @@ import pytest
 from support import REPO, radtrack_cli
 
 from radtrack.analysis import load_runs, load_series, summarize_runs
-from radtrack.analysis.interference import interference
-from radtrack.analysis.summary import integrate_energy
+from radtrack.compute.interference import interference
+from radtrack.compute.summary import integrate_energy
 
 pytestmark = pytest.mark.gpu
 

@@ -10,9 +10,9 @@ import pytest
 from support import radtrack_cli
 
 from radtrack.analysis import load_runs, load_series, summarize_runs, time_to_target
-from radtrack.analysis.interference import interference
 from radtrack.analysis.report import analyze_experiment
-from radtrack.analysis.variability import variability
+from radtrack.compute.interference import interference
+from radtrack.compute.variability import variability
 
 SCRIPT = """\
 import argparse, time

@@ -16,8 +16,8 @@ import pandas as pd
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 
-from radtrack.store.schema import stored_key
 from radtrack.store.sink import summarize
+from radtrack.vocab.schema import stored_key
 
 T0 = 1_750_000_000.0  # a fixed wall-clock origin (unix s) keeps expected values exact
 GPU = "NVIDIA H100 80GB HBM3"

@@ -10,7 +10,7 @@ from test_analysis_seed import Row, seed_workload
 
 from radtrack.analysis import data
 from radtrack.analysis.run_summaries import summarize_runs
-from radtrack.analysis.summary import (
+from radtrack.compute.summary import (
     coefficient_of_variation,
     counter_energy,
     integrate_energy,
@@ -145,7 +145,7 @@ def test_summarize_runs_on_seeded_store(store, tmp_path, monkeypatch):
 
 
 def test_work_units_of_throughput_keys():
-    from radtrack.analysis.summary import work_unit
+    from radtrack.compute.summary import work_unit
 
     assert work_unit("throughput_samples_per_s") == "sample"
     assert work_unit("throughput_tflops") == "tflop"

@@ -1,11 +1,11 @@
-"""Known answers of co-location accounting (radtrack/analysis/attribution.py)."""
+"""Known answers of co-location accounting (radtrack/compute/attribution.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from radtrack.analysis.attribution import (
+from radtrack.compute.attribution import (
     IDLE,
     OTHER,
     GpuUse,
@@ -181,7 +181,7 @@ def test_bad_spans_and_mixed_gpus_are_refused_with_a_message():
 def test_run_uses_read_traces_tags_and_placement():
     import pandas as pd
 
-    from radtrack.analysis.gpu_uses import placement, run_uses
+    from radtrack.compute.gpu_uses import placement, run_uses
 
     assert placement("-") == ("plain", None, None)
     assert placement("MPS:30") == ("mps", 30.0, None)
@@ -209,7 +209,7 @@ def test_run_uses_read_traces_tags_and_placement():
 def test_run_uses_prefer_the_drivers_power_samples():
     import pandas as pd
 
-    from radtrack.analysis.gpu_uses import run_uses
+    from radtrack.compute.gpu_uses import run_uses
 
     lines = pd.DataFrame({"time": [T0, T0 + 1.0], "step": [0, 1], "smi/gpu0/power_w": [100.0, 100.0]})
     driver = pd.DataFrame({"time": T0 + np.arange(0, 1.0, 0.02), "step": np.arange(2, 52),

@@ -1,13 +1,13 @@
 """Co-location accounting over runs whose readings cover only their own spans (issue 38): a
 run's listeners stop at its end, so the GPU's energy and every process's activity after it
-come from its partners' readings (radtrack/analysis/attribution.py)."""
+come from its partners' readings (radtrack/compute/attribution.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from radtrack.analysis.attribution import (
+from radtrack.compute.attribution import (
     IDLE,
     OTHER,
     GpuUse,

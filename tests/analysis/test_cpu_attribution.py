@@ -1,5 +1,5 @@
-"""Co-location accounting of the host's CPU side (radtrack/analysis/attribution.py with
-``GpuUse.host``; the rule in radtrack/analysis/cpu_energy_share.py): co-located runs share a
+"""Co-location accounting of the host's CPU side (radtrack/compute/attribution.py with
+``GpuUse.host``; the rule in radtrack/compute/cpu_energy_share.py): co-located runs share a
 CPU package or DRAM device by CPU time, and the parts add up to the device's energy."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from radtrack.analysis.attribution import HOST_METHOD, IDLE, OTHER, GpuUse, account
-from radtrack.analysis.cpu_energy_share import HOST_CPU, PROC_CPU, cpu_readings, mark_host_uses
+from radtrack.compute.attribution import HOST_METHOD, IDLE, OTHER, GpuUse, account
+from radtrack.compute.cpu_energy_share import HOST_CPU, PROC_CPU, cpu_readings, mark_host_uses
 
 T = np.arange(0.0, 10.01, 0.5)  # readings every 0.5 s for 10 s
 WATTS = 80.0

@@ -1,12 +1,12 @@
 """Co-located runs' shares of the host's CPU and DRAM energy, by their processes' CPU time
-(radtrack/analysis/cpu_energy_share.py)."""
+(radtrack/compute/cpu_energy_share.py)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from radtrack.analysis.cpu_energy_share import IDLE, OTHER, cpu_seconds, split
+from radtrack.compute.cpu_energy_share import IDLE, OTHER, cpu_seconds, split
 
 T = np.arange(0.0, 11.0)  # readings every second for 10 s
 ENERGY = (T, 50.0 * T)  # 50 W on the CPU side

@@ -1,7 +1,7 @@
-"""Energy error bars (radtrack/analysis/energy_error.py), the activity power model
-(radtrack/analysis/activity_power.py) and the power sensor benchmark's analysis
+"""Energy error bars (radtrack/compute/energy_error.py), the activity power model
+(radtrack/compute/activity_power.py) and the power sensor benchmark's analysis
 (benchmarks/power_sensor_analysis.py) on synthetic traces from the documented sensor model
-(radtrack/analysis/sensor_model.py; tests/power_sensor_synthetic.py)."""
+(radtrack/compute/sensor_model.py; tests/power_sensor_synthetic.py)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from radtrack.analysis import activity_power as ap
-from radtrack.analysis.energy_error import (
+from radtrack.compute import activity_power as ap
+from radtrack.compute.energy_error import (
     BURSTY,
     H200,
     TOO_SHORT,
@@ -24,9 +24,9 @@ from radtrack.analysis.energy_error import (
     interval,
     load_constants,
 )
-from radtrack.analysis.energy_figures import gpu_models, run_figures
-from radtrack.analysis.sensor_model import SensorModel, counter_between, sense, square_wave
-from radtrack.store import schema
+from radtrack.compute.energy_figures import gpu_models, run_figures
+from radtrack.compute.sensor_model import SensorModel, counter_between, sense, square_wave
+from radtrack.vocab import schema
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))

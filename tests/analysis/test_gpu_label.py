@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "doubles"))
 from fakehost import H100_UUID, SECOND_UUID, FakeHost, gpu  # noqa: E402
 from support import radtrack_cli, report_rows, run_cli  # noqa: E402
 
-from radtrack.analysis.gpulabel import physical_gpus  # noqa: E402
+from radtrack.compute.gpulabel import physical_gpus  # noqa: E402
 
 SCRIPT = Path(__file__).parents[1] / "scripts" / "exit_code.py"
 

@@ -12,8 +12,8 @@ import pandas as pd
 import pytest
 from scipy.stats import t as student
 
-from radtrack.analysis.colocation import _intervals, figures_line
-from radtrack.analysis.variability import log_bounds, log_ratio_spread, log_sd_of
+from radtrack.compute.colocation import _intervals, figures_line
+from radtrack.compute.variability import log_bounds, log_ratio_spread, log_sd_of
 from radtrack.frontend.shares import interference_text
 
 
@@ -74,8 +74,8 @@ def test_the_page_shows_the_stored_figures_with_their_intervals() -> None:
 
 
 def test_the_printed_report_says_which_rows_have_no_interval_and_how_to_get_one() -> None:
-    from radtrack.analysis.interference import NO_REPEATS
     from radtrack.analysis.report_text import ExperimentReport, render_report
+    from radtrack.compute.interference import NO_REPEATS
 
     inter = pd.DataFrame({"run_id": ["r1", "r2"], "run_name": ["e-4 A", "e-4 B"], "workload": [4, 4],
                           "slowdown": [1.6, 3.2], "solo_runs": ["e-1 A (r0)", "e-3 A (r3)"],

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from support import radtrack_cli, report_here
 
-from radtrack.analysis.result_checks import MIN_SAMPLES
 from radtrack.analysis.text_table import WIDTH
+from radtrack.compute.result_checks import MIN_SAMPLES
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
 

@@ -1,5 +1,5 @@
 """One vocabulary from the store to the reader (issue 52): every figure ``radtrack report``
-prints or writes has one name, and its scope, unit and meaning are radtrack/store/meaning.py's
+prints or writes has one name, and its scope, unit and meaning are radtrack/vocab/meaning.py's
 in every format; each machine-readable output carries its columns table and keeps its schema
 whatever the data; the printed tables fit 120 columns with long names."""
 
@@ -19,7 +19,7 @@ from test_analysis_seed import T0, Row, seed_workload
 
 from radtrack.analysis.report_text import REPORT_TABLES, column_legend
 from radtrack.analysis.text_table import WIDTH
-from radtrack.store.meaning import COLUMN_FIELDS, column_row
+from radtrack.vocab.meaning import COLUMN_FIELDS, column_row
 
 LONG = "x" * 130  # an experiment name longer than the page is wide
 OLD_NAMES = ("span_s", "run_cpu_pct", "host_cpu_pct", "energy_ci95_pct")

@@ -13,9 +13,9 @@ from mlflow import MlflowClient
 from support import report_here
 from test_analysis_seed import T0, Row, seed_workload
 
-from radtrack.analysis import result_checks as rc
 from radtrack.analysis.text_table import WIDTH
-from radtrack.analysis.variability import ratio_interval
+from radtrack.compute import result_checks as rc
+from radtrack.compute.variability import ratio_interval
 
 
 def _series(value: float, seconds: int) -> list[tuple[float, int, float]]:

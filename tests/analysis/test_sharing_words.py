@@ -6,7 +6,7 @@ GPUs of its own, the power-variation study's space-sharing), from the launcher's
 from __future__ import annotations
 
 from radtrack.analysis.sharing import colocation_text
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 OTHERS = "pv-6 A,pv-6 C,pv-6 D"
 GPU = {"metric.summary/smi/gpu0/proc_mem_used_mib/max": 2010.0}  # its processes used its GPU

@@ -1,4 +1,4 @@
-"""The solo-model split and every split's bound (radtrack/analysis/split_model.py)."""
+"""The solo-model split and every split's bound (radtrack/compute/split_model.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from radtrack.analysis import split_model
-from radtrack.analysis.attribution import IDLE, OTHER, GpuAccount
+from radtrack.compute import split_model
+from radtrack.compute.attribution import IDLE, OTHER, GpuAccount
 
 
 def _account(method: str, a: list[float], b: list[float], edges: list[float]) -> GpuAccount:

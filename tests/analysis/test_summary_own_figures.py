@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from radtrack.analysis.run_summaries import sample_count
-from radtrack.analysis.summary import summarize_series
+from radtrack.compute.summary import summarize_series
 
 
 def test_a_code_windows_figures_are_not_a_device_of_the_run() -> None:

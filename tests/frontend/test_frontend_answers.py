@@ -133,7 +133,7 @@ def test_comparison_gives_difference_and_ratio_to_the_baseline() -> None:
     assert out["a"]["difference"] == 21_600.0 and out["a"]["ratio"] == 2.5
     assert out["b"]["ratio"] == 1.0 and out["c"]["ratio"] is None
     assert _fmt(36_000.0) == "36,000" and _fmt(12.3456) == "12.35" and _fmt(None) == "–"
-    # one name per figure: the column's own, its unit from radtrack/store/meaning.py
+    # one name per figure: the column's own, its unit from radtrack/vocab/meaning.py
     assert column_title("energy_j") == "energy_j (J)"
     assert column_title("gpu_energy_j") == "gpu_energy_j (J)"
 

@@ -1,4 +1,4 @@
-"""What the page exposes (frontend/exposure.py): a warning for a non-loopback --host and no
+"""What the page exposes (radtrack/frontend/exposure.py): a warning for a non-loopback --host and no
 --debug there, through the real CLI; 400 with a reason for malformed zoom requests; no
 "Share chart..." to Plotly's cloud in any chart's config."""
 

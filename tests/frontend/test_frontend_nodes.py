@@ -1,4 +1,4 @@
-"""A multi-node run on the page (frontend/nodes.py): a real SQLite store holding a two-node run
+"""A multi-node run on the page (radtrack/frontend/nodes.py): a real SQLite store holding a two-node run
 stored as radtrack stores one (node 1's series as ``system/node1/<key>``, its trace
 ``telemetry/node1.<listener>.parquet``, ``radtrack.nodes`` and ``radtrack.node<K>.*`` tags,
 ``summary/node<K>/...`` figures), read through the Dash app's own routes: the metric list,
@@ -25,7 +25,7 @@ from node_runs import (
 )
 from synthetic import seed_workload
 
-from radtrack.analysis.correlation import correlate
+from radtrack.compute.correlation import correlate
 from radtrack.frontend.app import create_app
 from radtrack.frontend.callbacks_chart import HEADER_PREFIX, QUERY_KEY
 from radtrack.frontend.data import DataSource, long_frame

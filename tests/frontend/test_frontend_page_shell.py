@@ -1,4 +1,4 @@
-"""The page's HTML shell (frontend/page_shell.py): scripts swapped, layout asked for early,
+"""The page's HTML shell (radtrack/frontend/page_shell.py): scripts swapped, layout asked for early,
 and the fallback to Dash's own plotly.js when no bundle fits the installed plotly."""
 
 from __future__ import annotations

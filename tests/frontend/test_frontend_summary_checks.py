@@ -20,7 +20,7 @@ from radtrack.frontend.callbacks_chart import summary_answer
 from radtrack.frontend.data import DataSource
 from radtrack.frontend.summaries import SummaryCache
 
-ASSETS = Path(__file__).parents[2] / "frontend" / "assets"
+ASSETS = Path(__file__).parents[2] / "radtrack" / "frontend" / "assets"
 
 
 @pytest.fixture
@@ -74,11 +74,11 @@ def test_run_column_is_sticky_and_hidden_columns_are_not_drawn() -> None:
 
 def test_the_page_says_each_figure_in_the_owner_s_words(seeded) -> None:
     """issue 52: one name, scope and unit per figure. Every Summary header is the column's
-    own name and the unit radtrack/store/meaning.py gives it (the report's files and
+    own name and the unit radtrack/vocab/meaning.py gives it (the report's files and
     `radtrack export` carry the same in their columns tables), its tooltip the owner's long
     name and scope; every y axis title is the owner's label of its key."""
     from radtrack.frontend.callbacks_chart import chart_answer
-    from radtrack.store.meaning import column_meaning, column_row, describe
+    from radtrack.vocab.meaning import column_meaning, column_row, describe
 
     source = DataSource(seeded["uri"])
     ids = [seeded["gpu"], seeded["idle"], seeded["cpu"]]

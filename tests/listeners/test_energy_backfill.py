@@ -1,4 +1,4 @@
-"""smi's energy from the run's start (listeners/energy_backfill.py): a listener that starts
+"""smi's energy from the run's start (radtrack/listeners/energy_backfill.py): a listener that starts
 after its script recovers the energy before its first counter reading from the driver's
 power samples, else from the polled power; a restart does not reach back."""
 

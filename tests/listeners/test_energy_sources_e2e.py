@@ -172,7 +172,7 @@ def test_each_rail_gets_its_energy_and_power_apart_from_the_board(jetson):
     assert not any(k.startswith("summary/tegrastats/power/rails_sum") and k.endswith("/energy_j")
                    for k in m)  # the board is no rail
 
-    # radtrack export: by key, with what it is (radtrack/store/meaning.py)
+    # radtrack export: by key, with what it is (radtrack/vocab/meaning.py)
     from radtrack.export import column_meanings, export_table
 
     key = f"summary/tegrastats/power/{rails[0]}/energy_j"

@@ -1,5 +1,5 @@
 """smi follows a GPU outside the row's own once a process of the run's tree holds a context
-there (listeners/gpu_follow.py), on the NVML doubles (tests/gpu_doubles.py): two GPUs, the
+there (radtrack/listeners/gpu_follow.py), on the NVML doubles (tests/gpu_doubles.py): two GPUs, the
 listener watching GPU 0 only. Through the CLI into a real store: test_gpu_follow_e2e.py."""
 
 from __future__ import annotations
@@ -267,7 +267,7 @@ def test_a_followed_gpu_counts_in_accounting_and_code_windows_from_its_follow():
     import numpy as np
     import pandas as pd
 
-    from radtrack.analysis.gpu_uses import run_uses
+    from radtrack.compute.gpu_uses import run_uses
     from radtrack.postrun.window_energy import window_table
 
     t = np.arange(100.0, 111.0)

@@ -1,6 +1,6 @@
 """A GPU outside a row's Devices that its script turns out to use is followed, stored and
 accounted, through the real CLI and a real SQLite store on a simulated two-GPU host
-(tests/doubles: nvidia-smi and NVML doubles in every process; listeners/gpu_follow.py).
+(tests/doubles: nvidia-smi and NVML doubles in every process; radtrack/listeners/gpu_follow.py).
 The spool path (a second hello spooled, read back by ``radtrack sync``) is checked on a
 spool folder in test_gpu_follow.py.
 

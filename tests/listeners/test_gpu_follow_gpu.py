@@ -1,6 +1,6 @@
 """On a host with two or more NVIDIA GPUs: a row given GPU 0 whose script runs its work on
 GPU 1 (a torch child with the row's CUDA_VISIBLE_DEVICES removed) gets GPU 1 followed by
-its smi (listeners/gpu_follow.py), with its power, energy and the run's share of it,
+its smi (radtrack/listeners/gpu_follow.py), with its power, energy and the run's share of it,
 through the real CLI. Skips visibly on fewer GPUs or without torch; changes no GPU setting."""
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def test_a_counters_lives_are_summed_and_their_gaps_bridged() -> None:
     7 s that loses 2 s and counts from 0 again; a drop with no times counts the gap 0."""
     import numpy as np
 
-    from radtrack.stats import counter_delta, counter_lives, stitch_counter
+    from radtrack.compute.stats import counter_delta, counter_lives, stitch_counter
 
     t = np.arange(17.0)
     one = 20.0 * t

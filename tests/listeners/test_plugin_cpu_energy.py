@@ -23,7 +23,7 @@ import pytest
 from mlflow import MlflowClient
 from support import radtrack_cli
 
-from radtrack.analysis.cpu_energy_share import split
+from radtrack.compute.cpu_energy_share import split
 
 TESTS = Path(__file__).resolve().parents[1]
 INTENSITY = 400.0

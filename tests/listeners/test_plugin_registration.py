@@ -58,7 +58,7 @@ def test_installed_plugin_samples(site):
 
 def test_installed_plugin_says_what_its_series_are(site):
     """The plugin's declaration reaches its hello line and radtrack's readers alike
-    (radtrack/store/meaning.py describe), with no change outside the plugin's own files."""
+    (radtrack/vocab/meaning.py describe), with no change outside the plugin's own files."""
     proc = _listeners(site, "loadavg", "--count", "1", "--interval", "0.05")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     hello = json.loads(proc.stdout.splitlines()[0])
@@ -66,7 +66,7 @@ def test_installed_plugin_says_what_its_series_are(site):
     assert (spec["role"], spec["scope"], spec["label"], spec["unit_text"]) == (
         "other", "host", "host load average, 5 min", "runnable processes")
     code = ("import json\n"
-            "from radtrack.store.meaning import describe\n"
+            "from radtrack.vocab.meaning import describe\n"
             "m = describe('system/loadavg/host/load15_count')\n"
             "print(json.dumps([m.label, m.scope, m.declared]))\n")
     env = {**os.environ, "PYTHONPATH": str(site), "MLFLOW_DISABLE_TELEMETRY": "true"}

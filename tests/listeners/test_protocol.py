@@ -23,7 +23,7 @@ from radtrack.listeners.protocol import (
     encode,
 )
 
-# lines exactly as listeners have written them (listeners/runner.py before the protocol
+# lines exactly as listeners have written them (radtrack/listeners/runner.py before the protocol
 # module, and older hellos without "interval"): what spools on disk hold
 OLD_LINES = [
     '{"type": "hello", "listener": "smi", "metrics": [{"key": "smi/gpu0/power_w", "unit": "W", '

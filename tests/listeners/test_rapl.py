@@ -15,8 +15,8 @@ from rapl_fake import DATA, AdvancingTree
 from support import radtrack_cli
 
 from radtrack.listeners.rapl import RaplListener, Zone, energy_every_s, increment, zones
-from radtrack.store import energy_sources as es
-from radtrack.store.meaning import describe
+from radtrack.vocab import energy_sources as es
+from radtrack.vocab.meaning import describe
 
 
 def _prefixes(tree: str) -> list[str]:

@@ -286,7 +286,7 @@ def test_the_launcher_tells_each_rows_smi_whether_its_gpu_is_shared(store, tmp_p
         for uuid, counts in x["by_gpu"].items():
             by_gpu.setdefault(uuid, []).append(counts)
     # A's smi watches GPU 0 (a restart would add a process); B's and C's only look at it
-    # for their trees every 5 s (listeners/gpu_follow.py): its contexts, nothing else
+    # for their trees every 5 s (radtrack/listeners/gpu_follow.py): its contexts, nothing else
     watching = [x for x in by_gpu[H100_UUID] if "nvmlDeviceGetFieldValues" in x]
     assert watching
     for solo in watching:

@@ -168,8 +168,8 @@ BOARD_TOTAL = {  # recording -> the key readers integrate for the board's energy
 
 @pytest.mark.parametrize("name", sorted(BOARD_TOTAL))
 def test_each_format_declares_one_board_total_and_its_rails_as_parts(name):
-    from radtrack.store import energy_sources as es
-    from radtrack.store.meaning import describe
+    from radtrack.vocab import energy_sources as es
+    from radtrack.vocab.meaning import describe
 
     for line in (DATA / name).read_text().splitlines():
         v = parse_line(line)

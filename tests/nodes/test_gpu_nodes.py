@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from test_nodes_by_hand import DDP, _env, _port, finish, the_run
 
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 pytestmark = pytest.mark.gpu
 

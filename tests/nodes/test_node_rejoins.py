@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 
 def _port() -> int:

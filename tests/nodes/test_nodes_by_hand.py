@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 REPO = Path(__file__).resolve().parents[2]
 DDP = REPO / "tests" / "scripts" / "ddp_gloo.py"

@@ -17,8 +17,8 @@ from radtrack.nodes.clock import Clock, clock_from
 from radtrack.nodes.options import parse_master
 from radtrack.nodes.rendezvous import Master, NodeEnd, NodeLink
 from radtrack.nodes.sink import scoped
-from radtrack.store import schema
-from radtrack.store.meaning import describe
+from radtrack.vocab import schema
+from radtrack.vocab.meaning import describe
 
 REPO = Path(__file__).resolve().parents[2]
 

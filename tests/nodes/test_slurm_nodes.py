@@ -24,7 +24,7 @@ import pytest
 from slurm_cluster import SlurmCluster, _free_port, _which, wait_for, why_no_slurm
 from test_nodes_by_hand import DDP, the_run
 
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 pytestmark = pytest.mark.slow
 NODES = ("radnode1", "radnode2")

@@ -99,7 +99,7 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     other = parent.data.metrics["summary/workload/gpu0/other_energy_j"]
     idle = parent.data.metrics["summary/workload/gpu0/idle_energy_j"]
     # every row has a solo baseline with a logged throughput: the split follows each one's
-    # solo J per unit x its work (radtrack/analysis/split_model.py), and its interval holds
+    # solo J per unit x its work (radtrack/compute/split_model.py), and its interval holds
     # the baselines' spread (one solo run each: the H200's measured CV) without a flag
     assert a.data.tags["radtrack.attribution.gpu0"] == "solo-model"
     assert a.data.metrics["summary/attribution/gpu0/energy_j_ci95_flag"] != 3

@@ -6,7 +6,7 @@ by ``RADTRACK_POWERCAP_ROOT``) with ``-l rapl+top``: row ``feeder`` advances the
 counters (tests/listeners/rapl_fake.py: a few ms of CPU every 20 ms), row ``burner`` burns a
 core (tests/scripts/busy.py). Post-run accounting splits each RAPL device's energy
 (``pkg0``, ``pkg0/dram``, ...) between them by CPU seconds over the host's busy CPU seconds
-(radtrack/analysis/cpu_energy_share.py); the rest is the parent's ``other``/``idle``. Checked:
+(radtrack/compute/cpu_energy_share.py); the rest is the parent's ``other``/``idle``. Checked:
 each row's share against the rule applied to the series the rows stored, the sum rule
 (shares + other + idle = the device's measured energy = the tree's true increments), the
 method tags, CO2e of the attributed energy, and the report's per-run energy and footprint.
@@ -25,7 +25,7 @@ import pytest
 from mlflow import MlflowClient
 from support import radtrack_cli, run_cli, sqlite_locked
 
-from radtrack.analysis.cpu_energy_share import split
+from radtrack.compute.cpu_energy_share import split
 
 TESTS = Path(__file__).resolve().parents[1]
 RAPL = TESTS / "data" / "rapl"

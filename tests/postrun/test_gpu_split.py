@@ -39,7 +39,7 @@ def test_twins_split_evenly_caps_follow_and_intervals_hold(store: str, tmp_path:
     from mlflow import MlflowClient
 
     from radtrack.analysis.data import load_runs
-    from radtrack.analysis.energy_error import for_gpu
+    from radtrack.compute.energy_error import for_gpu
 
     lines = ["Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,MaxTime"]
     lines += [f"att,{w},,,0,{c},{SGEMM},smi+dcgm+top,--log-every 50,0.2" for w, c in ROWS]
@@ -61,7 +61,7 @@ def test_twins_split_evenly_caps_follow_and_intervals_hold(store: str, tmp_path:
                       key=lambda r: r.data.tags["radtrack.letter"])
 
     def j_per_tflop(r) -> float:
-        # work as radtrack counts it (radtrack/analysis/interference.py): the mean logged
+        # work as radtrack counts it (radtrack/compute/interference.py): the mean logged
         # throughput x the duration; the last block's throughput alone (the metric's latest
         # value) put time-sliced twins 25 % apart on an H200 where the split had them 1 % apart
         m = r.data.metrics

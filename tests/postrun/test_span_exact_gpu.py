@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID, FakeHost  # noqa: E402
 
-from radtrack.store import schema  # noqa: E402
+from radtrack.vocab import schema  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[2]
 JOB = Path(__file__).resolve().parents[1] / "scripts" / "shared_gpu_job.py"

@@ -22,7 +22,7 @@ import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID, FakeHost  # noqa: E402
 from support import radtrack_cli, sqlite_locked  # noqa: E402
 
-from radtrack.store import schema  # noqa: E402
+from radtrack.vocab import schema  # noqa: E402
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 HEADER = "Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Interval,Env\n"

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from radtrack.analysis.attribution import GpuUse, account
+from radtrack.compute.attribution import GpuUse, account
 from radtrack.postrun.window_energy import window_table
 
 T0 = 1_700_000_000.0

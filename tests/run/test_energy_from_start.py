@@ -1,5 +1,5 @@
 """A run with a GPU power listener starts its script at once, and its energy still covers
-the script from its first instant (listeners/energy_backfill.py): through the real CLI and
+the script from its first instant (radtrack/listeners/energy_backfill.py): through the real CLI and
 launcher, a real SQLite store, and NVML doubles for a 300 W H100 with the driver's power
 sample buffer in every process (tests/doubles/nvml_scenario.py)."""
 

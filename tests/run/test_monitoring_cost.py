@@ -17,7 +17,7 @@ from support import HAS_GPU, radtrack_cli
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
 import nvml_scenario  # noqa: E402
 
-from radtrack.store import schema  # noqa: E402
+from radtrack.vocab import schema  # noqa: E402
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 SHEET = ("Experiment,Workload,Devices,Collocation,File,Listeners,Params,Interval\n"

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from support import radtrack_cli
 
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 # burns CPU for N seconds, logging (wall clock, CPU seconds used) every 10 ms: the truth the
 # run's process CPU series is compared with over any window of it

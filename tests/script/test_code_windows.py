@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from radtrack.analysis.attribution import GpuUse, account
+from radtrack.compute.attribution import GpuUse, account
 from radtrack.postrun.window_energy import window_table
 from radtrack.script.codewindows import WindowRecorder, read_windows
 

@@ -1,4 +1,4 @@
-"""radtrack/store/meaning.py: every key a built-in listener can emit, every figure radtrack
+"""radtrack/vocab/meaning.py: every key a built-in listener can emit, every figure radtrack
 derives from them, and every summary column has a scope, a unit and a label that says whose
 figure it is; a listener without declarations still gets one from its key's shape."""
 
@@ -17,8 +17,8 @@ from radtrack.listeners.smi import SERIES as SMI
 from radtrack.listeners.tegrastats import SERIES as TEGRASTATS
 from radtrack.listeners.tegrastats import parse_line
 from radtrack.listeners.top import SERIES as TOP
-from radtrack.store import schema
-from radtrack.store.meaning import SUMMARY_COLUMNS, describe, with_role
+from radtrack.vocab import schema
+from radtrack.vocab.meaning import SUMMARY_COLUMNS, describe, with_role
 
 BUILT_IN = {"smi": SMI, "dcgm": DCGM, "top": TOP, "iostat": IOSTAT, "tegrastats": TEGRASTATS}
 _FILL = {"i": "0", "n": "3", "disk": "nvme0n1", "sensor": "coretemp", "rail": "vdd_gpu_soc"}
@@ -122,7 +122,7 @@ def test_radtracks_own_figures(key: str, scope: str, role: str, label: str) -> N
 
 def test_a_column_has_one_name_and_its_table_says_whose_it_is() -> None:
     """The report prints no short header of its own: the column's name is the one lookup."""
-    from radtrack.store.meaning import COLUMN_FIELDS, column_row, is_count
+    from radtrack.vocab.meaning import COLUMN_FIELDS, column_row, is_count
 
     assert describe("host_cpu_pct").declared is False  # the old short headers are no names
     run = column_row("duration_s", "runs")
@@ -138,7 +138,7 @@ def test_a_column_has_one_name_and_its_table_says_whose_it_is() -> None:
 
 
 def test_every_summary_column_is_described() -> None:
-    from radtrack.analysis.summary import QUANTITIES as SUMMARY
+    from radtrack.compute.summary import QUANTITIES as SUMMARY
     for quantity in SUMMARY:
         target = SUMMARY_COLUMNS[quantity.name]
         assert isinstance(target, str) and quantity.selects(target), quantity

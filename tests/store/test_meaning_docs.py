@@ -1,6 +1,6 @@
 """docs/metrics.md says of every built-in key what its listener declares (scope, unit, role,
-the label it is shown with), and lists exactly the scopes and roles listeners/base.py has:
-the docs and radtrack/store/meaning.py's sources cannot drift apart."""
+the label it is shown with), and lists exactly the scopes and roles radtrack/listeners/base.py has:
+the docs and radtrack/vocab/meaning.py's sources cannot drift apart."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Each power rail's energy over the run (issue 40): the rule (radtrack/store/energy_sources.py
-``rail_energies``), its key and what it is (radtrack/store/schema.py ``rail_energy_key``,
-radtrack/store/meaning.py), and the sink storing it at a run's end, live and through
+"""Each power rail's energy over the run (issue 40): the rule (radtrack/vocab/energy_sources.py
+``rail_energies``), its key and what it is (radtrack/vocab/schema.py ``rail_energy_key``,
+radtrack/vocab/meaning.py), and the sink storing it at a run's end, live and through
 ``radtrack sync``'s recovery of a spool, over the run's span. The CLI runs on recorded
 Jetson and RAPL output: tests/listeners/test_energy_sources_e2e.py."""
 
@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from radtrack.store import energy_sources as es
-from radtrack.store import schema
-from radtrack.store.meaning import describe, rail_name
+from radtrack.vocab import energy_sources as es
+from radtrack.vocab import schema
+from radtrack.vocab.meaning import describe, rail_name
 
 T = np.arange(11, dtype=float)  # readings every second for 10 s
 

@@ -1,4 +1,4 @@
-"""docs/architecture.md's tag and artifact tables name exactly what radtrack/store/schema.py defines."""
+"""docs/architecture.md's tag and artifact tables name exactly what radtrack/vocab/schema.py defines."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 DOC = Path(__file__).parents[2] / "docs" / "architecture.md"
 _CODE = re.compile(r"`([^`]+)`")
@@ -49,7 +49,7 @@ def doc_artifacts(text: str) -> set[str]:
 
 
 def _mismatch(kind: str, doc: set[str], code: set[str]) -> str:
-    return (f"{kind}: in {DOC.name} but not in radtrack/store/schema.py: {sorted(doc - code)}; "
+    return (f"{kind}: in {DOC.name} but not in radtrack/vocab/schema.py: {sorted(doc - code)}; "
             f"in schema.py but not in {DOC.name}: {sorted(code - doc)}")
 
 

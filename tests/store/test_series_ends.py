@@ -1,5 +1,5 @@
 """No false zeros (issue 52): a run's process series end with the process's last real
-reading. top reads nothing of a tree whose processes have exited (listeners/top.py), so the
+reading. top reads nothing of a tree whose processes have exited (radtrack/listeners/top.py), so the
 span's end point (radtrack/store/spans.py) holds the last reading instead of being
 interpolated toward a 0 read after the exit; through a real launch into a real store."""
 

@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from radtrack.store import schema
 from radtrack.store.sink import Sink
 from radtrack.store.spans import span_frame
 from radtrack.store.spool import Span
+from radtrack.vocab import schema
 
 T0 = 1_700_000_000.0
 

@@ -16,7 +16,7 @@ from synthetic import new_store, seed_workload
 
 from radtrack.analysis import data as analysis
 from radtrack.frontend.data import DataSource
-from radtrack.store.schema import canonical_key, stored_key, stored_keys
+from radtrack.vocab.schema import canonical_key, stored_key, stored_keys
 
 BUSY = Path(__file__).parents[1] / "scripts" / "busy.py"
 METRICS = ["smi/gpu0/power_w", "top/cpu_pct"]

@@ -5,8 +5,8 @@ Nothing here is measured anew; it reads the stored runs:
 
 - ``runs``: each co-located run's attributed energy per unit of work against the energy per
   unit of its solo runs (the report's baseline rule: same File + params on the same host, in
-  the experiment or any other, radtrack/analysis/baselines.py), with the 95 % interval the
-  repeats give (radtrack/analysis/interference.py) and the split method named from the run's
+  the experiment or any other, radtrack/compute/baselines.py), with the 95 % interval the
+  repeats give (radtrack/compute/interference.py) and the split method named from the run's
   tags (``radtrack.attribution.<device>``). Run alone, a workload's work costs what it costs;
   a split that charges a co-located run far more or less per unit than solo, beyond what
   interference explains, is suspect. Interference is real (contention raises per-unit energy
@@ -24,17 +24,17 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.baseline_runs import with_candidates
-from radtrack.analysis.baselines import is_colocated
-from radtrack.analysis.configs import with_config
 from radtrack.analysis.data import load_runs, resolve_tracking_uri
-from radtrack.analysis.interference import interference
 from radtrack.analysis.run_summaries import summarize_runs
 from radtrack.analysis.script_runs import is_script_run
 from radtrack.analysis.sharing import colocation_text
 from radtrack.analysis.studies import StudyResult
-from radtrack.analysis.variability import variability
+from radtrack.compute.baselines import is_colocated
+from radtrack.compute.configs import with_config
+from radtrack.compute.interference import interference
+from radtrack.compute.variability import variability
 from radtrack.errors import RadtrackError
-from radtrack.store import schema
+from radtrack.vocab import schema
 
 RUN_COLUMNS = ["workload", "run_name", "file", "params", "sharing", "method", "energy_j", "work_unit",
                "energy_per_unit_j", "solo_energy_per_unit_j", "energy_per_unit_change_pct",

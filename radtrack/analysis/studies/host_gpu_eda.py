@@ -7,7 +7,7 @@
 - ``correlations``: Pearson correlation between each GPU metric and each CPU metric on
   1-s bins (:func:`radtrack.analysis.correlate`), per workload and pooled over all;
 - ``baseline``: how well the other metrics predict GPU temperature. The runs go through the
-  wide 1-s table of :func:`radtrack.analysis.resample.resample`; the features are every other listener
+  wide 1-s table of :func:`radtrack.compute.resample.resample`; the features are every other listener
   metric (GPU temperatures and cumulative counters left out); models: the training mean (the
   reference), a ridge-regularised linear model (numpy) and, when scikit-learn is installed
   (the ``studies`` extra), histogram gradient boosting. Cross-validated RMSE (degrees C):
@@ -22,8 +22,6 @@ import re
 import numpy as np
 import pandas as pd
 
-from radtrack.analysis.correlation import correlate
-from radtrack.analysis.resample import is_counter, resample
 from radtrack.analysis.studies import StudyResult
 from radtrack.analysis.studies.windows import (
     gpu_key,
@@ -33,14 +31,16 @@ from radtrack.analysis.studies.windows import (
     study_series,
     window_mean,
 )
-from radtrack.analysis.summary import QUANTITIES, _keys_for
-from radtrack.store.meaning import describe
+from radtrack.compute.correlation import correlate
+from radtrack.compute.resample import is_counter, resample
+from radtrack.compute.summary import QUANTITIES, _keys_for
+from radtrack.vocab.meaning import describe
 
 WANTED = [r"[^/]+/gpu\d+/.+", r"throughput_.+"]  # any listener's GPU series
 #: the host's side by declared role (whatever listener reads it): host and run CPU, host temperatures
 HOST_ROLES = ("host_cpu", "proc_cpu", "temperature")
 GPU_LEVELS = ("gpu_util_pct", "sm_active_pct", "power_w", "temp_c", "mem_temp_c")
-#: summary column -> the summary quantity whose series it is (analysis/summary.py QUANTITIES)
+#: summary column -> the summary quantity whose series it is (compute/summary.py QUANTITIES)
 CPU_COLUMNS = {"cpu_pct": "cpu_pct", "proc_cpu_pct": "proc_cpu_pct"}
 TARGET_RE = re.compile(r"[^/]+/gpu0/temp_c")
 FOLDS = 5
@@ -118,7 +118,7 @@ def _correlations(series: pd.DataFrame, script: str, workload: object) -> list[d
     cpu = sorted(set(_cpu_keys(series).values()) | set(_host_temps(series)))
     if not gpu or not cpu:
         return []
-    from radtrack.analysis.correlation import align
+    from radtrack.compute.correlation import align
 
     matrix = correlate(series, gpu + cpu, bin_s=1.0)
     binned = align(series, gpu + cpu, 1.0)

@@ -27,8 +27,8 @@ from radtrack.analysis.studies.windows import (
     throughput_key,
     window_stats,
 )
-from radtrack.analysis.summary import work_unit
-from radtrack.store import schema
+from radtrack.compute.summary import work_unit
+from radtrack.vocab import schema
 
 SIGNALS = ("power_w", "sm_clock_mhz", "temp_c")
 WANTED = [r"[^/]+/gpu\d+/(?:power_w|sm_clock_mhz|temp_c)", r"throughput_.+"]  # any listener's

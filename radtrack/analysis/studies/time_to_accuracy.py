@@ -9,7 +9,7 @@ reaches a target (examples/studies/time-to-accuracy/).
   many reached the target, and the mean, standard deviation and coefficient of variation of
   their time to target (runs that never reached it are left out of those, and counted);
 - ``utilisation``: the GPU utilisation series of the first 3 minutes on a 1-s grid
-  (:func:`radtrack.analysis.resample.resample`: the mean over each second), one column per run.
+  (:func:`radtrack.compute.resample.resample`: the mean over each second), one column per run.
 
 The target is ``val_acc >= 0.92`` unless ``--target METRIC=VALUE`` says otherwise.
 """
@@ -19,12 +19,12 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from radtrack.analysis.configs import with_config
-from radtrack.analysis.resample import resample
 from radtrack.analysis.studies import StudyResult
 from radtrack.analysis.studies.windows import study_runs, study_series
-from radtrack.analysis.summary import QUANTITIES, _keys_for, coefficient_of_variation, windowed_mean
-from radtrack.analysis.variability import time_to_target
+from radtrack.compute.configs import with_config
+from radtrack.compute.resample import resample
+from radtrack.compute.summary import QUANTITIES, _keys_for, coefficient_of_variation, windowed_mean
+from radtrack.compute.variability import time_to_target
 from radtrack.errors import RadtrackError
 
 DEFAULT_TARGET = ("val_acc", 0.92)

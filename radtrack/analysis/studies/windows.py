@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 
 from radtrack.analysis.data import list_metrics, load_runs, load_series, resolve_tracking_uri
-from radtrack.analysis.summary import time_weighted_mean
+from radtrack.compute.summary import time_weighted_mean
 from radtrack.errors import RadtrackError
-from radtrack.store import energy_sources as es
-from radtrack.store import schema
-from radtrack.store.meaning import ROLES, describe
+from radtrack.vocab import energy_sources as es
+from radtrack.vocab import schema
+from radtrack.vocab.meaning import ROLES, describe
 
 FALLBACK = (0.2, 0.9)
 
@@ -73,7 +73,7 @@ def listener_series(key: str) -> bool:
 
 def gpu_key(keys: Iterable[str], scope: str, quantity: str) -> str | None:
     """The key of ``quantity`` on GPU ``scope`` (``gpu0``) from the listener of the highest
-    declared priority that reads it (radtrack/store/energy_sources.py ``find``)."""
+    declared priority that reads it (radtrack/vocab/energy_sources.py ``find``)."""
     return es.find(list(keys), scope, quantity, *ROLES)
 
 

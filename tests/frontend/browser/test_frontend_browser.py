@@ -77,7 +77,7 @@ def test_pick_two_runs_plot_zoom_and_export(web, app, store, snap) -> None:
     choose_metric(web, "smi/gpu0/power_w")
     wait_traces(web, 2)
     before = traces(web)
-    # each run's label: its name, how it shared the GPU, its script (frontend/colocation.py)
+    # each run's label: its name, how it shared the GPU, its script (radtrack/frontend/colocation.py)
     assert [t["name"] for t in before] == ["exp-1 A" + SHARED, "exp-1 B" + SHARED]
     assert all(t["n"] <= 1500 for t in before)  # downsampled to the point budget
     assert all(t["x0"] == pytest.approx(0, abs=1e-3) and t["x1"] == pytest.approx(599.9) for t in before), before

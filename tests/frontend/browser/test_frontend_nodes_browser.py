@@ -1,6 +1,6 @@
 """A two-node run picked in a real headless Chromium: the run list says its nodes, the metric
 list names a metric once, and the chart draws it once per node, each in its own legend entry
-(frontend/nodes.py; the store's two-node run: tests/node_runs.py)."""
+(radtrack/frontend/nodes.py; the store's two-node run: tests/node_runs.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The page's shell and light-weight parts in a real headless Chromium: which scripts a page
 loads, which callbacks it starts with, the Summary table's sorting, the run popover and
-the correlation heatmap (frontend/page_shell.py, assets/summary_table.js, assets/run_info.js)."""
+the correlation heatmap (radtrack/frontend/page_shell.py, assets/summary_table.js, assets/run_info.js)."""
 
 from __future__ import annotations
 

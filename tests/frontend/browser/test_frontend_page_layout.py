@@ -1,5 +1,5 @@
 """The page at 900, 1400 and 1920 px (issue 42): the legend clear of the chart's toolbar, no
-label or placeholder cut off, the chart and the summary given the width (frontend/layout.py,
+label or placeholder cut off, the chart and the summary given the width (radtrack/frontend/layout.py,
 figures.py, assets/style.css); image export says what it needs on its buttons, before a
 click, where it cannot run (image_export.py)."""
 

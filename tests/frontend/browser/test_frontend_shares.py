@@ -72,8 +72,8 @@ def test_summary_shows_attributed_and_gpu_energy(web, app, store) -> None:
         web.locator("#runs .run-name").get_by_text(seeded.run_name, exact=True).click()
     web.wait_for_function("document.querySelectorAll('#summary tbody tr').length === 2")
     headers = web.locator("#summary th").all_inner_texts()
-    # each energy under its one name and unit (radtrack/store/meaning.py), what it is in its
-    # tooltip (frontend/columns.py)
+    # each energy under its one name and unit (radtrack/vocab/meaning.py), what it is in its
+    # tooltip (radtrack/frontend/columns.py)
     assert {"energy_j (J)", "gpu_energy_j (J)", "attribution",
             "co2e_g (g CO2e)"} <= {h.strip() for h in headers}, headers
     tip = web.locator("#summary th", has_text="gpu_energy_j").get_attribute("title")

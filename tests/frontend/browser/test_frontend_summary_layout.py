@@ -1,6 +1,6 @@
 """The Summary table a person can read (issue 38): in a box of 774-900 px its run column stays
 in view while the table scrolls sideways, headers carry units, a blank cell says why and a
-flagged figure is marked (frontend/summaries.py, assets/summary_table.js, assets/style.css)."""
+flagged figure is marked (radtrack/frontend/summaries.py, assets/summary_table.js, assets/style.css)."""
 
 from __future__ import annotations
 

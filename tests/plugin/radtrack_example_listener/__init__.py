@@ -3,7 +3,7 @@
 Installing this package registers ``loadavg`` in the ``radtrack.listeners`` entry-point
 group; radtrack then runs it like a built-in (``python -m radtrack.listeners loadavg``).
 Its ``series`` say what each key is (role, scope, unit, label), so radtrack's page, report
-and export label them without running it (``radtrack.store.meaning.describe``).
+and export label them without running it (``radtrack.vocab.meaning.describe``).
 """
 
 from __future__ import annotations
