@@ -35,7 +35,7 @@ class Quantity:
     last part), whatever listener reads it (radtrack/vocab/energy_sources.py)."""
 
     name: str  # column prefix in the summary, e.g. "power_w"
-    roles: tuple[str, ...]  # listeners.base.ROLES a series must declare
+    roles: tuple[str, ...]  # vocab.series.ROLES a series must declare
     quantities: tuple[str, ...]  # the key's last part, e.g. ("power_w",); () = any
     combine: str  # across devices: "sum" (additive: power, memory) or "mean" (util, temps)
     scope: str = "device"  # the series' declared scope

@@ -1,7 +1,7 @@
 """Which stored series give a device's energy and power: chosen by role, never by listener.
 
 Every reader that shows energy (run summaries, error bars, attribution, code windows, CO2e)
-asks here. A series counts by what its listener declares (radtrack/listeners/base.py ``Series``:
+asks here. A series counts by what its listener declares (``Series``, radtrack/vocab/series.py:
 role, scope, unit, flavour, priority; :func:`radtrack.vocab.meaning.describe`):
 
 - ``energy_counter`` in an energy unit (J, mJ, µJ, kJ, Wh, kWh), scope ``device`` or
@@ -65,7 +65,7 @@ class Source:
     scope: str  # device or host
     priority: int = 0
     unit_kind: str = "power"  # "power" (W, mW) or "energy" (a counter: J, µJ)
-    flavour: str = ""  # a power reading's kind, as declared (listeners.base.FLAVOURS)
+    flavour: str = ""  # a power reading's kind, as declared (vocab.series.FLAVOURS)
 
     @property
     def cumulative(self) -> bool:

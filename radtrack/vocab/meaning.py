@@ -30,15 +30,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 
-from radtrack.listeners.base import (
-    ROLES,
-    SCOPES,
-    Series,
-    derived_label,
-    derived_role,
-    derived_scope,
-    split_unit,
-)
 from radtrack.vocab import schema
 from radtrack.vocab.meaning_words import (
     ATTRIBUTION,
@@ -51,6 +42,15 @@ from radtrack.vocab.meaning_words import (
     TABLE_PARTS,
     WINDOW,
     WORKLOAD,
+)
+from radtrack.vocab.series import (
+    ROLES,
+    SCOPES,
+    Series,
+    derived_label,
+    derived_role,
+    derived_scope,
+    split_unit,
 )
 
 __all__ = ["COLUMN_FIELDS", "COUNTS", "ROLES", "SCOPES", "SUMMARY_COLUMNS", "Meaning", "column_row",
@@ -67,10 +67,10 @@ class Meaning:
     (``%``), ``unit_text`` the unit with what it is a part of (``% of one core``)."""
 
     key: str  # the name described, without MLflow's ``system/`` prefix
-    scope: str  # listeners.base.SCOPES: host, run, device, device_share, mig, workload
+    scope: str  # vocab.series.SCOPES: host, run, device, device_share, mig, workload
     unit: str  # "W", "%", "J"; "" for a number without a unit
     unit_text: str  # "% of one core", "W"; "" for a number without a unit
-    role: str  # listeners.base.ROLES
+    role: str  # vocab.series.ROLES
     name: str  # "run CPU, mean": the label without its unit
     label: str  # "run CPU, mean (% of one core)"
     stat: str = ""  # a summary's statistic (mean, min, max, p95, total), "" for a series
@@ -78,7 +78,7 @@ class Meaning:
     #: what the declaration's placeholders matched: (("i", "0"),) for smi/gpu0/power_w,
     #: (("rail", "vdd_gpu_soc"),) for tegrastats/power/vdd_gpu_soc_mw
     ids: tuple[tuple[str, str], ...] = ()
-    flavour: str = ""  # a power reading's kind (listeners.base.FLAVOURS), as declared
+    flavour: str = ""  # a power reading's kind (vocab.series.FLAVOURS), as declared
     priority: int = 0  # the declaring series' priority over another listener's of one device
 
     @property

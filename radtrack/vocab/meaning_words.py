@@ -11,7 +11,7 @@ names as they are, and say their scope, unit and meaning from here.
 from __future__ import annotations
 
 #: a tuple of words: (scope, unit, role, name, unit text); scope is one of
-#: listeners.base.SCOPES, role one of ROLES
+#: vocab.series.SCOPES, role one of ROLES
 Words = tuple[str, str, str, str, str]
 
 #: summary and report columns (compute/summary.py, run_summaries.py) -> the series they

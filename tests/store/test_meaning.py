@@ -8,7 +8,6 @@ import re
 
 import pytest
 
-from radtrack.listeners.base import ROLES, SCOPES, MetricSpec, Series
 from radtrack.listeners.dcgm import DCGM_FIELDS
 from radtrack.listeners.dcgm import SERIES as DCGM
 from radtrack.listeners.iostat import SERIES as IOSTAT
@@ -19,6 +18,7 @@ from radtrack.listeners.tegrastats import parse_line
 from radtrack.listeners.top import SERIES as TOP
 from radtrack.vocab import schema
 from radtrack.vocab.meaning import SUMMARY_COLUMNS, describe, with_role
+from radtrack.vocab.series import ROLES, SCOPES, MetricSpec, Series
 
 BUILT_IN = {"smi": SMI, "dcgm": DCGM, "top": TOP, "iostat": IOSTAT, "tegrastats": TEGRASTATS}
 _FILL = {"i": "0", "n": "3", "disk": "nvme0n1", "sensor": "coretemp", "rail": "vdd_gpu_soc"}

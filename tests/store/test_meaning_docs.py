@@ -1,5 +1,5 @@
 """docs/metrics.md says of every built-in key what its listener declares (scope, unit, role,
-the label it is shown with), and lists exactly the scopes and roles radtrack/listeners/base.py has:
+the label it is shown with), and lists exactly the scopes and roles radtrack/vocab/series.py has:
 the docs and radtrack/vocab/meaning.py's sources cannot drift apart."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from radtrack.listeners.base import ROLES, SCOPES, Series
 from radtrack.listeners.dcgm import SERIES as DCGM
 from radtrack.listeners.iostat import SERIES as IOSTAT
 from radtrack.listeners.rapl import SERIES as RAPL
 from radtrack.listeners.smi import SERIES as SMI
 from radtrack.listeners.tegrastats import SERIES as TEGRASTATS
 from radtrack.listeners.top import SERIES as TOP
+from radtrack.vocab.series import ROLES, SCOPES, Series
 
 DOC = Path(__file__).parents[2] / "docs" / "metrics.md"
 DECLARED: dict[str, Series] = {s.pattern: s for s in (*SMI, *DCGM, *TOP, *IOSTAT, *TEGRASTATS, *RAPL)}
