@@ -45,9 +45,9 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from radtrack.errors import RadtrackError
+from radtrack.vocab.declared import ALIASES as ALIASES  # a listener's names: the vocabulary's
+from radtrack.vocab.declared import canonical as canonical
 from radtrack.vocab.schema import listener_tag
-
-ALIASES = {"dcgmi": "dcgm", "nvidia-smi": "smi"}
 
 
 class ProtocolError(ValueError):
@@ -256,12 +256,6 @@ def decode_line(line: str) -> tuple[str, Message]:
 
 
 # -- listener choices ------------------------------------------------------------------
-def canonical(name: str) -> str:
-    """A listener name as registered: lower case, aliases resolved ('nvidia-smi' -> 'smi')."""
-    name = name.strip().lower()
-    return ALIASES.get(name, name)
-
-
 def seconds(value: float) -> str:
     """An interval as a command line or a sheet cell writes it: ``1``, ``0.5``, exact."""
     short = f"{value:g}"

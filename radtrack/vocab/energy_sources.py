@@ -40,6 +40,7 @@ import numpy as np
 
 from radtrack.compute import stats
 from radtrack.vocab import schema
+from radtrack.vocab.declared import series_of
 from radtrack.vocab.meaning import RAIL_FLAVOURS, describe, rail_name
 
 #: unit -> factor to watts / joules
@@ -261,20 +262,7 @@ def devices_with(keys: Iterable[str], *roles: str, scope: str | None = None) -> 
 def declares(listener: str, *roles: str) -> bool:
     """Whether the registered listener ``listener`` declares a series of one of ``roles``
     (False for a name no package registers, or one that does not load)."""
-    import warnings
-
-    from radtrack.errors import RadtrackError
-    from radtrack.listeners import registry
-
-    if registry.unknown([listener]):
-        return False
-    try:
-        with warnings.catch_warnings():  # a broken plugin is reported where listeners are listed
-            warnings.simplefilter("ignore")
-            cls = registry.get(listener)
-    except RadtrackError:
-        return False
-    return any(s.role in roles for s in getattr(cls, "series", ()))
+    return any(s.role in roles for s in series_of(listener) or ())
 
 
 def _device_order(device: str) -> tuple[str, int]:

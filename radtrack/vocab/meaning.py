@@ -7,8 +7,9 @@ as stored ``system/top/proc/cpu_pct``), its summaries (``summary/top/proc/cpu_pc
 code windows (``window/warmup/energy_j``), error bars (``..._ci95_pct``), the cost of watching
 (``summary/monitoring/...``), the summary and report columns (``proc_cpu_pct_mean``,
 ``energy_j``) and the script's own metrics (``loss``). Listener series are described by
-their listener's declaration (``Listener.series``, radtrack/listeners/base.py; third-party listeners
-alike, through the registry), and from the key's shape where no listener declares them
+their listener's declaration (``Listener.series``: radtrack/vocab/series.py's words, read
+through the listeners' entry points, third-party ones alike: radtrack/vocab/declared.py),
+and from the key's shape where no listener declares them
 (``<listener>/<scope>/<quantity>_<unit>``: the unit from the suffix, never a power or
 energy role). The page's charts and headers, the exports and the report label by it;
 docs/metrics.md is checked against it (tests/store/test_meaning_docs.py).
@@ -25,12 +26,12 @@ it is before what it is: ``run CPU (% of one core)`` vs ``host CPU (% of all cor
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import cache
 
 from radtrack.vocab import schema
+from radtrack.vocab.declared import series_of
 from radtrack.vocab.meaning_words import (
     ATTRIBUTION,
     COUNTS,
@@ -383,19 +384,7 @@ def _shape(key: str) -> Meaning:
     return _meaning(key, scope, unit, derived_role(key), derived_label(key, scope), declared=False)
 
 
-@cache
 def _declared(listener: str) -> tuple[Series, ...] | None:
     """The series a registered listener declares (() for one that declares none or does not
     load: its keys are read from their shape); None for a name no package registers."""
-    from radtrack.errors import RadtrackError
-    from radtrack.listeners import registry
-
-    if not re.fullmatch(r"[A-Za-z0-9_.\-]+", listener) or registry.unknown([listener]):
-        return None
-    try:
-        with warnings.catch_warnings():  # a broken plugin is reported where listeners are listed
-            warnings.simplefilter("ignore")
-            cls = registry.get(listener)
-    except RadtrackError:
-        return ()
-    return tuple(getattr(cls, "series", ()))
+    return series_of(listener)

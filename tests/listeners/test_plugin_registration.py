@@ -109,6 +109,7 @@ def test_a_built_in_name_reads_radtracks_metadata_alone(monkeypatch: pytest.Monk
 
     from radtrack.listeners import registry
     from radtrack.listeners.smi import SmiListener
+    from radtrack.vocab import declared
 
     scans = []
     other = EntryPoint("smi", "tests_plugin_nowhere:Impostor", registry.GROUP)
@@ -119,15 +120,15 @@ def test_a_built_in_name_reads_radtracks_metadata_alone(monkeypatch: pytest.Monk
         return [other, extra]
 
     monkeypatch.setattr("importlib.metadata.entry_points", entry_points)
-    for fn in (registry._own, registry._registered, registry._load):
+    for fn in (declared.own, declared.registered, declared.load, registry._load):
         fn.cache_clear()
     monkeypatch.setattr(registry, "_load", registry._load.__wrapped__)  # no cached classes
     try:
         assert registry.get("smi") is SmiListener and registry.unknown(["smi", "top"]) == []
         assert scans == []
         assert registry.unknown(["top", "nosuch"]) == ["nosuch"] and scans == [registry.GROUP]
-        assert registry._registered()["smi"].value.startswith("radtrack.listeners.smi")
-        assert "extra" in registry._registered()
+        assert declared.registered()["smi"].value.startswith("radtrack.listeners.smi")
+        assert "extra" in declared.registered()
     finally:
-        for fn in (registry._own, registry._registered):
+        for fn in (declared.own, declared.registered, declared.load):
             fn.cache_clear()
