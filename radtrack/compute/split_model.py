@@ -10,11 +10,19 @@ radtrack/compute/baselines.py) and the throughput each co-located run logged.
 The model: run r's *solo-equivalent power* is ``q_r = solo J per unit_r x its co-located
 throughput`` (the power the same work would have drawn run alone). In each accounting
 window the energy the method in use gave the workload's runs together is split again among
-the runs present in proportion to ``q_r x (part of the window r ran)``; ``other`` and
-``idle`` stay as measured. Over a shared span every run is then charged ``E x its serial
-energy / the serial energy of all``: identical twins doing the same work get the same
-J per unit by construction, MPS caps follow the work each client got done, and every run's
-J per unit deviates from its solo runs' by the same factor, the workload's energy vs serial.
+the runs present in proportion to ``q_r x (part of the window r ran) x c_r``; ``other`` and
+``idle`` stay as measured. The per-run factors ``c_r`` are fitted (iterative proportional
+fitting) so that every run is charged ``E x its serial energy / the serial energy of all``
+(serial energy: solo J per unit x its work, mean logged throughput x its time on the
+account, the work the report counts), while every window's parts still add up to its
+energy and a run alone in a window keeps it: identical twins doing the same work get the
+same J per unit by construction whatever their start offsets, ends and number, MPS caps
+follow the work each client got done, and every run's J per unit deviates from its solo
+runs' by the same factor, the workload's energy vs serial. Without the factors a run whose
+span outlasts its partner's with no work logged (start-up, the stop at MaxTime) is charged
+less or more than its work: MPS:50 twins came 4.8 % apart on an H200. Where no factors fit
+(a run's windows alone hold more than its proportion), they stay 1 and each run's own
+deviation joins its bound.
 It needs every run on the GPU to have a solo baseline and a logged throughput; otherwise
 the signal-based split stays (process SM utilisation, the MPS rules) and is flagged.
 
@@ -65,19 +73,25 @@ Z95 = 1.96
 CHANGE_FLAG = 4.0
 CHANGE_FLAG_PCT = 5.0  # issue 51's MPS target: a run's J per unit within 5 % of its solo runs'
 CHANGE_NOTE = "co-location-change"
+#: the solo-model's fit of per-run factors (resplit): iterations and relative tolerance
+FIT_ITERATIONS = 500
+FIT_TOLERANCE = 1e-6
 
 
 def serial_change_pct(acc: GpuAccount, q: Mapping[str, float],
-                      spans: Mapping[str, tuple[float, float]]) -> float:
+                      spans: Mapping[str, tuple[float, float]], run: str | None = None) -> float:
     """The workload's energy on this GPU against its runs' serial energy (solo J per unit x
     the work each did: ``q`` x its time on the account), in % (+: co-located drew more); NaN
-    unless every run has a rate and a span."""
+    unless every run has a rate and a span. With ``run``: that run's charged energy against
+    its own serial energy, i.e. its J per unit against its solo runs' (the workload's figure
+    wherever :func:`resplit` fitted its factors)."""
     runs = [c for c in acc.energy.columns if c not in (IDLE, OTHER)]
     if not runs or not all(r in q and r in spans for r in runs):
         return float("nan")
     lo, hi = float(acc.edges[0]), float(acc.edges[-1])
-    serial = sum(q[r] * max(min(spans[r][1], hi) - max(spans[r][0], lo), 0.0) for r in runs)
-    measured = sum(acc.energy_j(r) for r in runs)
+    chosen = [run] if run is not None else runs
+    serial = sum(q[r] * max(min(spans[r][1], hi) - max(spans[r][0], lo), 0.0) for r in chosen)
+    measured = sum(acc.energy_j(r) for r in chosen)
     return 100.0 * (measured / serial - 1.0) if serial > 0 else float("nan")
 
 
@@ -106,18 +120,62 @@ def _overlap(edges: np.ndarray, start: float, end: float) -> np.ndarray:
     return np.clip(hi - lo, 0.0, None) / np.diff(edges)
 
 
+def _serial_weights(acc: GpuAccount, runs: list[str], q: Mapping[str, float],
+                    spans: Mapping[str, tuple[float, float]]) -> np.ndarray:
+    """Per run (rows) and window (columns): its solo-equivalent power x its part of the window."""
+    return np.vstack([q[r] * _overlap(acc.edges, *spans[r]) for r in runs])
+
+
+def _fit(weight: np.ndarray, pooled: np.ndarray, target: np.ndarray) -> np.ndarray | None:
+    """Per-run factors ``c`` such that splitting every window's ``pooled`` energy by
+    ``c x weight`` gives each run its ``target`` in total (iterative proportional fitting:
+    the windows' sums hold by construction, the runs' are fitted); None where no factors do
+    (a run that held windows alone for more than its target), or on no convergence."""
+    c = np.ones(len(weight))
+    for _ in range(FIT_ITERATIONS):
+        scaled = weight * c[:, None]
+        total = scaled.sum(axis=0)
+        got = (pooled * scaled / np.where(total > 0, total, 1.0)).sum(axis=1)
+        if np.all(np.abs(got - target) <= FIT_TOLERANCE * target):
+            return c
+        c = c * target / np.where(got > 0, got, np.inf)
+        if not np.all(np.isfinite(c) & (c > 0)):
+            return None
+    return None
+
+
 def resplit(acc: GpuAccount, q: Mapping[str, float], spans: Mapping[str, tuple[float, float]]
             ) -> GpuAccount:
     """The account with its runs' energy split again by solo-equivalent power ``q`` (run ->
     W) over their ``spans`` (run -> (start, end)); unchanged (same object) unless every run
-    on the GPU has a rate and a span, and for a GPU with one run or of the host's CPU side."""
+    on the GPU has a rate and a span, and for a GPU with one run or of the host's CPU side.
+
+    Each window's energy goes to the runs present by ``q x their part of the window x a
+    per-run factor``; the factors are fitted so that over the account every run is charged
+    the runs' energy in proportion to its serial energy (``q`` x its time on the account, the
+    work radtrack counts: mean logged throughput x duration, times solo J per unit). Why:
+    with a factor of 1 a run whose span runs on past its partner's without logged work
+    (start-up, a stop at MaxTime draining its queue) gets the GPU alone then while its work
+    counts that time at its mean rate, so identical MPS:50 twins on an H200 came 4.8 % apart
+    in J per TFLOP (benchmarks/results/h200-2026-11-29-fixed-cost), and a mean rate is not
+    the rate of every window (a run faster alone is over-weighted in the shared ones).
+    Where no factors fit (a run's windows alone hold more than its proportion) the factors
+    stay 1 and the run's own change against serial joins its bound (:func:`bound_all`)."""
     runs = [c for c in acc.energy.columns if c not in (IDLE, OTHER)]
     if acc.host or len(runs) < 2 or not all(r in q and r in spans for r in runs):
         return acc
-    weight = np.vstack([q[r] * _overlap(acc.edges, *spans[r]) for r in runs])
+    weight = _serial_weights(acc, runs, q, spans)
+    pooled = acc.energy[runs].to_numpy().sum(axis=1)
+    free = weight.sum(axis=0) > 0  # windows no run's rate covers keep the signal's split
+    fixed = acc.energy[runs].to_numpy().T * ~free
+    serial = (weight * np.diff(acc.edges)).sum(axis=1)
+    target = pooled.sum() * serial / serial.sum() - fixed.sum(axis=1) if serial.sum() > 0 else None
+    factors = None
+    if target is not None and np.all(target > 0) and free.any():
+        factors = _fit(weight[:, free], pooled[free], target)
+    weight = weight * (factors if factors is not None else np.ones(len(runs)))[:, None]
     total = weight.sum(axis=0)
     energy = acc.energy.copy()
-    pooled = acc.energy[runs].to_numpy().sum(axis=1)
     with np.errstate(all="ignore"):
         parts = np.where(total > 0, pooled * weight / np.where(total > 0, total, 1.0),
                          acc.energy[runs].to_numpy().T)
@@ -185,20 +243,25 @@ def bound_all(acc: GpuAccount, solo_cv_pct: Mapping[str, tuple[float, int]] | No
               q: Mapping[str, float] | None = None,
               spans: Mapping[str, tuple[float, float]] | None = None) -> GpuAccount:
     """``acc`` with :attr:`GpuAccount.split_bounds` filled for each of its runs; a
-    ``solo-model`` account's bounds also hold the workload's change against serial (from the
-    rates ``q`` and ``spans`` it was split with), noted on each run beyond CHANGE_FLAG_PCT."""
-    change = serial_change_pct(acc, q or {}, spans or {}) if acc.method == SOLO_MODEL else float("nan")
+    ``solo-model`` account's bounds also hold each run's change against its serial energy
+    (from the rates ``q`` and ``spans`` it was split with; the workload's change wherever
+    the factors fitted), noted on the run beyond CHANGE_FLAG_PCT."""
+    workload = serial_change_pct(acc, q or {}, spans or {}) if acc.method == SOLO_MODEL else float("nan")
     for run in acc.energy.columns:
         if run in (IDLE, OTHER):
             continue
         bound, assumed = split_bound(acc.method, run, acc, solo_cv_pct)
+        # the run's own change: the workload's where the factors fitted, else its own
+        change = serial_change_pct(acc, q or {}, spans or {}, run) if math.isfinite(workload) else workload
         if math.isfinite(change):
             bound = math.hypot(bound, change)
             if abs(change) > CHANGE_FLAG_PCT:
-                acc.notes[run] = (f"{CHANGE_NOTE}: co-located, the GPU drew {change:+.1f} % against "
-                                  f"this workload's runs solo for the same work; the solo-model shares "
-                                  f"that change in proportion, which is not measured: the 95 % interval "
-                                  f"includes it")
+                own = ("" if abs(change - workload) < 0.05 else
+                       f" (this run: {change:+.1f} % against its solo J per unit)")
+                acc.notes[run] = (f"{CHANGE_NOTE}: co-located, the GPU drew {workload:+.1f} % against "
+                                  f"this workload's runs solo for the same work{own}; the solo-model "
+                                  f"shares that change in proportion, which is not measured: the 95 % "
+                                  f"interval includes it")
         acc.split_bounds[run] = (bound, assumed)
     return acc
 

@@ -30,10 +30,37 @@ def test_twins_doing_the_same_work_split_evenly_whatever_the_signal_said():
 
 def test_caps_follow_the_work_and_a_run_alone_keeps_its_windows():
     acc = _account("mps-thread-cap", [50.0, 50.0, 100.0], [50.0, 50.0, 0.0], [0.0, 1.0, 2.0, 3.0])
-    # a did 70 % of the work at the same J per unit; b ended at 2 s
-    out = split_model.resplit(acc, {"a": 70.0, "b": 30.0}, {"a": (0.0, 3.0), "b": (0.0, 2.0)})
+    # a did 70 % of the work while b ran (b ended at 2 s), then ran alone at 100 units/s:
+    # its mean rate 80; same J per unit. The mean rate is not a's rate in the shared windows:
+    # weighted by it alone they would go 80:30; fitted to the runs' serial energy, 70:30
+    out = split_model.resplit(acc, {"a": 80.0, "b": 30.0}, {"a": (0.0, 3.0), "b": (0.0, 2.0)})
     assert out.energy["a"].to_numpy() == pytest.approx([70.0, 70.0, 100.0])
     assert out.energy["b"].to_numpy() == pytest.approx([30.0, 30.0, 0.0])
+    assert out.energy.sum(axis=1).to_numpy() == pytest.approx(acc.energy.sum(axis=1).to_numpy())
+
+
+def test_twins_whose_spans_differ_get_the_same_j_per_unit():
+    # identical twins at the same rate; b's span ends 0.6 s after a's (its stop drained a
+    # queue, no block logged): its work counts that time at its mean rate, so it must be
+    # charged in proportion, not merely the GPU's energy while it was alone (issue 51:
+    # MPS:50 twins 4.8 % apart on an H200 with the per-window weights alone)
+    edges = [0.0, 1.0, 2.0, 3.0, 3.4, 4.0]
+    acc = _account("mps-thread-cap", [300.0, 300.0, 300.0, 120.0, 0.0], [300.0, 300.0, 300.0, 120.0, 100.0], edges)
+    q, spans = {"a": 300.0, "b": 300.0}, {"a": (0.0, 3.4), "b": (0.0, 4.0)}
+    out = split_model.resplit(acc, q, spans)
+    per_unit = {r: out.energy_j(r) / (q[r] * (spans[r][1] - spans[r][0])) for r in "ab"}
+    assert per_unit["a"] == pytest.approx(per_unit["b"], rel=1e-5)
+    assert out.energy["b"].iloc[-1] == pytest.approx(100.0)  # b alone keeps its window
+    assert out.energy.sum(axis=1).to_numpy() == pytest.approx(acc.energy.sum(axis=1).to_numpy())
+    # a start offset and three twins: the same
+    edges3 = [0.0, 0.5, 1.0, 2.0, 3.0, 3.5]
+    base = {r: [100.0] * 5 for r in "abc"}
+    acc3 = GpuAccount("GPU-x", "process-sm-util", np.array(edges3), pd.DataFrame({**base, OTHER: 0.0, IDLE: 0.0}),
+                      pd.DataFrame({r: [30.0] * 5 for r in "abc"}))
+    q3, spans3 = {r: 200.0 for r in "abc"}, {"a": (0.0, 3.0), "b": (0.5, 3.5), "c": (0.0, 3.5)}
+    out3 = split_model.resplit(acc3, q3, spans3)
+    units = [out3.energy_j(r) / (q3[r] * (spans3[r][1] - spans3[r][0])) for r in "abc"]
+    assert units == pytest.approx([units[0]] * 3, rel=1e-5)
 
 
 def test_without_a_rate_for_every_run_the_account_stays():
@@ -92,3 +119,19 @@ def test_the_workloads_change_against_serial_joins_the_bound_and_flags_it_beyond
     small = split_model.resplit(_account("mps-thread-cap", [102.0, 102.0], [102.0, 102.0], [0.0, 1.0, 2.0]), q, spans)
     split_model.bound_all(small, None, q, spans)
     assert "a" not in small.notes and split_model.with_split(1.0, 0.0, small, "a")[1] == 0.0
+
+
+def test_where_no_factors_fit_the_windows_weights_stay_and_each_runs_deviation_joins_its_bound():
+    # a held two windows alone for 800 J, more than its proportion of the 1,100 J (550):
+    # no factors fit; the shared window goes by q alone, and each run's own deviation
+    # from its serial energy is in its interval
+    acc = _account("mps-thread-cap", [400.0, 400.0, 150.0], [0.0, 0.0, 150.0], [0.0, 1.0, 2.0, 3.0])
+    q, spans = {"a": 100.0, "b": 300.0}, {"a": (0.0, 3.0), "b": (2.0, 3.0)}
+    out = split_model.resplit(acc, q, spans)
+    assert out.energy["a"].to_numpy() == pytest.approx([400.0, 400.0, 75.0])
+    assert out.energy["b"].to_numpy() == pytest.approx([0.0, 0.0, 225.0])
+    split_model.bound_all(out, None, q, spans)
+    for run, serial in (("a", 300.0), ("b", 300.0)):
+        deviation = 100 * (out.energy_j(run) / serial - 1)
+        assert out.split_bounds[run][0] >= abs(deviation)
+    assert "this run: +191.7 %" in out.notes["a"]
