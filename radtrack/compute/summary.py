@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from radtrack.compute import stats
+from radtrack.compute.energy_sums import series_energy
 from radtrack.vocab import energy_sources as es
 from radtrack.vocab import schema
 from radtrack.vocab.meaning import describe
@@ -224,7 +225,7 @@ def device_energy(one_run: pd.DataFrame) -> dict[str, float]:
     out = {}
     for device, src in es.energy_sources(one_run["metric"].unique()).items():
         one = _metric(one_run, src.key).sort_values("seconds", kind="stable")
-        out[device] = es.series_energy(src, one["seconds"].to_numpy(), one["value"].to_numpy())
+        out[device] = series_energy(src, one["seconds"].to_numpy(), one["value"].to_numpy())
     return out
 
 

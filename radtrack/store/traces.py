@@ -116,7 +116,7 @@ def _declared(streams: Iterable[Stream]) -> dict[str, str]:
 def energy_summaries(frames: dict[str, pd.DataFrame],
                      models: dict[str, str] | None = None) -> dict[str, float]:
     """Each power rail's energy over the frames (``summary/<rail>/energy_j``:
-    radtrack/vocab/energy_sources.py ``rail_energies``), each GPU energy's 95 % interval and
+    radtrack/compute/energy_sums.py ``rail_energies``), each GPU energy's 95 % interval and
     flag, and the activity model's second figure (radtrack/compute/energy_figures.py); no
     interval, with one line on stderr, where the sensor constants given in
     $RADTRACK_SENSOR_CONSTANTS are unusable (the counter's figure stays)."""
@@ -135,7 +135,7 @@ def energy_summaries(frames: dict[str, pd.DataFrame],
 def rail_summaries(frames: dict[str, pd.DataFrame]) -> dict[str, float]:
     """``summary/<rail>/energy_j`` of every power rail in the frames (each cut to the run's
     span: its integral over the span), where it can be told."""
-    from radtrack.vocab.energy_sources import rail_energies
+    from radtrack.compute.energy_sums import rail_energies
 
     readings = {}
     for frame in frames.values():

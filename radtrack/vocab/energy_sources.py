@@ -14,10 +14,11 @@ role, scope, unit, flavour, priority; :func:`radtrack.vocab.meaning.describe`):
   ``running_average`` (never integrated);
 - ``power_rail`` (power, or a part's cumulative counter in an energy unit): a part of a
   device's total. A rail's energy is shown per rail and never added to its device's:
-  :func:`rail_energies` gives each rail's (its name: :func:`radtrack.vocab.meaning.rail_name`)
-  from its best series, by the device's rule (a counter's last minus first reading, else
-  its interval-average power, else its instantaneous power, integrated; a mean since the
-  source started, or a source's own samples, never), stored as
+  :func:`rail_sources` gives each rail's series (its name:
+  :func:`radtrack.vocab.meaning.rail_name`) by the device's rule (a counter's last minus
+  first reading, else its interval-average power, else its instantaneous power,
+  integrated; a mean since the source started, or a source's own samples, never); its
+  joules (radtrack/compute/energy_sums.py ``rail_energies``) are stored as
   ``summary/<rail>/energy_j`` (radtrack/vocab/schema.py ``rail_energy_key``).
 
 The *device* of a series is its key's middle part (``smi/gpu0/power_w`` -> ``gpu0``,
@@ -25,20 +26,18 @@ The *device* of a series is its key's middle part (``smi/gpu0/power_w`` -> ``gpu
 the same device, and only one of them counts, the one whose series declares the higher
 ``priority`` (ties: the key that sorts first). Scope ``device`` is a GPU or a board,
 ``host`` the machine's CPU side (CPU package, DRAM): both are in a run's total energy,
-each shown apart by :func:`device_energies`. Who kept a host's CPUs busy (its CPU-side
+each shown apart (radtrack/compute/energy_sums.py ``device_energies``). Who kept a host's CPUs busy (its CPU-side
 devices are split by it among co-located runs) comes by role too: :func:`cpu_time_keys`.
 
-Pure: no MLflow, no store access.
+Pure: no MLflow, no store access; the vocabulary floor (docs/architecture.md "Floors"): the
+joules themselves are computed one floor up, radtrack/compute/energy_sums.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-import numpy as np
-
-from radtrack.compute import stats
 from radtrack.vocab import schema
 from radtrack.vocab.declared import series_of
 from radtrack.vocab.meaning import RAIL_FLAVOURS, describe, rail_name
@@ -161,47 +160,12 @@ def rail_sources(keys: Iterable[str]) -> dict[str, Source]:
             for rail, group in sorted(found.items())}
 
 
-def rail_energies(readings: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
-    """rail name -> joules over ``readings`` (key -> (times s, values): a run's series cut
-    to its span, radtrack/store/spans.py), by :func:`series_energy` like a device's; NaN
-    where its series has fewer than two readings. Never part of a device's or a run's total."""
-    return {rail: series_energy(src, *readings[src.key], _bridge(readings, src))
-            for rail, src in rail_sources(readings).items()}
-
-
 def bridging_power_key(counter_key: str) -> str | None:
     """The power reading beside an energy counter, ``<device>/power_w`` for
     ``<device>/energy_j`` (same listener, same device): what bridges the gap between two
     lives of the counter (stats.stitch_counter); None for a counter in other units."""
     head, _, last = counter_key.rpartition("/")
     return f"{head}/power_w" if last == "energy_j" and head else None
-
-
-def series_energy(src: Source, t: np.ndarray, v: np.ndarray,
-                  power: tuple[np.ndarray, np.ndarray] | None = None) -> float:
-    """Joules of one source's readings (times ``t`` in s): a counter's increase over its
-    lives (stats.counter_delta: a restarted listener counts from 0 again; ``power``, the
-    device's power readings, bridges the gap between two), a power's trapezoid integral;
-    NaN without enough readings."""
-    v = np.asarray(v, dtype=float) * src.scale
-    if src.cumulative:
-        return stats.counter_delta(v, np.asarray(t, dtype=float), power)
-    return stats.integrate(np.asarray(t, dtype=float), v)
-
-
-def _bridge(readings: Mapping[str, tuple[np.ndarray, np.ndarray]], src: Source
-            ) -> tuple[np.ndarray, np.ndarray] | None:
-    key = bridging_power_key(src.key) if src.cumulative else None
-    return readings.get(key) if key else None
-
-
-def device_energies(readings: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
-    """device -> joules over ``readings`` (key -> (times s, values)), from each device's
-    best source (:func:`energy_sources`)."""
-    out = {}
-    for device, src in energy_sources(readings).items():
-        out[device] = series_energy(src, *readings[src.key], _bridge(readings, src))
-    return out
 
 
 def find(keys: Iterable[str], device: str, quantity: str, *roles: str) -> str | None:

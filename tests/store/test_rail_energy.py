@@ -1,5 +1,5 @@
 """Each power rail's energy over the run (issue 40): the rule (radtrack/vocab/energy_sources.py
-``rail_energies``), its key and what it is (radtrack/vocab/schema.py ``rail_energy_key``,
+``rail_sources``, its joules radtrack/compute/energy_sums.py ``rail_energies``), its key and what it is (radtrack/vocab/schema.py ``rail_energy_key``,
 radtrack/vocab/meaning.py), and the sink storing it at a run's end, live and through
 ``radtrack sync``'s recovery of a spool, over the run's span. The CLI runs on recorded
 Jetson and RAPL output: tests/listeners/test_energy_sources_e2e.py."""
@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from radtrack.compute import energy_sums
 from radtrack.vocab import energy_sources as es
 from radtrack.vocab import schema
 from radtrack.vocab.meaning import describe, rail_name
@@ -50,14 +51,14 @@ def test_each_rail_is_integrated_by_the_devices_rule_and_never_a_devices_total()
         "rapl/pkg0/uncore": "rapl/pkg0/uncore/power_w",
         "rapl/psys": "rapl/psys/energy_j",
     }
-    got = es.rail_energies(readings)
+    got = energy_sums.rail_energies(readings)
     assert got["tegrastats/power/gpu"] == pytest.approx(60.0)  # trapezoid: linear, exact
     assert got["tegrastats/power/cpu"] == pytest.approx(25.0)
     assert got["rapl/pkg0/core"] == pytest.approx(100.0)  # last - first, not 50 W x 10 s
     assert got["rapl/pkg0/uncore"] == pytest.approx(40.0)
     assert np.isnan(got["rapl/psys"])
     # the devices' totals stay their own: a rail is never a device's source
-    totals = es.device_energies(readings)
+    totals = energy_sums.device_energies(readings)
     assert totals == {"power": pytest.approx(90.0), "pkg0": pytest.approx(600.0)}
 
 
