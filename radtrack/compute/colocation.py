@@ -189,22 +189,39 @@ def workload_totals(stored: WorkloadRuns, workload: int | str,
     return None if table.empty else table.iloc[-1].to_dict()
 
 
+#: the workload's figures its closing line and the page's Energy shares tab say, each by its
+#: report column's name (radtrack/vocab/meaning_words.py REPORT_COLUMNS), and their formats
+SAID = (("stp", ".2f"), ("antt", ".2f"), ("energy_vs_serial_pct", "+.1f"))
+
+
+def _number(totals: dict[str, object], key: str) -> float | None:
+    value = totals.get(key)
+    return float(value) if isinstance(value, (int, float)) and value == value else None
+
+
 def _bounds(totals: dict[str, object], key: str, form: str) -> str:
-    lo, hi = totals.get(f"{key}_lo"), totals.get(f"{key}_hi")
-    if isinstance(lo, float) and isinstance(hi, float) and lo == lo and hi == hi:
-        return f" [{lo:{form}}, {hi:{form}}]"
-    return ""
+    lo, hi = _number(totals, f"{key}_lo"), _number(totals, f"{key}_hi")
+    return f" [{lo:{form}}, {hi:{form}}]" if lo is not None and hi is not None else ""
+
+
+def figures_said(totals: dict[str, object], missing: str = "-") -> str:
+    """``stp 1.04 [0.98, 1.09], antt 1.93 [1.82, 2.03], energy_vs_serial_pct -2.8``: a
+    workload's figures (a :func:`workload_table` row, or its parent run's stored
+    ``summary/workload/...`` without the prefix) by the names the report's columns and files
+    give them, each with its 95 % interval where repeats gave one; ``missing`` for a figure
+    the workload has none of."""
+    words = []
+    for key, form in SAID:
+        value = _number(totals, key)
+        words.append(f"{key} {missing}" if value is None
+                     else f"{key} {value:{form}}{_bounds(totals, key, form)}")
+    return ", ".join(words)
 
 
 def figures_line(totals: dict[str, object]) -> str:
     """The launcher's closing line of a co-located workload (a :func:`workload_totals` row):
-    STP, ANTT and energy vs serial, each with its 95 % interval where repeats give one, and
-    what to do where they do not."""
-    vs = totals.get("energy_vs_serial_pct")
-    serial = (f"{vs:+.1f} %{_bounds(totals, 'energy_vs_serial_pct', '+.1f')}"
-              if isinstance(vs, float) and vs == vs else "n/a (a solo run has no energy)")
-    line = (f"STP {totals['stp']:.2f}{_bounds(totals, 'stp', '.2f')}, "
-            f"ANTT {totals['antt']:.2f}{_bounds(totals, 'antt', '.2f')}, energy vs serial {serial}")
+    :func:`figures_said`, and what to do where there are no intervals."""
+    line = figures_said(totals, missing="n/a (a solo run has no energy)")
     if _bounds(totals, "stp", ".2f"):
         return line + " ([95 % intervals] from repeats)"
     return line + (" (no 95 % intervals: no repeats; repeat the solo rows and this workload under "

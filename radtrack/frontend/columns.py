@@ -36,24 +36,27 @@ _NOTES: dict[str, str] = {
 _RUN = "The run's name (its MLflow run name), the physical GPU(s) it used and how it shared them"
 
 
-def meaning(column: str) -> Meaning:
-    """The owner's word on one column of the page's per-run tables."""
-    return column_meaning(column, TABLE)
+def meaning(column: str, table: str = TABLE) -> Meaning:
+    """The owner's word on one column of the page's per-run tables (or of its ``table``:
+    the Energy shares tab's is ``shares``)."""
+    return column_meaning(column, table)
 
 
-def column_title(column: str) -> str:
+def column_title(column: str, table: str = TABLE) -> str:
     """The header: the column's name and its unit as the owner gives it."""
-    unit = meaning(column).unit_text
+    unit = meaning(column, table).unit_text
     return f"{column} ({unit})" if unit else column
 
 
-def column_help(column: str) -> str:
+def column_help(column: str, table: str = TABLE) -> str:
     """The header's tooltip: what the figure is (the owner's long name, with its unit), whose
     (its scope), and the page's note on when it is blank."""
     if column == "run":
         return _RUN
-    said = meaning(column)
+    said = meaning(column, table)
     text = f"{said.label}; scope: {said.scope_text}"
+    if table != TABLE:
+        return text
     if column in _NOTES:
         return f"{text}. {_NOTES[column]}"
     if column.startswith("energy_per_"):

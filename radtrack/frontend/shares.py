@@ -2,7 +2,13 @@
 stacked with ``other`` and ``idle``, from the parent run's ``attribution/power.parquet``
 (radtrack/postrun/accounting.py). The stack's top is the GPU's measured power. Below it,
 each party's energy per GPU with its percentage of the GPU's total, and above that the
-workload's STP, ANTT and energy vs serial with their 95 % intervals from repeats."""
+workload's stp, antt and energy_vs_serial_pct with their 95 % intervals from repeats.
+
+Every header, axis title and unit is the vocabulary's (radtrack/vocab/meaning.py): the table
+is the ``shares`` table of the owner's words (``part``, ``party``, ``energy_j``,
+``share_of_device_pct``), headed as the Summary is (columns.py), the axes say the attributed
+power series' label, and the workload's figures go by their report column names, as the
+launcher's closing line says them (radtrack/compute/colocation.py figures_said)."""
 
 from __future__ import annotations
 
@@ -16,11 +22,23 @@ from dash.exceptions import PreventUpdate
 from mlflow import MlflowClient
 
 from radtrack.compute.attribution import IDLE, OTHER
+from radtrack.compute.colocation import figures_said
+from radtrack.frontend.columns import column_help, column_title
 from radtrack.frontend.figures import empty_figure, run_colours
+from radtrack.frontend.units import axis_title
 from radtrack.vocab import schema
+from radtrack.vocab.meaning import describe
 from radtrack.vocab.schema import POWER_ARTIFACT
 
 BUCKET_COLOURS = {OTHER: "#7f7f7f", IDLE: "#d0d0d0"}
+#: the owner's table of the shares panel's columns (radtrack/vocab/meaning_words.py)
+TABLE = "shares"
+#: its columns, in the order shown: the device, whose share, its energy, its share of the device's
+COLUMNS = ("part", "party", "energy_j", "share_of_device_pct")
+#: the series a panel stacks: each party's attributed power on one device
+POWER_SERIES = "attributed_power_w"
+#: the x axis: the page's own clock, the main chart's "seconds since run start" for a workload
+X_TITLE = "seconds since the workload's start"
 
 
 class PowerTables:
@@ -77,23 +95,28 @@ def shares_figure(table: pd.DataFrame | None) -> go.Figure | dict:
                 legendgroup=gpu, stackgroup=f"g{i}", mode="lines", line={"width": 0.5},
                 line_shape="hv", xaxis=f"x{axis}", yaxis=f"y{axis}",
                 fillcolor=colours.get(party), marker={"color": colours.get(party)},
-                hovertemplate="%{y:.1f} W<extra>" + f"{gpu} {party}</extra>"))
+))
     n = len(gpus)
+    unit = describe(schema.attribution_key(gpus[0], POWER_SERIES)).unit
+    for trace in fig.data:  # the unit of the series stacked, as the owner says it
+        trace.hovertemplate = "%{y:.1f} " + unit + "<extra>" + trace.name + "</extra>"
     layout: dict[str, object] = {"height": 260 * n + 60, "margin": {"l": 60, "r": 20, "t": 30, "b": 40},
                                  "legend": {"orientation": "h"}}
     for i, gpu in enumerate(gpus):
         axis = "" if i == 0 else str(i + 1)
         top = 1 - i / n
-        layout[f"yaxis{axis}"] = {"title": f"{gpu} power (W)", "domain": [top - 1 / n + 0.06, top]}
-        layout[f"xaxis{axis}"] = {"anchor": f"y{axis}", "title": "seconds since the workload started"
-                                  if i == n - 1 else None}
+        # "gpu0: run's share of GPU power (W)": the stacked series as the owner labels it
+        title = f"{gpu}: {axis_title(schema.attribution_key(gpu, POWER_SERIES))}"
+        layout[f"yaxis{axis}"] = {"title": {"text": title, "font": {"size": 12}},
+                                  "domain": [top - 1 / n + 0.06, top]}
+        layout[f"xaxis{axis}"] = {"anchor": f"y{axis}", "title": X_TITLE if i == n - 1 else None}
     fig.update_layout(**layout)
     return fig
 
 
 def share_totals(table: pd.DataFrame | None) -> list[dict]:
     """Each party's energy on each GPU, and its percentage of that GPU's measured energy:
-    gpu, party, energy_j, percent; then each GPU's total (party ``total``)."""
+    :data:`COLUMNS` (part: the GPU), then each GPU's total (party ``total``)."""
     if table is None or table.empty:
         return []
     energy = (table["energy_j"] if "energy_j" in table.columns
@@ -106,45 +129,39 @@ def share_totals(table: pd.DataFrame | None) -> list[dict]:
         parties = sorted(set(part.index) - {OTHER, IDLE}) + [p for p in (OTHER, IDLE) if p in part.index]
         for party in parties:
             joules = float(part[party])
-            out.append({"gpu": gpu, "party": party, "energy_j": joules,
-                        "percent": 100.0 * joules / total if total else float("nan")})
-        out.append({"gpu": gpu, "party": "total", "energy_j": total, "percent": 100.0})
+            out.append({"part": gpu, "party": party, "energy_j": joules,
+                        "share_of_device_pct": 100.0 * joules / total if total else float("nan")})
+        out.append({"part": gpu, "party": "total", "energy_j": total, "share_of_device_pct": 100.0})
     return out
 
 
 def totals_table(records: list[dict]) -> html.Table | html.P:
     if not records:
         return html.P("")
-    head = html.Tr([html.Th(h) for h in ("GPU", "party", "energy (kJ)", "energy (Wh)",
-                                         "share of the GPU's energy")])
-    rows = [html.Tr([html.Td(r["gpu"]), html.Td(r["party"]),
-                     html.Td(f"{r['energy_j'] / 1000:,.2f}", className="numeric"),
-                     html.Td(f"{r['energy_j'] / 3600:,.2f}", className="numeric"),
-                     html.Td(f"{r['percent']:.1f} %", className="numeric")],
+    # each header the column's name and the owner's unit, its long name the tooltip
+    head = html.Tr([html.Th(column_title(c, TABLE), title=column_help(c, TABLE)) for c in COLUMNS])
+    rows = [html.Tr([html.Td(r["part"]), html.Td(r["party"]),
+                     html.Td(f"{r['energy_j']:,.0f}", className="numeric"),
+                     html.Td(f"{r['share_of_device_pct']:.1f}", className="numeric")],
                     className="total" if r["party"] == "total" else None)
             for r in records]
     return html.Table([html.Thead(head), html.Tbody(rows)], className="shares-totals")
 
 
 def interference_text(metrics: dict[str, float]) -> str:
-    """The workload's STP, ANTT and energy vs serial as its parent run stored them
+    """The workload's stp, antt and energy_vs_serial_pct as its parent run stored them
     (``summary/workload/...``, radtrack/postrun/accounting.py), each with its 95 % interval
-    where repeats gave one (docs/analysis.md, Intervals from repeats); '' without an STP."""
+    where repeats gave one (docs/analysis.md, Intervals from repeats), in the launcher's
+    closing line's words (the report's column names); '' without an stp."""
+    prefix = schema.workload_key("")
+    totals = {k[len(prefix):]: v for k, v in metrics.items() if k.startswith(prefix)}
     def value(key: str) -> float | None:
-        v = metrics.get(schema.workload_key(key))
+        v = totals.get(key)
         return float(v) if isinstance(v, (int, float)) and v == v else None
-
-    def figure(key: str, form: str, unit: str = "") -> str:
-        lo, v, hi = value(f"{key}_lo"), value(key), value(f"{key}_hi")
-        if v is None:
-            return "-"
-        bounds = f" [{lo:{form}}, {hi:{form}}]" if lo is not None and hi is not None else ""
-        return f"{v:{form}}{unit}{bounds}"
 
     if value("stp") is None:
         return ""
-    text = (f"STP {figure('stp', '.2f')}, ANTT {figure('antt', '.2f')}, energy vs serial "
-            f"{figure('energy_vs_serial_pct', '+.1f', ' %')}")
+    text = figures_said(totals)
     if value("stp_lo") is None:
         return text + " (no 95 % intervals: no repeats of these rows)"
     return text + " ([95 % intervals] from repeats)"

@@ -116,7 +116,8 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict:
             elif totals and totals.get("note"):
                 say(f"{name}: {totals['note']}")
             else:
-                say(f"{name}: no STP/ANTT: no solo baseline of these scripts in {first.experiment!r}")
+                say(f"{name}: no stp, antt, energy_vs_serial_pct: no solo baseline of these scripts in "
+                    f"{first.experiment!r}")
     except Exception as exc:  # noqa: BLE001 - accounting never costs the recorded runs
         say(f"{name}: co-location accounting failed: {type(exc).__name__}: {exc}")
     try:

@@ -199,6 +199,11 @@ REPORT_COLUMNS: dict[str, Words] = {
     "part": ("device", "", "other", "a device or power rail the run measured", ""),
     "scope": ("run", "", "other", "whose figure: host, run, device, ...", ""),
     "in_energy_j": ("run", "", "other", "whether the part is added into energy_j", ""),
+    # the page's Energy shares table (radtrack/frontend/shares.py): a workload's devices, party by party
+    "party": ("device", "", "other", "whose share of the device's energy: a run, 'other' (processes "
+              "outside the workload), 'idle', or 'total' (the device's measured energy)", ""),
+    "share_of_device_pct": ("device_share", "%", "other", "the party's share of the device's measured energy",
+                            "% of the device's energy"),
     # multi-node runs (analysis/node_figures.py)
     "exit_code": ("host", "", "other", "the node's exit code", ""),
     "clock_offset_ms": ("host", "ms", "other", "the node's clock offset to node 0", "ms"),
@@ -234,4 +239,5 @@ TABLE_PARTS: dict[str, dict[str, tuple[str, str]]] = {
               "gpu_energy_j": ("the node's GPU energy ('all': every node's)", "device"),
               "co2e_g": ("the node's footprint ('all': every node's)", "host")},
     "energy_parts": {"energy_j": ("the part's energy over the run's span", "device")},
+    "shares": {"energy_j": ("the party's energy on the device over the workload", "device_share")},
 }

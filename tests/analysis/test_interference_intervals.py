@@ -53,23 +53,25 @@ def test_workload_intervals_propagate_the_rows_and_say_when_there_are_none() -> 
     assert row["energy_vs_serial_pct_hi"] == pytest.approx(100 * (1.0625 * math.exp(t * log_sd) - 1))
     assert row["interval_note"] == ""
     line = figures_line(row)
-    assert f"STP {row['stp']:.2f} [{row['stp_lo']:.2f}, {row['stp_hi']:.2f}]" in line and "from repeats" in line
+    assert f"stp {row['stp']:.2f} [{row['stp_lo']:.2f}, {row['stp_hi']:.2f}]" in line and "from repeats" in line
 
     bare: dict[str, object] = {"stp": 1.0, "antt": 2.0, "energy_vs_serial_pct": 3.0}
     _intervals(group.assign(interval_df=np.nan), pd.Series(s), serial, bare)
     assert "stp_lo" not in bare and "no repeats" in str(bare["interval_note"])
     assert "Workload numbers" in str(bare["interval_note"])
-    assert figures_line(bare).startswith("STP 1.00, ANTT 2.00, energy vs serial +3.0 % (no 95 % intervals")
+    assert figures_line(bare).startswith("stp 1.00, antt 2.00, energy_vs_serial_pct +3.0 (no 95 % intervals")
+    assert "energy_vs_serial_pct n/a" in figures_line({"stp": 1.0, "antt": 2.0})
 
 
 def test_the_page_shows_the_stored_figures_with_their_intervals() -> None:
     stored = {"summary/workload/stp": 1.04, "summary/workload/stp_lo": 0.98, "summary/workload/stp_hi": 1.09,
               "summary/workload/antt": 1.93, "summary/workload/antt_lo": 1.82, "summary/workload/antt_hi": 2.03,
               "summary/workload/energy_vs_serial_pct": -2.8}
-    assert interference_text(stored) == ("STP 1.04 [0.98, 1.09], ANTT 1.93 [1.82, 2.03], energy vs serial "
-                                         "-2.8 % ([95 % intervals] from repeats)")
+    # the report's column names, as the launcher's closing line says them (figures_said)
+    assert interference_text(stored) == ("stp 1.04 [0.98, 1.09], antt 1.93 [1.82, 2.03], energy_vs_serial_pct "
+                                         "-2.8 ([95 % intervals] from repeats)")
     assert interference_text({"summary/workload/stp": 1.0, "summary/workload/antt": 2.0}).endswith(
-        "energy vs serial - (no 95 % intervals: no repeats of these rows)")
+        "energy_vs_serial_pct - (no 95 % intervals: no repeats of these rows)")
     assert interference_text({}) == ""
 
 

@@ -35,8 +35,8 @@ JOB, BUSY = SCRIPTS / "jittery_job.py", SCRIPTS / "busy.py"
 TRIALS = SCRIPTS / "mlflow_code" / "second_trials.py"
 HEADER = "Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Interval,Env,MaxTime\n"
 CAP_MIN = 0.03  # MaxTime of the capped rows: 1.8 s
-INTERVAL_LINE = re.compile(r"STP [\d.]+ \[[\d.]+, [\d.]+\], ANTT [\d.]+ \[[\d.]+, [\d.]+\], "
-                           r"energy vs serial [-+][\d.]+ % \[[-+][\d.]+, [-+][\d.]+\]")
+INTERVAL_LINE = re.compile(r"stp [\d.]+ \[[\d.]+, [\d.]+\], antt [\d.]+ \[[\d.]+, [\d.]+\], "
+                           r"energy_vs_serial_pct [-+][\d.]+ \[[-+][\d.]+, [-+][\d.]+\]")
 
 # no wall-time checks: each figure is compared with its own interval and stored parts
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]

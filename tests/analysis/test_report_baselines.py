@@ -49,8 +49,8 @@ def test_report_finds_solo_runs_of_another_experiment_and_names_them(
     radtrack_cli(str(tmp_path / "solo.csv"), timeout=300, check=True)
     launched = radtrack_cli(str(tmp_path / "pair.csv"), timeout=300, check=True)
     solo, pair = _runs(store, "alone"), _runs(store, "pair")
-    # the launcher's own STP line at the end of the co-located workload used them too
-    assert "pair-1: STP" in launched.stderr, launched.stderr
+    # the launcher's own stp line at the end of the co-located workload used them too
+    assert "pair-1: stp" in launched.stderr, launched.stderr
 
     proc = report_here(monkeypatch, capsys, "pair")
     assert proc.returncode == 0, proc.stderr

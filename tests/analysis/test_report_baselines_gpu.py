@@ -32,8 +32,8 @@ def test_solo_then_timeshared_sheet_gives_named_baselines_and_flags_a_cpu_fallba
     for sheet in (solo, share):
         p = radtrack_cli(str(sheet), timeout=600)
         assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    # the launcher's STP line already found the baseline in the other experiment
-    assert "gshare-1: STP" in p.stderr, p.stderr[-3000:]
+    # the launcher's stp line already found the baseline in the other experiment
+    assert "gshare-1: stp" in p.stderr, p.stderr[-3000:]
 
     rep = radtrack_cli("report", "gshare", "--format", "json")
     assert rep.returncode == 0, rep.stderr[-2000:]

@@ -4,12 +4,14 @@ links (issue 27, 28). The browser tests (tests/frontend/browser/test_frontend_an
 
 from __future__ import annotations
 
+import re
 import time
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from radtrack.compute.colocation import COLUMNS as WORKLOAD_COLUMNS
 from radtrack.frontend.attributed import substitutions
 from radtrack.frontend.colocation import colocation_text, description
 from radtrack.frontend.columns import column_title
@@ -17,9 +19,12 @@ from radtrack.frontend.compare import _fmt, comparison
 from radtrack.frontend.data import Series
 from radtrack.frontend.figures import ChartOptions, build_chart, subplots
 from radtrack.frontend.picker import Workload, by_launch
-from radtrack.frontend.shares import share_totals
+from radtrack.frontend.shares import COLUMNS as SHARES_COLUMNS
+from radtrack.frontend.shares import TABLE as SHARES_TABLE
+from radtrack.frontend.shares import interference_text, share_totals, shares_figure, totals_table
 from radtrack.frontend.units import axis_title, gpu_family, unit_of
 from radtrack.frontend.views import View, read_link, to_query
+from radtrack.vocab.meaning import column_meaning, column_row, describe
 
 
 def _row(collocation: str | None, others: str = "", **extra: object) -> dict:
@@ -144,9 +149,41 @@ def test_share_totals_are_per_gpu_energy_with_percentages() -> None:
                                      "power_w": w, "energy_j": w})
                        for party, w in (("A", 300.0), ("B", 80.0), ("other", 20.0), ("idle", 0.0))])
     rows = share_totals(table)
-    assert [(r["party"], r["energy_j"], round(r["percent"], 1)) for r in rows] == [
+    assert [(r["party"], r["energy_j"], round(r["share_of_device_pct"], 1)) for r in rows] == [
         ("A", 3000.0, 75.0), ("B", 800.0, 20.0), ("other", 200.0, 5.0), ("idle", 0.0, 0.0),
         ("total", 4000.0, 100.0)]
+
+
+def test_the_shares_panel_says_each_figure_in_the_owners_words() -> None:
+    """Issue 52: the Energy shares tab's headers, axis titles, hover units and workload
+    figures are the vocabulary's (radtrack/vocab/meaning.py), not words of its own: each
+    header is a column the owner knows for the ``shares`` table, with the owner's unit; each
+    axis says the stacked series' label; the figures go by the report's column names."""
+    t = np.arange(4.0)
+    table = pd.concat([pd.DataFrame({"time": t, "end": t + 1, "gpu": gpu, "party": party, "run_id": run,
+                                     "power_w": 100.0, "energy_j": 100.0})
+                       for gpu in ("gpu0", "gpu1")
+                       for party, run in (("w-1 A", "r1"), ("other", ""), ("idle", ""))])
+    head = totals_table(share_totals(table)).children[0].children.children
+    for th in head:
+        name, _, unit = th.children.partition(" (")
+        owner = column_row(name, SHARES_TABLE)
+        assert column_meaning(name, SHARES_TABLE).declared, f"{name!r}: a header the owner has no word for"
+        assert unit.removesuffix(")") == owner["unit_text"], name
+        assert th.title.startswith(owner["meaning"]), name
+    assert [th.children.partition(" (")[0] for th in head] == list(SHARES_COLUMNS)
+    assert set(share_totals(table)[0]) == set(SHARES_COLUMNS)  # the rows hold what the head says
+    figure = shares_figure(table)
+    for gpu, axis in (("gpu0", figure.layout.yaxis), ("gpu1", figure.layout.yaxis2)):
+        said = describe(f"attribution/{gpu}/attributed_power_w")
+        assert axis.title.text == f"{gpu}: {said.label}"
+    assert all(f" {describe('attribution/gpu0/attributed_power_w').unit}<extra>" in trace.hovertemplate
+               for trace in figure.data)
+    line = interference_text({"summary/workload/stp": 1.5, "summary/workload/antt": 1.2,
+                              "summary/workload/energy_vs_serial_pct": -8.0})
+    named = re.findall(r"(?:^|, )([a-z_]+) ", line)
+    assert named == ["stp", "antt", "energy_vs_serial_pct"]
+    assert all(n in WORKLOAD_COLUMNS and column_meaning(n, "workloads").declared for n in named)
 
 
 def test_workloads_are_grouped_by_launch_only_where_it_tells_something() -> None:

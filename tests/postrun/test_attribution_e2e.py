@@ -72,7 +72,7 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     p = radtrack_cli("--carbon-intensity", "400", "--pue", "1.2", str(plain),
                      env=_scenario(tmp, "plain.json"), timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "STP 1.00, ANTT 2.67" in p.stderr  # 75/100 + 25/100; (100/75 + 100/25) / 2
+    assert "stp 1.00, antt 2.67" in p.stderr  # 75/100 + 25/100; (100/75 + 100/25) / 2
     client = MlflowClient(store)
     runs = _runs(client)
 

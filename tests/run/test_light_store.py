@@ -106,7 +106,7 @@ def test_a_colocated_workload_s_end_reads_its_baselines_without_mlflow(
                         "-l", "top", str(sheet)], cwd=tmp_path, env=env, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert f"{experiment}-2: STP " in p.stderr + p.stdout, (p.stdout + p.stderr)[-3000:]
+    assert f"{experiment}-2: stp " in p.stderr + p.stdout, (p.stdout + p.stderr)[-3000:]
     assert not _imported(p.stderr) & set(HEAVY), "the workload's end imported MLflow or SQLAlchemy"
     monkeypatch.delenv(CLIENT_ENV, raising=False)
     light = read_workload_runs(experiment, 2, uri)
