@@ -1,6 +1,7 @@
 """A job that 'trains' for --seconds at JOB_RATE samples/s (logged as its throughput; an
 environment variable so solo and co-located rows keep the same params); --tag names it for
-the NVML scenario doubles (tests/doubles/nvml_scenario.py)."""
+the NVML scenario doubles (tests/doubles/nvml_scenario.py). JOB_LINGER=s holds the run open
+s seconds after its last log with no work logged (a stop that drains a GPU queue)."""
 import argparse
 import os
 import time
@@ -19,3 +20,4 @@ with RADTBenchmark() as run:
         time.sleep(0.25)
         run.log_metric("throughput_samples_per_s", a.rate, step)
         step += 1
+    time.sleep(float(os.environ.get("JOB_LINGER", "0")))
