@@ -14,7 +14,8 @@ import pandas as pd
 
 from radtrack.compute.attribution import GPU_SLICES, GpuUse
 from radtrack.vocab import energy_sources as es
-from radtrack.vocab.schema import HOSTNAME, gpu_tag
+from radtrack.vocab.device_identity import device_facts
+from radtrack.vocab.schema import HOSTNAME
 
 #: what accounting reads of a device -> (its key's last part, the roles it may declare);
 #: the device's power and energy counter come by role (radtrack/vocab/energy_sources.py)
@@ -78,7 +79,8 @@ def physical_gpu(tags: Mapping[str, str], scope: str) -> str | None:
     """The physical GPU's UUID behind a run's scope (a MIG instance's parent GPU); for a
     device that is no GPU (a board, a CPU package: no UUID), the host's name and the device,
     which co-located rows on that host share. None for a GPU without its UUID."""
-    uuid = tags.get(gpu_tag(scope, "parent_uuid")) or tags.get(gpu_tag(scope, "uuid"))
+    facts = device_facts(tags).get(scope, {})  # whichever listener read it
+    uuid = facts.get("parent_uuid") or facts.get("uuid")
     if uuid or _GPU.fullmatch(scope):
         return uuid
     host = tags.get(HOSTNAME)
@@ -86,11 +88,11 @@ def physical_gpu(tags: Mapping[str, str], scope: str) -> str | None:
 
 
 def followed(tags: Mapping[str, str], scope: str) -> float:
-    """When smi began to follow GPU ``scope``, one outside the run's own that its process
-    tree turned out to use (tag ``...<scope>.followed``, unix s; radtrack/listeners/gpu_follow.py):
-    the run uses it from then. -inf for one of the run's own GPUs."""
+    """When a listener began to follow GPU ``scope``, one outside the run's own that its
+    process tree turned out to use (its ``...<scope>.followed`` tag, unix s;
+    radtrack/listeners/gpu_follow.py): the run uses it from then. -inf for one of the run's own GPUs."""
     try:
-        return float(tags.get(gpu_tag(scope, "followed")) or "-inf")
+        return float(device_facts(tags).get(scope, {}).get("followed") or "-inf")
     except ValueError:
         return float("-inf")
 
@@ -100,7 +102,7 @@ def run_uses(run: str, frames: Mapping[str, pd.DataFrame], tags: Mapping[str, st
     """scope -> the run's use of that GPU, from whichever listeners declare its power
     (``device_power``), energy counter (``energy_counter``) and per-process shares
     (``proc_share``); a scope without them or without a GPU UUID is left out (nothing to
-    account it by). A GPU smi followed is the run's from when it was followed."""
+    account it by). A GPU followed by its listener is the run's from when it was followed."""
     mode, thread_pct, slices = placement(collocation)
     keys = _keys(frames)
     by_device = es.sources(keys)
@@ -117,7 +119,7 @@ def run_uses(run: str, frames: Mapping[str, pd.DataFrame], tags: Mapping[str, st
             readings["power_w"] = p
         if counter is not None and (p := _pairs(frames, counter.key, counter.scale)):
             readings["energy_j"] = p
-        # the device's own power samples (smi's ~50 Hz driver samples), where read, are the
+        # the device's own power samples (a driver's buffer, ~50 Hz on an H100), where read, are the
         # finest power series: they shape the energy counter's intervals
         # (attribution.cumulative_energy)
         sampled = es.best(found, "samples")
@@ -126,7 +128,7 @@ def run_uses(run: str, frames: Mapping[str, pd.DataFrame], tags: Mapping[str, st
             readings["power_w"] = samples
         readings |= {q: p for q, roles in READINGS.items()
                      if (p := _pairs(frames, es.find(keys, scope, q, *roles)))}
-        name = tags.get(gpu_tag(scope, "name"), "")
+        name = device_facts(tags).get(scope, {}).get("name", "")
         out[scope] = GpuUse(run=run, gpu=gpu, mode=mode, start=max(start, followed(tags, scope)),
                             end=end, readings=readings,
                             thread_pct=thread_pct, slices=slices, gpu_slices=gpu_slices(name))

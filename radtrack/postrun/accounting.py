@@ -61,6 +61,7 @@ from radtrack.errors import RadtrackError
 from radtrack.postrun.footprint import resolve
 from radtrack.store.tracking import set_tags
 from radtrack.vocab import schema
+from radtrack.vocab.device_identity import device_fact
 from radtrack.vocab.schema import POWER_ARTIFACT, stored_key
 
 if TYPE_CHECKING:
@@ -199,8 +200,8 @@ def _record_row(client: MlflowClient, item: _Input, acc: GpuAccount) -> None:
 
 
 def _labels(inputs: list[_Input]) -> dict[str, str]:
-    """GPU UUID -> ``gpu<i>`` with i its NVML index (the host's numbering), as the runs'
-    smi probes recorded it; in order of appearance where the index is unknown. A device of
+    """GPU UUID -> ``gpu<i>`` with i the host's index of it, as the runs' GPU listeners
+    recorded it (radtrack/vocab/device_identity.py); in order of appearance where the index is unknown. A device of
     the host's CPU side (``host:pkg0``) keeps its device name (``pkg0``, ``pkg0/dram``)."""
     labels: dict[str, str] = {}
     for item in inputs:
@@ -209,7 +210,7 @@ def _labels(inputs: list[_Input]) -> dict[str, str]:
             labels[item.use.gpu] = next(name for n in range(len(inputs) + 1)
                                         if (name := item.scope + (f"_{n}" if n else "")) not in taken)
     for item in inputs:
-        index = item.row.tags.get(schema.gpu_tag(item.scope, "nvml_index"))
+        index = device_fact(item.row.tags, item.scope, "index")
         if item.use.gpu not in labels and index is not None:
             labels[item.use.gpu] = f"gpu{index}"
     for item in inputs:

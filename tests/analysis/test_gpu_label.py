@@ -32,6 +32,29 @@ def test_label_from_smi_tags_devices_and_mig() -> None:
     assert physical_gpus({}) == ""
 
 
+def test_a_device_is_whichever_listener_described_it() -> None:
+    """Identity comes from any listener's device facts (radtrack/vocab/device_identity.py):
+    another vendor's listener (its own UUID form, ``index``) reads as smi's tags do."""
+    from radtrack.compute.gpu_uses import followed, physical_gpu
+    from radtrack.vocab.device_identity import device_fact, device_facts
+
+    amd = {"radtrack.listener.amdsmi.gpu0.uuid": "0cff74a1-0000-1000-80e8-7e7f1ad43cdd",
+           "radtrack.listener.amdsmi.gpu0.index": "3", "radtrack.listener.amdsmi.gpu0.name": "MI300X",
+           "radtrack.listener.amdsmi.gpu0.power_sensor": "average"}
+    assert physical_gpus(amd) == "GPU3 0cff74a1"
+    assert physical_gpu(amd, "gpu0") == "0cff74a1-0000-1000-80e8-7e7f1ad43cdd"
+    assert device_facts(amd) == {"gpu0": {"uuid": "0cff74a1-0000-1000-80e8-7e7f1ad43cdd",
+                                          "index": "3", "name": "MI300X"}}
+    # a runs frame's row (tag.-prefixed), a MIG slice's parent, a followed GPU, NaN cells
+    row = {"tag.radtrack.listener.smi.gpu1.uuid": "MIG-1f2e", "tag.radtrack.listener.smi.gpu1.mig": "true",
+           "tag.radtrack.listener.smi.gpu1.parent_uuid": SECOND_UUID,
+           "tag.radtrack.listener.smi.gpu1.followed": "12.5", "tag.radtrack.listener.smi.gpu2.uuid": float("nan")}
+    assert physical_gpu(row, "gpu1") == SECOND_UUID and followed(row, "gpu1") == 12.5
+    assert device_fact(row, "gpu1", "mig") == "true" and device_fact(row, "gpu2", "uuid") is None
+    with pytest.raises(ValueError, match="unknown device fact 'serial'"):
+        device_fact(row, "gpu1", "serial")
+
+
 @pytest.mark.slow
 def test_two_runs_on_two_gpus_are_told_apart(store: str, tmp_path: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,6 +29,7 @@ from radtrack.analysis.studies.windows import (
 )
 from radtrack.compute.summary import work_unit
 from radtrack.vocab import schema
+from radtrack.vocab.device_identity import device_fact
 
 SIGNALS = ("power_w", "sm_clock_mhz", "temp_c")
 WANTED = [r"[^/]+/gpu\d+/(?:power_w|sm_clock_mhz|temp_c)", r"throughput_.+"]  # any listener's
@@ -54,7 +55,8 @@ def configuration(collocation: str, copies: int, gpus: int, clocks: str) -> str:
 
 def _physical(row: pd.Series, scope: str) -> str:
     """The GPU behind a run's ``gpuN``: its UUID tag where one was recorded."""
-    uuid = tag(row, schema.gpu_tag(scope, "uuid"), "")
+    tags = {k: v for k, v in row.items() if isinstance(k, str) and k.startswith("tag.")}
+    uuid = device_fact(tags, scope, "uuid") or ""
     return uuid or f"{tag(row, schema.DEVICES)}:{scope}"
 
 
