@@ -92,3 +92,12 @@ def test_a_script_runs_own_metrics_are_those_no_listener_declares() -> None:
                "metric.iostat/sda/read_bytes_per_s", "metric.window/epoch/energy_j"]
     assert own_metric_columns(pd.DataFrame(columns=columns)) == [
         "metric.loss", "metric.val_acc", "metric.train/throughput"]
+
+
+def test_no_reader_finds_a_device_by_one_listeners_tags() -> None:
+    """A device's identity comes from whichever listener described it
+    (radtrack/vocab/device_identity.py), never from smi's probe tags by name."""
+    found = [f"{path.relative_to(ROOT)}: {name}" for path in READERS
+             for name in ("gpu_tag", "schema.SMI", "listener_tag(schema.SMI")
+             if name in path.read_text()]
+    assert found == [], "read device facts with device_identity.device_fact:\n" + "\n".join(found)

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from radtrack.compute.attribution import HOST_METHOD
 from radtrack.spec import sharing_text
 from radtrack.vocab import schema
+from radtrack.vocab.device_identity import device_facts, reads_gpus
 
 
 def text_of(value: object) -> str:
@@ -43,17 +44,19 @@ _PROCESS_GPU = re.compile(r"^metric\.summary/[^/]+/gpu\d+/(proc_mem_used_mib|pro
 def uses_gpu(row: Mapping[str, object]) -> bool | None:
     """Whether the run's processes used a GPU: its per-process GPU readings (memory, SM
     share) where it has them (True where any is above 0); else True for a row placed on a
-    GPU the host has (its Devices cell set, smi ran), False for a run that saw no GPU (none
-    on the host: smi did not run), None where it saw GPUs it was not placed on."""
+    GPU the host has (its Devices cell set, a GPU listener ran), False for a run that saw no
+    GPU (none on the host: no GPU listener ran), None where it saw GPUs it was not placed on."""
     readings = [v for k, v in row.items() if isinstance(k, str) and _number(v) and (
         _PROCESS_GPU.match(k) or (k.startswith(f"metric.{schema.SUMMARY_ATTRIBUTION_PREFIX}")
                                   and k.endswith("/sm_share_pct")))]
     if readings:
         return any(float(v) > 0 for v in readings)
-    smi = schema.listener_tag(schema.SMI)
-    seen = (text_of(row.get(f"tag.{smi}")) == "ok" or text_of(row.get(f"tag.{schema.GPU_UUIDS}"))
-            or any(isinstance(k, str) and k.startswith(f"tag.{smi}.gpu") and k.endswith(".uuid")
-                   and text_of(v) for k, v in row.items()))
+    # a GPU listener (any vendor's) ran, or described a GPU, or the host listed its GPUs
+    prefix = f"tag.{schema.LISTENER_TAG_PREFIX}"
+    ran = [k[len(prefix):] for k, v in row.items() if isinstance(k, str) and k.startswith(prefix)
+           and "." not in k[len(prefix):] and text_of(v) == "ok"]
+    seen = (any(reads_gpus(name) for name in ran) or text_of(row.get(f"tag.{schema.GPU_UUIDS}"))
+            or any(f.get("uuid") for f in device_facts(row).values()))
     if not seen:
         return False
     devices = text_of(row.get(f"tag.{schema.DEVICES}") or row.get("devices"))

@@ -17,6 +17,7 @@ import re
 from collections.abc import Mapping
 
 from radtrack.vocab import schema
+from radtrack.vocab.declared import series_of
 
 #: fact -> what it says; a listener writes ``radtrack.listener.<name>.<scope>.<fact>``
 DEVICE_FACTS: dict[str, str] = {
@@ -70,3 +71,10 @@ def device_tag(listener: str, scope: str, fact: str) -> str:
     if fact not in DEVICE_FACTS:
         raise ValueError(f"unknown device fact {fact!r}: one of {', '.join(DEVICE_FACTS)}")
     return schema.listener_tag(listener, scope, fact)
+
+
+def reads_gpus(listener: str) -> bool:
+    """Whether listener ``listener`` declares series of a GPU (a ``gpu<i>`` device): its
+    state ``ok`` on a run says the run saw GPUs, whatever vendor's listener it is."""
+    return any(s.scope in ("device", "device_share") and "/gpu<" in s.pattern
+               for s in series_of(listener) or ())

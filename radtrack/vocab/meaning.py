@@ -32,6 +32,7 @@ from functools import cache
 
 from radtrack.vocab import schema
 from radtrack.vocab.declared import series_of
+from radtrack.vocab.device_identity import device_fact
 from radtrack.vocab.meaning_words import (
     ATTRIBUTION,
     COUNTS,
@@ -136,8 +137,7 @@ def describe(key: str, tags: Mapping[str, object] | None = None) -> Meaning:
     if tags and meaning.scope == "device" and meaning.role not in ("device_power", "energy_counter"):
         parts = meaning.key.split("/")
         scope = next((p for p in parts if _GPU.fullmatch(p)), None)
-        mig = scope and (tags.get(schema.gpu_tag(scope, "mig"))
-                         or tags.get("tag." + schema.gpu_tag(scope, "mig")))
+        mig = scope and device_fact(tags, scope, "mig")  # whichever listener read the GPU
         if mig and str(mig).lower() == "true":
             name = re.sub(r"^GPU\b", "MIG slice", meaning.name)
             return _with(meaning, meaning.key, name, meaning.stat, scope="mig")

@@ -84,7 +84,7 @@ RUN_ID_TAGS = ("mlflow.parentRunId", ROW_RUN, SCRIPT_RUNS)
 PARAM_CUT_PREFIX = TAG_PREFIX + "param_cut."  # a param value longer than MLflow keeps: how, where
 LISTENER_TAG_PREFIX = TAG_PREFIX + "listener."
 ATTRIBUTION_TAG_PREFIX = TAG_PREFIX + "attribution."
-SMI = "smi"  # the listener whose probe tags name each GPU (gpu_tag)
+SMI = "smi"  # the listener that writes gpu_tag; readers ask radtrack/vocab/device_identity.py
 
 
 def listener_tag(name: str, *detail: str) -> str:
@@ -93,7 +93,8 @@ def listener_tag(name: str, *detail: str) -> str:
 
 
 def gpu_tag(scope: str, fact: str) -> str:
-    """The smi listener's probe fact of one GPU: ``radtrack.listener.smi.<scope>.<fact>``."""
+    """The smi listener's probe fact of one GPU, ``radtrack.listener.smi.<scope>.<fact>`` (what it
+    writes; readers find any listener's with radtrack/vocab/device_identity.py device_fact)."""
     return listener_tag(SMI, scope, fact)
 
 
