@@ -32,7 +32,8 @@ WRITERS = ("radtrack.run", "radtrack.store", "radtrack.postrun", "radtrack.scrip
 #: listener's declaration) and which of them measure a device's energy (vocab/energy_sources.py),
 #: which readers and the end-of-run step select series by (issue 40)
 SHARED = frozenset({"radtrack.vocab.schema", "radtrack.errors", "radtrack.spec", "radtrack.compute.stats",
-                    "radtrack.vocab.meaning", "radtrack.vocab.energy_sources"})
+                    "radtrack.vocab.meaning", "radtrack.vocab.energy_sources",
+                    "radtrack.vocab.device_identity"})
 #: radtrack.analysis modules that compute over frames and read nothing: the end-of-run step may use them
 PURE_ANALYSIS = frozenset(
     "radtrack.compute." + p.stem for p in (ROOT / "radtrack" / "compute").glob("*.py")
