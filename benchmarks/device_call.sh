@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One device call (H100) for the end of a session: install, then the sections asked for.
+# One device call (H100, H200) for the end of a session: install, then the sections asked for.
 #   bash benchmarks/device_call.sh OUTDIR [SECTIONS]   (tests, fixed, lcpu, ab; default tests)
 # tests: every `gpu` test of $TESTS (default tests/) (-v, log in OUTDIR/gpu_tests.log);
 # fixed: benchmarks/fixed_cost.py ($FIXED_MODES, default plain and none, smi, smi+dcgm+top
@@ -24,7 +24,7 @@ python3 -m pip install -q --no-index --no-deps --no-build-isolation -e . 2>&1 | 
 # the H100 host sets PYTHONDONTWRITEBYTECODE=1: without this every launch would compile the
 # editable tree again, which a wheel install never does (docs/performance.md, "The script
 # no longer waits for GPU listeners"); COMPILE=0 keeps the host's way
-[[ ${COMPILE:-1} != 0 ]] && python3 -m compileall -q radtrack listeners frontend > /dev/null
+[[ ${COMPILE:-1} != 0 ]] && python3 -m compileall -q radtrack > /dev/null
 { nvidia-smi -L; nvidia-smi --query-gpu=driver_version --format=csv,noheader; python3 -V; nproc
   uptime; date -u; git log --oneline -1 2>/dev/null; } > "$out/host.txt" 2>&1
 cat "$out/host.txt"
