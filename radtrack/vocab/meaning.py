@@ -321,8 +321,6 @@ def _column(column: str, key: str | None = None) -> Meaning:
     if isinstance(own, tuple):
         scope, unit, role, name, text = own
         return _meaning(key, scope, unit, role, name, text, "total" if role == "energy" else "")
-    if isinstance(own, str):
-        return _with(_describe(own), key, _describe(own).name)
     quantity, _, stat = column.rpartition("_")
     if stat == "cv" and quantity:  # run-to-run spread of a column (compute/variability.py)
         base = _column(quantity)
@@ -332,8 +330,7 @@ def _column(column: str, key: str | None = None) -> Meaning:
         unit, name, text = MONITORING["cpu_s"]
         return _meaning(key, "run", unit, "other", name.replace("<listener>", column.split("_")[0]), text)
     if stat in STATS and quantity:
-        target = SUMMARY_COLUMNS.get(quantity)
-        base = _describe(target) if isinstance(target, str) else _describe(quantity)
+        base = _describe(quantity)
         return _with(base, key, f"{base.name}, {STATS[stat]}", stat)
     if column.startswith("energy_per_") and column.endswith("_j"):
         per = column[len("energy_per_"):-2]

@@ -14,22 +14,24 @@ from __future__ import annotations
 #: vocab.series.SCOPES, role one of ROLES
 Words = tuple[str, str, str, str, str]
 
-#: summary and report columns (compute/summary.py, run_summaries.py) -> the series they
-#: summarise, or their own meaning; a column <quantity>_<stat> is <quantity>'s series' stat
-SUMMARY_COLUMNS: dict[str, str | tuple[str, str, str, str, str]] = {
-    "power_w": "smi/gpu0/power_w",
-    "gpu_util_pct": "smi/gpu0/gpu_util_pct",
-    "sm_active_pct": "dcgm/gpu0/sm_active_pct",
-    "tensor_active_pct": "dcgm/gpu0/tensor_active_pct",
-    "mem_used_mib": "smi/gpu0/mem_used_mib",
-    "temp_c": "smi/gpu0/temp_c",
-    "sm_clock_mhz": "smi/gpu0/sm_clock_mhz",
-    "proc_sm_util_pct": "smi/gpu0/proc_sm_util_pct",
-    "proc_mem_used_mib": "smi/gpu0/proc_mem_used_mib",
-    "cpu_pct": "top/cpu_pct",
-    "proc_cpu_pct": "top/proc/cpu_pct",
-    "rss_mib": "top/proc/rss_mib",
-    # (scope, unit, role, name, unit text)
+#: summary and report columns (compute/summary.py, run_summaries.py) -> what they are
+#: (scope, unit, role, name, unit text): each a quantity of whichever listener's series
+#: declares its role and scope (compute/summary.py QUANTITIES selects them), never one
+#: listener's key; a column <quantity>_<stat> is <quantity>'s stat
+SUMMARY_COLUMNS: dict[str, tuple[str, str, str, str, str]] = {
+    "power_w": ("device", "W", "device_power", "GPU power", "W"),
+    "gpu_util_pct": ("device", "%", "utilisation", "GPU utilisation", "% of time a kernel ran"),
+    "sm_active_pct": ("device", "%", "utilisation", "GPU SM active", "% of SM cycles"),
+    "tensor_active_pct": ("device", "%", "utilisation", "GPU tensor pipes active", "% of SM cycles"),
+    "mem_used_mib": ("device", "MiB", "memory", "GPU memory used, all processes", "MiB"),
+    "temp_c": ("device", "°C", "temperature", "GPU temperature", "°C"),
+    "sm_clock_mhz": ("device", "MHz", "clock", "GPU SM clock", "MHz"),
+    "proc_sm_util_pct": ("device_share", "%", "proc_share", "run's GPU SM share", "% of the GPU's SM time"),
+    "proc_mem_used_mib": ("device_share", "MiB", "memory", "run's GPU memory", "MiB"),
+    "cpu_pct": ("host", "%", "host_cpu", "host CPU", "% of all cores"),
+    "proc_cpu_pct": ("run", "%", "proc_cpu", "run CPU", "% of one core"),
+    "rss_mib": ("run", "MiB", "memory", "run memory (RSS)", "MiB"),
+    # radtrack's own figures
     "duration_s": ("run", "s", "other", "run duration", "s"),
     "energy_j": ("device_share", "J", "energy", "run's energy (GPUs + host CPU/DRAM where read), attributed",
                  "J"),

@@ -140,9 +140,12 @@ def test_a_column_has_one_name_and_its_table_says_whose_it_is() -> None:
 def test_every_summary_column_is_described() -> None:
     from radtrack.compute.summary import QUANTITIES as SUMMARY
     for quantity in SUMMARY:
-        target = SUMMARY_COLUMNS[quantity.name]
-        assert isinstance(target, str) and quantity.selects(target), quantity
+        scope, _, role, _, _ = SUMMARY_COLUMNS[quantity.name]  # by role and scope, no listener's key
+        assert role in quantity.roles and scope == quantity.scope, quantity
         assert describe(f"{quantity.name}_mean").declared
+        # and a built-in listener's series of it is what the column summarises
+        keys = [s.pattern.replace("<i>", "0") for series in BUILT_IN.values() for s in series]
+        assert any(quantity.selects(k) for k in keys), quantity
 
 
 def test_a_key_nobody_declares_is_read_from_its_shape() -> None:
