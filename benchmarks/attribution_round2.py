@@ -14,6 +14,9 @@ constants (radtrack/compute/energy_error.py ``H200``):
 - ``coverage_summary.json``: coverage, widths against the targets (±5 % from 1 s, ±3 % from 5 s);
 - ``splits.csv``: every co-located run re-split (attribution_analysis.splits), solo runs
   matched without MaxTime (the mixed sheet's solo rows ran 0.3 min, its pairs 0.5 min).
+
+With ``--bands`` only ``coverage_bands.csv``, from the two coverage csv files already there:
+the coverage figure per window-length band, 1-60 s (attribution_analysis.length_bands).
 """
 
 from __future__ import annotations
@@ -53,11 +56,31 @@ def _summary(d: pd.DataFrame) -> dict[str, object]:
     return out
 
 
+def _bands(res: Path) -> int:
+    """coverage_bands.csv: the coverage figure per window-length band (1-60 s) over the
+    run windows (vs the independent counter reader), the sensor's bursty windows (vs the mean
+    of every identical window) and both."""
+    runs = pd.read_csv(res / "coverage_runs.csv")
+    runs["trace"] = runs["store"] + ":" + runs["workload"].astype(str) + runs["letter"]
+    bursty = pd.read_csv(res / "coverage_bursty.csv")
+    bursty["trace"] = "sensor:" + bursty["setting"]
+    table = pd.concat([aa.length_bands(d).assign(windows_from=name) for name, d in
+                       (("runs", runs), ("sensor settings", bursty), ("all", pd.concat([runs, bursty])))])
+    table.round(3).to_csv(res / "coverage_bands.csv", index=False)
+    print(table.round(2).to_string(index=False))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
     parser.add_argument("--round1", type=Path)
+    parser.add_argument("--bands", action="store_true",
+                        help="only the coverage per window-length band, from the coverage csv files "
+                             "already in RESULTS_DIR (coverage_bands.csv)")
     args = parser.parse_args(argv)
+    if args.bands:
+        return _bands(args.results)
     from radtrack.analysis.data import load_runs
     from radtrack.analysis.run_summaries import summarize_runs
     from radtrack.compute.energy_error import H200
