@@ -38,8 +38,8 @@ sys.path.insert(0, str(REPO / "tests"))
 def node_main(uri: str, experiment_id: str, name: str, duration: float, interval: float,
               gpus: int, smi_keys: int, dcgm_keys: int, top_keys: int, spool: Path) -> None:
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "60")
+    from radtrack.store.mlflow_client import mlflow_client as make_client
     from radtrack.store.sink import Sink
-    from radtrack.store.tracking import client as make_client
 
     c = make_client(uri)
     run_id = c.create_run(experiment_id, run_name=name).info.run_id

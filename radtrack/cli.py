@@ -22,21 +22,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
 
 from radtrack import inputs, own_threads
 from radtrack.cli_options import check_options, refuse_single_run_options, row_defaults, single_spec
 from radtrack.cli_parser import SUBCOMMANDS, USAGE, build_parser, close_words
 from radtrack.cli_subcommands import run_subcommand
-from radtrack.errors import RadtrackError, SheetError
-
-if TYPE_CHECKING:
-    from mlflow import MlflowClient
-
-T = TypeVar("T")
+from radtrack.errors import RadtrackError
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -51,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
 def _main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     own_threads.limit()  # before anything imports NumPy (radtrack/own_threads.py)
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    from radtrack.store.mlflow_client import radtrack_process
+
+    radtrack_process()  # MLflow's settings for this process, the one place (store/handle.py)
     if not argv:
         print(USAGE, end="", file=sys.stderr)
         return 2
@@ -93,13 +88,11 @@ def _main(argv: list[str] | None = None) -> int:
 def _detach_end(args: argparse.Namespace) -> None:
     """The detached end (radtrack/run/front.py): fork the front that gives the shell back
     once the launch is durable; this process goes on as the launcher."""
-    if args.nodes is not None:
-        return  # node 0 of a multi-node row waits for every node's end (radtrack/nodes/)
-    from radtrack.executors import resolve
+    from radtrack.executors import pick
     from radtrack.run import front
 
     detach, why_not = front.wanted(args.end, sys.stdout.isatty(), args.dry_run,
-                                   resolve(args.executor))
+                                   pick(args).why_end_waits)
     if why_not:
         print(f"[radtrack] --detach-end: waiting for the end all the same: {why_not}",
               file=sys.stderr)
@@ -118,7 +111,11 @@ def _sheet_lock(args: argparse.Namespace) -> AbstractContextManager[None]:
 
 
 def _launch(args: argparse.Namespace) -> int:
+    """What every launch shares checked (the flags, the target), one executor picked and
+    handed the launch (radtrack/executors/contract.py); it runs or submits the workloads."""
     from radtrack import sheet as sheets
+    from radtrack.executors import pick
+    from radtrack.executors.contract import Launch
     from radtrack.store import tracking
 
     check_options(args)
@@ -129,89 +126,20 @@ def _launch(args: argparse.Namespace) -> int:
     if problem:
         raise RadtrackError(problem)
     uri = tracking.resolve_uri(args.tracking_uri)
-    from radtrack.executors import resolve
-
-    executor = resolve(args.executor)
-    slurm_only = [f"--{n.replace('_', '-')}" for n in ("shared_fs", "detach", "sbatch_arg")
-                  if getattr(args, n)]
-    if executor != "slurm" and slurm_only:
-        raise RadtrackError(f"{', '.join(slurm_only)} only apply with --executor slurm")
-    if executor == "slurm":
-        if not sheets.is_sheet(target):
-            raise RadtrackError("--executor slurm runs experiment sheets (.csv); put the script "
-                                "in a one-row sheet")
+    executor = pick(args)
+    launch = Launch(target.absolute(), sheets.is_sheet(target), args, uri)
+    executor.check(launch)
+    if launch.sheet:
         if args.script_args:
             raise RadtrackError(f"{target} is a sheet: arguments after it "
                                 f"({' '.join(args.script_args)}) belong in its Params column")
         refuse_single_run_options(args, target)
-        from radtrack.executors.slurm import SlurmOptions, launch_sheet
-
-        opts = SlurmOptions(shared_fs=args.shared_fs, detach=args.detach,
-                            sbatch_args=list(args.sbatch_arg), grace=args.grace)
-        return launch_sheet(target.absolute(), row_defaults(args), uri, opts, rerun=args.rerun,
-                            dry_run=args.dry_run)
-    if sheets.is_sheet(target):
-        if args.script_args:
-            raise RadtrackError(f"{target} is a sheet: arguments after it ({' '.join(args.script_args)}) "
-                                "belong in its Params column")
-        refuse_single_run_options(args, target)
-        defaults = row_defaults(args)
-        specs = _for_plan(lambda host: sheets.read_sheet(
-            target.absolute(), defaults, check_host=host, cpu_fallback=args.allow_cpu_fallback,
-            warn=_warn), args.dry_run)
-        sheet_path: Path | None = target.absolute()
+        launch.defaults = row_defaults(args)
     else:
         if target.suffix != ".py":
             raise RadtrackError(f"{target}: expected a Python script (.py) or a sheet (.csv)")
-        specs = [single_spec(args, target)]
-        _for_plan(lambda host: sheets.validate_command_line(
-            specs[0], check_host=host, cpu_fallback=args.allow_cpu_fallback, warn=_warn),
-            args.dry_run)
-        sheet_path = None
-    from radtrack.plan import format_plan, group_workloads
-
-    workloads = group_workloads(specs)
-    if args.dry_run:
-        from radtrack.plan import unavailable_listeners
-
-        print(format_plan(workloads))
-        missing = unavailable_listeners(workloads)
-        if missing:
-            print(missing)
-        return 0
-    # a server that is down: the scripts run all the same and spool; radtrack sync stores it
-    tracking.check_reachable(uri, run_anyway=True)
-    # MLflow is imported and the store opened before the scripts start only where a check
-    # needs it (a server's permissions, a database's experiments, a sheet's earlier runs):
-    # otherwise the runs are created while the scripts already run (radtrack/run/record.py)
-    clients: list[MlflowClient] = []
-
-    def client() -> MlflowClient:
-        if not clients:
-            clients.append(tracking.client(uri))
-        return clients[0]
-
-    if tracking.away_at_launch():
-        pass  # nothing to check against (opening it would wait out MLflow's retries)
-    elif tracking.needs_store_checks(uri):
-        tracking.check_experiments(client, uri, [w[0].experiment for w in workloads])
-    if sheet_path is not None:
-        from radtrack.resume import pending_workloads
-
-        workloads = pending_workloads(workloads, client, args.rerun, uri=uri,
-                                      log=lambda m: print(f"[radtrack] {m}", file=sys.stderr))
-    # a CLI launch's workload number (Workload 0: the next one) is taken when its run is made
-    from radtrack.executors import local
-
-    if args.nodes is not None or args.node_rank is not None or args.master is not None:
-        from radtrack.nodes.launch import check, launch
-
-        check(args.nodes, args.node_rank, args.master, args.collocation)
-        if sheet_path is not None:
-            raise RadtrackError("--nodes/--node-rank/--master run one script on each node by "
-                                "hand; a sheet's rows go over nodes with --executor slurm")
-        return launch(specs[0], uri, args.grace, args.nodes, args.node_rank, args.master)
-    return local.run(workloads, uri, args.grace, sheet_path)
+        launch.spec = single_spec(args, target)
+    return executor.submit(launch)
 
 
 def _no_such_target(text: str) -> str:
@@ -230,28 +158,3 @@ def _no_such_target(text: str) -> str:
         siblings = []
     close = close_words(path.name, siblings)
     return f"{text}: no such file" + (f"; did you mean '{folder / close[0]}'?" if close else "")
-
-
-def _warn(message: str) -> None:
-    print(f"radtrack: warning: {message}", file=sys.stderr)
-
-
-def _for_plan(validate: Callable[[bool], T], dry_run: bool) -> T:
-    """``validate(check_host)``; for --dry-run, what this host lacks (no GPU, no MPS tool, a
-    MIG profile) is a warning under the plan, so a sheet can be planned on a laptop before
-    it goes to the GPU host (a GPU row included: a real run refuses it unless
-    --allow-cpu-fallback). A real run refuses it, and every other problem stays an error."""
-    try:
-        return validate(True)
-    except SheetError as exc:
-        if not dry_run:
-            raise
-        try:
-            result = validate(False)
-        except SheetError:
-            raise exc from None
-        for problem in exc.problems:
-            _warn(problem)
-        print("radtrack: warning: this host cannot run it as planned (above); the plan is "
-              "printed for a host that can, where a real run checks again", file=sys.stderr)
-        return result

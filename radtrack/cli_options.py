@@ -74,9 +74,9 @@ def row_defaults(args: argparse.Namespace) -> dict[str, object]:
         d["carbon_source"] = "--carbon-intensity"
     if args.pue is not None:
         d["pue"] = args.pue
-    slurm = _slurm_flags(args)
-    if slurm:
-        d["slurm"] = slurm
+    options = _executor_flags(args)
+    if options:
+        d["executor_options"] = options
     if args.nodes is not None:  # --executor slurm: each row over N nodes (a Nodes cell wins)
         if args.node_rank is not None or args.master is not None:
             raise RadtrackError("--node-rank and --master start one node by hand; under "
@@ -87,25 +87,19 @@ def row_defaults(args: argparse.Namespace) -> dict[str, object]:
     return d
 
 
-def _slurm_flags(args: argparse.Namespace) -> dict[str, str]:
-    """--partition/--account/--time/--qos/--constraint, checked like their sheet columns."""
-    from radtrack.sheet.cells import parse_constraint, parse_slurm_name, parse_time_limit
-    from radtrack.sheet.slurm_checks import parse_cpus, parse_mem
+def _executor_flags(args: argparse.Namespace) -> dict[str, str]:
+    """The executors' row options given as flags (--partition, --time-limit, ...), checked
+    like their sheet columns (radtrack/executors/contract.py RowOption)."""
+    from radtrack.executors import row_options
 
     out = {}
-    for flag, key, parse in (("partition", "partition", parse_slurm_name),
-                             ("account", "account", parse_slurm_name),
-                             ("time_limit", "time_limit", parse_time_limit),
-                             ("qos", "qos", parse_slurm_name),
-                             ("constraint", "constraint", parse_constraint),
-                             ("cpus_per_task", "cpus_per_task", parse_cpus),
-                             ("mem", "mem", parse_mem)):
-        value = getattr(args, flag)
+    for option in row_options():
+        value = getattr(args, option.flag) if option.flag else None
         if value is not None:
             try:
-                out[key] = parse(value.strip())
+                out[option.key] = option.parse(value.strip())
             except ValueError as exc:
-                raise RadtrackError(f"--{flag.replace('_', '-')}: {exc}") from None
+                raise RadtrackError(f"--{(option.flag or '').replace('_', '-')}: {exc}") from None
     return out
 
 

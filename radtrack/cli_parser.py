@@ -169,36 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--executor", default=None,
                    help="where workloads run: local (this host, default) or slurm (one batch "
                         "job per workload); default $RADTRACK_EXECUTOR, else local")
-    s.add_argument("--partition", default=None, help="slurm: sbatch --partition (sheet column "
-                                                     "Partition wins)")
-    s.add_argument("--account", default=None, help="slurm: sbatch --account (column Account)")
-    s.add_argument("--time-limit", default=None,
-                   help="slurm: job time limit as sbatch --time takes it, e.g. 30, 1:30:00, "
-                        "2-00:00:00 (column TimeLimit; -t/--time is radT's max minutes)")
-    s.add_argument("--qos", default=None, help="slurm: sbatch --qos (column QoS)")
-    s.add_argument("--constraint", default=None,
-                   help="slurm: sbatch --constraint (column Constraint)")
-    s.add_argument("--cpus-per-task", default=None, metavar="N",
-                   help="slurm: CPUs of each workload's job (column Cpus; default 2 per row + 1 "
-                        "for the launcher and listeners)")
-    s.add_argument("--mem", default=None,
-                   help="slurm: memory of each workload's job as sbatch --mem takes it (16G)")
-    s.add_argument("--sbatch-arg", action="append", default=[], metavar="ARG",
-                   help="slurm: one more sbatch argument, passed as is; repeatable "
-                        "(--sbatch-arg=--mem=16G --sbatch-arg=--exclusive)")
-    s.add_argument("--shared-fs", action="store_true",
-                   help="slurm: the sqlite:/// or file store path is on a filesystem every "
-                        "node mounts (otherwise such a store is refused)")
-    s.add_argument("--detach", action="store_true",
-                   help="slurm: return after submitting; 'radtrack status SHEET' refreshes it")
-    n = p.add_argument_group("multi-node (one run over several nodes; docs/sheets.md)")
-    n.add_argument("--nodes", type=inputs.argument(inputs.integer), default=None, metavar="N",
-                   help="run the script as one run over N nodes: started by hand on each node "
-                        "with --node-rank and --master; with --executor slurm, every row of the "
-                        "sheet as one job over N nodes (a Nodes cell wins)")
-    n.add_argument("--node-rank", type=inputs.argument(inputs.integer), default=None, metavar="K",
-                   help="this node's rank, 0..N-1; node 0 creates the run and hosts the rendezvous")
-    n.add_argument("--master", default=None, metavar="HOST[:PORT]",
-                   help="node 0's host as every node reaches it (MASTER_ADDR) and radtrack's "
-                        "rendezvous port there (default 29450)")
+    from radtrack.executors import add_options
+
+    add_options(p)  # each executor's own flags (radtrack/executors/contract.py)
     return p

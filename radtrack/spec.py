@@ -63,9 +63,10 @@ class RunSpec:
     sheet: Path | None = None
     status: str = ""  # as read from the sheet's Status column
     run_id: str = ""  # as read from the sheet's Run column
-    # SLURM job options of the row's workload (executor slurm): partition, account,
-    # time_limit, qos, constraint -> value as sbatch takes it; empty = not set
-    slurm: dict[str, str] = field(default_factory=dict)
+    # the executor's own options for this row (a SLURM job's partition, ...): key -> value
+    # as that executor takes it; declared and read only by the executor
+    # (radtrack/executors/contract.py RowOption); empty = none set
+    executor_options: dict[str, str] = field(default_factory=dict)
     job: str = ""  # as read from the sheet's Job column ("<job id> <state>")
     nodes: int = 1  # nodes the row's script runs on, one task each (radtrack/nodes/)
 

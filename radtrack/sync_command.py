@@ -34,8 +34,8 @@ def end_step(parent_id: str, group: list[tuple[Path, str, str]], log) -> bool:
     True when done (each ``finish.json`` then says so: never run twice)."""
     from radtrack.analysis.workload_runs import read_workload_runs
     from radtrack.postrun.synced import end_workload
+    from radtrack.store.mlflow_client import mlflow_client as make_client
     from radtrack.store.reach import raise_if_away
-    from radtrack.store.tracking import client as make_client
     from radtrack.store.uris import redact
 
     uri = group[0][2]

@@ -63,8 +63,6 @@ NEVER_YET = {
     ("radtrack.store.sync", "radtrack.sheet.lock"): "as above, under the sheet's lock",
     ("radtrack.store.traces", "radtrack.compute.energy_figures"):
         "the sink's end stores the energy error bars (pure computation)",
-    ("radtrack.postrun.script_runs", "radtrack.run.launch"):
-        "the type of a launcher row (TYPE_CHECKING only): workload_end.EndRow is the input",
     ("radtrack.sheet.rows", "radtrack.postrun.footprint"): "the sheet's carbon cells are checked "
                                                           "by footprint's rules",
     ("radtrack.analysis.report", "radtrack.postrun.footprint"): "the figures a run recorded (tags)",

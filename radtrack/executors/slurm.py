@@ -26,9 +26,9 @@ from types import FrameType
 from radtrack import own_threads
 from radtrack.errors import RadtrackError
 from radtrack.executors import slurm_queue as queue
+from radtrack.executors.slurm_checks import cpus_per_task, gpu_count
 from radtrack.executors.slurm_job import JOB_HOME, default_job_home, spec_to_json
 from radtrack.executors.slurm_status import Job, Ledger, refresh
-from radtrack.sheet.slurm_checks import cpus_per_task, gpu_count
 from radtrack.spec import RunSpec
 
 SBATCH_OPTION = {"partition": "--partition", "account": "--account", "time_limit": "--time",
@@ -98,7 +98,7 @@ def sbatch_args(rows: list[RunSpec], script: Path, out_dir: Path,
     if rows[0].nodes > 1:  # a row over several nodes: one task each (slurm_nodes.py)
         args += [f"--nodes={rows[0].nodes}", "--ntasks-per-node=1"]
     for key, option in SBATCH_OPTION.items():
-        value = rows[0].slurm.get(key)
+        value = rows[0].executor_options.get(key)
         if value:
             args.append(f"{option}={value}")
     return [*args, *extra, str(script)]
@@ -123,7 +123,7 @@ def resources(rows: list[RunSpec]) -> str:
     cpus, default = cpus_per_task(rows)
     why = (f"default: 2 per row x {len(rows)} + 1 for the launcher and listeners; "
            "Cpus column or --cpus-per-task to change" if default else "Cpus / --cpus-per-task")
-    mem = rows[0].slurm.get("mem")
+    mem = rows[0].executor_options.get("mem")
     memory = f"memory {mem} (--mem)" if mem else "memory: the partition's default (--mem to set)"
     gpus = gpu_count(rows)
     spread = f" on each of {rows[0].nodes} nodes" if rows[0].nodes > 1 else ""
@@ -136,7 +136,7 @@ def _say(text: str) -> None:
 
 def run(workloads: list[list[RunSpec]], uri: str, sheet: Path, opts: SlurmOptions) -> int:
     """Submit every workload, then wait (or return at once with ``detach``)."""
-    from radtrack.store.tracking import client as make_client
+    from radtrack.store.mlflow_client import mlflow_client as make_client
 
     queue.require("sbatch", "squeue", "scancel")
     from radtrack.store.tracking import LAUNCH_ID_ENV, launch_id, without_password
@@ -263,12 +263,12 @@ def launch_sheet(sheet: Path, defaults: dict, uri: str, opts: SlurmOptions, *,
                  rerun: bool = False, dry_run: bool = False) -> int:
     """``radtrack sheet.csv --executor slurm``: validate everything, refresh what earlier
     jobs left, then submit the workloads still to run."""
+    from radtrack.executors.slurm_checks import check_for_slurm
     from radtrack.plan import format_plan, group_workloads
     from radtrack.resume import pending_workloads
     from radtrack.sheet import read_sheet
-    from radtrack.sheet.slurm_checks import check_for_slurm
+    from radtrack.store.mlflow_client import mlflow_client as make_client
     from radtrack.store.tracking import check_experiments, check_reachable
-    from radtrack.store.tracking import client as make_client
 
     # The nodes, not this host, have the GPUs: host checks run in each job on its node.
     specs = read_sheet(sheet, defaults, check_host=False)

@@ -9,36 +9,20 @@ job of its own, plain (radtrack/executors/slurm_nodes.py).
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from radtrack import inputs
 from radtrack.errors import SheetError
-from radtrack.sheet.columns import SLURM_COLUMNS
+from radtrack.executors.slurm_options import ROW_OPTIONS
 from radtrack.sheet.records import Problems, line_of
 from radtrack.spec import RunSpec
 
 DEFAULT_CPUS_PER_ROW = 2  # a job's default CPUs: 2 a row + 1 for the launcher and listeners
-_MEM_RE = re.compile(r"^[1-9][0-9]*[KMGT]?$")
-
-
-def parse_cpus(text: str) -> str:
-    """A ``Cpus`` cell or ``--cpus-per-task``: the workload job's CPUs, a whole number >= 1."""
-    return str(inputs.whole(text, "CPUs", minimum=1))
-
-
-def parse_mem(text: str) -> str:
-    """``--mem`` as sbatch takes it: a whole number of MB, or with a unit K, M, G or T."""
-    if not _MEM_RE.match(text.strip().upper()):
-        raise ValueError(f"{text!r} is not a SLURM memory size: a whole number of MB, or with "
-                         "a unit K, M, G or T (16G, 64000)")
-    return text.strip().upper()
 
 
 def cpus_per_task(rows: list[RunSpec]) -> tuple[int, bool]:
     """The workload job's CPUs and whether that is the default: the rows' ``Cpus`` (or
     ``--cpus-per-task``), else 2 per row plus 1 for the launcher and its listeners."""
-    given = next((s.slurm["cpus_per_task"] for s in rows if s.slurm.get("cpus_per_task")), "")
+    given = next((s.executor_options["cpus_per_task"] for s in rows if s.executor_options.get("cpus_per_task")), "")
     if given:
         return int(given), False
     return DEFAULT_CPUS_PER_ROW * len(rows) + 1, True
@@ -78,12 +62,12 @@ def check_for_slurm(specs: list[RunSpec], path: Path) -> None:
             problems.add(f"{name} uses device(s) {'+'.join(map(str, used))}: the job gets "
                          f"{len(used)} GPU(s) (--gres=gpu:{len(used)}), numbered 0 to "
                          f"{len(used) - 1} within its allocation", rows[0].row, "Devices")
-        for column, key in SLURM_COLUMNS.items():
-            first = next((s for s in rows if s.slurm.get(key)), None)
+        for column, key in ((o.column, o.key) for o in ROW_OPTIONS if o.column):
+            first = next((s for s in rows if s.executor_options.get(key)), None)
             for s in rows:
-                if first and s.slurm.get(key) != first.slurm[key]:
+                if first and s.executor_options.get(key) != first.executor_options[key]:
                     problems.add(f"{name} is one SLURM job, but this row's {column} is "
-                                 f"{s.slurm.get(key) or '(none)'!r} and line {first.row}'s is "
-                                 f"{first.slurm[key]!r}", s.row, column)
+                                 f"{s.executor_options.get(key) or '(none)'!r} and line {first.row}'s is "
+                                 f"{first.executor_options[key]!r}", s.row, column)
     if problems.items:
         raise SheetError(sorted(problems.items, key=line_of))

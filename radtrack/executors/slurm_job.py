@@ -104,7 +104,9 @@ def main(payload: str) -> int:
     if data.get("launch_id"):
         os.environ[LAUNCH_ID_ENV] = data["launch_id"]  # every job of one submission: one launch
     uri = with_password(data["uri"])  # the password from the environment SLURM propagated
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    from radtrack.store.mlflow_client import radtrack_process
+
+    radtrack_process()
     from radtrack.run.launch import say
 
     specs = [spec_from_json(d) for d in data["rows"]]

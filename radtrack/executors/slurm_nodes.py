@@ -105,7 +105,9 @@ def task(payload: str) -> int:
     os.environ[renv.HOME] = data.get("home") or default_job_home()
     if data.get("launch_id"):
         os.environ[LAUNCH_ID_ENV] = data["launch_id"]
-    os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
+    from radtrack.store.mlflow_client import radtrack_process
+
+    radtrack_process()
     uri = with_password(data["uri"])
     spec = spec_from_json(data["rows"][0])
     me = os.environ.get("SLURMD_NODENAME", "")

@@ -282,7 +282,8 @@ def main(argv: list[str]) -> int:
         if not ledger.jobs:
             raise RadtrackError(f"{sheet}: no SLURM jobs recorded for this sheet (none in "
                                 f"{ledger.path}); submit it with --executor slurm")
-        from radtrack.store.tracking import check_reachable, client, with_password
+        from radtrack.store.mlflow_client import mlflow_client as client
+        from radtrack.store.tracking import check_reachable, with_password
 
         uri = a.tracking_uri or with_password(ledger.uri)  # the ledger holds no password
         check_reachable(uri)

@@ -146,8 +146,8 @@ class NodePart:
         """Once node 0 hands the run over: bind the sink (it ships what it spooled) and tell
         the script (RADTBenchmark on this node logs into the same run)."""
         from radtrack.script import handshake
+        from radtrack.store.mlflow_client import mlflow_client as client
         from radtrack.store.outage import describe
-        from radtrack.store.tracking import client
 
         self.link.has_run.wait()
         run = self.link.run

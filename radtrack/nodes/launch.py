@@ -170,8 +170,8 @@ class MasterHooks:
         if not self.rows or not self.ends or not self.rows[0].run_id:
             return
         from radtrack.postrun.footprint import resolve
+        from radtrack.store.mlflow_client import mlflow_client as client
         from radtrack.store.outage import describe, retrying, wait_s
-        from radtrack.store.tracking import client
 
         row = self.rows[0]
         mine = self.ends[0]

@@ -36,6 +36,7 @@ class EndRow(Protocol):
     tags: dict[str, str]  # the probes' and the end's tags (accounting adds its own)
     status: str
     exit_code: int | None
+    stopped_by: str  # what stopped the row ("signal", ...; radtrack/run/rows.py), "" nothing
     params: dict[str, str]
     record_tags: dict[str, str]
 

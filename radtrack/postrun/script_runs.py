@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from radtrack.listeners.protocol import late_keys
+from radtrack.postrun.end_row import EndRow
 from radtrack.script import handshake
 from radtrack.script.run_events import Span, absolute_uri, read_spans
 from radtrack.store.spans import span_frame
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
 
     from radtrack.compute.attribution import GpuAccount
     from radtrack.postrun.footprint import Carbon
-    from radtrack.run.launch import Row
 
 _COPIED_TAGS = (schema.LISTENER_TAG_PREFIX, schema.TAG_PREFIX + "gpu.", schema.ATTRIBUTION_TAG_PREFIX)
 # not the workload, letter or experiment tags: readers list a run carrying those as a row
@@ -57,7 +57,7 @@ class Bound:
     error: str = ""
 
 
-def bind_row(row: Row, client: MlflowClient, uri: str, accounts: dict[str, GpuAccount],
+def bind_row(row: EndRow, client: MlflowClient, uri: str, accounts: dict[str, GpuAccount],
              carbon: Carbon | None, say: Callable[[str], None]) -> list[Bound]:
     """Bind ``row``'s telemetry to every run its script's tree made; link them with the row
     run; store over-long params whole; name the runs made without the hook."""
@@ -75,7 +75,7 @@ def bind_row(row: Row, client: MlflowClient, uri: str, accounts: dict[str, GpuAc
     return out
 
 
-def _bind_spans(row: Row, client: MlflowClient, uri: str, spans: list[Span], clients: dict[str, Any],
+def _bind_spans(row: EndRow, client: MlflowClient, uri: str, spans: list[Span], clients: dict[str, Any],
                 accounts: dict[str, GpuAccount], carbon: Carbon | None,
                 say: Callable[[str], None]) -> list[Bound]:
     home = absolute_uri(uri)
@@ -89,7 +89,7 @@ def _bind_spans(row: Row, client: MlflowClient, uri: str, spans: list[Span], cli
             c = clients.get(span.tracking_uri)
             if c is None:
                 _check_exists(span.tracking_uri)
-                from radtrack.store.tracking import client as make_client
+                from radtrack.store.mlflow_client import mlflow_client as make_client
 
                 c = clients[span.tracking_uri] = make_client(span.tracking_uri)
             _bind(row, c, span, span.tracking_uri != home, uri, accounts, carbon, stop)
@@ -126,7 +126,7 @@ def _check_exists(uri: str) -> None:
         raise FileNotFoundError(f"{path} no longer exists")
 
 
-def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
+def _bind(row: EndRow, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
           accounts: dict[str, GpuAccount], carbon: Carbon | None, stop: dict | None) -> None:
     from radtrack.store.entities import Metric
     from radtrack.store.tracking import set_tags
@@ -187,7 +187,7 @@ def _bind(row: Row, c: MlflowClient, span: Span, elsewhere: bool, row_uri: str,
         c.set_terminated(span.run_id, status, end_time=int(end * 1000))
 
 
-def _stopped(row: Row, span: Span, stop: dict | None) -> bool:
+def _stopped(row: EndRow, span: Span, stop: dict | None) -> bool:
     """Whether radtrack's stop of the row (its stop file) ended this run: still open, or
     ended after the stop was asked for."""
     if not row.stopped_by or stop is None:
@@ -199,7 +199,7 @@ def _stopped(row: Row, span: Span, stop: dict | None) -> bool:
     return span.end is None or span.end >= asked
 
 
-def _status(row: Row, span: Span, stopped: bool = False) -> str | None:
+def _status(row: EndRow, span: Span, stopped: bool = False) -> str | None:
     """The status a script run must end with, or None to leave it as the script ended it."""
     if span.end is None:
         return row.status or "FAILED"
@@ -226,7 +226,7 @@ def _points(frame: pd.DataFrame) -> list[tuple[str, float, int, int]]:
     return out
 
 
-def _attributed(row: Row, accounts: dict[str, GpuAccount], start: float, end: float,
+def _attributed(row: EndRow, accounts: dict[str, GpuAccount], start: float, end: float,
                 carbon: Carbon | None, frames: dict[str, pd.DataFrame]) -> dict[str, float]:
     """The span's share of the row's attributed energy per GPU scope, with its GPU's 95 %
     interval over the span (radtrack/compute/energy_figures.py), and its CO2e."""
@@ -263,7 +263,7 @@ def _attributed(row: Row, accounts: dict[str, GpuAccount], start: float, end: fl
     return out
 
 
-def _artifacts(row: Row, c: MlflowClient, run_id: str, sliced: dict[str, pd.DataFrame]) -> None:
+def _artifacts(row: EndRow, c: MlflowClient, run_id: str, sliced: dict[str, pd.DataFrame]) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for name, frame in sliced.items():
             hello = row.sink.hello(name) if row.sink is not None else None

@@ -22,18 +22,22 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from radtrack.postrun.end_row import EndRow
 from radtrack.vocab import schema
 from radtrack.vocab.meaning import describe
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
+    from radtrack.compute.attribution import GpuAccount
+    from radtrack.compute.colocation import WorkloadRuns
 
-#: (experiment, workload, store) -> the workload's stored runs and solo baselines
-#: (radtrack/analysis/workload_runs.py read_workload_runs)
-StoredReader = Callable[[str, Any, str], Any]
+
+#: (experiment, workload, store) -> the workload's stored runs and solo baselines, None for
+#: a workload of fewer than two rows (radtrack/analysis/workload_runs.py read_workload_runs)
+StoredReader = Callable[[str, int, str], "WorkloadRuns | None"]
 
 
 @dataclass
@@ -42,7 +46,7 @@ class WorkloadEnd:
 
     parent_id: str
     uri: str
-    rows: list[Any]  # EndRow each
+    rows: list[EndRow]
     read_stored: StoredReader
     artifacts: list[Path] = field(default_factory=list)
     log: Callable[[str], None] = print
@@ -57,7 +61,7 @@ def store_parent(client: MlflowClient, end: WorkloadEnd) -> None:
     log_skew(client, end.parent_id, end.rows)
 
 
-def log_skew(client: MlflowClient, parent_id: str, rows: list[Any]) -> None:
+def log_skew(client: MlflowClient, parent_id: str, rows: list[EndRow]) -> None:
     """How far apart the rows' scripts were released (``released`` in each row's folder)."""
     from radtrack.store.entities import Metric, RunTag
 
@@ -74,7 +78,7 @@ def log_skew(client: MlflowClient, parent_id: str, rows: list[Any]) -> None:
                      tags=[RunTag("radtrack.start_skew_ms", f"{skew_ms:.3f}")])
 
 
-def account(client: MlflowClient, end: WorkloadEnd) -> dict:
+def account(client: MlflowClient, end: WorkloadEnd) -> dict[str, GpuAccount]:
     """Co-location accounting, workload totals, the footprint and code windows; GPU UUID (or
     device) -> accounting. A failure here is reported and leaves every recorded sample and
     status as they are."""
@@ -89,7 +93,7 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict:
     rows, say, parent_id = end.rows, end.log, end.parent_id
     first = rows[0].spec
     name = f"{first.experiment}-{first.workload}"
-    accounts = {}
+    accounts: dict[str, GpuAccount] = {}
     try:
         # the solo baselines as stored before this workload's figures: the solo-model split
         # (radtrack/compute/split_model.py) needs each row's solo J per unit and throughput
@@ -138,7 +142,8 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict:
     return accounts
 
 
-def bind_script_runs(client: MlflowClient, end: WorkloadEnd, accounts: Mapping) -> None:
+def bind_script_runs(client: MlflowClient, end: WorkloadEnd,
+                     accounts: Mapping[str, GpuAccount]) -> None:
     """The script's own MLflow runs get their spans' telemetry (radtrack/postrun/script_runs.py)."""
     from radtrack.postrun.footprint import resolve
     from radtrack.postrun.script_runs import bind_row
@@ -157,7 +162,7 @@ def bind_script_runs(client: MlflowClient, end: WorkloadEnd, accounts: Mapping) 
                 f"{type(exc).__name__}: {exc}")
 
 
-def interval(rows: list[Any], acc: Any) -> str:
+def interval(rows: list[EndRow], acc: GpuAccount) -> str:
     """`` ±x.x %`` (and why it is wide) of a GPU's energy over the workload, the 95 % interval
     every share of it carries too (radtrack/compute/energy_figures.py); "" without one."""
     from radtrack.compute.energy_figures import gpu_models, span_interval

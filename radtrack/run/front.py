@@ -21,6 +21,7 @@ import os
 import select
 import signal
 import sys
+from collections.abc import Callable
 
 END_ENV = "RADTRACK_END"  # wait | detach: the end when no flag says
 _FORWARD = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -29,10 +30,13 @@ _SI_USER, _SI_QUEUE, _SI_TKILL = 0, -1, -6  # sent by a process (kill, sigqueue,
 _pipe_w: int | None = None  # in the launcher: where to tell the front (None: no front)
 
 
-def wanted(flag: str | None, stdout_tty: bool, dry_run: bool, executor: str,
+def wanted(flag: str | None, stdout_tty: bool, dry_run: bool,
+           why_waits: Callable[[bool], str | None],
            environ: dict[str, str] | os._Environ[str] = os.environ) -> tuple[bool, str]:
     """Whether this launch detaches its end, and why not when asked to ("" otherwise).
-    ``flag``: "wait" / "detach" from --wait-end / --detach-end, None when neither."""
+    ``flag``: "wait" / "detach" from --wait-end / --detach-end, None when neither;
+    ``why_waits``: the executor's ``why_end_waits`` (radtrack/executors/contract.py): None
+    where the scripts run in this process, else why their end cannot detach."""
     choice = flag or environ.get(END_ENV, "").strip().lower() or None
     if choice not in (None, "wait", "detach"):
         from radtrack.errors import RadtrackError
@@ -40,9 +44,9 @@ def wanted(flag: str | None, stdout_tty: bool, dry_run: bool, executor: str,
         raise RadtrackError(f"${END_ENV}: expected wait or detach, got {choice!r}")
     if choice == "wait" or dry_run:
         return False, ""
-    if executor != "local":  # the submitter runs no script: its jobs store their own runs
-        return False, ("the SLURM executor's jobs store their runs on their nodes (--detach "
-                       "returns after submitting)" if choice == "detach" else "")
+    why = why_waits(choice == "detach")
+    if why is not None:  # a submitter, or node 0 waiting for the other nodes' ends
+        return False, why
     if environ.get("SLURM_JOB_ID"):
         # the job's end kills every process of the job, a background end step included
         why = "inside a SLURM job, whose end kills its processes" if choice == "detach" else ""

@@ -10,10 +10,8 @@ REQUIRED = ("Experiment", "Workload", "Devices", "Collocation", "File", "Listene
 # write-back appends them to the header (radtrack/sheet/writeback.py).
 OPTIONAL = ("Status", "Run", "Interval", "MaxEpoch", "MaxTime", "Env", "Clocks", "PowerLimit",
             "RunName", "Manual", "CarbonIntensity", "PUE",
+            # the SLURM executor's own (radtrack/executors/slurm_options.py ROW_OPTIONS)
             *("Partition", "Account", "TimeLimit", "QoS", "Constraint", "Cpus", "Job"), "Nodes")
-# Sheet column -> sbatch option, for the SLURM executor (radtrack/executors/slurm.py).
-SLURM_COLUMNS = {"Partition": "partition", "Account": "account", "TimeLimit": "time_limit",
-                 "QoS": "qos", "Constraint": "constraint", "Cpus": "cpus_per_task"}
 # PENDING: a workload submitted to SLURM and not started yet.
 STATUSES = ("RUNNING", "FINISHED", "FAILED", "KILLED", "PENDING")
 

@@ -25,14 +25,11 @@ from radtrack.sheet.cells import (
     parse_bool,
     parse_clocks,
     parse_collocation,
-    parse_constraint,
     parse_env,
     parse_positive,
-    parse_slurm_name,
-    parse_time_limit,
 )
 from radtrack.sheet.checks import check_row, check_workloads
-from radtrack.sheet.columns import COLUMNS, OPTIONAL, REQUIRED, SLURM_COLUMNS, column_key
+from radtrack.sheet.columns import COLUMNS, OPTIONAL, REQUIRED, column_key
 from radtrack.sheet.host import check_against_host, check_gpu_requests
 from radtrack.sheet.records import (
     Problems,
@@ -44,7 +41,6 @@ from radtrack.sheet.records import (
     read_text,
 )
 from radtrack.sheet.rowmatch import WRITTEN, row_key
-from radtrack.sheet.slurm_checks import parse_cpus
 from radtrack.spec import RunSpec
 
 _SPEC_FIELDS = {f.name for f in fields(RunSpec)}
@@ -312,17 +308,17 @@ def _parse_row(rec: Record, columns: dict[str, int], width: int, defaults: dict[
         except ValueError as exc:
             problems.add(str(exc), rec.line, "Env")
 
-    kw["slurm"] = dict(defaults.get("slurm") or {})
-    slurm_parsers = {"Partition": parse_slurm_name, "Account": parse_slurm_name,
-                     "QoS": parse_slurm_name, "TimeLimit": parse_time_limit,
-                     "Constraint": parse_constraint, "Cpus": parse_cpus}
-    for column, key in SLURM_COLUMNS.items():
-        text = cell(column)
+    # each executor's own columns (a SLURM job's Partition, ...), as it declares them
+    kw["executor_options"] = dict(defaults.get("executor_options") or {})
+    from radtrack.executors import row_options
+
+    for option in row_options():
+        text = cell(option.column) if option.column else ""
         if text:
             try:
-                kw["slurm"][key] = slurm_parsers[column](text)
+                kw["executor_options"][option.key] = option.parse(text)
             except ValueError as exc:
-                problems.add(str(exc), rec.line, column)
+                problems.add(str(exc), rec.line, option.column)
     kw["job"] = cell("Job")
     kw["status"] = cell("Status")
     kw["run_id"] = cell("Run")

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import os
 import shutil
 import sys
 import tempfile
@@ -70,7 +69,9 @@ def main(argv: list[str]) -> int:
     if missing:
         parser.error(f"{' and '.join(missing)} missing: radtrack copy --from SOURCE_URI "
                      "--to TARGET_URI [EXPERIMENT ...]")
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")  # a line per run instead
+    from radtrack.store.mlflow_client import quiet_downloads
+
+    quiet_downloads()  # a line per run instead
     try:
         return copy(args.source, args.target, args.experiments, args.dry_run)
     except RadtrackError as exc:
@@ -110,7 +111,9 @@ def _open(uri: str, role: str, must_exist: bool) -> MlflowClient:
         tracking.check_reachable(uri)
     except RadtrackError as exc:
         raise RadtrackError(f"--{role}: {exc}") from None
-    return tracking.client(uri)
+    from radtrack.store.mlflow_client import mlflow_client
+
+    return mlflow_client(uri)
 
 
 def copy(source: str, target: str, names: list[str], dry_run: bool = False) -> int:

@@ -4,12 +4,18 @@ The common path (a SQLite file, an MLflow tracking server) gets a light client t
 MLflow's tables or speaks its REST API without importing MLflow (radtrack/store/light_sqlite.py,
 light_rest.py): MLflow's import costs about 2 CPU-s on a 2-core VM and was most of the
 launcher's own CPU over a short run and of its end (docs/performance.md, "Fixed cost per
-run"). Anything else keeps MLflow's own client (radtrack/store/tracking.py ``client``): other
+run"). Anything else keeps MLflow's own client (radtrack/store/mlflow_client.py): other
 databases, a server whose authentication only MLflow's client can send (a header plugin,
 AWS SigV4, ~/.netrc), a SQLite schema the light client does not know, and
 ``RADTRACK_STORE_CLIENT=mlflow`` (an escape hatch, and the reference a benchmark compares
 with). A light client hands what it does not do (artifacts outside the store's own place, a
 search filter it does not read) to MLflow's client, made then.
+
+Every client radtrack's writing side makes is made here (:class:`StoreHandle`,
+:func:`client_for`) or, MLflow's own, by radtrack/store/mlflow_client.py, the one place
+that changes the process environment for the store (MLflow's HTTP retry settings, set
+before MLflow's first client, with the user's own kept for the scripts). The command
+resolves the tracking URI once (radtrack/store/uris.py ``resolve_uri``) and hands it down.
 """
 
 from __future__ import annotations
@@ -64,13 +70,13 @@ def light_client(uri: str) -> Any:
 
 
 def client_for(uri: str) -> Any:
-    """The light client where it applies, else MLflow's (tracking.client)."""
+    """The light client where it applies, else MLflow's (radtrack/store/mlflow_client.py)."""
     light = light_client(uri)
     if light is not None:
         return light
-    from radtrack.store.tracking import client
+    from radtrack.store.mlflow_client import mlflow_client
 
-    return client(uri)
+    return mlflow_client(uri)
 
 
 def one_transaction(client: Any) -> contextlib.AbstractContextManager[Any]:

@@ -21,7 +21,7 @@ class LightClient:
     def mlflow(self) -> Any:
         """MLflow's own client of the same store, for what the light client does not do."""
         if self._mlflow is None:
-            from radtrack.store.tracking import client
+            from radtrack.store.mlflow_client import mlflow_client as client
 
             self._mlflow = client(self.uri)
         return self._mlflow

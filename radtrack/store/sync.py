@@ -131,10 +131,10 @@ def _lost(run_dir: Path, run_id: str, tracking_uri: str | None, log) -> bool:
     tags, params and metrics. A store that cannot answer now is not judged (False)."""
     from mlflow.exceptions import MlflowException
 
+    from radtrack.store.mlflow_client import mlflow_client as make_client
     from radtrack.store.recovery import read_meta
     from radtrack.store.scriptlog import SHIPPED, folder_in
     from radtrack.store.spool import SHIPPED_SUFFIX
-    from radtrack.store.tracking import client as make_client
     from radtrack.store.uris import redact
 
     create = runfiles.read(run_dir, runfiles.CREATE_FILE)
@@ -209,9 +209,9 @@ def store_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
     """Store the folder's samples and script values and end its run as it ended; True when
     done (``finish.json`` then says so: a later sync does not store it again)."""
     from radtrack.store.ending import finish_run
+    from radtrack.store.mlflow_client import mlflow_client as make_client
     from radtrack.store.reach import raise_if_away
     from radtrack.store.sink import Sink
-    from radtrack.store.tracking import client as make_client
     from radtrack.store.uris import redact
 
     finish = runfiles.read(run_dir, runfiles.FINISH_FILE)
@@ -259,7 +259,7 @@ def close_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
     decided (KILLED when it was lost); the folder goes. False (kept) when the store is away."""
     import shutil
 
-    from radtrack.store.tracking import client as make_client
+    from radtrack.store.mlflow_client import mlflow_client as make_client
     from radtrack.store.tracking import close_orphaned_parent
     from radtrack.store.uris import redact
 

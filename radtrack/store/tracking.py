@@ -1,5 +1,5 @@
 """MLflow side of a launch: the up-front checks (reachable, credentials, write permission,
-a database store's experiments) and the client. The rest lives by capability and is
+a database store's experiments); the clients are radtrack/store/handle.py's. The rest lives by capability and is
 re-exported here: uris.py (URIs and passwords), identity.py (user, launch id, run names),
 runs.py (experiments, tags, params, closing runs)."""
 
@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.errors import RadtrackError
@@ -51,8 +50,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DATABASE_SCHEMES", "LAUNCH_ID_ENV", "TRACKING_USERNAME", "check_credentials",
-    "away_at_launch", "store_away", "check_database_experiments", "check_experiments", "check_reachable", "client",
-    "script_http_env",
+    "away_at_launch", "store_away", "check_database_experiments", "check_experiments", "check_reachable",
     "close_orphaned_parent", "create_workload_run", "default_artifact_location", "experiment_id",
     "identity_tags", "launch_id", "launch_user", "log_params", "lookup_experiment",
     "needs_store_checks", "next_workload_number", "redact", "resolve_uri", "row_params",
@@ -138,8 +136,10 @@ def check_credentials(uri: str, headers: dict[str, str] | None, timeout: float =
     if headers is None:
         from mlflow.exceptions import MlflowException
 
+        from radtrack.store.mlflow_client import mlflow_client
+
         try:
-            client(uri).search_experiments(max_results=1)
+            mlflow_client(uri).search_experiments(max_results=1)
             return
         except MlflowException as exc:  # MLflow's exception says it in its code or its text
             code, text = str(getattr(exc, "error_code", "")), str(exc)
@@ -168,80 +168,6 @@ def check_credentials(uri: str, headers: dict[str, str] | None, timeout: float =
         raise RadtrackError(f"tracking server {redact(uri)} refused user "
                             f"{os.environ.get('MLFLOW_TRACKING_USERNAME')!r}: {text[:200]}") from None
     # anything else (an old server without this endpoint, ...) shows up where it matters
-
-
-# MLflow's own HTTP retry settings (mlflow.environment_variables), as the user's environment
-# had them before this process changed them for the launcher's client
-HTTP_RETRY_ENV = ("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR",
-                  "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER", "MLFLOW_HTTP_REQUEST_TIMEOUT")
-_USER_HTTP_ENV = {k: os.environ.get(k) for k in HTTP_RETRY_ENV}
-# For the script's process: retries at once, then after 4, 8, 16 and 32 s (urllib3's
-# exponential backoff, plus up to 1 s of jitter each): a plain ``mlflow`` call rides out a
-# tracking-server restart of about a minute, then raises as MLflow does (docs/mlflow-code.md).
-SCRIPT_HTTP_RETRY = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "5",
-                     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "2",
-                     "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "1",
-                     "MLFLOW_HTTP_REQUEST_TIMEOUT": "120"}
-
-
-def script_http_env() -> dict[str, str]:
-    """MLflow's HTTP retry settings for a script's process: the user's own where set, else
-    SCRIPT_HTTP_RETRY (never the launcher's short ones)."""
-    return {k: _USER_HTTP_ENV[k] or v for k, v in SCRIPT_HTTP_RETRY.items()}
-
-
-def client(uri: str) -> MlflowClient:
-    # Keep MLflow's own HTTP retries short: the sink retries on its own schedule and keeps
-    # everything spooled meanwhile, so a long blocking retry inside MLflow gains nothing.
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "20")
-    # a new SQLite store is made whole before MLflow opens it (MLflow would make its tables
-    # in place, racing any other process opening it: radtrack/store/newstore.py)
-    newstore.prepare(uri)
-    from mlflow import MlflowClient
-
-    _store_errors_to_file()
-    c = MlflowClient(tracking_uri=uri)
-    # MLflow prints "View run ... / View experiment ..." on every set_terminated against a
-    # server: a launch of many rows would print them per run. Not in this process (the
-    # scripts' own runs keep MLflow's behaviour: no environment variable is set for them).
-    inner = getattr(c, "_tracking_client", None)
-    if inner is not None and hasattr(inner, "_log_url"):
-        inner._log_url = lambda run_id: None
-    return c
-
-
-STORE_ERRORS_LOG = "store-errors.log"  # under $RADTRACK_HOME: MLflow's own store errors
-_ROUTED: list[str] = []
-
-
-def store_errors_log() -> Path:
-    """Where this process keeps MLflow's own store errors (their tracebacks)."""
-    from radtrack.script.env import radtrack_home
-
-    return radtrack_home() / STORE_ERRORS_LOG
-
-
-def _store_errors_to_file() -> None:
-    """MLflow logs every failed SQL session with its traceback (``mlflow.store.db.utils``):
-    a store that goes read-only or away would fill the terminal with them. In radtrack's own
-    processes (the launcher, sync) they go to :func:`store_errors_log` instead; radtrack says
-    in one line what failed and where the data is kept. The scripts keep MLflow's behaviour."""
-    import logging
-
-    if _ROUTED:
-        return
-    _ROUTED.append("done")
-    logger = logging.getLogger("mlflow.store.db.utils")
-    try:
-        path = store_errors_log()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        handler: logging.Handler = logging.FileHandler(path, delay=True, encoding="utf-8")
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    except OSError:
-        handler = logging.NullHandler()  # nowhere to keep them: radtrack's own line says it
-    logger.addHandler(handler)
-    logger.propagate = False
 
 
 def check_database_experiments(client: Callable[[], MlflowClient], uri: str,

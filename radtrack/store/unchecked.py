@@ -59,10 +59,10 @@ def settle(root: Path, tracking_uri: str | None, log: Callable[[str], None]) -> 
     entries are left (the store still away)."""
     from mlflow.exceptions import MlflowException
 
+    from radtrack.store.mlflow_client import mlflow_client as make_client
     from radtrack.store.outage import describe
     from radtrack.store.reach import raise_if_away
     from radtrack.store.runs import close_orphaned_parent
-    from radtrack.store.tracking import client as make_client
     from radtrack.store.uris import redact, with_password
 
     path = root / FILE

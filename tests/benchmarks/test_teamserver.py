@@ -146,7 +146,7 @@ import json, os, sys, threading, time
 from pathlib import Path
 from radtrack.store import restwriter
 from radtrack.store.sink import Sink
-from radtrack.store.tracking import client
+from radtrack.store.mlflow_client import mlflow_client as client
 uri, run_id, root, n, k = sys.argv[1], sys.argv[2], Path(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
 # the server stores the first 8 calls, then stops answering: the calls after them stay in
 # flight, stored calls' .shipped counts are not written yet (a round is marked as a whole)

@@ -157,7 +157,7 @@ def test_colocated_rows_get_their_cpus_and_no_password_is_written(slurm_cluster,
 
 @pytest.mark.parametrize("text,expected", [("1", "1"), ("64", "64")])
 def test_cpus_cell_parses(text: str, expected: str) -> None:
-    from radtrack.sheet.slurm_checks import parse_cpus, parse_mem
+    from radtrack.executors.slurm_options import parse_cpus, parse_mem
 
     assert parse_cpus(text) == expected
     assert parse_mem("16g") == "16G" and parse_mem("64000") == "64000"

@@ -42,9 +42,10 @@ def test_run_names_of_launches_of_one_workload(tmp_path: Path, monkeypatch: pyte
     two launches that both looked before either created: the later one renames itself."""
     from radtrack.spec import RunSpec
     from radtrack.store import tracking
+    from radtrack.store.mlflow_client import mlflow_client
 
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    c = tracking.client(uri)
+    c = mlflow_client(uri)
     exp_id = tracking.experiment_id(c, uri, "names")
     spec = RunSpec("names", 1, Path("x.py"))
     monkeypatch.setenv(tracking.LAUNCH_ID_ENV, "aaaaaaaa")
