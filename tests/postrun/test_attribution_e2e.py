@@ -152,7 +152,15 @@ def test_time_shared_and_mps_pairs_are_charged_their_own_energy(gpu_host, store)
     expected = (per_unit(runs["acct-1 A"]) * a.data.metrics["throughput_samples_per_s"]) / (
         per_unit(runs["acct-2 A"]) * b.data.metrics["throughput_samples_per_s"])
     assert expected == pytest.approx(3.0, rel=0.25)
-    assert ratio.to_numpy() == pytest.approx(expected, rel=0.01)
+    # while both run, one ratio in every window: their solo-equivalent powers x the factors
+    # fitted so that each is charged in proportion to its serial energy (split_model.resplit;
+    # they move the ratio off `expected` where the spans differ)
+    assert ratio.to_numpy() == pytest.approx(float(ratio.median()), rel=0.01)
+    assert float(ratio.median()) == pytest.approx(expected, rel=0.1)
+    # over the runs: each one's J per unit against its solo run's by the same factor (the
+    # workload's energy vs serial), however their spans differ
+    assert per_unit(a) / per_unit(runs["acct-1 A"]) == pytest.approx(
+        per_unit(b) / per_unit(runs["acct-2 A"]), rel=0.01)
     # the stack is the GPU's power (the doubles' counter follows the wall clock of each read,
     # a few % off the sample times on a loaded machine)
     assert (wide["power_w"].sum(axis=1)).iloc[1:-1].to_numpy() == pytest.approx(WATTS, rel=0.05)
