@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from radtrack.store import outage
 from radtrack.store.entities import (
     Experiment,
     FileInfo,
@@ -47,6 +48,16 @@ _EXPERIMENT_COLUMNS = {"experiment_id", "name", "artifact_location", "lifecycle_
                        "creation_time", "last_update_time", "workspace"}
 _METRIC_COLUMNS = {"key", "value", "timestamp", "run_uuid", "step", "is_nan"}
 _BUSY_TIMEOUT_S = 20.0  # another writer (the script's own MLflow calls) holding the file
+_BUSY_FLOOR_S = 1.0  # a brief hold by another writer is waited out even when no wait is asked
+
+
+def busy_timeout_s() -> float:
+    """How long one call waits for a file another writer holds: 20 s, but never past what
+    the launcher waits for an away store in all (``RADTRACK_STORE_WAIT_S``, store/outage.py):
+    a file held locked for the whole launch is a store away, and each call blocking 20 s on
+    it made a launch told to wait 2 s take a minute (at least 1 s: a script's own write
+    holds the file for milliseconds)."""
+    return max(_BUSY_FLOOR_S, min(_BUSY_TIMEOUT_S, outage.wait_s()))
 
 
 def database_path(uri: str) -> Path | None:
@@ -61,7 +72,7 @@ def database_path(uri: str) -> Path | None:
 def compatible(path: Path) -> bool:
     """Whether the store's tables have the columns this module writes (MLflow 2.x-3.x)."""
     try:
-        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=_BUSY_TIMEOUT_S)
+        con = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=busy_timeout_s())
     except sqlite3.Error:
         return False
     try:
@@ -100,7 +111,7 @@ class SqliteClient(LightClient):
     def connection(self) -> sqlite3.Connection:
         """The launcher's one connection (made on first use; used under :attr:`lock`)."""
         if self._con is None:
-            con = sqlite3.connect(str(self.path), timeout=_BUSY_TIMEOUT_S, check_same_thread=False,
+            con = sqlite3.connect(str(self.path), timeout=busy_timeout_s(), check_same_thread=False,
                                   isolation_level=None)
             con.execute("PRAGMA foreign_keys = ON")
             self._con = con
