@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 
 from radtrack.analysis.reader_client import reader_client
 from radtrack.analysis.run_records import records, records_frame, run_row
-from radtrack.analysis.trace_listing import FINAL_STATUSES, telemetry_listeners
+from radtrack.analysis.trace_listing import FINAL_STATUSES, local_folder, telemetry_listeners
 from radtrack.errors import RadtrackError
 from radtrack.store.entities import refusals
 from radtrack.store.tracking import lookup_experiment, resolve_uri
@@ -175,15 +175,24 @@ def cache_dir() -> Path:
 
 
 def telemetry_path(run_id: str, listener: str, tracking_uri: str | None = None,
-                   client: MlflowClient | None = None, status: str | None = None) -> Path:
+                   client: MlflowClient | None = None, status: str | None = None,
+                   artifact_uri: str | None = None) -> Path:
     """Local path of ``telemetry/<listener>.parquet``, downloaded once for FINISHED runs.
 
-    ``status`` (the run's, when the caller already has it) saves a round trip.
+    ``status`` (the run's, when the caller already has it) saves a round trip;
+    ``artifact_uri`` (the run's) lets a trace in a local artifact folder be copied without
+    MLflow's download, whose run and logged-model look-ups cost about 10x the copy of a
+    2-3 MB trace (the page's summary reads several per run: docs/performance.md).
     """
-    client = client or client_for(tracking_uri)
     artifact = schema.trace_artifact(listener)
-    if status is None:
-        status = get_runs(client, [run_id])[0].info.status
+    folder = local_folder(artifact_uri)
+    own = folder / artifact if folder is not None and status is not None else None
+    if own is not None and not own.is_file():
+        own = None  # not where the URI says: MLflow's download says why
+    if own is None:
+        client = client or client_for(tracking_uri)
+        if status is None:
+            status = get_runs(client, [run_id])[0].info.status
     cached = cache_dir() / run_id / artifact
     if status in FINAL_STATUSES and cached.is_file():
         return cached
@@ -191,7 +200,10 @@ def telemetry_path(run_id: str, listener: str, tracking_uri: str | None = None,
     staging = Path(tempfile.mkdtemp(prefix="download-", dir=cached.parent))
     try:
         try:
-            local = client.download_artifacts(run_id, artifact, str(staging))
+            if own is not None:
+                local = shutil.copyfile(own, staging / own.name)
+            else:
+                local = client.download_artifacts(run_id, artifact, str(staging))  # type: ignore[union-attr]
         except (*refusals(), OSError) as exc:
             raise RadtrackError(
                 f"run {run_id}: no telemetry artifact {artifact!r} ({exc})") from exc
@@ -204,13 +216,14 @@ def telemetry_path(run_id: str, listener: str, tracking_uri: str | None = None,
 
 def read_telemetry(run_id: str, listener: str, tracking_uri: str | None = None,
                    client: MlflowClient | None = None, status: str | None = None,
-                   columns: Iterable[str] | None = None) -> pd.DataFrame:
+                   columns: Iterable[str] | None = None, artifact_uri: str | None = None) -> pd.DataFrame:
     """The wide Parquet trace of one listener: ``time`` (unix s), ``step``, one column per key.
 
     ``columns`` limits the metric columns read (``time`` and ``step`` always come along;
-    names the trace lacks are left out).
+    names the trace lacks are left out); ``status`` and ``artifact_uri``: as for
+    :func:`telemetry_path`.
     """
-    path = telemetry_path(run_id, listener, tracking_uri, client, status)
+    path = telemetry_path(run_id, listener, tracking_uri, client, status, artifact_uri)
     if columns is None:
         frame = pd.read_parquet(path)
     else:
@@ -224,7 +237,7 @@ def read_telemetry(run_id: str, listener: str, tracking_uri: str | None = None,
 
 def _telemetry_keys(run: Run, listener: str, client: MlflowClient) -> list[str]:
     schema = pq.read_schema(telemetry_path(run.info.run_id, listener, client=client,
-                                           status=run.info.status))
+                                           status=run.info.status, artifact_uri=run.info.artifact_uri))
     return [n for n in schema.names if n not in ("time", "step")]
 
 
@@ -297,7 +310,8 @@ def _run_series(client: MlflowClient, run: Run, wanted: list[str] | None) -> pd.
     listeners = [name for name in listed
                  if prefixes is None or name in prefixes]
     for listener in listeners:
-        path = telemetry_path(run_id, listener, client=client, status=run.info.status)
+        path = telemetry_path(run_id, listener, client=client, status=run.info.status,
+                              artifact_uri=run.info.artifact_uri)
         names = pq.read_schema(path).names
         keys = [c for c in names if c not in ("time", "step")
                 and c not in from_parquet and (wanted is None or c in wanted)]

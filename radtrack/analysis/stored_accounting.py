@@ -30,7 +30,8 @@ def _frames(row: pd.Series, uri: str) -> dict[str, pd.DataFrame]:
     run_id, status = str(row["run_id"]), row.get("status")
     have = set(telemetry_listeners(run_id, tracking_uri=uri, status=status,
                                    artifact_uri=row.get("artifact_uri")))
-    return {name: read_telemetry(run_id, name, tracking_uri=uri, status=status)
+    return {name: read_telemetry(run_id, name, tracking_uri=uri, status=status,
+                                 artifact_uri=row.get("artifact_uri"))
             for name in sorted(have) if declares(name, *ROLES)}
 
 

@@ -45,7 +45,7 @@ def telemetry_listeners(run_id: str, tracking_uri: str | None = None,
             if key in _LISTENERS:
                 _LISTENERS.move_to_end(key)
                 return list(_LISTENERS[key])
-    folder = _local_folder(artifact_uri)
+    folder = local_folder(artifact_uri)
     try:
         if folder is not None:
             names = [e.name for e in os.scandir(folder / TELEMETRY_DIR) if e.is_file()]
@@ -66,7 +66,7 @@ def telemetry_listeners(run_id: str, tracking_uri: str | None = None,
     return found
 
 
-def _local_folder(artifact_uri: object) -> Path | None:
+def local_folder(artifact_uri: object) -> Path | None:
     """The folder of a local (``file:`` or plain path) artifact URI, else None."""
     if not isinstance(artifact_uri, str) or not artifact_uri:
         return None

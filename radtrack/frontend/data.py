@@ -259,9 +259,10 @@ class DataSource:
             if stream in listeners:
                 by_listener.setdefault(stream, []).append(metric)
         for listener, keys in by_listener.items():
-            # The run's status is known: no round trip to the store to ask it again.
+            # The run's status and artifact folder are known: no round trip to the store.
             wide = analysis.read_telemetry(run_id, listener, tracking_uri=self.tracking_uri,
-                                           columns=keys, status=row["status"])
+                                           columns=keys, status=row["status"],
+                                           artifact_uri=row.get("artifact_uri"))
             times = wide["time"].to_numpy(dtype=np.float64)
             steps = (wide["step"].to_numpy(dtype=np.int64) if "step" in wide.columns
                      else np.arange(len(wide), dtype=np.int64))

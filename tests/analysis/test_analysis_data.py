@@ -192,3 +192,24 @@ def test_a_local_artifact_folder_is_listed_without_mlflow(seeded, store, monkeyp
         assert recs[run]["artifact_uri"]
         assert data.telemetry_listeners(run, store, artifact_uri=recs[run]["artifact_uri"]) \
             == expected[run]
+
+
+def test_a_local_trace_is_copied_without_mlflow(seeded, store, tmp_path, monkeypatch):
+    """With the run's status and artifact URI, a trace in a local artifact folder is copied
+    into the cache without MLflow's download (its run and logged-model look-ups: the page's
+    summary reads several traces per run); the frame is the one MLflow's download gives, and
+    a trace that is not there still gets MLflow's answer, named."""
+    solo = seeded["solo"][0]
+    rec = {r["run_id"]: r for r in load_run_records("exp")}[solo]
+    expected = read_telemetry(solo, "smi")
+    monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache2"))  # an empty cache
+
+    def no_download(*args, **kwargs):
+        raise AssertionError("downloaded through MLflow")
+
+    monkeypatch.setattr(MlflowClient, "download_artifacts", no_download)
+    wide = read_telemetry(solo, "smi", status=rec["status"], artifact_uri=rec["artifact_uri"])
+    pd.testing.assert_frame_equal(wide, expected)
+    assert (tmp_path / "cache2" / solo / "telemetry" / "smi.parquet").is_file()
+    with pytest.raises(AssertionError, match="downloaded through MLflow"):  # not there: MLflow's turn
+        read_telemetry(solo, "dcgm", status=rec["status"], artifact_uri=rec["artifact_uri"])
