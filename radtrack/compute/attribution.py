@@ -79,6 +79,9 @@ class GpuUse:
     slices: int | None = None  # MIG compute slices of the run's instance
     gpu_slices: int = GPU_SLICES
     host: bool = False  # a device of the host's CPU side (package, DRAM): split by CPU time
+    #: its power sensor's refresh period as its listener declared it (s); 0: the readings'
+    #: own spacing alone (a use built without a declaration)
+    refresh_s: float = 0.0
 
     def has(self, quantity: str) -> bool:
         t, v = self.readings.get(quantity, (np.array([]), np.array([])))

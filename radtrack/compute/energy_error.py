@@ -100,21 +100,31 @@ H200 = SensorConstants(
 KNOWN = {"NVIDIA H100 80GB HBM3": SensorConstants(), "NVIDIA H200": H200}
 
 
-def for_gpu(model: str | None) -> SensorConstants:
-    """The measured constants of GPU model ``model`` (NVML's name; a MIG slice's parent model
-    counts), else the H100's defaults, the widest intervals measured."""
+def for_gpu(model: str | None, refresh_s: float | None = None) -> SensorConstants:
+    """The measured constants of GPU model ``model`` (its listener's name of it; a MIG slice's
+    parent model counts), else the H100's defaults, the widest intervals measured, updating
+    every ``refresh_s`` (the period the sensor's listener declares, vocab/series.py
+    Series.refresh_s) where that is slower, seeing the same quarter of each update."""
     name = (model or "").strip()  # a MIG slice: "<parent model> MIG 1g.18gb"
-    return KNOWN.get(name) or next((c for m, c in KNOWN.items() if name.startswith(m + " MIG")),
-                                   SensorConstants())
+    known = KNOWN.get(name) or next((c for m, c in KNOWN.items() if name.startswith(m + " MIG")), None)
+    if known is not None:
+        return known
+    base = SensorConstants()
+    if refresh_s is None or not refresh_s > base.update_s:
+        return base
+    return replace(base, gpu=name or base.gpu, update_s=refresh_s,
+                   avg_window_s=base.avg_window_s * refresh_s / base.update_s,
+                   source=f"{base.source}; updating every {refresh_s:g} s as its listener declares")
 
 
-def load_constants(text: str | None = None, gpu: str | None = None) -> SensorConstants:
-    """GPU model ``gpu``'s constants (:func:`for_gpu`), replaced field by field from
+def load_constants(text: str | None = None, gpu: str | None = None,
+                   refresh_s: float | None = None) -> SensorConstants:
+    """GPU model ``gpu``'s constants (:func:`for_gpu`, its sensor's declared ``refresh_s``), replaced field by field from
     ``$RADTRACK_SENSOR_CONSTANTS`` (or ``text``): a JSON object, or a path to a file holding
     one (a ``constants`` member is used where present, as in benchmarks/power_sensor.py's
     output)."""
     raw = os.environ.get(CONSTANTS_ENV, "") if text is None else text
-    base = for_gpu(gpu)
+    base = for_gpu(gpu, refresh_s)
     if not raw.strip():
         return base
     where = CONSTANTS_ENV

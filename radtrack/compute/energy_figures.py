@@ -80,6 +80,12 @@ class GpuEnergy:
     activity: ap.ActivityTrace | None
     model: ap.PowerModel | None = None
     counter_key: str = ""  # the counter's series, e.g. "smi/gpu0/energy_j"
+    #: the counter's refresh period as its listener declares it (the cautious default where none)
+    refresh_s: float = es.DEFAULT_REFRESH_S
+
+    def constants(self, model: str | None) -> SensorConstants:
+        """The sensor constants of its model (``model``), by its declared period where unmeasured."""
+        return load_constants(gpu=model, refresh_s=self.refresh_s)
 
     def interval(self, a: float, b: float, constants: SensorConstants) -> EnergyInterval:
         """The counter's 95 % interval over [a, b]."""
@@ -128,7 +134,8 @@ def gpu_energies(frames: Mapping[str, pd.DataFrame]) -> list[GpuEnergy]:
         # one counter over a restarted listener's lives (it counts from 0 again), the gap
         # between two bridged by the power readings
         gpu = GpuEnergy(scope, (tc, stats.stitch_counter(c, tc, power if len(power[0]) >= 2 else None)),
-                        power, busy, activity, counter_key=counter.key)
+                        power, busy, activity, counter_key=counter.key,
+                        refresh_s=counter.refresh_s or es.DEFAULT_REFRESH_S)
         if activity is not None:
             gpu.model = ap.fit(activity, *power)
             tc, c = gpu.counter
@@ -162,7 +169,7 @@ def run_figures(frames: Mapping[str, pd.DataFrame], constants: SensorConstants |
     interval uses ``constants``, else those of the GPU model ``models`` names for its scope."""
     out: dict[str, float] = {}
     for gpu in gpu_energies(frames):
-        sensor = constants or load_constants(gpu=(models or {}).get(gpu.scope))
+        sensor = constants or gpu.constants((models or {}).get(gpu.scope))
         tc, c = gpu.counter
         if len(tc) < 2 or not tc[-1] > tc[0]:
             continue
@@ -190,7 +197,7 @@ def span_interval(frames: Mapping[str, pd.DataFrame], scope: str, a: float,
     if gpu is None or not b > a:
         return None
     try:
-        constants = load_constants(gpu=model)
+        constants = gpu.constants(model)
     except ValueError:
         return None
     ci = gpu.interval(a, b, constants)

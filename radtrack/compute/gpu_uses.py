@@ -129,7 +129,10 @@ def run_uses(run: str, frames: Mapping[str, pd.DataFrame], tags: Mapping[str, st
         readings |= {q: p for q, roles in READINGS.items()
                      if (p := _pairs(frames, es.find(keys, scope, q, *roles)))}
         name = device_facts(tags).get(scope, {}).get("name", "")
+        # the sensor's period as its listener declared it (none declared: the cautious default)
+        declared = next((s.refresh_s for s in (power, counter) if s is not None and s.refresh_s), None)
         out[scope] = GpuUse(run=run, gpu=gpu, mode=mode, start=max(start, followed(tags, scope)),
                             end=end, readings=readings,
-                            thread_pct=thread_pct, slices=slices, gpu_slices=gpu_slices(name))
+                            thread_pct=thread_pct, slices=slices, gpu_slices=gpu_slices(name),
+                            refresh_s=declared or es.DEFAULT_REFRESH_S)
     return out

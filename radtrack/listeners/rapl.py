@@ -60,10 +60,15 @@ _ZONE = re.compile(r"^(intel-rapl|amd-rapl):(\d+)(?::(\d+))?$")
 _PACKAGE = re.compile(r"^package-(\d+)(?:-die-(\d+))?$")
 
 
+#: the counters' update period (s): about 1 ms (Intel SDM, MSR_PKG_ENERGY_STATUS); the
+#: readings' own 1-s spacing is what limits a code window (vocab/series.py Series.refresh_s)
+REFRESH_S = 0.001
+
+
 def _series(pattern: str, unit: str, role: str, label: str, description: str,
             flavour: str = "") -> Series:
     return Series(f"rapl/{pattern}", unit, role, "host", label, unit, description,
-                  "/sys/class/powercap/*/energy_uj", flavour)
+                  "/sys/class/powercap/*/energy_uj", flavour, refresh_s=REFRESH_S)
 
 
 _E, _P = "energy counted from the run's start", "mean power since the previous reading"

@@ -159,8 +159,12 @@ MEANINGS: dict[str, tuple[str, str, str, str]] = {
 FLAVOURS = {"power_avg_w": "average", "power_sample_w": "samples"}
 #: smi's readings of a GPU come before another listener's of the same GPU (dcgm's, say)
 PRIORITY = 10
+#: how often the sensor publishes a new value (s): the H100's and H200's power reading and
+#: energy counter every 100 ms (../shared/fixtures/nvidia/h100 nvml-probe; benchmarks/power_sensor.py
+#: on the H200); code windows and energy intervals read it (vocab/series.py Series.refresh_s)
+REFRESH_S = {"power_w": 0.1, "energy_j": 0.1}
 SERIES = tuple(Series(f"smi/gpu<i>/{q}", unit, *MEANINGS[q], description=desc, source=source,
-                      flavour=FLAVOURS.get(q, ""), priority=PRIORITY)
+                      flavour=FLAVOURS.get(q, ""), priority=PRIORITY, refresh_s=REFRESH_S.get(q))
                for q, (unit, desc, source) in QUANTITIES.items())
 _SERIES = {s.pattern.rsplit("/", 1)[1]: s for s in SERIES}
 PROCESS_QUANTITIES = ("proc_mem_used_mib", "proc_sm_util_pct", "all_procs_sm_util_pct",

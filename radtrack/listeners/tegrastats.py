@@ -33,6 +33,13 @@ _NOT_RAILS = {"RAM", "SWAP", "IRAM", "NC"}  # "NC": an unconnected monitor chann
 _UNITS = {"_mb": "MB", "_pct": "%", "_mhz": "MHz", "_c": "°C", "_mw": "mW", "_count": "count"}
 
 
+#: the power sensor's period (s), not measured here: the INA3221 rail monitors convert
+#: continuously, in milliseconds (Linux hwmon ina3221), so tegrastats' own interval (0.1 s
+#: or more) limits a code window; 0.1 s, what radtrack assumed of every device before
+#: listeners declared their periods (vocab/series.py Series.refresh_s)
+REFRESH_S = 0.1
+
+
 def _series(pattern: str, unit: str, role: str, scope: str, label: str, unit_text: str = "",
             description: str = "") -> Series:
     return Series(f"tegrastats/{pattern}", unit, role, scope, label, unit_text, description, "tegrastats")
@@ -66,10 +73,12 @@ SERIES = (
     *(Series(f"tegrastats/power/{rail}{avg}_mw", "mW", "device_power", "device",
              f"board input power{' (running average)' if avg else ''}", "mW",
              f"the module's input rail {rail.upper()}: the whole board", "tegrastats",
-             flavour="running_average" if avg else "")
+             flavour="running_average" if avg else "", refresh_s=REFRESH_S)
       for rail in INPUT_RAILS for avg in ("_avg", "")),
-    _series("power/rails_sum_mw", "mW", "device_power", "device", "board power (sum of its rails)",
-            "mW", "a module without an input rail: the sum of its monitored rails"),
+    Series("tegrastats/power/rails_sum_mw", "mW", "device_power", "device",
+           "board power (sum of its rails)", "mW",
+           "a module without an input rail: the sum of its monitored rails", "tegrastats",
+           refresh_s=REFRESH_S),
     Series("tegrastats/power/<rail>_avg_mw", "mW", "power_rail", "device",
            "rail <rail> power (running average)", "mW",
            "a supply rail, part of the board's power", "tegrastats", flavour="running_average"),

@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 
 from radtrack.compute.attribution import GpuAccount, GpuUse, cumulative_energy
-from radtrack.compute.energy_error import combine, load_constants
+from radtrack.compute.energy_error import combine
 from radtrack.compute.energy_figures import (
     flag_code,
     frame_keys,
@@ -64,15 +64,16 @@ if TYPE_CHECKING:
 
     from radtrack.postrun.end_row import EndRow as Row
 
-SENSOR_REFRESH_S = 0.1  # the H100's power reading refreshes every 100 ms (nvml-probe.txt)
 TABLE_ARTIFACT = WINDOWS_ARTIFACT
 
 
 def resolution_s(use: GpuUse) -> float:
-    """The shortest span the run's power readings resolve."""
+    """The shortest span the run's power readings resolve: their spacing, and no less than
+    the period its listener declares its sensor refreshes at (vocab.series.Series.refresh_s;
+    the cautious 1-s default where it declares none)."""
     t = np.sort(np.asarray(use.readings.get("power_w", (np.array([]), np.array([])))[0], dtype=float))
     gap = float(np.median(np.diff(t))) if len(t) > 1 else float("inf")
-    return max(gap, SENSOR_REFRESH_S)
+    return max(gap, use.refresh_s)
 
 
 def attributed_between(acc: GpuAccount, run: str, a: float, b: float) -> float:
@@ -107,7 +108,7 @@ def window_table(windows: list[dict[str, object]], run: str, uses: Mapping[str, 
     host = {d for d, src in es.energy_sources(keys).items() if src.scope == "host"}
     sensors = {g.scope: g for g in gpu_energies(frames)} if uses else {}
     try:  # each GPU's sensor constants, by the model its listener declared
-        constants = {s: load_constants(gpu=(models or {}).get(s)) for s in sensors}
+        constants = {s: g.constants((models or {}).get(s)) for s, g in sensors.items()}
     except ValueError:  # said once at the run's summaries (radtrack/store/traces.py)
         constants = {}
     for w in windows:

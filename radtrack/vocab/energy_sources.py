@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from radtrack.vocab import schema
 from radtrack.vocab.declared import series_of
 from radtrack.vocab.meaning import RAIL_FLAVOURS, describe, rail_name
+from radtrack.vocab.series import DEFAULT_REFRESH_S  # noqa: F401 - readers' default period, from here
 
 #: unit -> factor to watts / joules
 POWER_UNITS = {"W": 1.0, "mW": 1e-3, "kW": 1e3, "µW": 1e-6, "uW": 1e-6}
@@ -66,6 +67,7 @@ class Source:
     priority: int = 0
     unit_kind: str = "power"  # "power" (W, mW) or "energy" (a counter: J, µJ)
     flavour: str = ""  # a power reading's kind, as declared (vocab.series.FLAVOURS)
+    refresh_s: float | None = None  # its sensor's declared refresh period; None: not declared
 
     @property
     def cumulative(self) -> bool:
@@ -94,15 +96,15 @@ def source(key: str) -> Source | None:
         return None
     if m.role == "energy_counter" and m.unit in ENERGY_UNITS:
         return Source(m.key, device_of(m.key), "counter", ENERGY_UNITS[m.unit], m.scope,
-                      m.priority, "energy")
+                      m.priority, "energy", refresh_s=m.refresh_s)
     if m.role == "device_power" and m.unit in POWER_UNITS and m.flavour in _FLAVOUR_KINDS:
         return Source(m.key, device_of(m.key), _FLAVOUR_KINDS[m.flavour], POWER_UNITS[m.unit],
-                      m.scope, m.priority)
+                      m.scope, m.priority, refresh_s=m.refresh_s)
     if m.role == "power_rail" and (m.unit in POWER_UNITS or m.unit in ENERGY_UNITS):
         energy = m.unit in ENERGY_UNITS
         return Source(m.key, device_of(m.key), "rail",
                       ENERGY_UNITS[m.unit] if energy else POWER_UNITS[m.unit], m.scope,
-                      m.priority, "energy" if energy else "power", m.flavour)
+                      m.priority, "energy" if energy else "power", m.flavour, m.refresh_s)
     return None
 
 

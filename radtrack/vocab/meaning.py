@@ -82,6 +82,7 @@ class Meaning:
     ids: tuple[tuple[str, str], ...] = ()
     flavour: str = ""  # a power reading's kind (vocab.series.FLAVOURS), as declared
     priority: int = 0  # the declaring series' priority over another listener's of one device
+    refresh_s: float | None = None  # its sensor's declared refresh period (vocab.series.Series)
 
     @property
     def scope_text(self) -> str:
@@ -358,7 +359,8 @@ def _listener(key: str) -> Meaning:
             label = re.sub(r"<([a-z_]+)>", lambda m, found=values: found.get(m[1], m[0]), series.label)
             return replace(_meaning(key, series.scope, series.unit, series.role, label,
                                     series.unit_text or series.unit), ids=tuple(values.items()),
-                           flavour=series.flavour, priority=series.priority)
+                           flavour=series.flavour, priority=series.priority,
+                           refresh_s=series.refresh_s)
     return _shape(key)
 
 

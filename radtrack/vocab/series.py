@@ -73,6 +73,11 @@ FLAVOURS: dict[str, str] = {
     "samples": "the source's own readings with their own timestamps (a driver's buffer)",
     "running_average": "the mean since the source started: shown, never integrated",
 }
+#: the refresh period (s) readers assume for a power or energy series whose listener declares
+#: none (:attr:`Series.refresh_s`): 1 s, the slowest sensor radtrack reads (a 1-s average),
+#: so that no code window shorter than a reading may change is taken as resolved, and an
+#: unmeasured sensor's energy interval is never narrower than a measured one's
+DEFAULT_REFRESH_S = 1.0
 _UNIT_ROLES = {"°C": "temperature", "MiB": "memory", "GiB": "memory", "KiB": "memory",
                "MB": "memory", "MHz": "clock", "B/s": "io"}
 
@@ -169,8 +174,15 @@ class Series:
     #: where two listeners measure the same device (the same ``<listener>/<device>/`` middle
     #: part) with the same role, readers take the higher priority's series, never both
     priority: int = 0
+    #: how often the sensor behind a power or energy series publishes a new value (s), as
+    #: measured (smi: 0.1 s on the H100 and H200); None: not declared, readers take
+    #: :data:`DEFAULT_REFRESH_S`. Code windows shorter than it are flagged below resolution,
+    #: and an energy interval of a GPU model without measured constants counts updates by it.
+    refresh_s: float | None = None
 
     def __post_init__(self) -> None:
+        if self.refresh_s is not None and not self.refresh_s > 0:
+            raise ValueError(f"series {self.pattern!r}: refresh_s must be > 0 s, got {self.refresh_s!r}")
         if self.flavour not in FLAVOURS:
             raise ValueError(f"series {self.pattern!r}: flavour {self.flavour!r} is not one of "
                              f"{', '.join(repr(f) for f in FLAVOURS)}")

@@ -25,7 +25,9 @@ class LoadMeterListener(Listener):
                      label="metered device <n> power", unit_text="W",
                      description=f"{IDLE_W:g} W + {PER_PROCESS_W:g} W per runnable process "
                                  "(1-min load average)",
-                     source="os.getloadavg"),)
+                     source="os.getloadavg",
+                     # the meter's reading changes at every read: its period is the sampling's
+                     refresh_s=0.1),)
 
     @classmethod
     def available(cls) -> Availability:
