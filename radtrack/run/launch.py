@@ -143,9 +143,9 @@ def _start_listeners(rows: list[Row]) -> None:
 def script_env(spool: Path) -> dict[str, str]:
     """What the launcher adds to a script's environment for the store: MLflow's HTTP retry
     settings that ride out a server restart (mlflow_client.script_http_env) and the spool that
-    RADTBenchmark logs through (radtrack/store/scriptlog.py)."""
+    RADTBenchmark logs through (radtrack/script/records.py)."""
+    from radtrack.script.records import SCRIPT_SPOOL_ENV, folder_in
     from radtrack.store.mlflow_client import script_http_env
-    from radtrack.store.scriptlog import SCRIPT_SPOOL_ENV, folder_in
 
     return {**script_http_env(), SCRIPT_SPOOL_ENV: str(folder_in(spool))}
 

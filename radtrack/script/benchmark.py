@@ -4,7 +4,7 @@ Inside a script started by radtrack, ``with RADTBenchmark() as run:`` attaches t
 run the launcher created (its id comes through the row folder: script/handshake.py), or,
 when the script has a run of its own active, logs to that one, and exposes every
 ``mlflow`` function as a method. Its metrics, params, tags and artifacts never call the
-store from the script: they go into the row's spool (radtrack/store/scriptlog.py), which the
+store from the script: they go into the row's spool (radtrack/script/records.py), which the
 launcher ships, so a store that is away for any time neither stops nor slows the script.
 Outside radtrack every call is a no-op returning None, and mlflow is not even imported, so
 the script runs unchanged.
@@ -22,7 +22,7 @@ from typing import Any
 from radtrack.script import env, handshake
 from radtrack.script.codewindows import WindowRecorder
 from radtrack.script.params import MAX_PARAM_LEN
-from radtrack.store.scriptlog import SCRIPT_SPOOL_ENV, ScriptLog
+from radtrack.script.records import SCRIPT_SPOOL_ENV, ScriptLog
 
 STOPPED_BY_TAG = "radtrack.stopped_by"
 
@@ -172,7 +172,7 @@ class RADTBenchmark:
             self._mlflow = mlflow
         return self._mlflow
 
-    # Values through the spool (radtrack/store/scriptlog.py) -------------------------------
+    # Values through the spool (radtrack/script/records.py) --------------------------------
     def _spooling(self) -> bool:
         """Whether a value goes through the spool: under radtrack, unless the script pointed
         MLflow at a store of its own (its values go there directly, as MLflow sends them)."""

@@ -19,6 +19,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from radtrack.atomic import write_atomic
+from radtrack.script.records import folder_in
 from radtrack.store import scriptlog
 from radtrack.store.outage import scrub
 from radtrack.store.restwriter import NotSent, RestMetricWriter
@@ -86,7 +87,7 @@ class Shipper:
     def ship_script(self) -> bool:
         """The script's RADTBenchmark records (radtrack/store/scriptlog.py); True when none is
         left unsent."""
-        folder = scriptlog.folder_in(self.spool.dir)
+        folder = folder_in(self.spool.dir)
         if not scriptlog.pending(folder):
             return True
         with self._lock:

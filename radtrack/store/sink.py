@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack.listeners.protocol import Hello, Message
+from radtrack.script.records import folder_in
 from radtrack.store import scriptlog
 from radtrack.store.diskfull import Drops
 from radtrack.store.outage import scrub
@@ -205,7 +206,7 @@ class Sink:
         while not (self.ship() and self.shipper.ship_script()) and time.monotonic() < deadline:
             time.sleep(1.0)
         self.spool.close_files()
-        if self.pending_count or scriptlog.pending(scriptlog.folder_in(self.dir)):
+        if self.pending_count or scriptlog.pending(folder_in(self.dir)):
             return False
         try:
             self.finalize(defer_summaries)

@@ -131,9 +131,9 @@ def _lost(run_dir: Path, run_id: str, tracking_uri: str | None, log) -> bool:
     tags, params and metrics. A store that cannot answer now is not judged (False)."""
     from mlflow.exceptions import MlflowException
 
+    from radtrack.script.records import SHIPPED, folder_in
     from radtrack.store.mlflow_client import mlflow_client as make_client
     from radtrack.store.recovery import read_meta
-    from radtrack.store.scriptlog import SHIPPED, folder_in
     from radtrack.store.spool import SHIPPED_SUFFIX
     from radtrack.store.uris import redact
 

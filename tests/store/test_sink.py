@@ -454,14 +454,16 @@ def test_sync_names_a_spool_whose_run_was_never_created(store: str) -> None:
 
 
 def test_script_values_ship_once_and_a_refused_one_does_not_block_the_rest(store: str, tmp_path: Path) -> None:
-    """RADTBenchmark's spooled values (radtrack/store/scriptlog.py): stored once however often
-    shipping runs, a torn last line waits, a param MLflow refuses is named and skipped."""
+    """RADTBenchmark's spooled values (written by radtrack/script/records.py, shipped by
+    radtrack/store/scriptlog.py): stored once however often shipping runs, a torn last line
+    waits, a param MLflow refuses is named and skipped."""
+    from radtrack.script import records
     from radtrack.store import scriptlog
 
     rid = _new_run(store)
     c = _client(store)
     folder = tmp_path / "script"
-    log = scriptlog.ScriptLog(folder)
+    log = records.ScriptLog(folder)
     for step in range(3):
         log.metric(None, "loss", 1.0 / (step + 1), step, timestamp=1_700_000_000_000 + step)
     log.param(None, "lr", "0.1")
@@ -471,7 +473,7 @@ def test_script_values_ship_once_and_a_refused_one_does_not_block_the_rest(store
     (tmp_path / "notes.txt").write_text("hi\n")
     log.artifact(None, str(tmp_path / "notes.txt"), "extra")
     (tmp_path / "notes.txt").unlink()  # the spool kept a copy
-    with (folder / scriptlog.RECORDS).open("a") as f:
+    with (folder / records.RECORDS).open("a") as f:
         f.write('{"k": "metric", "run": null, "key": "torn"')  # a writer cut off mid-line
     refused: list[str] = []
     assert scriptlog.ship(c, rid, folder, refused)
