@@ -30,7 +30,7 @@ def check_options(args: argparse.Namespace) -> None:
         raise RadtrackError(f"--max-time must be > 0 minutes, got {args.max_time}")
     if args.max_epoch is not None and args.max_epoch < 0:
         raise RadtrackError(f"--max-epoch must be >= 0, got {args.max_epoch}")
-    from radtrack.postrun.footprint import check_intensity, check_pue
+    from radtrack.compute.carbon import check_intensity, check_pue
 
     try:
         if args.carbon_intensity is not None:

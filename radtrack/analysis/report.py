@@ -262,8 +262,8 @@ def footprint_line(parents: pd.DataFrame, intervals: pd.Series | None = None) ->
     """The measured energy of the workloads (idle and other included; named by what it is of:
     their GPUs, their host's CPU side, or both), with its 95 %
     interval where every workload has one (independent errors), and its CO2e."""
+    from radtrack.compute.carbon import from_tags
     from radtrack.compute.energy_error import combine
-    from radtrack.postrun.footprint import from_tags
 
     def column(key: str) -> pd.Series:
         name = f"metric.{schema.workload_key(key)}"

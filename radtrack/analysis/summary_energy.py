@@ -18,7 +18,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from radtrack.postrun.footprint import from_tags
+from radtrack.compute.carbon import from_tags
 from radtrack.vocab import energy_sources as es
 from radtrack.vocab import schema
 

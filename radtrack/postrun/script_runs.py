@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
 
     from radtrack.compute.attribution import GpuAccount
-    from radtrack.postrun.footprint import Carbon
+    from radtrack.compute.carbon import Carbon
 
 _COPIED_TAGS = (schema.LISTENER_TAG_PREFIX, schema.TAG_PREFIX + "gpu.", schema.ATTRIBUTION_TAG_PREFIX)
 # not the workload, letter or experiment tags: readers list a run carrying those as a row

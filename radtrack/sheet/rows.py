@@ -16,10 +16,10 @@ from typing import Any
 
 from radtrack import gpus as gpus_mod
 from radtrack import inputs
+from radtrack.compute.carbon import check_intensity, check_pue
 from radtrack.device_entries import parse_devices
 from radtrack.errors import RadtrackError, SheetError
 from radtrack.listeners import registry
-from radtrack.postrun.footprint import check_intensity, check_pue
 from radtrack.sheet.cells import (
     check_listener_intervals,
     parse_bool,

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from support import radtrack_cli
 
+from radtrack.compute.carbon import Carbon, from_tags
 from radtrack.errors import RadtrackError
-from radtrack.postrun.footprint import Carbon, from_tags, resolve
+from radtrack.postrun.footprint import resolve
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
