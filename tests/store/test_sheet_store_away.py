@@ -21,7 +21,9 @@ from pathlib import Path
 import pytest
 from mlflow import MlflowClient
 from servers import free_port
-from support import radtrack_cli, sqlite_locked
+from support import radtrack_cli, run_cli, sqlite_locked
+
+from radtrack.store import newstore
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
 MLFLOW_RETRY = "SQLAlchemy engine could not be created"  # MLflow's warning while it retries
@@ -71,6 +73,7 @@ def test_sheet_with_earlier_rows_launches_while_its_store_is_away(
         down = _on_port(real, free_port())  # nothing listens there
     else:
         real = f"sqlite:///{tmp_path / 'mlflow.db'}"
+        newstore.prepare(real)  # radtrack's template: no MLflow migrations in this process
         down = f"http://127.0.0.1:{free_port()}" if away == "http" else real
     parent, crashed = _crashed_launch(real, "away", 1)
     _, finished = _crashed_launch(real, "away", 2)
@@ -94,7 +97,8 @@ def test_sheet_with_earlier_rows_launches_while_its_store_is_away(
     assert len([ln for ln in p.stderr.splitlines() if "run `radtrack sync`" in ln]) == 1, p.stderr
     assert (home / "spool" / "unchecked.json").is_file()
 
-    s = radtrack_cli("sync", "--tracking-uri", real)
+    # sync in-process: the store is the real one, never away (no connection to outlive)
+    s = run_cli("sync", "--tracking-uri", real)
     assert s.returncode == 0, s.stdout + s.stderr
     assert f"{crashed}: an earlier run of the sheet, still RUNNING" in s.stdout, s.stdout
     c = MlflowClient(real)
@@ -108,5 +112,5 @@ def test_sheet_with_earlier_rows_launches_while_its_store_is_away(
     assert len(new) == 1 and new[0].info.status == "FINISHED", new
     assert new[0].info.run_id in sheet.read_text()
     assert not any((home / "spool").iterdir())
-    again = radtrack_cli("sync", "--tracking-uri", real)  # nothing left: said, not redone
+    again = run_cli("sync", "--tracking-uri", real)  # nothing left: said, not redone
     assert again.returncode == 0 and "earlier run" not in again.stdout, again.stdout
