@@ -9,7 +9,7 @@
   radtrack report ...                            analysis tables (radtrack.analysis.report)
   radtrack export ...                            a wide, time-aligned table (radtrack.export)
   radtrack ui ...                                the Dash page (radtrack.frontend)
-  radtrack copy --from URI --to URI [EXP ...]    copy runs between stores (radtrack.store.copyruns)
+  radtrack copy --from URI --to URI [EXP ...]    copy runs between stores (radtrack.storecmds.copyruns)
 
 This module is the launch: the flags parsed (radtrack/cli_parser.py: the parser, the usage
 text, did-you-mean), checked and turned into rows (radtrack/cli_options.py), the target

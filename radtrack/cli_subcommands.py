@@ -37,7 +37,7 @@ def run_subcommand(name: str, rest: list[str]) -> int:
 
         return export_main(rest)
     if name == "copy":
-        from radtrack.store.copyruns import main as copy_main
+        from radtrack.storecmds.copyruns import main as copy_main
 
         return copy_main(rest)
     from radtrack.frontend.app import main as ui_main

@@ -1,5 +1,5 @@
 """``radtrack sync``, the command: finish what launchers left in the spool
-(radtrack/store/sync.py does the storing) and run each workload's end step that its
+(radtrack/storecmds/sync.py does the storing) and run each workload's end step that its
 launcher could not (radtrack/postrun/synced.py rebuilds the rows from their spools,
 radtrack/postrun/workload_end.py is the step the launcher runs too).
 
@@ -17,13 +17,13 @@ from radtrack.script import env as renv
 from radtrack.store import runfiles
 from radtrack.store.outage import describe
 from radtrack.store.spool import SPOOL_DIR
-from radtrack.store.sync import sync
-from radtrack.store.sync import sync_folders as _sync_folders
+from radtrack.storecmds.sync import sync
+from radtrack.storecmds.sync import sync_folders as _sync_folders
 
 
 def sync_folders(folders: list[Path], tracking_uri: str | None = None,
                  log=print) -> tuple[int, int]:
-    """radtrack/store/sync.py ``sync_folders`` with the workload's end step: what ``radtrack
+    """radtrack/storecmds/sync.py ``sync_folders`` with the workload's end step: what ``radtrack
     sync`` does for the spool folders ``folders``; returns (runs stored, runs left)."""
     return _sync_folders(folders, end_step, tracking_uri, log)
 

@@ -65,13 +65,13 @@ def create_uncreated(client: MlflowClient, home: str, job_id: str, log: Callable
     """Create the runs of the job's rows whose launcher never could (SLURM ended the job
     before its runs existed: a ``create.json`` naming the job in its row tags, no
     ``meta.json``) from the spool this host sees under ``home``, as ``radtrack sync`` would
-    (radtrack/store/syncruns.py); returns their run ids, for :func:`ship_leftovers`. A folder
+    (radtrack/storecmds/syncruns.py); returns their run ids, for :func:`ship_leftovers`. A folder
     whose launcher is alive is left to it; a store that is away or refuses is said, and
     the folder kept for the next call."""
     from radtrack.store import runfiles
     from radtrack.store.outage import describe
     from radtrack.store.recovery import read_meta
-    from radtrack.store.syncruns import create_runs
+    from radtrack.storecmds.syncruns import create_runs
 
     root = Path(home) / SPOOL_DIR
     if not job_id or not root.is_dir():

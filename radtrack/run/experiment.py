@@ -208,7 +208,7 @@ def _one_transaction(client: MlflowClient, fn: Callable[[], None]) -> None:
 
 def _end_step_done(rows: list[Row]) -> None:
     """Each row's finish.json says the workload's end step (accounting, code windows, the
-    script's runs) is stored, so that sync never runs it twice (radtrack/store/sync.py)."""
+    script's runs) is stored, so that sync never runs it twice (radtrack/storecmds/sync.py)."""
     from radtrack.store import runfiles
 
     for row in rows:

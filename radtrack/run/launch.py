@@ -114,7 +114,7 @@ def store_lost(rows: list[Row], recorder: Recorder) -> bool:
     """Whether the store no longer holds the workload's runs (its SQLite file deleted or
     replaced during the run: the launcher's own connections may have written them into the
     old file). Each row's ``finish.json`` then says they are not stored, so that ``radtrack
-    sync`` re-creates them from the spool (radtrack/store/sync.py); ``recorder.lost`` says why."""
+    sync`` re-creates them from the spool (radtrack/storecmds/sync.py); ``recorder.lost`` says why."""
     from radtrack.store import runfiles
 
     ids = [recorder.parent_id, *(row.run_id for row in rows)]

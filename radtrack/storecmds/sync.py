@@ -4,7 +4,7 @@ A row's spool folder (radtrack/store/spool.py) is left behind when its launcher 
 or when the tracking store was away (down, restarting, locked) past the launcher's wait.
 Sync then does the launcher's remaining work from what the folder holds
 (radtrack/store/runfiles.py): creates the runs that were never created (``create.json``,
-radtrack/store/syncruns.py), stores the spooled samples and the script's RADTBenchmark
+radtrack/storecmds/syncruns.py), stores the spooled samples and the script's RADTBenchmark
 values, ends the run as it ended (``finish.json``: status, exit code, tags, params, output
 log, environment capture) or, without it, marks it KILLED (``launcher_lost``), runs the
 launcher's end-of-workload step it could not (accounting, code windows, the script's runs:
@@ -48,8 +48,8 @@ def sync_folders(folders: list[Path], end_step: EndStep, tracking_uri: str | Non
     """Finish the spooled runs of ``folders`` (spool folders), running ``end_step`` for each
     workload whose every row is stored; return (runs stored, runs left)."""
     from radtrack.store.recovery import read_meta
-    from radtrack.store.syncruns import create_runs
     from radtrack.store.uris import redact
+    from radtrack.storecmds.syncruns import create_runs
 
     stored = left = 0
     held: list[tuple[Path, IO[str]]] = []
