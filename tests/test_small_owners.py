@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from radtrack.atomic import write_atomic
+from radtrack.atomic import replacing, write_atomic
 from radtrack.liveness import pid_alive, process_state
 
 
@@ -68,3 +68,21 @@ def test_write_atomic_leaves_the_target_as_it_was_on_failure(tmp_path, monkeypat
 def test_write_atomic_makes_a_new_file_readable(tmp_path):
     path = write_atomic(tmp_path / "new.txt", b"x")
     assert stat.S_IMODE(path.stat().st_mode) == 0o644
+
+
+def test_replacing_puts_a_made_file_in_place_whole_or_not_at_all(tmp_path):
+    """A file the caller makes itself (a copy, a database built there): in place on a clean
+    exit, the target as it was and no temp file left after a failure."""
+    target = tmp_path / "store.db"
+    target.write_bytes(b"old")
+    with replacing(target) as tmp:
+        assert tmp.parent == tmp_path and tmp != target
+        tmp.write_bytes(b"new")
+        assert target.read_bytes() == b"old"  # nothing visible before the end
+    assert target.read_bytes() == b"new"
+    named = tmp_path / ".store.db.repair.tmp"
+    with pytest.raises(RuntimeError, match="migration refused"), replacing(target, tmp=named) as tmp:
+        tmp.write_bytes(b"half")
+        raise RuntimeError("migration refused")
+    assert target.read_bytes() == b"new"
+    assert [p.name for p in tmp_path.iterdir()] == ["store.db"]

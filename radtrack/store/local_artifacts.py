@@ -62,10 +62,8 @@ def copy_artifact(local: Path, folder: Path) -> None:
 
 
 def _copy_file(src: Path, folder: Path) -> None:
+    from radtrack.atomic import replacing
+
     folder.mkdir(parents=True, exist_ok=True)
-    tmp = folder / f".{src.name}.{os.getpid()}.tmp"
-    try:
+    with replacing(folder / src.name) as tmp:  # a reader sees the whole artifact or none
         shutil.copyfile(src, tmp)
-        os.replace(tmp, folder / src.name)
-    finally:
-        tmp.unlink(missing_ok=True)

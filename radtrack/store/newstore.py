@@ -33,6 +33,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from radtrack.atomic import replacing
 from radtrack.errors import RadtrackError
 from radtrack.liveness import pid_alive
 from radtrack.store.storestate import (
@@ -86,11 +87,8 @@ def template() -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         tmp = folder / f".{path.name}{TMP_TAG}{os.getpid()}.tmp"
         tmp.unlink(missing_ok=True)
-    try:
+    with replacing(path, tmp=tmp):
         _build(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
     return path
 
 
@@ -245,14 +243,8 @@ def store_lock(path: Path) -> Iterator[None]:
 def rebuild(path: Path) -> None:
     """Replace the store ``path`` with a whole, empty one (it holds nothing worth keeping: the
     caller checked, under :func:`store_lock`), atomically."""
-    tmp = path.parent / f".{path.name}{TMP_TAG}{os.getpid()}.tmp"
-    try:
+    with replacing(path, tmp=path.parent / f".{path.name}{TMP_TAG}{os.getpid()}.tmp") as tmp:
         shutil.copyfile(template(), tmp)
-        _fsync(tmp)
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
     for suffix in ("-journal", "-wal", "-shm"):  # the old file's: they would be replayed onto the new
         with contextlib.suppress(OSError):
             Path(f"{path}{suffix}").unlink()

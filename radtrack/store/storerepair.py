@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from radtrack.atomic import replacing
 from radtrack.errors import RadtrackError
 from radtrack.store import newstore, storestate
 
@@ -69,35 +70,27 @@ def _repair_locked(path: Path, state: storestate.State, log: Callable[[str], Non
     try:
         hold.execute("BEGIN EXCLUSIVE")  # no reader or writer until the copy is in place
         shutil.copyfile(path, backup)
-        shutil.copyfile(path, tmp)
-        try:
-            how = _upgrade(tmp)
-        except Exception as exc:  # noqa: BLE001 - MLflow's migration refused it: rows copied instead
-            log(f"{path}: MLflow's migrations could not finish it ({str(exc).splitlines()[0][:200]}); "
-                "copying its rows into MLflow's empty schema instead")
-            tmp.unlink(missing_ok=True)
-            shutil.copyfile(newstore.template(), tmp)
-            how = _salvage(tmp, backup, log)
-        after = storestate.inspect(tmp)
-        if after.kind != "whole" or after.runs < state.runs:
-            raise RadtrackError(f"--repair-store: the repaired copy of {path} is {after.kind} with "
-                                f"{after.runs} of {state.runs} run(s); the store is left as it was")
-        _fsync(tmp)
-        os.replace(tmp, path)
+        with replacing(path, tmp=tmp):  # the repaired copy replaces the store whole, or not at all
+            shutil.copyfile(path, tmp)
+            try:
+                how = _upgrade(tmp)
+            except Exception as exc:  # noqa: BLE001 - MLflow's migration refused it: rows copied instead
+                log(f"{path}: MLflow's migrations could not finish it "
+                    f"({str(exc).splitlines()[0][:200]}); copying its rows into MLflow's empty "
+                    "schema instead")
+                tmp.unlink(missing_ok=True)
+                shutil.copyfile(newstore.template(), tmp)
+                how = _salvage(tmp, backup, log)
+            after = storestate.inspect(tmp)
+            if after.kind != "whole" or after.runs < state.runs:
+                raise RadtrackError(f"--repair-store: the repaired copy of {path} is {after.kind} "
+                                    f"with {after.runs} of {state.runs} run(s); the store is left "
+                                    "as it was")
         log(f"{path}: {how}; the store as it was is kept in {backup}")
     finally:
         with contextlib.suppress(sqlite3.Error):
             hold.execute("ROLLBACK")
         hold.close()
-        tmp.unlink(missing_ok=True)
-
-
-def _fsync(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _upgrade(path: Path) -> str:
