@@ -4,7 +4,7 @@ radtrack/executors/contract.py).
 ``local`` runs them on this host, one after another; ``slurm`` submits one batch job per
 workload (each job runs the local path for its workload on its node); a launch given
 ``--nodes/--node-rank/--master`` without ``--executor slurm`` is one node's part of a
-multi-node run (radtrack/nodes/executor.py). ``--executor`` > ``$RADTRACK_EXECUTOR`` > ``local``.
+multi-node run (radtrack/executors/multinode.py). ``--executor`` > ``$RADTRACK_EXECUTOR`` > ``local``.
 
 A new executor is one module with a class following :class:`contract.Executor` and one
 line in :data:`EXECUTORS` (docs/architecture.md, "Add an executor"). The entries are dotted
@@ -31,7 +31,7 @@ EXECUTORS = {
     "slurm": "radtrack.executors.slurm_executor:EXECUTOR",
 }
 #: one node's part of a multi-node run (not a name --executor takes: --nodes picks it)
-NODES = "radtrack.nodes.executor:EXECUTOR"
+NODES = "radtrack.executors.multinode:EXECUTOR"
 NAMES = tuple(EXECUTORS)
 ENV = "RADTRACK_EXECUTOR"
 

@@ -5,7 +5,7 @@ picks one executor (radtrack/executors/__init__.py ``pick``) and hands it a :cla
 the executor checks its own flags and what its rows need, then runs or submits the
 workloads and returns the command's exit code. The executors: ``local``
 (radtrack/executors/local.py), ``slurm`` (radtrack/executors/slurm_executor.py) and the
-multi-node launch started by hand on each node (radtrack/nodes/executor.py).
+multi-node launch started by hand on each node (radtrack/executors/multinode.py).
 
 An executor's own row options (a SLURM partition, ...) are sheet columns and flags it
 declares as :class:`RowOption`; the sheet reader stores them in the row's

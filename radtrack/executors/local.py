@@ -3,7 +3,7 @@ radtrack/run/experiment.py), writing each workload's statuses back to the sheet.
 
 :func:`prepare` is the local launch up to the scripts' start (the rows read and checked
 against this host, the plan for ``--dry-run``, the store's checks, a sheet's runs already
-done left out); the multi-node launch (radtrack/nodes/executor.py) shares it.
+done left out); the multi-node launch (radtrack/executors/multinode.py) shares it.
 """
 
 from __future__ import annotations
