@@ -7,6 +7,7 @@ real-server fixtures (``postgres_uri``, ``mlflow_server_uri``) in servers.py.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -24,24 +25,52 @@ os.environ.setdefault("DO_NOT_TRACK", "true")
 # the browser files together, but pytest-xdist 3.8 under pytest 9 ignores those marks:
 # every test became a group of its own and those module fixtures ran once per worker.)
 # Session fixtures (PostgreSQL, mlflow server, SLURM, Chromium) start once per worker.
-# The longest files go first, so no worker starts one near the end while the other idles
-# (per-file seconds alone on the 2-core VM, issue 47; docs/testing.md has the budget).
-LONGEST_FIRST = ("test_workloads_tracked.py",  # every workload through one sheet: 437 s at load 11
-                 "test_mlflow_code.py",  # 216 s: three sheets of scripts that use MLflow
-                 "test_store_creation.py", "test_team_identity.py",  # 196 s each
-                 "test_deployment_doc.py",  # 171 s: the walkthrough, servers started
-                 "test_sink.py", "test_teamserver.py",  # 164 s, 154 s
+# Files are handed out in the order below (pytest_configure turns off xdist's own reorder):
+# the longest first, so no worker starts one near the end while the other idles; then
+# the files that start processes (launches, servers, a browser); the in-process files last,
+# seconds each, to even out the two workers' ends. Per-file seconds from CI's 30 slowest
+# tests (2-core VM, issue 47; docs/testing.md has the budget).
+LONGEST_FIRST = ("test_deployment_doc.py",  # the walkthrough, servers started: 90 s in one setup
+                 "test_workloads_tracked.py",  # every workload through one sheet: 65 s setup
+                 "test_mlflow_code.py",  # two sheets of scripts that use MLflow: 57 + 26 s setups
+                 "test_process_tree.py",  # the seven-workload sheet 52 s, --max-time 25 s
+                 "test_team_identity.py",  # the basic-auth server, two users at once: 41 + 23 s
+                 "test_store_creation.py",  # stress: 10 kills, 4 launches of three processes
                  "test_workloads.py",  # the plain runs' batch: 104 s at load 11
-                 "test_process_tree.py", "test_slurm_e2e.py", "test_slurm_signals.py",
-                 "test_studies_power.py")
+                 "test_sink.py", "test_teamserver.py",  # outages, the team-server benchmark
+                 "test_slurm_nodes.py",  # 43 s in one test
+                 "test_interference_intervals_e2e.py",  # one 13-row launch: 34 s
+                 "test_store_faults.py", "test_cpu_attribution_e2e.py", "test_slurm_uncreated.py",
+                 "test_mlflow_ui.py", "test_slurm_signals.py", "test_frontend_failures.py",
+                 "test_framework_workers.py", "test_studies_power.py", "test_energy_error_e2e.py",
+                 "test_studies_eda.py", "test_slurm_e2e.py", "test_slurm_resources.py",
+                 "test_node_rejoins.py", "test_sheet_store_away.py", "test_cli_e2e.py")
+# what a file that starts processes calls (its own, radtrack's, a server's, a browser's)
+_STARTS_PROCESSES = re.compile(r"radtrack_cli\(|subprocess\.|Popen\(|_server\b|slurm_cluster|page\b")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # pytest-xdist 3.8's --loadscope-reorder (on by default) hands out the files with the
+    # most tests first, whatever the collection order: the longest files here have 1-7
+    # tests each, so they went last (the 43-s test_slurm_nodes.py 170th of 184) and one
+    # of them decided the stage's end while the other worker idled
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
 
 
 def _longest_first(items: list[pytest.Item]) -> None:
+    starts: dict[Path, bool] = {}
+
     def rank(item: pytest.Item) -> int:
         name = item.path.name
-        return LONGEST_FIRST.index(name) if name in LONGEST_FIRST else len(LONGEST_FIRST)
+        if name in LONGEST_FIRST:
+            return LONGEST_FIRST.index(name)
+        if item.path not in starts:
+            starts[item.path] = ("browser" in item.path.parts
+                                 or bool(_STARTS_PROCESSES.search(item.path.read_text(errors="replace"))))
+        return len(LONGEST_FIRST) + (0 if starts[item.path] else 1)
 
-    items.sort(key=rank)  # stable: each file's own order is kept
+    items.sort(key=rank)  # stable: each file's own order is kept, and its tests together
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
