@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from radtrack.listeners.amd import SERIES as AMDSMI
 from radtrack.listeners.dcgm import SERIES as DCGM
 from radtrack.listeners.iostat import SERIES as IOSTAT
 from radtrack.listeners.rapl import SERIES as RAPL
@@ -18,7 +19,8 @@ from radtrack.listeners.top import SERIES as TOP
 from radtrack.vocab.series import ROLES, SCOPES, Series
 
 DOC = Path(__file__).parents[2] / "docs" / "metrics.md"
-DECLARED: dict[str, Series] = {s.pattern: s for s in (*SMI, *DCGM, *TOP, *IOSTAT, *TEGRASTATS, *RAPL)}
+DECLARED: dict[str, Series] = {s.pattern: s for s in (*SMI, *DCGM, *TOP, *IOSTAT, *TEGRASTATS, *RAPL,
+                                                      *AMDSMI)}
 _CODE = re.compile(r"`([^`]+)`")
 _COLUMNS = ["key", "unit", "scope", "role", "shown as"]
 
