@@ -6,7 +6,7 @@
 A mode ``M:detach`` runs ``radtrack --detach-end -l M`` (the detached end, docs/cli.md): its
 *after* is the time until the shell would get its prompt back; *stored* (detached modes
 only) is the time from the script's end until the background end finished storing (its
-pid file released, radtrack/run/finishers.py), awaited before the next run starts.
+pid file released, radtrack/run/background_launchers.py), awaited before the next run starts.
 
 A script that writes its own start and end times (unix seconds) and sleeps ``--sleep``
 seconds is run by ``python script.py`` ("plain") and by ``radtrack -l MODE script.py`` for
@@ -58,7 +58,7 @@ def one(mode: str, folder: Path, sleep: float, tree: str | None,
     t1 = time.time()
     stored = {}
     if end == "detach":
-        from radtrack.run.finishers import running
+        from radtrack.run.background_launchers import running
 
         while running(home):  # the background end: done before the next run starts
             time.sleep(0.01)

@@ -47,8 +47,8 @@ def run_subcommand(name: str, rest: list[str]) -> int:
 
 def _await_finishers(name: str, rest: list[str]) -> None:
     """Readers see complete runs: wait for launches still storing in the background
-    (radtrack/run/finishers.py) in $RADTRACK_HOME (and, for sync, next to --spool)."""
-    from radtrack.run.finishers import wait_for
+    (radtrack/run/background_launchers.py) in $RADTRACK_HOME (and, for sync, next to --spool)."""
+    from radtrack.run.background_launchers import wait_for
     from radtrack.script import env as renv
 
     homes = [renv.radtrack_home()]

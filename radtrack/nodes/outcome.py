@@ -1,7 +1,7 @@
 """One status and one set of figures for a multi-node run, from every node's end.
 
 The run is FINISHED only when every node's part finished (each decided as on one node:
-radtrack/run/finish.py ``decide_status``); else KILLED when a node was killed, stopped or
+radtrack/run/row_status.py ``decide_status``); else KILLED when a node was killed, stopped or
 lost, else FAILED. ``radtrack.nodes.failed`` says which node(s) and why; each node's facts
 go in ``radtrack.node<K>.*`` tags; its duration and GPU energy in ``summary/node<K>/...`` and
 the run's totals in ``summary/nodes/...`` (radtrack/vocab/schema.py).

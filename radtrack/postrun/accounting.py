@@ -67,7 +67,7 @@ from radtrack.vocab.schema import POWER_ARTIFACT, stored_key
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-    from radtrack.postrun.end_row import EndRow as Row
+    from radtrack.postrun.end_inputs import EndRow as Row
 
 MPS_RULE_ENV = "RADTRACK_MPS_ATTRIBUTION"
 

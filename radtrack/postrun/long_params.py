@@ -25,7 +25,7 @@ from radtrack.store.tracking import set_tags
 from radtrack.vocab import schema
 
 if TYPE_CHECKING:
-    from radtrack.postrun.end_row import EndRow as Row
+    from radtrack.postrun.end_inputs import EndRow as Row
 
 ARTIFACT_DIR = schema.PARAMS_DIR
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.\- ]")

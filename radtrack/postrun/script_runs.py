@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from radtrack.listeners.protocol import late_keys
-from radtrack.postrun.end_row import EndRow
+from radtrack.postrun.end_inputs import EndRow
 from radtrack.script import handshake
 from radtrack.script.run_events import Span, absolute_uri, read_spans
 from radtrack.store.spans import span_frame

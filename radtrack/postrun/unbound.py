@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from radtrack.vocab import schema
 
 if TYPE_CHECKING:
-    from radtrack.postrun.end_row import EndRow as Row
+    from radtrack.postrun.end_inputs import EndRow as Row
 
 LIMIT = 500  # runs started during the row that are looked at
 

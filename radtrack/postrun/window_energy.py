@@ -62,7 +62,7 @@ from radtrack.vocab.schema import WINDOWS_ARTIFACT, window_key
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
-    from radtrack.postrun.end_row import EndRow as Row
+    from radtrack.postrun.end_inputs import EndRow as Row
 
 TABLE_ARTIFACT = WINDOWS_ARTIFACT
 

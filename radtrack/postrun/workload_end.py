@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from radtrack.postrun.end_row import EndRow
+from radtrack.postrun.end_inputs import EndRow
 from radtrack.vocab import schema
 from radtrack.vocab.meaning import describe
 

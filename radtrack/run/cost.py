@@ -143,7 +143,7 @@ class Meter:
 def points(row: Row, meter: Meter) -> list[tuple[str, float, int, int]]:
     """The row's ``summary/monitoring/*`` metrics as (key, value, timestamp ms, step 0),
     stamped at the row's end: stored with the rest of the row's end in one call
-    (radtrack/run/finish.py), or by :func:`record`."""
+    (radtrack/run/row_end.py), or by :func:`record`."""
     released = row.folder / "released"
     try:
         start = row.started or float(released.read_text())

@@ -1,12 +1,12 @@
 """The launcher's side of the detached end: make the launch durable, then store in the background.
 
 Called once every script of the launch's last workload has ended (their listeners stopped,
-their output drained, their statuses decided: radtrack/run/finish.py end_row). Before the
+their output drained, their statuses decided: radtrack/run/row_end.py end_row). Before the
 front (radtrack/run/front.py) gives the shell back, what ``radtrack sync`` needs to finish
 the runs alone must be on disk: each row's ``create.json`` (how to create its runs,
 written by the Recorder thread), its ``finish.json`` with the true status, exit code and
 the workload run's status (radtrack/store/runfiles.py), and its spool, fsynced. Then the
-launcher registers its pid file (radtrack/run/finishers.py), writes what it prints from
+launcher registers its pid file (radtrack/run/background_launchers.py), writes what it prints from
 now on to ``end.log`` in the workload's run folder, leaves the terminal's session and tells
 the front; it goes on exactly as an attached launcher does (MLflow runs, samples, Parquet
 traces, summaries, accounting, statuses, the sheet's write-back under its lock).
@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from radtrack.run import finishers, front
-from radtrack.run.finish import write_finish
+from radtrack.run import background_launchers, front
+from radtrack.run.row_end import write_finish
 from radtrack.run.start import say
 from radtrack.script import env as renv
 from radtrack.store import runfiles
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 CREATE_WAIT_S = 10.0  # for the Recorder's create.json (written first thing, before MLflow)
 LOG_NAME = "end.log"
 
-_finisher: list[finishers.Finisher] = []
+_finisher: list[background_launchers.Finisher] = []
 
 
 def after_rows(rows: list[Row], recorder: Recorder, interrupt: Interrupt, worst: int) -> bool:
@@ -62,7 +62,7 @@ def after_rows(rows: list[Row], recorder: Recorder, interrupt: Interrupt, worst:
     folder = recorder.scratch if recorder.scratch is not None else rows[0].folder
     log = folder / LOG_NAME
     try:
-        _finisher.append(finishers.register(renv.radtrack_home(), log,
+        _finisher.append(background_launchers.register(renv.radtrack_home(), log,
                                             [str(row.sink.dir) for row in rows]))
         _redirect(log)
     except OSError as exc:
@@ -83,7 +83,7 @@ def after_rows(rows: list[Row], recorder: Recorder, interrupt: Interrupt, worst:
 def done() -> None:
     """The background end is over: the pid file goes (readers stop waiting)."""
     while _finisher:
-        finishers.unregister(_finisher.pop())
+        background_launchers.unregister(_finisher.pop())
 
 
 def _await_create_files(rows: list[Row], recorder: Recorder) -> bool:

@@ -4,7 +4,7 @@
 of each row and a :class:`~radtrack.run.record.Recorder` that creates their MLflow runs
 alongside; it returns when every row has ended and everything it recorded is stored (or
 safely spooled for ``radtrack sync``). The four steps live in start.py, supervise.py,
-finish.py; this module holds the row's state and the order of the steps.
+row_end.py; this module holds the row's state and the order of the steps.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from radtrack.device_entries import SHARED_GPUS_ENV, shared_entries, visible_entries
 from radtrack.run.envcapture import capture_in_background
-from radtrack.run.finish import end_row, store_row, store_row_params, write_finish
+from radtrack.run.row_end import end_row, store_row, store_row_params, write_finish
 from radtrack.run.rows import Interrupt, Row
 from radtrack.run.start import (
     abort,

@@ -245,7 +245,7 @@ def _after_finishers(made_at: float) -> None:
     (MLflow's migrations, which two processes must not run at once) or its workload run,
     whose number a CLI launch must not take again. Later ones are not waited for (they wait
     for this one); the scripts run meanwhile, as while any store is slow."""
-    from radtrack.run.finishers import wait_for
+    from radtrack.run.background_launchers import wait_for
     from radtrack.script.env import radtrack_home
 
     wait_for(radtrack_home(), lambda _line: None, before=made_at)

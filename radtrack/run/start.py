@@ -128,7 +128,7 @@ def _stop_note(row: Row) -> Callable[[], None]:
     the processes of the row end quietly and the script's runs with the row's status."""
 
     def note() -> None:
-        from radtrack.run.status import decide_status
+        from radtrack.run.row_status import decide_status
 
         handshake.request_stop(row.folder, row.stopped_by or "signal",
                                decide_status(row.stopped_by or "signal", None))

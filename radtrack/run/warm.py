@@ -1,6 +1,6 @@
 """The modules a workload's end needs, imported while its scripts still run.
 
-A row's end (radtrack/run/finish.py, radtrack/postrun/workload_end.py) builds each
+A row's end (radtrack/run/row_end.py, radtrack/postrun/workload_end.py) builds each
 listener's trace and figures with pandas and pyarrow and runs the accounting: importing
 them took about 0.6 s of the end on a 2-core VM (py-spy and benchmarks/phase_profile.py,
 issue 47). The run-creating thread (radtrack/run/record.py) imports them once the runs
@@ -20,7 +20,7 @@ END_MODULES = (
     "pyarrow.pandas_compat",
     "radtrack.store.spans",
     "radtrack.store.traces",
-    "radtrack.store.ending",
+    "radtrack.store.row_run_close",
     "radtrack.compute.energy_figures",
     "radtrack.postrun.accounting",
     "radtrack.postrun.window_energy",

@@ -38,7 +38,7 @@ def store_traces(client: MlflowClient, run_id: str, streams: Iterable[Stream],
     it are shipped as they come: radtrack/store/shipping.py); ``frames`` gets each trace as
     it is stored. Returns how many end points it stored (listener points, like the shipped).
     With ``summaries`` the summary and end points go there instead, for the caller to store
-    with the run's end (radtrack/run/finish.py: one call to a server fewer per row)."""
+    with the run's end (radtrack/run/row_end.py: one call to a server fewer per row)."""
     from radtrack.store.entities import Metric
     from radtrack.store.spans import span_frame
 

@@ -1,4 +1,4 @@
-"""The detached end (radtrack/run/front.py, detach.py, finishers.py), through the real CLI: the
+"""The detached end (radtrack/run/front.py, detach.py, background_launchers.py), through the real CLI: the
 shell gets its prompt back once the launch is durable, the runs are stored in the
 background, readers wait for them, and ``radtrack sync`` finishes a killed background end."""
 
@@ -19,7 +19,7 @@ import pytest
 from mlflow import MlflowClient
 from support import radtrack_cli
 
-from radtrack.run.finishers import running
+from radtrack.run.background_launchers import running
 
 SCRIPT = """\
 import sys, time
