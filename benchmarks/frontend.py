@@ -49,9 +49,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from synthetic import DEFAULT_METRICS, new_store, seed_workload  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
-# The frontend/ folder next to this benchmark: what it measures unless told otherwise (an
-# editable install may map radtrack.frontend to another checkout).
-THIS_TREE = Path(__file__).resolve().parents[1] / "frontend"
+# The radtrack/frontend/ folder of this benchmark's checkout: what it measures unless told
+# otherwise (an editable install may map radtrack.frontend to another checkout).
+THIS_TREE = Path(__file__).resolve().parents[1] / "radtrack" / "frontend"
 GD = "document.querySelector('#chart .js-plotly-plot')"
 # Click, then poll on every animation frame until the condition holds; returns elapsed ms.
 TIMED_CLICK = """async ([selector, text, condition]) => {
@@ -173,13 +173,23 @@ sys.exit(app.main(sys.argv[1:]))
 """
 
 
+def _checkout_of(tree: Path) -> Path | None:
+    """The checkout a frontend folder belongs to: ``<checkout>/radtrack/frontend`` (since
+    978c93b) or ``<checkout>/frontend`` (before); None for a lone copy of the folder."""
+    tree = tree.resolve()
+    for checkout in (tree.parents[1], tree.parent):
+        if (checkout / "radtrack" / "__init__.py").is_file():
+            return checkout
+    return None
+
+
 def start_server(uri: str, root: Path, tree: Path | None = None) -> tuple[subprocess.Popen, str]:
     port = free_port()
     env = {**os.environ, "MLFLOW_DISABLE_TELEMETRY": "true", "RADTRACK_HOME": str(root / ".rt"),
            "RADTRACK_CACHE_DIR": str(root / "cache")}
     launch = ["-c", FROM_TREE, str(tree.resolve())] if tree else ["-m", "radtrack.frontend"]
-    checkout = tree.resolve().parent if tree else None
-    if checkout and (checkout / "radtrack" / "__init__.py").is_file() and checkout != THIS_TREE.parent:
+    checkout = _checkout_of(tree) if tree else None
+    if checkout and checkout != _checkout_of(THIS_TREE):
         # a whole checkout of another commit: its frontend over its own radtrack package
         env["PYTHONPATH"] = os.pathsep.join([str(checkout), *filter(None, [env.get("PYTHONPATH")])])
     proc = subprocess.Popen([sys.executable, *launch, "--tracking-uri", uri,
@@ -482,12 +492,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, default=None, help="write the results here too")
     parser.add_argument("--screenshot", default=None, help="save the page as PNG here")
     parser.add_argument("--frontend-from", type=Path, default=None, metavar="DIR",
-                        help="serve radtrack.frontend from this copy of the frontend/ folder "
-                             "(default: the one next to this benchmark) "
-                             "(e.g. `git archive <commit> frontend | tar -x -C /tmp/old`, then "
-                             "/tmp/old/frontend) to compare versions under the same load; "
-                             "the frontend/ of a whole checkout (`git worktree add /tmp/old "
-                             "<commit>`) is served over that checkout's own radtrack package")
+                        help="serve radtrack.frontend from this copy of the radtrack/frontend/ "
+                             "folder (default: this checkout's) "
+                             "(e.g. `git archive <commit> radtrack/frontend | tar -x -C /tmp/old`, "
+                             "then /tmp/old/radtrack/frontend) to compare versions under the same "
+                             "load; the folder of a whole checkout (`git archive <commit> radtrack "
+                             "| tar -x -C /tmp/old`) is served over that checkout's own radtrack")
     args = parser.parse_args(argv)
     if args.runs < 2 or args.runs % 2 or not 1 <= args.metrics <= len(DEFAULT_METRICS):
         parser.error(f"--runs must be even and >= 2, --metrics in 1..{len(DEFAULT_METRICS)}")

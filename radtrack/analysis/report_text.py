@@ -131,7 +131,8 @@ def column_legend(column: str, table: str = "") -> str | None:
     meaning = column_meaning(column, table)
     if column in _SELF_EVIDENT or not meaning.declared:
         return None
-    return f"{column}: {meaning.label}"
+    # a script's own metric is labelled by its name already ("loss: the script's own metric")
+    return meaning.label if meaning.label.startswith(f"{column}: ") else f"{column}: {meaning.label}"
 
 
 def _legend(columns: list[str], frame: pd.DataFrame, wide: bool, table: str = "") -> str | None:

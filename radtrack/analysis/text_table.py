@@ -37,14 +37,28 @@ def _missing(value: object) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-def _cut(text: str, limit: int) -> str:
+def _cut(text: str, limit: int, middle: bool = False) -> str:
     """``text`` within ``limit`` characters: a path keeps its end (the file's name), other
-    text its start."""
+    text its start, or with ``middle`` its start and its last third (a run's name keeps its
+    workload and letter: ``long-experiment-n…-name-12 A``)."""
     if len(text) <= limit:
         return text
     if "/" in text and " " not in text:
         return "…" + text[len(text) - limit + 1:]
+    if middle:
+        tail = (limit - 1) // 3
+        return text[: limit - 1 - tail] + "…" + text[len(text) - tail:]
     return text[: limit - 1] + "…"
+
+
+def _cut_cells(values: list[str], limit: int, middle: bool = False) -> list[str]:
+    """A column's cells within ``limit``: cut at their end, or in the middle with ``middle``
+    or where cutting the end would make distinct cells read alike (runs whose names differ
+    in their last characters: ``<experiment>-1 A`` and ``<experiment>-1 B``)."""
+    cut = [_cut(v, limit, middle) for v in values]
+    if not middle and len(set(cut)) < len(set(values)):
+        cut = [_cut(v, limit, middle=True) for v in values]
+    return cut
 
 
 def fit(frame: pd.DataFrame, columns: list[str] | None = None, key: list[str] | None = None,
@@ -52,7 +66,8 @@ def fit(frame: pd.DataFrame, columns: list[str] | None = None, key: list[str] | 
     """``frame`` as aligned text no line of which is wider than ``width``: the columns
     shown in order, split into as many blocks as it takes, each block led by the ``key``
     columns (the run's name), text cells and headers longer than ``max_cell`` cut with '…'
-    (a path at its start, so that its file's name shows), never wrapped. A column is headed
+    (a path at its start, so that its file's name shows; a run's name in its middle, so
+    that its workload and letter show), never wrapped. A column is headed
     by its own name, the one the files carry (radtrack/vocab/meaning.py says what it is);
     NaN prints as '-'. Every row keeps its place in every block."""
     if frame.empty:
@@ -63,8 +78,10 @@ def fit(frame: pd.DataFrame, columns: list[str] | None = None, key: list[str] | 
     numeric: dict[str, bool] = {}
     for c in names:
         numeric[c] = pd.api.types.is_numeric_dtype(frame[c])
-        cells[c] = [_cut("-" if _missing(v) else _fmt(v), max_cell).replace("\n", " ")
-                    for v in frame[c].tolist()]
+        # a run's name (the key, or a column naming a run) keeps its workload and letter
+        middle = c in key or c.endswith("run_name")
+        cells[c] = [v.replace("\n", " ") for v in _cut_cells(
+            ["-" if _missing(v) else _fmt(v) for v in frame[c].tolist()], max_cell, middle)]
     label = {c: _cut(c, max_cell) for c in names}
     widths = {c: max(len(label[c]), *(len(x) for x in cells[c])) for c in names}
     base = sum(widths[c] + 2 for c in key)

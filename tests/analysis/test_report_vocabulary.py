@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from mlflow import MlflowClient
-from support import run_cli
+from support import report_rows, run_cli
 from test_analysis_seed import T0, Row, seed_workload
 
 from radtrack.analysis.report_text import REPORT_TABLES, column_legend
@@ -138,14 +138,24 @@ def test_long_names_fit_the_width_and_every_block_keeps_its_key(store, tmp_path,
     client = MlflowClient(store)
     params = {"batch-size": "64", "a-rather-long-option-name": "with-a-long-value-" * 3}
     script = "/home/someone/projects/a-deep/folder/structure/of/experiments/train_the_model.py"
+    loss = {"loss": [(0.0, 0, 0.9), (1.0, 1, 0.5)]}  # the script's own metric
     for workload in (1, 2):  # two repeats: the variability table, split into blocks
-        seed_workload(client, LONG, workload, [Row(duration_s=4, params=params, script=script)],
+        seed_workload(client, LONG, workload, [Row(duration_s=4, params=params, script=script,
+                                                   extra=loss)],
                       start=T0 + 100 * workload)
     text = _report(LONG)
     wide = [line for line in text.splitlines() if len(line) > WIDTH]
     assert not wide, f"{len(wide)} line(s) over {WIDTH}: {wide[0]!r}"
     title = text.splitlines()[0]
     assert title.startswith("experiment xxx") and title.endswith("…: 2 run(s)")
+    # a long run name is cut in its middle: the runs stay apart, workload and letter shown
+    # (cut at its end, both read 'xxx…' and a reader could not tell the rows apart)
+    for section in ("Per-run summary", "The scripts' own metrics (last value logged; the run's span beside it)"):
+        names = sorted(report_rows(text, section))
+        assert len(names) == 2 and "…" in names[0] and names[0].endswith("x-1 A") and names[1].endswith("-2 A"), \
+            (section, names)
+    flat = " ".join(text.split())
+    assert "loss: the script's own metric, last value logged" in flat and "loss: loss:" not in flat
     variability = text.split("Run-to-run variability")[1].split("\nColumns:")[0].strip("\n")
     blocks = [b for b in variability.split("\n\n") if b.strip()][1:]
     assert len(blocks) >= 2, variability
