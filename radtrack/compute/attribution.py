@@ -4,14 +4,15 @@ A *use* is one run on one physical GPU (a MIG instance counts on its parent GPU)
 workload's span is cut into windows of :data:`WINDOW_S` seconds, and per GPU and window:
 
 - ``E(w)``, the GPU's measured energy: the hardware counter's increase, spread inside each
-  counter interval (smi reads it every 5 s) in proportion to the integrated instantaneous
+  counter interval (smi reads it every 5 s, amdsmi every interval) in proportion to the integrated instantaneous
   power, so the windows follow the power while their sum is the counter's; integrated power
   alone where no counter was read.
 - ``a_r(w)``, each run's activity as a percentage of the whole GPU, from the best source
   there is (the method, recorded per GPU in the ``radtrack.attribution.<scope>`` tag):
 
-  * time-sharing (``process-sm-util``): the SM utilisation NVML samples for the run's
-    process tree (``smi/<scope>/proc_sm_util_pct``);
+  * time-sharing (``process-sm-util``): the run's process tree's share of the GPU's
+    compute, the ``proc_share`` series ``<listener>/<scope>/proc_sm_util_pct`` whichever
+    listener declares it (smi: NVML's SM samples; amdsmi: the GFX engine's time);
   * MPS (``mps-<rule>``): NVML gives an SM figure only for the MPS server
     (``smi/<scope>/mps_sm_util_pct``), which is split among the workload's MPS clients by
     a rule: ``thread-cap`` (their ``CUDA_MPS_ACTIVE_THREAD_PERCENTAGE``, 100 where unset:
@@ -20,7 +21,7 @@ workload's span is cut into windows of :data:`WINDOW_S` seconds, and per GPU and
     (``dcgm/<scope>/sm_active_pct``) times the instance's share of the GPU's slices.
 
 - ``other(w)``: SM utilisation of every process on the GPU
-  (``smi/<scope>/all_procs_sm_util_pct``) minus the workload's own.
+  (``<listener>/<scope>/all_procs_sm_util_pct``, role ``proc_share``) minus the workload's own.
 
 Split: with ``busy = sum(a_r) + other > 0``, run r gets ``E(w) a_r / busy`` and processes
 outside radtrack ``E(w) other / busy``: the idle part of a busy window is carried by
