@@ -190,7 +190,7 @@ def _main_here(args: tuple[str, ...], env: dict[str, str] | None, cwd: Path | No
         # set to what they are, so that leaving the context restores them
         for var in (*own_threads.VARS, "MLFLOW_DISABLE_TELEMETRY",
                     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "MLFLOW_HTTP_REQUEST_MAX_RETRIES",
-                    "MLFLOW_HTTP_REQUEST_TIMEOUT", "BROWSER_PATH"):  # store/handle.py, plotting.py
+                    "MLFLOW_HTTP_REQUEST_TIMEOUT", "BROWSER_PATH"):  # store/mlflow_client.py, plotting.py
             if var in os.environ:
                 call.setenv(var, os.environ[var])
             else:

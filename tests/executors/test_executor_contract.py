@@ -1,0 +1,63 @@
+"""The executor contract through the CLI (radtrack.cli.main in this process): the command
+picks one executor and hands it the launch; each executor refuses what is not its own, in
+one message naming the flag, the row or the column."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from support import run_cli
+
+HEADER = "Experiment,Workload,Devices,Collocation,File,Listeners,Params"
+STORE = {"MLFLOW_TRACKING_URI": "http://127.0.0.1:9"}  # never reached: every call is refused or dry
+
+
+def _files(tmp_path: Path, extra_header: str = "", extra_cell: str = "") -> tuple[Path, Path]:
+    script = tmp_path / "train.py"
+    script.write_text("print('hi')\n")
+    sheet = tmp_path / "sheet.csv"
+    sheet.write_text(f"{HEADER}{extra_header}\ncontract,1,-,-,train.py,none,{extra_cell}\n")
+    return script, sheet
+
+
+def test_each_executor_refuses_what_is_not_its_own(tmp_path: Path) -> None:
+    script, sheet = _files(tmp_path, ",Partition", ",bad name")
+    p = run_cli("--executor", "slurm", str(script), env=STORE)
+    assert p.returncode == 2
+    assert "--executor slurm runs experiment sheets (.csv); put the script in a one-row sheet" \
+        in p.stderr
+    # the SLURM executor's own flags, on a local launch and on one node of a multi-node run
+    p = run_cli("--shared-fs", "--sbatch-arg=--exclusive", str(script), env=STORE)
+    assert p.returncode == 2
+    assert "--shared-fs, --sbatch-arg only apply with --executor slurm" in p.stderr
+    p = run_cli("--nodes", "2", "--node-rank", "0", "--master", "127.0.0.1", "--detach",
+                str(script), env=STORE)
+    assert p.returncode == 2 and "--detach only apply with --executor slurm" in p.stderr
+    # the multi-node launch runs one script; a sheet's rows go over nodes under SLURM
+    p = run_cli("--nodes", "2", "--node-rank", "0", "--master", "127.0.0.1", str(sheet), env=STORE)
+    assert p.returncode == 2
+    assert "a sheet's rows go over nodes with --executor slurm" in p.stderr
+    p = run_cli("--executor", "slurm", "--nodes", "2", "--node-rank", "1", str(sheet), env=STORE)
+    assert p.returncode == 2
+    assert "--node-rank and --master start one node by hand" in p.stderr
+    # an executor's row option, read by the sheet reader through the executor's declaration:
+    # a bad cell names its row and column, a bad flag names the flag
+    p = run_cli("--executor", "slurm", "--dry-run", str(sheet), env=STORE)
+    assert p.returncode != 0
+    assert "sheet.csv:2: column Partition: 'bad name' is not a SLURM name" in p.stderr
+    p = run_cli("--executor", "slurm", "--dry-run", "--qos", "no way", str(sheet), env=STORE)
+    assert p.returncode == 2 and "--qos: 'no way' is not a SLURM name" in p.stderr
+
+
+def test_the_slurm_row_options_reach_sbatch_from_the_sheet_and_the_flags(tmp_path: Path) -> None:
+    _script, sheet = _files(tmp_path, ",Partition,Cpus", ",gpu-short,3")
+    p = run_cli("--executor", "slurm", "--dry-run", "--qos", "high", "--mem", "8g", str(sheet),
+                env=STORE)
+    assert p.returncode == 0, p.stderr
+    line = next(x for x in p.stdout.splitlines() if x.strip().startswith("contract-1:"))
+    assert "--partition=gpu-short" in line and "--qos=high" in line and "--mem=8G" in line
+    assert "--cpus-per-task=3" in line
+    # a local launch takes the same sheet: those columns are the SLURM executor's, unread here
+    p = run_cli("--dry-run", str(sheet), env=STORE)
+    assert p.returncode == 0, p.stderr
+    assert "sbatch" not in p.stdout
