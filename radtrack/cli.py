@@ -88,7 +88,7 @@ def _main(argv: list[str] | None = None) -> int:
 def _detach_end(args: argparse.Namespace) -> None:
     """The detached end (radtrack/run/front.py): fork the front that gives the shell back
     once the launch is durable; this process goes on as the launcher."""
-    from radtrack.executors import pick
+    from radtrack.executor_registry import pick
     from radtrack.run import front
 
     detach, why_not = front.wanted(args.end, sys.stdout.isatty(), args.dry_run,
@@ -112,10 +112,10 @@ def _sheet_lock(args: argparse.Namespace) -> AbstractContextManager[None]:
 
 def _launch(args: argparse.Namespace) -> int:
     """What every launch shares checked (the flags, the target), one executor picked and
-    handed the launch (radtrack/executors/contract.py); it runs or submits the workloads."""
+    handed the launch (radtrack/executor_contract.py); it runs or submits the workloads."""
     from radtrack import sheet as sheets
-    from radtrack.executors import pick
-    from radtrack.executors.contract import Launch
+    from radtrack.executor_contract import Launch
+    from radtrack.executor_registry import pick
     from radtrack.store import tracking
 
     check_options(args)

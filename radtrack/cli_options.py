@@ -89,8 +89,8 @@ def row_defaults(args: argparse.Namespace) -> dict[str, object]:
 
 def _executor_flags(args: argparse.Namespace) -> dict[str, str]:
     """The executors' row options given as flags (--partition, --time-limit, ...), checked
-    like their sheet columns (radtrack/executors/contract.py RowOption)."""
-    from radtrack.executors import row_options
+    like their sheet columns (radtrack/executor_contract.py RowOption)."""
+    from radtrack.executor_registry import row_options
 
     out = {}
     for option in row_options():

@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--executor", default=None,
                    help="where workloads run: local (this host, default) or slurm (one batch "
                         "job per workload); default $RADTRACK_EXECUTOR, else local")
-    from radtrack.executors import add_options
+    from radtrack.executor_registry import add_options
 
-    add_options(p)  # each executor's own flags (radtrack/executors/contract.py)
+    add_options(p)  # each executor's own flags (radtrack/executor_contract.py)
     return p

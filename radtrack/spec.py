@@ -65,7 +65,7 @@ class RunSpec:
     run_id: str = ""  # as read from the sheet's Run column
     # the executor's own options for this row (a SLURM job's partition, ...): key -> value
     # as that executor takes it; declared and read only by the executor
-    # (radtrack/executors/contract.py RowOption); empty = none set
+    # (radtrack/executor_contract.py RowOption); empty = none set
     executor_options: dict[str, str] = field(default_factory=dict)
     job: str = ""  # as read from the sheet's Job column ("<job id> <state>")
     nodes: int = 1  # nodes the row's script runs on, one task each (radtrack/nodes/)

@@ -1,18 +1,23 @@
-"""The package's imports run one way (docs/architecture.md "Data flow"): no circles, no back-edges.
+"""The package's imports run one way, floor by floor (docs/architecture.md "Floors"): no
+circles between modules or packages, no back-edges, no exceptions.
 
-Every module of the radtrack package tree (radtrack/, radt/; import names are paths) is parsed with ``ast``; every import counts, those
-inside functions and under ``TYPE_CHECKING`` too. The check fails on:
+Every module of the package tree (radtrack/, radt/; import names are paths) is parsed with
+``ast``; every import counts, those inside functions and under ``TYPE_CHECKING`` too. The
+floors, lowest first:
 
-- an import from the writing side (radtrack.run, radtrack.store, radtrack.postrun,
-  radtrack.script, radtrack.listeners, radt) into a reader: radtrack.frontend,
-  radtrack.export, or a radtrack.analysis module that is not pure computation;
-- an import from radtrack.analysis or radtrack.export into radtrack.frontend;
-- a pure computation module (``PURE_ANALYSIS``) that imports a reader, MLflow, or any
-  radtrack module other than pure computation and ``SHARED``;
-- any import cycle among modules.
+- the vocabulary (radtrack.vocab: names, scopes, units, roles, device identity) imports
+  nothing of radtrack but radtrack.errors;
+- pure computation (radtrack.compute) imports only the vocabulary, itself and radtrack.errors
+  (and never MLflow);
+- the writers (``WRITERS``: store, listeners, script, run, postrun, sheet, placement,
+  executors, nodes, the store's commands, radt) never import a reader (``READERS``:
+  radtrack.analysis, radtrack.export, radtrack.frontend), but for the one ``ALLOWED`` edge,
+  and the data path's package pairs in ``NEVER`` never appear;
+- readers never import the frontend but from it; the command line (radtrack.cli*) is the top.
 
-Everyone may import ``SHARED`` and the pure computation modules. ``ALLOWED`` names the one
-sanctioned back-edge, with its reason; a test keeps it from going stale.
+No cycle among modules, nor among packages: a package is a folder of radtrack (its modules
+together), each root module (radtrack.errors, radtrack.spec, radtrack.atomic,
+radtrack.liveness: floor utilities; radtrack.cli*: the top) is its own.
 """
 
 from __future__ import annotations
@@ -26,18 +31,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 #: package name -> its folder
 PACKAGES = {"radtrack": ROOT / "radtrack", "radt": ROOT / "radt"}
-WRITERS = ("radtrack.run", "radtrack.store", "radtrack.postrun", "radtrack.script",
-           "radtrack.listeners", "radt")
-#: imported by every side: the names, and what each stored series is (vocab/meaning.py, its
-#: listener's declaration) and which of them measure a device's energy (vocab/energy_sources.py),
-#: which readers and the end-of-run step select series by (issue 40)
-SHARED = frozenset({"radtrack.vocab.schema", "radtrack.errors", "radtrack.spec", "radtrack.compute.stats",
-                    "radtrack.vocab.meaning", "radtrack.vocab.energy_sources",
-                    "radtrack.vocab.device_identity"})
-#: radtrack.analysis modules that compute over frames and read nothing: the end-of-run step may use them
-PURE_ANALYSIS = frozenset(
-    "radtrack.compute." + p.stem for p in (ROOT / "radtrack" / "compute").glob("*.py")
-    if p.stem not in ("__init__", "stats"))
+VOCAB, COMPUTE = "radtrack.vocab", "radtrack.compute"
+#: floor -> the only packages (or modules) of the tree it may import besides itself
+FLOORS = {VOCAB: ("radtrack.errors",), COMPUTE: (VOCAB, "radtrack.errors")}
+#: root modules that import nothing of radtrack: every floor above the vocabulary's reads them
+FLOOR_UTILITIES = ("radtrack.errors", "radtrack.spec", "radtrack.atomic", "radtrack.liveness")
+WRITERS = ("radtrack.store", "radtrack.listeners", "radtrack.script", "radtrack.run",
+           "radtrack.postrun", "radtrack.sheet", "radtrack.placement", "radtrack.executors",
+           "radtrack.nodes", "radtrack.storecmds", "radt")
+READERS = ("radtrack.analysis", "radtrack.export", "radtrack.frontend")
 #: (importer, imported) -> why this back-edge is sanctioned
 ALLOWED = {
     ("radtrack.run.experiment", "radtrack.analysis.workload_runs"):
@@ -47,27 +49,19 @@ ALLOWED = {
 }
 
 #: the data path, launch -> listeners -> store -> postrun -> readers -> page, as imports:
-#: (importer, imported) package pairs that must never appear (issue 40; SHARED aside)
+#: (importer, imported) package pairs that must never appear (issue 40, issue 48)
 NEVER = (
     ("radtrack.store", "radtrack.postrun"), ("radtrack.store", "radtrack.sheet"),
     ("radtrack.store", "radtrack.analysis"), ("radtrack.store", "radtrack.run"),
+    ("radtrack.store", "radtrack.storecmds"), ("radtrack.script", "radtrack.store"),
     ("radtrack.postrun", "radtrack.run"), ("radtrack.postrun", "radtrack.sheet"),
     ("radtrack.sheet", "radtrack.postrun"), ("radtrack.analysis", "radtrack.postrun"),
     ("radtrack.analysis", "radtrack.run"), ("radtrack.analysis", "radtrack.sheet"),
     ("radtrack.listeners", "radtrack.run"), ("radtrack.listeners", "radtrack.postrun"),
-    ("radtrack.listeners", "radtrack.analysis"),
+    ("radtrack.listeners", "radtrack.analysis"), ("radtrack.listeners", "radtrack.store"),
 )
 #: (importer, imported) module edges against NEVER that remain, with why; each is to go
-NEVER_YET = {
-    ("radtrack.store.sync", "radtrack.sheet"): "sync writes a synced row's status back to its sheet",
-    ("radtrack.store.sync", "radtrack.sheet.lock"): "as above, under the sheet's lock",
-    ("radtrack.store.traces", "radtrack.compute.energy_figures"):
-        "the sink's end stores the energy error bars (pure computation)",
-    ("radtrack.sheet.rows", "radtrack.postrun.footprint"): "the sheet's carbon cells are checked "
-                                                          "by footprint's rules",
-    ("radtrack.analysis.report", "radtrack.postrun.footprint"): "the figures a run recorded (tags)",
-    ("radtrack.analysis.summary_energy", "radtrack.postrun.footprint"): "as above",
-}
+NEVER_YET: dict[tuple[str, str], str] = {}
 
 Graph = Mapping[str, Iterable[str]]
 
@@ -77,7 +71,7 @@ def never_edges(graph: Graph, known: Mapping[tuple[str, str], str] = NEVER_YET) 
     bad = []
     for src, targets in sorted(graph.items()):
         for dst in sorted(targets):
-            if dst in SHARED or (src, dst) in known:
+            if (src, dst) in known:
                 continue
             for a, b in NEVER:
                 if _under(src, a) and _under(dst, b):
@@ -149,8 +143,7 @@ def external_imports(module: str) -> set[str]:
 
 
 def is_reader(module: str) -> bool:
-    return (_under(module, "radtrack.frontend") or _under(module, "radtrack.export")
-            or (_under(module, "radtrack.analysis") and module not in PURE_ANALYSIS))
+    return any(_under(module, r) for r in READERS)
 
 
 def back_edges(graph: Graph, allowed: Mapping[tuple[str, str], str] = ALLOWED) -> list[str]:
@@ -158,16 +151,44 @@ def back_edges(graph: Graph, allowed: Mapping[tuple[str, str], str] = ALLOWED) -
     bad = []
     for src, targets in sorted(graph.items()):
         for dst in sorted(targets):
-            if (src, dst) in allowed or dst in SHARED:
+            if (src, dst) in allowed:
                 continue
             if any(_under(src, w) for w in WRITERS) and is_reader(dst):
                 bad.append(f"{src} -> {dst}: the writing side imports a reader")
-            elif ((_under(src, "radtrack.analysis") or _under(src, "radtrack.export"))
-                  and _under(dst, "radtrack.frontend")):
+            elif is_reader(src) and not _under(src, "radtrack.frontend") and _under(dst, "radtrack.frontend"):
                 bad.append(f"{src} -> {dst}: analysis imports the frontend")
-            elif src in PURE_ANALYSIS and dst not in PURE_ANALYSIS:
-                bad.append(f"{src} -> {dst}: pure computation imports beyond pure computation")
     return bad
+
+
+def floor_breaches(graph: Graph) -> list[str]:
+    """The imports of a floor (:data:`FLOORS`) reaching anything of the tree above what it may
+    import, one line each."""
+    bad = []
+    for src, targets in sorted(graph.items()):
+        floor = next((f for f in FLOORS if _under(src, f)), None)
+        if floor is None:
+            continue
+        may = (floor, *FLOORS[floor])
+        for dst in sorted(targets):
+            if not any(_under(dst, m) for m in may):
+                bad.append(f"{src} -> {dst}: {floor} imports only {', '.join(may)}")
+    return bad
+
+
+def package_of(module: str) -> str:
+    """The package a module counts in: radt; radtrack's folder (``radtrack.store``); a root
+    module itself (``radtrack.errors``, ``radtrack.cli``); ``radtrack`` for the package root."""
+    parts = module.split(".")
+    return parts[0] if parts[0] == "radt" else ".".join(parts[:2])
+
+
+def package_graph(graph: Graph) -> dict[str, set[str]]:
+    """Package -> the packages its modules import (:func:`package_of`)."""
+    out: dict[str, set[str]] = {}
+    for src, targets in graph.items():
+        a = package_of(src)
+        out.setdefault(a, set()).update(b for dst in targets if (b := package_of(dst)) != a)
+    return out
 
 
 def cycles(graph: Graph) -> list[list[str]]:
@@ -226,8 +247,31 @@ def test_the_graph_reads_every_package() -> None:
     assert "radtrack.postrun.accounting" in graph["radtrack.postrun.workload_end"]
 
 
-def test_no_import_runs_against_the_data_path() -> None:
+def test_no_writer_imports_a_reader() -> None:
     assert back_edges(import_graph()) == []
+
+
+def test_the_vocabulary_imports_nothing_of_radtrack_but_its_errors() -> None:
+    graph = import_graph()
+    vocab = [m for m in graph if _under(m, VOCAB)]
+    assert {"radtrack.vocab.schema", "radtrack.vocab.meaning", "radtrack.vocab.series"} <= set(vocab)
+    assert [b for b in floor_breaches(graph) if b.startswith(VOCAB + ".")] == []
+
+
+def test_computation_imports_only_the_vocabulary() -> None:
+    graph = import_graph()
+    assert [b for b in floor_breaches(graph) if b.startswith(COMPUTE + ".")] == []
+
+
+def test_the_floors_read_no_store() -> None:
+    graph = import_graph()
+    for module in sorted(m for m in graph if any(_under(m, f) for f in FLOORS)):
+        assert "mlflow" not in external_imports(module), f"{module} imports mlflow"
+
+
+def test_the_floor_utilities_import_nothing_of_radtrack() -> None:
+    graph = import_graph()
+    assert {m: sorted(graph[m]) for m in FLOOR_UTILITIES if graph[m]} == {}
 
 
 def test_the_data_path_runs_one_way() -> None:
@@ -238,6 +282,22 @@ def test_every_remaining_exception_still_exists() -> None:
     graph = import_graph()
     for src, dst in NEVER_YET:
         assert dst in graph.get(src, set()), f"{src} -> {dst} is gone: drop it from NEVER_YET"
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_no_package_cycles() -> None:
+    """No two packages reach each other, through any of their modules (a module cycle's
+    absence does not say it: store.sync -> sheet.lock with sheet.rows -> store.tracking)."""
+    assert cycles(package_graph(import_graph())) == []
+
+
+def test_every_sanctioned_back_edge_still_exists() -> None:
+    graph = import_graph()
+    for src, dst in ALLOWED:
+        assert dst in graph.get(src, set()), f"{src} -> {dst} is gone: drop it from ALLOWED"
 
 
 def test_the_direction_check_fails_on_each_back_edge() -> None:
@@ -252,43 +312,44 @@ def test_the_direction_check_fails_on_each_back_edge() -> None:
     ]
 
 
-def test_no_import_cycles() -> None:
-    assert cycles(import_graph()) == []
-
-
-def test_pure_computation_reads_no_store() -> None:
-    graph = import_graph()
-    for module in sorted(PURE_ANALYSIS):
-        assert module in graph, f"{module} is named pure but does not exist"
-        assert "mlflow" not in external_imports(module), f"{module} imports mlflow"
-
-
-def test_every_sanctioned_back_edge_still_exists() -> None:
-    graph = import_graph()
-    for src, dst in ALLOWED:
-        assert dst in graph.get(src, set()), f"{src} -> {dst} is gone: drop it from ALLOWED"
-
-
-def test_the_check_fails_on_a_back_edge_and_a_cycle() -> None:
+def test_the_checks_fail_on_a_back_edge_a_floor_breach_and_a_cycle() -> None:
     graph = {
         "radtrack.postrun.accounting": {"radtrack.analysis.data", "radtrack.compute.attribution",
                                         "radtrack.vocab.schema"},
         "radtrack.analysis.data": {"radtrack.frontend.figures"},
-        "radtrack.compute.attribution": {"radtrack.analysis.data"},
+        "radtrack.compute.attribution": {"radtrack.analysis.data", "radtrack.vocab.schema"},
+        "radtrack.vocab.meaning": {"radtrack.listeners.registry", "radtrack.errors", "radtrack.vocab.schema"},
         "radtrack.frontend.figures": {"radtrack.frontend.data"},
         "radtrack.frontend.data": {"radtrack.frontend.figures"},
     }
     assert back_edges(graph, allowed={}) == [
         "radtrack.analysis.data -> radtrack.frontend.figures: analysis imports the frontend",
-        "radtrack.compute.attribution -> radtrack.analysis.data: pure computation imports "
-        "beyond pure computation",
         "radtrack.postrun.accounting -> radtrack.analysis.data: the writing side imports a reader",
+    ]
+    assert floor_breaches(graph) == [
+        "radtrack.compute.attribution -> radtrack.analysis.data: radtrack.compute imports only "
+        "radtrack.compute, radtrack.vocab, radtrack.errors",
+        "radtrack.vocab.meaning -> radtrack.listeners.registry: radtrack.vocab imports only "
+        "radtrack.vocab, radtrack.errors",
     ]
     assert cycles(graph) == [["radtrack.frontend.data", "radtrack.frontend.figures"]]
     graph["radtrack.frontend.data"] = {"radtrack.analysis.data"}
     graph["radtrack.analysis.data"] = {"radtrack.postrun.accounting"}
     assert cycles(graph) == [["radtrack.analysis.data", "radtrack.compute.attribution",
                               "radtrack.postrun.accounting"]]
+
+
+def test_the_package_check_fails_on_a_cycle_no_module_closes() -> None:
+    graph = {"radtrack.store.sync": {"radtrack.sheet.lock"}, "radtrack.sheet.lock": set(),
+             "radtrack.sheet.rows": {"radtrack.store.tracking", "radtrack.errors"},
+             "radtrack.store.tracking": {"radtrack.errors"}, "radtrack.errors": set(),
+             "radtrack.cli": {"radtrack.store.sync"}, "radt.run": {"radtrack.cli"}}
+    assert cycles(graph) == []
+    assert package_graph(graph) == {
+        "radtrack.store": {"radtrack.sheet", "radtrack.errors"},
+        "radtrack.sheet": {"radtrack.store", "radtrack.errors"}, "radtrack.errors": set(),
+        "radtrack.cli": {"radtrack.store"}, "radt": {"radtrack.cli"}}
+    assert cycles(package_graph(graph)) == [["radtrack.sheet", "radtrack.store"]]
 
 
 @pytest.mark.parametrize("source, module, expected", [

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from radtrack.errors import RadtrackError, SheetError
-from radtrack.executors.contract import Launch, RowOption
+from radtrack.executor_contract import Launch, RowOption
 from radtrack.spec import RunSpec
 
 if TYPE_CHECKING:

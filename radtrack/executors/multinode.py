@@ -1,4 +1,4 @@
-"""The multi-node launch's side of the executor contract (radtrack/executors/contract.py):
+"""The multi-node launch's side of the executor contract (radtrack/executor_contract.py):
 ``radtrack --nodes N --node-rank K --master HOST[:PORT] script.py``, started by hand on each
 node, is one node's part of one run (radtrack/nodes/launch.py).
 
@@ -13,13 +13,13 @@ from pathlib import Path
 
 from radtrack import inputs
 from radtrack.errors import RadtrackError
-from radtrack.executors.contract import Launch, RowOption
+from radtrack.executor_contract import Launch, RowOption
 from radtrack.spec import RunSpec
 
 
 class NodesExecutor:
     """One node's part of a run over several nodes; picked by ``--nodes``/``--node-rank``/
-    ``--master`` on a local launch (radtrack/executors/__init__.py ``pick``)."""
+    ``--master`` on a local launch (radtrack/executor_registry.py ``pick``)."""
 
     name = "nodes"
     flags: tuple[str, ...] = ()  # --nodes is the SLURM executor's row option too

@@ -1,4 +1,4 @@
-"""The SLURM executor's side of the contract (radtrack/executors/contract.py): its flags,
+"""The SLURM executor's side of the contract (radtrack/executor_contract.py): its flags,
 its row options (slurm_options.py) and the launch handed to radtrack/executors/slurm.py.
 
 Light to import: the launch's parser and the sheet reader ask it for its flags and
@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from radtrack.errors import RadtrackError
-from radtrack.executors.contract import Launch
+from radtrack.executor_contract import Launch
 from radtrack.executors.slurm_options import ROW_OPTIONS
 from radtrack.spec import RunSpec
 

@@ -1,12 +1,12 @@
 """The SLURM executor's row options: the sbatch options a row's workload job takes, from
-sheet columns or flags (radtrack/executors/contract.py RowOption), each checked as sbatch
+sheet columns or flags (radtrack/executor_contract.py RowOption), each checked as sbatch
 takes it. The rows of one workload agree on them (slurm_checks.py)."""
 
 from __future__ import annotations
 
 import re
 
-from radtrack.executors.contract import RowOption
+from radtrack.executor_contract import RowOption
 from radtrack.sheet.cells import parse_constraint, parse_slurm_name, parse_time_limit
 
 _MEM_RE = re.compile(r"^[1-9][0-9]*[KMGT]?$")

@@ -35,7 +35,7 @@ def wanted(flag: str | None, stdout_tty: bool, dry_run: bool,
            environ: dict[str, str] | os._Environ[str] = os.environ) -> tuple[bool, str]:
     """Whether this launch detaches its end, and why not when asked to ("" otherwise).
     ``flag``: "wait" / "detach" from --wait-end / --detach-end, None when neither;
-    ``why_waits``: the executor's ``why_end_waits`` (radtrack/executors/contract.py): None
+    ``why_waits``: the executor's ``why_end_waits`` (radtrack/executor_contract.py): None
     where the scripts run in this process, else why their end cannot detach."""
     choice = flag or environ.get(END_ENV, "").strip().lower() or None
     if choice not in (None, "wait", "detach"):

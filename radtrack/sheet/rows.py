@@ -310,7 +310,7 @@ def _parse_row(rec: Record, columns: dict[str, int], width: int, defaults: dict[
 
     # each executor's own columns (a SLURM job's Partition, ...), as it declares them
     kw["executor_options"] = dict(defaults.get("executor_options") or {})
-    from radtrack.executors import row_options
+    from radtrack.executor_registry import row_options
 
     for option in row_options():
         text = cell(option.column) if option.column else ""

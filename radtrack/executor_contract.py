@@ -1,7 +1,7 @@
 """The executor contract: what every place a launch's workloads can run offers the command.
 
 ``radtrack`` (radtrack/cli.py) checks what every launch shares (the flags, the target),
-picks one executor (radtrack/executors/__init__.py ``pick``) and hands it a :class:`Launch`;
+picks one executor (radtrack/executor_registry.py ``pick``) and hands it a :class:`Launch`;
 the executor checks its own flags and what its rows need, then runs or submits the
 workloads and returns the command's exit code. The executors: ``local``
 (radtrack/executors/local.py), ``slurm`` (radtrack/executors/slurm_executor.py) and the
@@ -51,7 +51,7 @@ class Launch:
 
 class Executor(Protocol):
     """Where a launch's workloads run. One module (or class) per executor, registered by
-    name in radtrack/executors/__init__.py ``EXECUTORS``."""
+    name in radtrack/executor_registry.py ``EXECUTORS``."""
 
     #: what ``--executor`` / ``$RADTRACK_EXECUTOR`` call it
     name: str
