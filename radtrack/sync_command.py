@@ -69,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.repair_store:
         from radtrack.errors import RadtrackError
-        from radtrack.store.storerepair import repair
         from radtrack.store.uris import resolve_uri
+        from radtrack.storecmds.storerepair import repair
 
         try:
             repair(resolve_uri(a.tracking_uri), log=lambda m: print(f"radtrack sync: {m}"))

@@ -16,7 +16,7 @@ An existing store is looked at with Python's sqlite3 before MLflow opens it
 (radtrack/store/storestate.py): one left half-made by an older radtrack or MLflow (no ``alembic_version``,
 a migration interrupted: ``_alembic_tmp_*`` tables, an older revision with tables missing)
 is rebuilt from the template when it holds no runs, under a lock; otherwise the one line
-names ``radtrack sync --repair-store`` (radtrack/store/storerepair.py). A store MLflow
+names ``radtrack sync --repair-store`` (radtrack/storecmds/storerepair.py). A store MLflow
 cannot write (a read-only file, a folder SQLite cannot make its journal in) is said in one
 line before the scripts start. A new PostgreSQL store's tables: radtrack/store/pgschema.py.
 """

@@ -208,9 +208,9 @@ def _awaits_end(run_dir: Path) -> str:
 def store_folder(run_dir: Path, run_id: str, uri: str, log) -> bool:
     """Store the folder's samples and script values and end its run as it ended; True when
     done (``finish.json`` then says so: a later sync does not store it again)."""
-    from radtrack.store.row_run_close import finish_run
     from radtrack.store.mlflow_client import mlflow_client as make_client
     from radtrack.store.reach import raise_if_away
+    from radtrack.store.row_run_close import finish_run
     from radtrack.store.sink import Sink
     from radtrack.store.uris import redact
 
