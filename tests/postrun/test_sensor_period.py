@@ -5,6 +5,8 @@ that declares none gets the cautious 1-s default (issue 48)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,6 +15,7 @@ from radtrack.compute.energy_error import KNOWN, SensorConstants, for_gpu
 from radtrack.compute.energy_figures import gpu_energies
 from radtrack.compute.gpu_uses import run_uses
 from radtrack.postrun.window_energy import resolution_s, window_table
+from radtrack.vocab import meaning
 from radtrack.vocab.series import DEFAULT_REFRESH_S, Series
 
 T0 = 1_700_000_000.0
@@ -23,22 +26,33 @@ def _frames() -> dict[str, pd.DataFrame]:
     steps = np.arange(len(TP))
     return {"smi": pd.DataFrame({"time": TP, "step": steps, "smi/gpu0/power_w": 200.0,
                                  "smi/gpu0/energy_j": 200.0 * (TP - T0)}),
-            "tegrastats": pd.DataFrame({"time": TP, "step": steps,
-                                        "tegrastats/power/vdd_in_mw": 10_000.0})}
+            "vendorx": pd.DataFrame({"time": TP, "step": steps, "vendorx/gpu1/power_w": 100.0})}
 
 
-def test_windows_resolve_what_each_listener_declares() -> None:
-    tags = {"radtrack.listener.smi.gpu0.uuid": "GPU-1", "radtrack.listener.smi.gpu0.name": "NVIDIA H200"}
+@pytest.fixture
+def vendorx(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A listener that declares its GPU's power but no sensor period (every built-in
+    power source declares one)."""
+    declared = meaning._declared
+    power = Series("vendorx/gpu<i>/power_w", "W", "device_power", "device", "GPU power")
+    monkeypatch.setattr(meaning, "_declared", lambda name: (power,) if name == "vendorx" else declared(name))
+    yield
+    meaning._describe.cache_clear()  # no other test sees vendorx's keys as declared
+
+
+def test_windows_resolve_what_each_listener_declares(vendorx: None) -> None:
+    tags = {"radtrack.listener.smi.gpu0.uuid": "GPU-1", "radtrack.listener.smi.gpu0.name": "NVIDIA H200",
+            "radtrack.listener.vendorx.gpu1.uuid": "X-2"}
     uses = run_uses("r", _frames(), tags, "-", T0, T0 + 10)
-    gpu, board = uses["gpu0"], uses["power"]
+    gpu, other = uses["gpu0"], uses["gpu1"]
     assert gpu.refresh_s == 0.1 and resolution_s(gpu) == pytest.approx(0.1)  # smi's: 100 ms
-    assert board.refresh_s == DEFAULT_REFRESH_S == 1.0  # tegrastats declares none
-    assert resolution_s(board) == pytest.approx(1.0)
+    assert other.refresh_s == DEFAULT_REFRESH_S == 1.0  # vendorx declares none
+    assert resolution_s(other) == pytest.approx(1.0)
     windows = [{"name": "w", "step": 0, "start": T0 + 2, "end": T0 + 2.5}]
     gpu_only = window_table(windows, "r", {"gpu0": gpu}, _frames(), {})
     assert not gpu_only.iloc[0]["below_resolution"] and gpu_only.iloc[0]["gpu_energy_j"] == pytest.approx(100.0)
-    board_only = window_table(windows, "r", {"power": board}, _frames(), {})
-    assert board_only.iloc[0]["below_resolution"]  # 0.5 s under the board's 1-s default
+    other_only = window_table(windows, "r", {"gpu1": other}, _frames(), {})
+    assert other_only.iloc[0]["below_resolution"]  # 0.5 s under the 1-s default
 
 
 def test_an_unmeasured_models_interval_counts_updates_by_the_declared_period() -> None:
