@@ -37,6 +37,7 @@ from radtrack.compute.energy_error import (
 )
 from radtrack.vocab import energy_sources as es
 from radtrack.vocab import schema
+from radtrack.vocab.device_identity import device_facts
 
 #: a device's busy time, the first of these names it has (a ``utilisation`` series)
 BUSY = ("gr_engine_active_pct", "gpu_util_pct")
@@ -149,16 +150,11 @@ def gpu_energies(frames: Mapping[str, pd.DataFrame]) -> list[GpuEnergy]:
 
 
 def gpu_models(tags: Mapping[str, object]) -> dict[str, str]:
-    """scope -> the GPU model a listener declared for it (``radtrack.listener.<listener>.<scope>.name``,
-    NVML's name: radtrack/listeners/smi.py), from a run's or a hello's tags: what picks the sensor's
-    constants (energy_error.for_gpu), whichever listener read the device."""
-    out: dict[str, str] = {}
-    for key, value in tags.items():
-        parts = str(key).split(".")
-        if (len(parts) == 5 and str(key).startswith(schema.LISTENER_TAG_PREFIX) and parts[4] == "name"
-                and isinstance(value, str) and value):
-            out.setdefault(parts[3], value)
-    return out
+    """scope -> the GPU model a listener declared for it (its ``name`` device fact,
+    radtrack/vocab/device_identity.py: NVML's name from smi, the market name from amdsmi),
+    from a run's or a hello's tags: what picks the sensor's constants (energy_error.for_gpu),
+    whichever listener read the device."""
+    return {scope: facts["name"] for scope, facts in device_facts(tags).items() if "name" in facts}
 
 
 def run_figures(frames: Mapping[str, pd.DataFrame], constants: SensorConstants | None = None,
