@@ -26,10 +26,10 @@ def create_runs(folders: list[Path], tracking_uri: str | None) -> list[str]:
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
     from radtrack.store.identity import LAUNCH_ID_ENV
+    from radtrack.store.mlflow_client import mlflow_client
     from radtrack.store.reach import raise_if_away
     from radtrack.store.spool import write_meta
     from radtrack.store.tracking import (
-        client,
         create_workload_run,
         experiment_id,
         next_workload_number,
@@ -43,7 +43,7 @@ def create_runs(folders: list[Path], tracking_uri: str | None) -> list[str]:
     recorded_uri = first.get("tracking_uri") or ""
     uri = tracking_uri or with_password(recorded_uri)
     raise_if_away(uri)  # a database that is down: said now, not after MLflow's retries
-    c = client(uri)
+    c = mlflow_client(uri)
     lines: list[str] = []
     # the launch's own id: its runs' names and tags are those the launcher would have made
     saved = os.environ.get(LAUNCH_ID_ENV)
