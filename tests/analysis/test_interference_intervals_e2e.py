@@ -74,11 +74,11 @@ def test_interference_figures_carry_intervals_from_repeats(store, tmp_path, monk
         f"ci,9,,,,-,{TRIALS},top,,0.1,,"], env)
     # the launcher's closing line: at workload 4's end b had no repeats, so no intervals and
     # how to declare them; from workload 5 on, every figure with its interval
-    line = next(x for x in out.splitlines() if "ci-4: STP" in x)
-    assert "[" not in line.split("STP")[1] and "no 95 % intervals: no repeats" in line, line
+    line = next(x for x in out.splitlines() if "ci-4: stp " in x)
+    assert "[" not in line.split(": stp ")[1] and "no 95 % intervals: no repeats" in line, line
     assert "docs/sheets.md, Repeats" in line
     for workload in (5, 7):
-        line = next(x for x in out.splitlines() if f"ci-{workload}: STP" in x)
+        line = next(x for x in out.splitlines() if f"ci-{workload}: stp " in x)
         assert INTERVAL_LINE.search(line) and "from repeats" in line, line
 
     out = tmp_path / "rep.json"
