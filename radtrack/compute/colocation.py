@@ -224,5 +224,5 @@ def figures_line(totals: dict[str, object]) -> str:
     line = figures_said(totals, missing="n/a (a solo run has no energy)")
     if _bounds(totals, "stp", ".2f"):
         return line + " ([95 % intervals] from repeats)"
-    return line + (" (no 95 % intervals: no repeats; repeat the solo rows and this workload under "
-                   "other Workload numbers: docs/sheets.md, Repeats)")
+    # short: the line is one of the launcher's; the report's interval_note says it in full
+    return line + " (no 95 % intervals: no repeats; how to repeat: docs/sheets.md, Repeats)"
