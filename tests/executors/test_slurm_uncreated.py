@@ -29,6 +29,7 @@ from support import spooled_samples, sqlite_locked
 
 from radtrack.executors.slurm_queue import JobState
 from radtrack.executors.slurm_status import Job, Ledger, refresh
+from radtrack.store import newstore
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
 JOB = "4711"
@@ -41,7 +42,7 @@ def test_job_cancelled_before_its_runs_existed(store: str, tmp_path: Path) -> No
     sheet.write_text("Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Job\n"
                      f"cancelled,1,,,,-,{SCRIPTS / 'window_then_wait.py'},top,"
                      f"{tmp_path / 'pid'} {tmp_path / 'never'},{JOB} RUNNING\n")
-    MlflowClient(store).search_experiments()  # the store exists; another writer locks it
+    newstore.prepare(store)  # the store exists (radtrack's template, no migrations); another writer locks it
     with sqlite_locked(tmp_path / "mlflow.db"):
         launcher = subprocess.Popen(
             [sys.executable, "-m", "radtrack", "--interval", "0.2", str(sheet)],
@@ -57,8 +58,9 @@ def test_job_cancelled_before_its_runs_existed(store: str, tmp_path: Path) -> No
             assert launcher.poll() is None and time.monotonic() < deadline, launcher.communicate()
             time.sleep(0.2)
         launcher.send_signal(signal.SIGTERM)  # scancel
-        # each store call it makes blocks for SQLite's busy timeout (20 s: store/light_sqlite.py)
-        # on the held lock: its end took 37 s after the signal at load 13
+        # each store call it makes blocks on the held lock for SQLite's busy timeout, at most
+        # RADTRACK_STORE_WAIT_S (1 s here; 20 s before: its end took 37 s after the signal at
+        # load 13; store/light_sqlite.py)
         out, err = launcher.communicate(timeout=240)
     assert "cancelled-1 A: KILLED" in err and "its run not created yet" in err, err[-3000:]
     assert not any(spool.glob("*/meta.json"))  # its runs never existed
