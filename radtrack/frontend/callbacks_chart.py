@@ -46,6 +46,7 @@ from radtrack.frontend.summaries import (  # noqa: F401 (summary_frame: re-expor
     summary_frame,
 )
 from radtrack.vocab import schema
+from radtrack.vocab.meaning import is_count
 
 # Listener groups in the order a reader scans them; anything else follows, the script's
 # own metrics (no listener prefix) come last.
@@ -139,9 +140,13 @@ def chart_answer(source: DataSource, selection, chosen, xmode, smooth, logy, vie
     return figure, f"{rev}:{options.smooth}"
 
 
-def _rounded(value: object) -> object:
+def _rounded(value: object, column: str = "") -> object:
+    """A cell as the page sends it: 4 significant digits, a count as a whole number (as the
+    report's files write it: radtrack/vocab/meaning.py ``is_count``), NaN as None."""
     if isinstance(value, float | np.floating):
-        return None if np.isnan(value) else float(f"{value:.4g}")
+        if np.isnan(value):
+            return None
+        return int(value) if is_count(column) else float(f"{value:.4g}")
     return value
 
 
@@ -159,7 +164,7 @@ def summary_answer(source: DataSource, summaries: SummaryCache, selection: list[
     columns = [{"name": column_title(c), "id": c, "help": column_help(c),
                 "type": "numeric" if pd.api.types.is_numeric_dtype(table[c]) else "text"}
                for c in table.columns]
-    records = [{k: _rounded(v) for k, v in row.items()} for row in table.to_dict("records")]
+    records = [{k: _rounded(v, k) for k, v in row.items()} for row in table.to_dict("records")]
     return {"columns": columns, "rows": records}
 
 

@@ -51,6 +51,9 @@ def test_summary_answer_flags_and_explains_blank_cells(seeded) -> None:
     assert "(s)" in names["duration_s"] and "(W)" in names["power_w_mean"]
     assert "% of all cores" in names["cpu_pct_mean"]
     assert list(names)[:2] == ["run", "status"] and "checks" in names and "samples" in names
+    # a count is a whole number, as the report's files write it (issue 52: not 7.0)
+    counts = [r["samples"] for r in answer["rows"]]
+    assert all(c is None or type(c) is int for c in counts) and any(type(c) is int for c in counts), counts
     # the idle GPU row: few samples and no GPU activity, its cells marked and explained
     idle = rows[seeded["idle"]]
     assert idle["checks"] == "few-samples,no-gpu-activity"
