@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
-from support import radtrack_cli
+from support import radtrack_cli, run_cli
 
 from radtrack.run.background_launchers import running
 
@@ -63,7 +63,7 @@ def test_detach_end_returns_then_stores_in_background(store: str, tmp_path: Path
     assert m, p.stderr[-3000:]
     assert "done" in p.stdout
     # readers wait for the background end before they read: report shows the run complete
-    rep = radtrack_cli("report", "bg")
+    rep = run_cli("report", "bg")  # in-process: the wait is the reader's, not its process's
     assert rep.returncode == 0, rep.stderr[-2000:]
     assert "bg-1 A" in rep.stdout
     _await_finishers()
@@ -125,7 +125,7 @@ def test_killed_background_end_is_finished_by_sync(store: str, tmp_path: Path) -
         lines = [json.loads(x) for x in (folder / "top.jsonl").read_text().splitlines()]
         samples = [x for x in lines if x.get("type") == "sample"]
         assert samples
-        s = radtrack_cli("sync")
+        s = run_cli("sync")  # in-process
         assert s.returncode == 0, s.stdout + s.stderr
         assert "1 run(s) stored" in s.stdout
     c, parent, rows = _runs(store, "lost")
@@ -166,7 +166,7 @@ def test_sheet_is_written_back_by_the_background_end(store: str, tmp_path: Path)
         finally:
             os.close(fd)
     # sync right away waits for the background end, then finds nothing left to do
-    sync = radtrack_cli("sync")
+    sync = run_cli("sync")  # in-process
     assert sync.returncode == 0, sync.stdout + sync.stderr
     assert "0 run(s) stored, 0 left" in sync.stdout or "nothing to do" in sync.stdout
     assert not running(_home())
