@@ -11,8 +11,6 @@ summed over the nodes), a one-node run as it always was."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +18,7 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 from node_runs import KEYS, NODE1_ENERGY_J, NODE1_POWER, NODES_SPAN_S, POINTS, seed_nodes_experiment
-from support import report_here
+from support import report_here, run_cli
 from synthetic import seed_workload
 
 from radtrack.vocab import schema
@@ -47,9 +45,8 @@ def two_nodes(seeded: tuple) -> str:
 
 
 def _export(uri: str, out: Path, *args: str) -> pd.DataFrame:
-    p = subprocess.run([sys.executable, "-m", "radtrack", "export", "nodes", "--tracking-uri", uri,
-                        "--format", "csv", "--out", str(out), *args],
-                       capture_output=True, text=True, timeout=300)
+    # in-process (support.run_cli): an interpreter start and MLflow's import per call saved
+    p = run_cli("export", "nodes", "--tracking-uri", uri, "--format", "csv", "--out", str(out), *args)
     assert p.returncode == 0, p.stderr[-3000:]
     return pd.read_csv(out)
 
