@@ -125,9 +125,12 @@ def _launch(args: argparse.Namespace) -> int:
     problem = inputs.script_problem(args.target, target.absolute())
     if problem:
         raise RadtrackError(problem)
-    uri = tracking.resolve_uri(args.tracking_uri)
+    from radtrack.store.handle import StoreHandle
+
+    # the one place a launch resolves its tracking URI; the handle carries it down
+    store = StoreHandle(tracking.resolve_uri(args.tracking_uri))
     executor = pick(args)
-    launch = Launch(target.absolute(), sheets.is_sheet(target), args, uri)
+    launch = Launch(target.absolute(), sheets.is_sheet(target), args, store)
     executor.check(launch)
     if launch.sheet:
         if args.script_args:

@@ -19,9 +19,12 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from radtrack.spec import RunSpec
+
+if TYPE_CHECKING:
+    from radtrack.store.handle import StoreHandle
 
 
 @dataclass(frozen=True)
@@ -44,9 +47,13 @@ class Launch:
     target: Path  # the script or sheet, absolute
     sheet: bool  # an experiment sheet (.csv), else one script
     args: argparse.Namespace  # every flag as parsed (the executor reads its own)
-    uri: str  # the tracking URI, resolved once by the command
+    store: StoreHandle  # the tracking URI, resolved once by the command, and its clients
     defaults: dict[str, object] = field(default_factory=dict)  # what a sheet's rows inherit
     spec: RunSpec | None = None  # a single script's run; None for a sheet
+
+    @property
+    def uri(self) -> str:
+        return self.store.uri
 
 
 class Executor(Protocol):

@@ -67,7 +67,6 @@ def prepare(launch: Launch) -> list[list[RunSpec]] | None:
     and (a sheet) the runs already done left out; None after ``--dry-run`` printed the plan."""
     from radtrack import sheet as sheets
     from radtrack.store import tracking
-    from radtrack.store.mlflow_client import mlflow_client
 
     args, uri = launch.args, launch.uri
     if launch.sheet:
@@ -96,12 +95,9 @@ def prepare(launch: Launch) -> list[list[RunSpec]] | None:
     # MLflow is imported and the store opened before the scripts start only where a check
     # needs it (a server's permissions, a database's experiments, a sheet's earlier runs):
     # otherwise the runs are created while the scripts already run (radtrack/run/record.py)
-    clients: list[MlflowClient] = []
-
     def client() -> MlflowClient:
-        if not clients:
-            clients.append(mlflow_client(uri))
-        return clients[0]
+        mlflow: MlflowClient = launch.store.mlflow
+        return mlflow
 
     if tracking.away_at_launch():
         pass  # nothing to check against (opening it would wait out MLflow's retries)

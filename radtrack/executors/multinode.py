@@ -62,7 +62,7 @@ class NodesExecutor:
         if workloads is None:
             return 0
         a = launch.args
-        return launch_node(workloads[0][0], launch.uri, a.grace, a.nodes, a.node_rank, a.master)
+        return launch_node(workloads[0][0], launch.store, a.grace, a.nodes, a.node_rank, a.master)
 
 
 EXECUTOR = NodesExecutor()

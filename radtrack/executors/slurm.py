@@ -30,6 +30,7 @@ from radtrack.executors.slurm_checks import cpus_per_task, gpu_count
 from radtrack.executors.slurm_job import JOB_HOME, default_job_home, spec_to_json
 from radtrack.executors.slurm_status import Job, Ledger, refresh
 from radtrack.spec import RunSpec
+from radtrack.store.handle import StoreHandle
 
 SBATCH_OPTION = {"partition": "--partition", "account": "--account", "time_limit": "--time",
                  "qos": "--qos", "constraint": "--constraint", "mem": "--mem"}
@@ -134,14 +135,12 @@ def _say(text: str) -> None:
     print(f"[radtrack] {text}", file=sys.stderr, flush=True)
 
 
-def run(workloads: list[list[RunSpec]], uri: str, sheet: Path, opts: SlurmOptions) -> int:
+def run(workloads: list[list[RunSpec]], store: StoreHandle, sheet: Path, opts: SlurmOptions) -> int:
     """Submit every workload, then wait (or return at once with ``detach``)."""
-    from radtrack.store.mlflow_client import mlflow_client as make_client
-
     queue.require("sbatch", "squeue", "scancel")
     from radtrack.store.tracking import LAUNCH_ID_ENV, launch_id, without_password
 
-    client = make_client(uri)
+    uri, client = store.uri, store.mlflow
     ledger = Ledger.load(sheet)
     ledger.uri = without_password(uri)  # the ledger is a file: no password in it
     # the job's environment (SLURM propagates sbatch's, kept by slurmctld, never in a file
@@ -259,7 +258,7 @@ def _all_finished(sheet: Path, jobs: list[Job]) -> bool:
     return all(status_word(s.status) == "FINISHED" for s in specs if s.row in lines)
 
 
-def launch_sheet(sheet: Path, defaults: dict, uri: str, opts: SlurmOptions, *,
+def launch_sheet(sheet: Path, defaults: dict, store: StoreHandle, opts: SlurmOptions, *,
                  rerun: bool = False, dry_run: bool = False) -> int:
     """``radtrack sheet.csv --executor slurm``: validate everything, refresh what earlier
     jobs left, then submit the workloads still to run."""
@@ -267,9 +266,9 @@ def launch_sheet(sheet: Path, defaults: dict, uri: str, opts: SlurmOptions, *,
     from radtrack.plan import format_plan, group_workloads
     from radtrack.resume import pending_workloads
     from radtrack.sheet import read_sheet
-    from radtrack.store.mlflow_client import mlflow_client as make_client
     from radtrack.store.tracking import check_experiments, check_reachable
 
+    uri = store.uri
     # The nodes, not this host, have the GPUs: host checks run in each job on its node.
     specs = read_sheet(sheet, defaults, check_host=False)
     check_for_slurm(specs, sheet)
@@ -281,7 +280,7 @@ def launch_sheet(sheet: Path, defaults: dict, uri: str, opts: SlurmOptions, *,
         return 0
     queue.require("sbatch", "squeue", "scancel")
     check_reachable(uri)
-    client = make_client(uri)
+    client = store.mlflow
     # as on the local path: a database store the nodes could not use is refused here, before
     # anything is submitted, not inside the jobs
     check_experiments(lambda: client, uri, [w[0].experiment for w in workloads])
@@ -301,4 +300,4 @@ def launch_sheet(sheet: Path, defaults: dict, uri: str, opts: SlurmOptions, *,
     pending = pending_workloads(waiting, lambda: client, rerun, log=_say)
     if not pending:
         return 0
-    return run(pending, uri, sheet, opts)
+    return run(pending, store, sheet, opts)

@@ -71,7 +71,7 @@ class SlurmExecutor:
         a = launch.args
         opts = SlurmOptions(shared_fs=a.shared_fs, detach=a.detach,
                             sbatch_args=list(a.sbatch_arg), grace=a.grace)
-        return launch_sheet(launch.target, launch.defaults, launch.uri, opts, rerun=a.rerun,
+        return launch_sheet(launch.target, launch.defaults, launch.store, opts, rerun=a.rerun,
                             dry_run=a.dry_run)
 
 

@@ -99,6 +99,7 @@ def task(payload: str) -> int:
     from radtrack.executors.slurm_job import _check_host
     from radtrack.executors.slurm_queue import kill_wait
     from radtrack.nodes.launch import launch
+    from radtrack.store.handle import StoreHandle
     from radtrack.store.tracking import LAUNCH_ID_ENV, with_password
 
     data = json.loads(payload)
@@ -125,7 +126,7 @@ def task(payload: str) -> int:
     say(f"node {me}: node {rank} of {spec.nodes}; spool in {renv.radtrack_home() / 'spool'} (if "
         f"this node dies: 'RADTRACK_HOME={renv.radtrack_home()} radtrack sync' on it)")
     try:
-        return launch(spec, uri, grace, spec.nodes, rank, data["master"])
+        return launch(spec, StoreHandle(uri), grace, spec.nodes, rank, data["master"])
     except RadtrackError as exc:
         say(f"node {me}: {exc}")
         return exc.exit_code

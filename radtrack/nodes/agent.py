@@ -98,8 +98,8 @@ class NodePart:
         from radtrack.placement import WorkloadPlacement
         from radtrack.run.envcapture import capture_in_background
         from radtrack.run.experiment import process_env
-        from radtrack.run.row_end import end_row
         from radtrack.run.launch import script_env
+        from radtrack.run.row_end import end_row
         from radtrack.run.start import (
             abort,
             check_listeners,

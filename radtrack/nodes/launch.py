@@ -27,6 +27,7 @@ from radtrack.vocab import schema
 if TYPE_CHECKING:
     from radtrack.run.rows import Row
     from radtrack.spec import RunSpec
+    from radtrack.store.handle import StoreHandle
 
 STOP_WAIT_S = 60.0  # past the grace: how long node 0 waits for stopped nodes' ends
 
@@ -50,17 +51,19 @@ def check(nodes: int | None, node: int | None, master: str | None,
     return parse_master(master)
 
 
-def launch(spec: RunSpec, uri: str, grace: float, nodes: int, node: int, master: str) -> int:
+def launch(spec: RunSpec, store: StoreHandle, grace: float, nodes: int, node: int,
+           master: str) -> int:
     """Run this node's part; node 0 returns the run's exit code (0: every node finished)."""
     host, port = parse_master(master)
     if node:
         from radtrack.nodes.agent import run_node
 
-        return run_node(spec, uri, grace, node, nodes, host, port)
-    return run_master(spec, uri, grace, nodes, host, port)
+        return run_node(spec, store.uri, grace, node, nodes, host, port)
+    return run_master(spec, store, grace, nodes, host, port)
 
 
-def run_master(spec: RunSpec, uri: str, grace: float, nodes: int, host: str, port: int) -> int:
+def run_master(spec: RunSpec, store: StoreHandle, grace: float, nodes: int, host: str,
+               port: int) -> int:
     from radtrack.run.experiment import run_workloads
 
     master = Master(host, port, nodes, say)
@@ -77,10 +80,10 @@ def run_master(spec: RunSpec, uri: str, grace: float, nodes: int, host: str, por
         master.start(master_addr=host, master_port=torch_port)
         spec.env = {**spec.env, **torch_env(0, nodes, host, torch_port)}
         hooks = MasterHooks(master, nodes, grace)
-        code = run_workloads([[spec]], uri, grace, nodes=hooks)
+        code = run_workloads([[spec]], store.uri, grace, nodes=hooks)
         if not hooks.done:  # node 0's part never ran (placement refused, ...): stop the rest
             master.broadcast(op="stop", why="node 0 could not run its part")
-        hooks.store_figures(uri, spec)
+        hooks.store_figures(store, spec)
         return code
     finally:
         master.close()
@@ -164,13 +167,12 @@ class MasterHooks:
         row.status = status
         row.tags.update(tags)
 
-    def store_figures(self, uri: str, spec: RunSpec) -> None:
+    def store_figures(self, store: StoreHandle, spec: RunSpec) -> None:
         """``summary/node<K>/...`` and ``summary/nodes/...`` on the row run, once node 0's own
         traces are stored (its energy is in them)."""
         if not self.rows or not self.ends or not self.rows[0].run_id:
             return
         from radtrack.postrun.footprint import resolve
-        from radtrack.store.mlflow_client import mlflow_client as client
         from radtrack.store.outage import describe, retrying, wait_s
 
         row = self.rows[0]
@@ -186,7 +188,7 @@ class MasterHooks:
         now = int(time.time() * 1000)
         metrics = [Metric(k, float(v), now, 0) for k, v in values.items()]
         try:
-            retrying(lambda: client(uri).log_batch(row.run_id, metrics=metrics),
+            retrying(lambda: store.mlflow.log_batch(row.run_id, metrics=metrics),
                      time.monotonic() + wait_s())
         except Exception as exc:  # noqa: BLE001 - figures of what is stored: said, not fatal
             say(f"{row.name}: the per-node figures could not be stored ({describe(exc)})")

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 from radtrack.run import cost
 from radtrack.run.listen import hello_tags
 from radtrack.run.procs import drain
-from radtrack.run.start import say, stop_row_listeners
 from radtrack.run.row_status import decide_status
+from radtrack.run.start import say, stop_row_listeners
 from radtrack.store.row_run_close import finish_run, store_row_params
 from radtrack.vocab import schema
 

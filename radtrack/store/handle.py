@@ -28,17 +28,32 @@ CLIENT_ENV = "RADTRACK_STORE_CLIENT"  # "mlflow": MLflow's own client everywhere
 
 
 class StoreHandle:
-    """A store's URI and the launcher's client of it (made on first use, then kept)."""
+    """A store's URI and radtrack's clients of it, each made on first use, then kept: the
+    command makes one from the URI it resolved and hands it down (radtrack/cli.py ->
+    radtrack/executor_contract.py ``Launch.store`` -> the executor)."""
 
     def __init__(self, uri: str):
         self.uri = uri
         self._client: Any = None
+        self._mlflow: Any = None
 
     @property
     def client(self) -> Any:
+        """The light client where it applies, else MLflow's (:func:`client_for`)."""
         if self._client is None:
             self._client = client_for(self.uri)
         return self._client
+
+    @property
+    def mlflow(self) -> Any:
+        """MLflow's own client (radtrack/store/mlflow_client.py), for what only it does (the
+        up-front checks of a database store, a server's permissions, a sheet's earlier runs);
+        importing MLflow costs about 2 CPU-s, so only a caller that needs it asks."""
+        if self._mlflow is None:
+            from radtrack.store.mlflow_client import mlflow_client
+
+            self._mlflow = mlflow_client(self.uri)
+        return self._mlflow
 
     @property
     def light(self) -> bool:

@@ -440,9 +440,9 @@ def test_example_slurm_sheet_passes_the_slurm_checks(tmp_path: Path) -> None:
     from support import REPO
 
     from radtrack.executors.slurm import SlurmOptions, describe
+    from radtrack.executors.slurm_checks import check_for_slurm
     from radtrack.plan import group_workloads
     from radtrack.sheet import read_sheet
-    from radtrack.executors.slurm_checks import check_for_slurm
 
     sheet = REPO / "examples" / "slurm.csv"
     specs = read_sheet(sheet, check_host=False)

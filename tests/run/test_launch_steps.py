@@ -10,8 +10,8 @@ import pytest
 
 from radtrack.run import supervise as supervise_mod
 from radtrack.run.row_end import end_row
-from radtrack.run.rows import Row
 from radtrack.run.row_status import decide_status
+from radtrack.run.rows import Row
 from radtrack.run.supervise import hms, supervise
 from radtrack.spec import RunSpec
 from radtrack.store.diskfull import Drops
