@@ -61,3 +61,67 @@ def test_the_slurm_row_options_reach_sbatch_from_the_sheet_and_the_flags(tmp_pat
     p = run_cli("--dry-run", str(sheet), env=STORE)
     assert p.returncode == 0, p.stderr
     assert "sbatch" not in p.stdout
+
+
+class _QueueExecutor:
+    """A new executor as docs/architecture.md "Add an executor" says: one class, one
+    registration; its flag, its row option and its submit, nothing else touched."""
+
+    name = "queue"
+    flags = ("queue_name",)
+
+    def __init__(self) -> None:
+        from radtrack.executor_contract import RowOption
+
+        self.row_options = (RowOption("queue", None, "queue_name", self._parse),)
+        self.launches: list = []
+
+    @staticmethod
+    def _parse(text: str) -> str:
+        if not text.isalnum():
+            raise ValueError(f"{text!r} is not a queue name (letters and digits)")
+        return text
+
+    def add_options(self, parser) -> None:
+        parser.add_argument_group("queue executor").add_argument("--queue-name", default=None)
+
+    def why_end_waits(self, asked: bool) -> str | None:
+        return "the queue's jobs store their own runs" if asked else ""
+
+    def check(self, launch) -> None:
+        from radtrack.errors import RadtrackError
+
+        if not launch.sheet:
+            raise RadtrackError("--executor queue runs experiment sheets (.csv)")
+
+    def check_rows(self, specs, sheet) -> None:
+        pass
+
+    def submit(self, launch) -> int:
+        self.launches.append(launch)
+        return 0
+
+
+QUEUE = _QueueExecutor()
+
+
+def test_a_new_executor_is_one_class_and_one_registration(tmp_path: Path, monkeypatch) -> None:
+    from radtrack import executor_registry
+    from radtrack.sheet import read_sheet
+
+    monkeypatch.setitem(executor_registry.EXECUTORS, "queue", f"{__name__}:QUEUE")
+    QUEUE.launches.clear()
+    script, sheet = _files(tmp_path)
+    p = run_cli("--executor", "queue", "--queue-name", "gpu7", str(sheet), env=STORE)
+    assert p.returncode == 0, p.stderr
+    (launch,) = QUEUE.launches
+    assert launch.target == sheet and launch.sheet and launch.store.uri == STORE["MLFLOW_TRACKING_URI"]
+    (spec,) = read_sheet(launch.target, launch.defaults, check_host=False)
+    assert spec.executor_options == {"queue": "gpu7"}  # its row option, from its flag
+    p = run_cli("--queue-name", "gpu7", str(script), env=STORE)  # not its launch: refused
+    assert p.returncode == 2 and "--queue-name only apply with --executor queue" in p.stderr
+    p = run_cli("--executor", "queue", "--queue-name", "gpu 7", str(sheet), env=STORE)
+    assert p.returncode == 2 and "--queue-name: 'gpu 7' is not a queue name" in p.stderr
+    p = run_cli("--executor", "queue", str(script), env=STORE)
+    assert p.returncode == 2 and "--executor queue runs experiment sheets" in p.stderr
+    assert len(QUEUE.launches) == 1
