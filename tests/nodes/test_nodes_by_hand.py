@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from support import run_cli
 
 from radtrack.vocab import schema
 
@@ -36,6 +37,11 @@ def _env(tmp: Path, node: int) -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1", "RADTRACK_HOME": str(home),
             "MLFLOW_TRACKING_URI": f"sqlite:///{tmp / 'mlflow.db'}", "OMP_NUM_THREADS": "1",
             "GLOO_SOCKET_IFNAME": "lo", "RADTRACK_STORE_WAIT_S": "30"}
+
+
+def _reader_env(tmp: Path, node: int) -> dict[str, str]:
+    """What :func:`_env` sets beyond this process's environment: for an in-process reader."""
+    return {k: v for k, v in _env(tmp, node).items() if os.environ.get(k) != v}
 
 
 def start_node(tmp: Path, node: int, port: int, *script_args: str) -> subprocess.Popen[str]:
@@ -113,17 +119,15 @@ def test_two_node_agents_are_one_run_with_every_nodes_series(tmp_path: Path) -> 
     assert not any((tmp_path / "node1" / "spool").glob("*/meta.json"))
 
     # readers: the report's per-node and total figures; export's node-scoped columns, labelled
-    env = _env(tmp_path, 0)
-    report = subprocess.run([sys.executable, "-m", "radtrack", "report", "multi"], env=env,
-                            cwd=tmp_path, text=True, capture_output=True, timeout=120)
+    # in-process (support.run_cli): a reader's process is not what is tested here
+    env = _reader_env(tmp_path, 0)
+    report = run_cli("report", "multi", env=env, cwd=tmp_path)
     assert report.returncode == 0, report.stderr
     section = report.stdout.split("Multi-node runs", 1)[1]
     rows = [line.split() for line in section.splitlines() if line.startswith(run.info.run_name)]
     assert [r[len(run.info.run_name.split())] for r in rows] == ["0", "1", "all"], section
     out = tmp_path / "wide.csv"
-    export = subprocess.run([sys.executable, "-m", "radtrack", "export", "multi", "--out",
-                             str(out)], env=env, cwd=tmp_path, text=True, capture_output=True,
-                            timeout=120)
+    export = run_cli("export", "multi", "--out", str(out), env=env, cwd=tmp_path)
     assert export.returncode == 0, export.stderr
     import pandas as pd
 
@@ -195,8 +199,7 @@ def test_a_killed_node_makes_the_run_killed_and_sync_recovers_its_spool(tmp_path
 
     spooled = int(read_spool(folder / "node1.top.jsonl")["node1/top/cpu_pct"].notna().sum())
     assert spooled >= 2
-    sync = subprocess.run([sys.executable, "-m", "radtrack", "sync"], env=_env(tmp_path, 1),
-                          cwd=tmp_path / "node1", text=True, capture_output=True, timeout=120)
+    sync = run_cli("sync", env=_reader_env(tmp_path, 1), cwd=tmp_path / "node1")  # in-process
     assert sync.returncode == 0, sync.stdout + sync.stderr
     history = client.get_metric_history(run.info.run_id, "system/node1/top/cpu_pct")
     assert len(history) == spooled  # every sample once: none lost, none twice
