@@ -334,15 +334,30 @@ def _run_series(client: MlflowClient, run: Run, wanted: list[str] | None) -> pd.
     if wanted is not None:
         # A summary metric asked for by name is still a (one-point) series.
         history_keys += [k for k in wanted if k.startswith(SUMMARY_PREFIX) and k in stored]
-    for key in history_keys:
-        history = client.get_metric_history(run_id, stored[key])
-        if history:
-            parts.append(pd.DataFrame({
-                "time": [m.timestamp / 1000.0 for m in history],
-                "step": [m.step for m in history],
-                "metric": key,
-                "value": [m.value for m in history],
-            }))
+    parts += [part for key in history_keys if (part := _history(client, run_id, key, stored[key])) is not None]
+    return _series_frame(parts, run_id, start_s)
+
+
+def metric_history(run_id: str, keys: list[str], start_s: float,
+                   tracking_uri: str | None = None) -> pd.DataFrame:
+    """:func:`load_series`'s frame of ``keys`` read from MLflow's metric history alone, for
+    keys stored under their own name (a script's metrics: no ``/``, never ``system/``-
+    prefixed), without reading the run first (``load_series`` does, to map each name to
+    its stored form: all its metrics, params and tags); ``start_s`` is the run's start."""
+    client = client_for(tracking_uri)
+    parts = [part for key in dict.fromkeys(keys) if (part := _history(client, run_id, key, key)) is not None]
+    return _series_frame(parts, run_id, start_s)
+
+
+def _history(client: MlflowClient, run_id: str, key: str, stored: str) -> pd.DataFrame | None:
+    history = client.get_metric_history(run_id, stored)
+    if not history:
+        return None
+    return pd.DataFrame({"time": [m.timestamp / 1000.0 for m in history], "step": [m.step for m in history],
+                         "metric": key, "value": [m.value for m in history]})
+
+
+def _series_frame(parts: list[pd.DataFrame], run_id: str, start_s: float) -> pd.DataFrame:
     if not parts:
         return _empty_series()
     frame = pd.concat(parts, ignore_index=True)

@@ -277,8 +277,13 @@ class DataSource:
         logged = {c[len("metric."):] for c, v in row.items()
                   if c.startswith("metric.") and not _is_missing(v)}
         history = [m for m in wanted if m not in found and m in logged]
-        if history:
-            long = analysis.load_series([run_id], history, tracking_uri=self.tracking_uri)
+        # a script's metric is stored under its own name: read without reading the run
+        # first; a listener's or MLflow's (system/...) through load_series' name mapping
+        own = [m for m in history if "/" not in m]
+        rest = [m for m in history if "/" in m]
+        longs = ([analysis.metric_history(run_id, own, start, tracking_uri=self.tracking_uri)] if own else []) + \
+            ([analysis.load_series([run_id], rest, tracking_uri=self.tracking_uri)] if rest else [])
+        for long in longs:
             for key, part in long.groupby("metric", sort=False):
                 part = part.sort_values("seconds", kind="stable")
                 found[str(key)] = Series(run_id, str(key), start,

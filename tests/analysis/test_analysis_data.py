@@ -213,3 +213,17 @@ def test_a_local_trace_is_copied_without_mlflow(seeded, store, tmp_path, monkeyp
     assert (tmp_path / "cache2" / solo / "telemetry" / "smi.parquet").is_file()
     with pytest.raises(AssertionError, match="downloaded through MLflow"):  # not there: MLflow's turn
         read_telemetry(solo, "dcgm", status=rec["status"], artifact_uri=rec["artifact_uri"])
+
+
+def test_a_scripts_metric_history_reads_as_load_series_does(seeded, store):
+    """metric_history (the page's read of a script's metrics, without reading the run
+    first) gives load_series' frame for a key stored under its own name."""
+    solo = seeded["solo"][0]
+    rec = {r["run_id"]: r for r in load_run_records("exp")}[solo]
+    key = "throughput_samples_per_s"
+    start = pd.Timestamp(rec["start_time"]).timestamp()
+    expected = load_series([solo], [key])
+    got = data.metric_history(solo, [key], start)
+    assert len(got) > 1
+    pd.testing.assert_frame_equal(got.reset_index(drop=True), expected.reset_index(drop=True))
+    assert data.metric_history(solo, ["no_such_metric"], start).empty
