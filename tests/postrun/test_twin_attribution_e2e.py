@@ -7,8 +7,8 @@ On an H200 the solo-model gave MPS:50 twins 4.8 % apart in J per TFLOP
 (benchmarks/results/h200-2026-11-29-fixed-cost): a twin whose span outlasts its partner's
 with no work logged (its stop at MaxTime draining a GPU queue) was charged the GPU alone
 for that tail, while its work (mean logged throughput x duration, the work the report
-counts) counted the tail at its mean rate. Here one twin holds its run open 1.5 s after its
-last log (JOB_LINGER): with the per-window weights alone the twins came 24 % apart here;
+counts) counted the tail at its mean rate. Here one twin holds its run open 3 s after its
+last log (JOB_LINGER): with the per-window weights alone the twins came 24 % apart with a 1.5-s hold;
 radtrack/compute/split_model.py now fits per-run factors so that both are charged in
 proportion to their serial energy.
 """
@@ -41,7 +41,7 @@ def test_mps_twins_with_unequal_spans_get_the_same_energy_per_unit(store, tmp_pa
     sheet = tmp_path / "twins.csv"
     sheet.write_text(HEADER + row.format(w=1, c="-", job=JOB, env="JOB_RATE=100")
                      + row.format(w=2, c="MPS:50", job=JOB, env="JOB_RATE=50")
-                     + row.format(w=2, c="MPS:50", job=JOB, env='"JOB_RATE=50 JOB_LINGER=1.5"'))
+                     + row.format(w=2, c="MPS:50", job=JOB, env='"JOB_RATE=50 JOB_LINGER=3"'))
     p = radtrack_cli(str(sheet), env=env, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     client = MlflowClient(store)
@@ -58,7 +58,8 @@ def test_mps_twins_with_unequal_spans_get_the_same_energy_per_unit(store, tmp_pa
 
     for twin in (a, b):
         assert twin.data.tags["radtrack.attribution.gpu0"] == "solo-model"
-    # the lingering twin's span is longer by about its linger (its work counts it)
+    # the lingering twin's span is longer by about its linger (its work counts it; start-up
+    # on a loaded 2-core host moves either span by up to a second or so)
     assert b.data.metrics["summary/duration_s"] - a.data.metrics["summary/duration_s"] > 1.0
     assert per_unit(a) == pytest.approx(per_unit(b), rel=0.01)
     # the GPU's energy is still all accounted for, window by window
