@@ -61,6 +61,12 @@ def test_energy_shares_stack_each_run_with_other_and_idle(web, app, store, snap)
     assert [d["name"] for d in data] == ["gpu0 acct-1 A", "gpu0 acct-1 B", "gpu0 other", "gpu0 idle"]
     assert {d["stack"] for d in data} == {"g0"} and all(d["n"] == 120 for d in data)
     assert [d["y0"] for d in data] == [300.0, 80.0, 20.0, 0.0]
+    # the totals under it and the axis, in the vocabulary's words (issue 52)
+    web.wait_for_selector(".shares-totals th")
+    heads = web.locator(".shares-totals th").all_inner_texts()
+    assert heads == ["part", "party", "energy_j (J)", "share_of_device_pct (% of the device's energy)"]
+    title = web.evaluate(f"() => {SHARES}.layout.yaxis.title.text")
+    assert title == "gpu0: run's share of GPU power (W)"
     snap(web, "energy-shares")
 
 
