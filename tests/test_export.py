@@ -192,6 +192,9 @@ def test_every_metric_column_says_whose_figure_and_its_unit(known):
     assert said.loc["smi/gpu0/power_w", "unit"] == "W" and said.loc["smi/gpu0/power_w", "scope"] == "device"
     assert said.loc["smi/gpu0/energy_j", "role"] == "energy_counter"
     assert said.loc["throughput_samples_per_s", "scope"] == "run"
+    # the script's own metric says so, as the report's own_metrics table does (issue 52)
+    assert said.loc["throughput_samples_per_s", "meaning"] == (
+        "throughput: the script's own metric, mean over the step (samples/s)")
     assert said.loc["seconds", "unit"] == "s"
 
     import pyarrow.parquet as pq

@@ -40,6 +40,7 @@ from radtrack.vocab.meaning_words import (
     OWN_TABLES,
     REPORT_COLUMNS,
     RUN_FIELDS,
+    STEP_TABLES,
     SUMMARY_COLUMNS,
     TABLE_PARTS,
     WINDOW,
@@ -176,6 +177,8 @@ def column_meaning(name: str, table: str = "") -> Meaning:
     if table in OWN_TABLES and not meaning.declared:  # the script's own metric (loss)
         return replace(_with(meaning, name, f"{meaning.name}: the script's own metric, last value logged"),
                        declared=True)
+    if table in STEP_TABLES and not meaning.declared and "/" not in name:  # the script's, per step
+        return replace(_with(meaning, name, f"{meaning.name}: {STEP_TABLES[table]}"), declared=True)
     if name in TABLE_PARTS.get(table, {}):  # a part's figure: a node's, a device's or rail's
         whose, scope = TABLE_PARTS[table][name]
         return _with(meaning, name, whose, meaning.stat, scope=scope)

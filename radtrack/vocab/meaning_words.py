@@ -235,6 +235,8 @@ COUNTS = frozenset({"samples", "n", "rows", "rows_in_workload", "points", "misse
 RUN_FIELDS = {"param.": "the run's parameter", "tag.": "the run's tag"}
 #: tables of the scripts' own figures (analysis/report_own.py, report.py script_table)
 OWN_TABLES = ("own_metrics", "scripts")
+#: tables of a run's time steps (radtrack export): what a script's own metric is in each
+STEP_TABLES = {"export": "the script's own metric, mean over the step"}
 #: tables whose rows are parts of a run: what a figure of theirs is, and whose (scope)
 TABLE_PARTS: dict[str, dict[str, tuple[str, str]]] = {
     "nodes": {"duration_s": ("the node's span ('all': the run's over every node)", "host"),
