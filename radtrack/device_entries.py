@@ -67,6 +67,19 @@ def visible_entries(devices: Sequence[str], environ: Mapping[str, str] | None = 
     return None if raw is None else parse_cuda_visible(raw)
 
 
+# A row placed on GPUs that another variable than CUDA_VISIBLE_DEVICES selects (an AMD GPU's
+# ROCR_VISIBLE_DEVICES, radtrack/placement/plain.py) also gets its Devices entries here: the
+# row's listeners are told their GPUs from it (placed_entries), whatever the vendor.
+PLACED_ENV = "RADTRACK_DEVICES"
+
+
+def placed_entries(env: Mapping[str, str]) -> list[str]:
+    """A row's device entries for its listeners: :data:`PLACED_ENV` where the placement set
+    it, else CUDA_VISIBLE_DEVICES (NVIDIA GPUs, MIG and MPS rows, a row's own Env); [] = all."""
+    raw = env.get(PLACED_ENV) or env.get("CUDA_VISIBLE_DEVICES", "")
+    return [d.strip() for d in raw.split(",") if d.strip()]
+
+
 def uuid_matches(uuid: str, entry: str) -> bool:
     """Whether ``entry`` names the GPU with ``uuid``: CUDA accepts a unique prefix, so we do."""
     return uuid.lower().startswith(entry.lower())

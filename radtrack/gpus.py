@@ -1,4 +1,11 @@
-"""Host GPU inventory through ``nvidia-smi`` (so a test double first on PATH answers instead).
+"""Host GPU inventory: NVIDIA's through ``nvidia-smi`` (so a test double first on PATH answers
+instead), every other vendor's from the listener that reads it.
+
+The inventory is the union of what the registered GPU listeners declare (``Listener.inventory``,
+radtrack/vocab/device_inventory.py): smi's GPUs are nvidia-smi's answer here, which also gives
+what only NVIDIA has (MIG mode, power limits, clocks); the others' (amdsmi's AMD GPUs) come from
+their listeners, found through the entry points, so a new vendor's listener brings its GPUs
+and the variable that selects them for a process with it.
 
 Every query returns an empty answer instead of raising when ``nvidia-smi`` is missing or
 fails: a host without GPUs is a normal state, not an error.
@@ -14,8 +21,11 @@ from functools import cache
 
 from radtrack import device_entries
 from radtrack.vocab import schema
+from radtrack.vocab.device_inventory import CUDA_VISIBLE, NVIDIA, DeviceInfo
 
 SMI = "nvidia-smi"
+#: the listener whose GPUs are nvidia-smi's answer (the registered name)
+SMI_LISTENER = "smi"
 QUERY_FIELDS = (
     "index", "uuid", "name", "mig.mode.current", "driver_version",
     "power.limit", "power.min_limit", "power.max_limit", "clocks.max.sm",
@@ -25,7 +35,8 @@ TIMEOUT_S = 30.0
 
 @dataclass(frozen=True)
 class Gpu:
-    """One physical GPU as ``nvidia-smi`` numbers it (PCI bus order)."""
+    """One physical GPU as its vendor numbers it: ``nvidia-smi``'s (PCI bus order) for an
+    NVIDIA GPU, with what only NVIDIA has; another vendor's listener's order otherwise."""
 
     index: int
     uuid: str
@@ -36,10 +47,37 @@ class Gpu:
     power_min_w: float | None = None
     power_max_w: float | None = None
     max_sm_clock_mhz: int | None = None
+    vendor: str = NVIDIA
+    listener: str = SMI_LISTENER  # the listener that reads it (and declared it)
+    visibility: tuple[str, ...] = (CUDA_VISIBLE,)  # DeviceInfo.visibility: the first is set
+    memory_mib: float | None = None
 
     @property
     def mig_enabled(self) -> bool:
         return self.mig_mode.strip().lower() == "enabled"
+
+    @property
+    def nvidia(self) -> bool:
+        """Whether MPS, MIG, clock locks and power limits (nvidia-smi's) apply to it."""
+        return self.vendor == NVIDIA
+
+    @property
+    def described(self) -> str:
+        """'an AMD Instinct MI300X (read by amdsmi)': what a message says it is."""
+        name = self.name or f"{self.vendor} GPU"
+        return f"{'an' if name[:1].upper() in 'AEIOU' else 'a'} {name} (read by {self.listener})"
+
+    def info(self) -> DeviceInfo:
+        return DeviceInfo(index=self.index, uuid=self.uuid, name=self.name, vendor=self.vendor,
+                          listener=self.listener, visibility=self.visibility,
+                          memory_mib=self.memory_mib)
+
+    @classmethod
+    def of(cls, d: DeviceInfo) -> Gpu:
+        """Another vendor's GPU as its listener declared it: none of NVIDIA's settings."""
+        return cls(index=d.index, uuid=d.uuid, name=d.name, mig_mode="[N/A]", driver="",
+                   vendor=d.vendor, listener=d.listener, visibility=d.visibility,
+                   memory_mib=d.memory_mib)
 
 
 @dataclass(frozen=True)
@@ -153,9 +191,10 @@ def _take_prefetched() -> list[Gpu] | None:
     return gpus
 
 
-def inventory() -> list[Gpu]:
-    """Every GPU on this host; [] when nvidia-smi is missing or fails. The first call after
-    :func:`prefetch_inventory` returns the prefetched answer; every other call asks anew."""
+def nvidia_inventory() -> list[Gpu]:
+    """Every NVIDIA GPU on this host (smi's inventory); [] when nvidia-smi is missing or
+    fails. The first call after :func:`prefetch_inventory` returns the prefetched answer;
+    every other call asks anew."""
     prefetched = _take_prefetched()
     if prefetched is not None:
         return prefetched
@@ -165,13 +204,37 @@ def inventory() -> list[Gpu]:
     return parse_inventory(proc.stdout)
 
 
+def other_vendors() -> list[Gpu]:
+    """The GPUs the registered listeners other than smi declare (amdsmi's AMD GPUs, a
+    plugin's): each listener that overrides ``Listener.inventory`` is asked; one that fails
+    to load or to answer declares none (the registry warns of the former)."""
+    from radtrack.listeners import registry
+    from radtrack.listeners.base import Listener
+
+    out: list[Gpu] = []
+    for name, cls in sorted(registry.installed().items()):
+        if name == SMI_LISTENER or isinstance(cls, Exception) or not issubclass(cls, Listener) \
+                or cls.inventory.__func__ is Listener.inventory.__func__:  # type: ignore[attr-defined]
+            continue
+        try:
+            out += [Gpu.of(d) for d in cls.inventory()]
+        except Exception:  # noqa: BLE001, S112 - a plugin's broken inventory is no GPU, not no launch
+            continue
+    return out
+
+
+def inventory() -> list[Gpu]:
+    """Every GPU on this host: NVIDIA's (nvidia-smi's, first), then every other listener's."""
+    return nvidia_inventory() + other_vendors()
+
+
 def launch_inventory() -> list[Gpu]:
     """The GPUs as this launch found them (the prefetched answer, waited for if nobody took it
     yet), else :func:`inventory` now: for the runs' host tags, without a second query."""
     prefetched = _take_prefetched()
     if prefetched is not None:
-        return prefetched
-    return _AT_LAUNCH[0] if _AT_LAUNCH else inventory()
+        return prefetched + other_vendors()
+    return _AT_LAUNCH[0] + other_vendors() if _AT_LAUNCH else inventory()
 
 
 # "|   0  MIG 1g.10gb         19     7/7        9.75       No     16     1     0   |"
@@ -245,8 +308,9 @@ def host_tags() -> dict[str, str]:
     tags = {
         schema.GPU_NAMES: ",".join(g.name for g in gpus),
         schema.GPU_UUIDS: ",".join(g.uuid for g in gpus),
-        schema.GPU_DRIVER: gpus[0].driver,
     }
+    if gpus[0].driver:  # nvidia-smi's; another vendor's listener declares none
+        tags[schema.GPU_DRIVER] = gpus[0].driver
     banner = run_smi([])
     cuda = parse_cuda_version(banner.stdout) if banner and banner.returncode == 0 else None
     if cuda:
@@ -256,5 +320,16 @@ def host_tags() -> dict[str, str]:
 
 def resolve_index(device: str, gpus: list[Gpu]) -> int | None:
     """The nvidia-smi index of a sheet device ("0" or "GPU-<uuid>"); None when not on this host."""
-    found = device_entries.matching(device, [(g.index, g.uuid) for g in gpus])
-    return found[0] if found else None
+    found = resolve(device, gpus)
+    return found[0].index if found else None
+
+
+def resolve(device: str, gpus: list[Gpu]) -> list[Gpu]:
+    """The GPUs a sheet device ("0" or "GPU-<uuid>") names, NVIDIA's first: one, or none when
+    not on this host, or one of each vendor for an index on a host with two vendors' GPUs
+    (each numbers its own from 0; the sheet checks refuse that)."""
+    out = []
+    for g in gpus:
+        if device_entries.matching(device, [(g.index, g.uuid)]):
+            out.append(g)
+    return out

@@ -25,9 +25,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from radtrack.listeners.amd_reads import NA, AmdGpu, availability, library, pick, shut_down
+from radtrack.listeners.amd_reads import (
+    NA,
+    AmdGpu,
+    availability,
+    host_gpus,
+    library,
+    pick,
+    shut_down,
+)
 from radtrack.listeners.base import (
     Availability,
+    DeviceInfo,
     Every,
     Listener,
     ListenerConfig,
@@ -103,6 +112,12 @@ class AmdSmiListener(Listener):
     @classmethod
     def available(cls) -> Availability:
         return availability()
+
+    @classmethod
+    def inventory(cls) -> list[DeviceInfo]:
+        """This host's AMD GPUs: a row's Devices on one is given to its scripts through
+        ROCR_VISIBLE_DEVICES (amd_reads.VISIBILITY)."""
+        return host_gpus(cls.name)
 
     def probe(self) -> list[MetricSpec]:
         self.lib = library()

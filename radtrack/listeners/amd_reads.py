@@ -19,13 +19,20 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from radtrack.listeners.base import Availability
+from radtrack.listeners.base import Availability, DeviceInfo
 
 #: what a refused reading reads as (the library's "not supported", an error, an "N/A")
 NA: Any = object()
 _MIB = 1024 * 1024
 #: the library's own marks of a value the device does not report
 _ABSENT = ("N/A", None)
+#: ROCm's variables that select GPUs for a process (ROCm's "GPU isolation techniques" and HIP
+#: environment variables pages). ROCR_VISIBLE_DEVICES, the ROCm runtime's, is the one radtrack
+#: sets from a row's Devices: every ROCm application (HIP, and PyTorch on it, OpenCL) goes
+#: through that runtime, and it is ROCm's recommendation on Linux. HIP_VISIBLE_DEVICES,
+#: CUDA_VISIBLE_DEVICES (HIP honours both) and GPU_DEVICE_ORDINAL select too, on top of it.
+VISIBILITY = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "GPU_DEVICE_ORDINAL")
+VENDOR = "AMD"
 
 
 def library() -> ModuleType:
@@ -53,6 +60,29 @@ def availability() -> Availability:
     finally:
         shut_down(lib)
     return Availability(True) if count else Availability(False, "amdsmi lists no AMD GPU on this host")
+
+
+def host_gpus(listener: str) -> list[DeviceInfo]:
+    """Every AMD GPU of this host in amdsmi's order (its processor handles): index, UUID
+    (else the ASIC serial), market name, VRAM size; [] where the library is missing or fails."""
+    try:
+        lib = library()
+        lib.amdsmi_init()
+    except Exception:  # noqa: BLE001 - no ROCm here: no AMD GPU (availability() says why)
+        return []
+    try:
+        out = []
+        for index, handle in enumerate(lib.amdsmi_get_processor_handles()):
+            gpu = AmdGpu(lib, handle, index, f"gpu{index}")
+            gpu.identify()
+            total = gpu.memory()["mem_total_mib"]
+            out.append(DeviceInfo(index=index, uuid=gpu.uuid, name=gpu.name, vendor=VENDOR, listener=listener,
+                                  visibility=VISIBILITY, memory_mib=None if total is NA else total))
+        return out
+    except Exception:  # noqa: BLE001 - the library's errors: no inventory rather than no launch
+        return []
+    finally:
+        shut_down(lib)
 
 
 def _one_line(exc: Exception) -> str:

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import ClassVar
 
+from radtrack.vocab.device_inventory import DeviceInfo
+
 # A listener declares what it emits in the vocabulary's words (radtrack/vocab/series.py); they
 # are named here too, so that a listener (radtrack's or a plugin's) imports its contract from one place.
 from radtrack.vocab.series import (
@@ -32,7 +34,7 @@ from radtrack.vocab.series import (
     split_unit,
 )
 
-__all__ = ["FLAVOURS", "HOST_SAMPLER", "ROLES", "SCOPES", "UNIT_SUFFIXES", "Availability", "Every",
+__all__ = ["FLAVOURS", "HOST_SAMPLER", "ROLES", "SCOPES", "UNIT_SUFFIXES", "Availability", "DeviceInfo", "Every",
            "Listener", "ListenerConfig", "MetricSpec", "Plugin", "Series", "TimedSample", "check_key",
            "derived_label", "derived_role", "derived_scope", "describe_by", "rate_window", "split_unit"]
 
@@ -173,6 +175,15 @@ class Listener(Plugin):
         default). ``env`` is the environment it would run in. The launcher runs listeners
         of a run that name the same session in one process."""
         return None
+
+    @classmethod
+    def inventory(cls) -> list[DeviceInfo]:
+        """The GPUs of this host this listener reads, each with the variable that selects it
+        for a process (radtrack/vocab/device_inventory.py): the launcher's inventory is the
+        union of every registered listener's (radtrack/gpus.py), so a row's Devices is placed
+        on a new vendor's GPU by its listener alone. [] for a listener that reads no GPU (the
+        default), or where its library is missing; it must not raise."""
+        return []
 
     def tags(self) -> dict[str, str]:
         """Run tags describing the probe (supported/unsupported fields, device names, ...)."""

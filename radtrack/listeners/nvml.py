@@ -14,7 +14,8 @@ import threading
 from functools import cache
 from typing import Any, Final
 
-from radtrack.listeners.base import Availability
+from radtrack.listeners.base import Availability, DeviceInfo
+from radtrack.vocab.device_inventory import NVIDIA
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,26 @@ def nvml_available() -> Availability:
     if count == 0:
         return Availability(False, "no NVIDIA GPU found by NVML")
     return Availability(True)
+
+
+def host_gpus(listener: str) -> list[DeviceInfo]:
+    """Every NVIDIA GPU of this host in NVML's order (nvidia-smi's: PCI bus), with its UUID,
+    name and memory size; [] where NVML cannot start or count them."""
+    if not nvml_available():
+        return []
+    pynvml = _pynvml()
+    out = []
+    try:
+        for index in range(int(pynvml.nvmlDeviceGetCount())):
+            handle = nvml_query("nvmlDeviceGetHandleByIndex", index)
+            memory = nvml_query("nvmlDeviceGetMemoryInfo", handle)
+            out.append(DeviceInfo(index=index, uuid=text(nvml_query("nvmlDeviceGetUUID", handle)),
+                                  name=text(nvml_query("nvmlDeviceGetName", handle)), vendor=NVIDIA,
+                                  listener=listener,
+                                  memory_mib=None if memory is NA else memory.total / 2**20))
+    except pynvml.NVMLError:  # a GPU lost while counting: no inventory rather than a wrong one
+        return []
+    return out
 
 
 def reset() -> None:

@@ -47,6 +47,7 @@ from radtrack.device_entries import SHARED_GPUS_ENV, shared_hint
 from radtrack.listeners.base import (
     HOST_SAMPLER,
     Availability,
+    DeviceInfo,
     Listener,
     ListenerConfig,
     MetricSpec,
@@ -58,7 +59,7 @@ from radtrack.listeners.driver_samples import READ_EVERY_S, DriverSamples
 from radtrack.listeners.energy_backfill import backfill
 from radtrack.listeners.gpu_follow import GpuFollower, follow_enabled, positions, restored
 from radtrack.listeners.gpuprocs import MPS_CLIENT_REASON
-from radtrack.listeners.nvml import NA, nvml_available, nvml_query, text
+from radtrack.listeners.nvml import NA, host_gpus, nvml_available, nvml_query, text
 from radtrack.listeners.proctree import ProcessTree
 from radtrack.listeners.smi_reads import (  # noqa: F401 - the paces, importable from here as before
     ENERGY_EVERY_S,
@@ -199,6 +200,13 @@ class SmiListener(Listener):
     @classmethod
     def available(cls) -> Availability:
         return nvml_available()
+
+    @classmethod
+    def inventory(cls) -> list[DeviceInfo]:
+        """This host's NVIDIA GPUs through NVML. The launcher takes the same GPUs from
+        nvidia-smi instead (radtrack/gpus.py: prefetched, and with MIG mode, clocks and
+        power limits), so it never starts NVML itself."""
+        return host_gpus(cls.name)
 
     @classmethod
     def shared_sampler(cls, env: Mapping[str, str]) -> str | None:

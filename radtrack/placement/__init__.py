@@ -37,13 +37,18 @@ class WorkloadPlacement:
         needs_host = any(s.collocation_kind != "plain" or s.clocks or s.power_limit is not None
                          for s in self.specs)
         host = gpus_mod.inventory() if needs_host else []
+        # plain rows' Devices need only the other vendors' GPUs, for their variables: an
+        # NVIDIA GPU (or one no listener declares) gets CUDA_VISIBLE_DEVICES without asking
+        # nvidia-smi again
+        plain_host = host if needs_host else \
+            gpus_mod.other_vendors() if any(s.devices for s in self.specs) else []
         # Order matters: clocks and power first, MIG instances before the MPS daemons, and
         # teardown runs in reverse.
         self.parts: list[Part] = [
             GpuSettings(self.specs, log, host),
             MigInstances(self.specs, log, host),
             MpsDaemons(self.specs, self.run_dir, log, host),
-            PlainPlacement(self.specs),
+            PlainPlacement(self.specs, plain_host),
         ]
         self._entered: list[Part] = []
 

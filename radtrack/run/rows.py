@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+from radtrack import device_entries
 from radtrack.listeners.wrappers import CommandWrapper
 from radtrack.run.listen import ListenerProc
 from radtrack.run.stopping import GroupStopper
@@ -52,8 +53,7 @@ class Row:
 
     @property
     def devices(self) -> list[str]:
-        cvd = self.env.get("CUDA_VISIBLE_DEVICES", "")
-        return [d.strip() for d in cvd.split(",") if d.strip()]
+        return device_entries.placed_entries(self.env)
 
 
 class Interrupt:

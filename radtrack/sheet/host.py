@@ -12,6 +12,7 @@ from radtrack import gpus as gpus_mod
 from radtrack.placement.clocks import clock_range
 from radtrack.sheet.records import Problems
 from radtrack.spec import RunSpec
+from radtrack.vocab.device_inventory import CUDA_VISIBLE
 
 MPS_CONTROL = "nvidia-cuda-mps-control"
 NO_GPU = "nvidia-smi reports none on this host"
@@ -40,17 +41,11 @@ def check_against_host(specs: list[RunSpec], problems: Problems, host: list[gpus
                 if wanted_here:
                     problems.add(f"{what} needs an NVIDIA GPU, but {NO_GPU}", s.row, column)
             continue
-        indices = []
-        for d in s.devices:
-            idx = gpus_mod.resolve_index(d, host)
-            if idx is None:
-                present = ", ".join(f"{g.index} ({g.uuid})" for g in host)
-                problems.add(f"device {d} is not on this host; GPUs here: {present}", s.row,
-                             "Devices")
-            else:
-                indices.append(idx)
-        for idx in indices:
-            gpu = next(g for g in host if g.index == idx)
+        placed = _resolve_devices(s, host, problems)
+        if _not_nvidia(s, placed, problems):
+            continue
+        for gpu in placed:
+            idx = gpu.index
             if s.power_limit is not None and gpu.power_min_w is not None \
                     and gpu.power_max_w is not None \
                     and not gpu.power_min_w <= s.power_limit <= gpu.power_max_w:
@@ -59,10 +54,10 @@ def check_against_host(specs: list[RunSpec], problems: Problems, host: list[gpus
             if s.clocks and gpu.max_sm_clock_mhz and clock_range(s.clocks)[1] > gpu.max_sm_clock_mhz:
                 problems.add(f"{s.clocks} MHz exceeds GPU {idx}'s maximum SM clock "
                              f"{gpu.max_sm_clock_mhz} MHz", s.row, "Clocks")
-        if kind != "mig" or len(indices) != 1:
+        if kind != "mig" or len(placed) != 1:
             continue
-        idx = indices[0]
-        gpu = next(g for g in host if g.index == idx)
+        gpu = placed[0]
+        idx = gpu.index
         if idx not in profiles:
             profiles[idx] = gpus_mod.mig_profiles(idx)
         offered = profiles[idx]
@@ -87,6 +82,53 @@ def check_against_host(specs: list[RunSpec], problems: Problems, host: list[gpus
             problems.add(f"workload {experiment}-{workload} needs {len(rows)} instances of "
                          f"{profile} on GPU {idx} but only {free} are free", rows[-1].row,
                          "Collocation")
+
+
+def _resolve_devices(s: RunSpec, host: list[gpus_mod.Gpu], problems: Problems) -> list[gpus_mod.Gpu]:
+    """The GPUs of a row's Devices, each entry on this host and naming one GPU; and no
+    variable in its Env that selects GPUs of their vendor too (CUDA_VISIBLE_DEVICES:
+    check_row, for every vendor: HIP honours it as well)."""
+    placed = []
+    for d in s.devices:
+        found = gpus_mod.resolve(d, host)
+        if not found:
+            present = ", ".join(f"{g.index} ({g.uuid})" for g in host)
+            problems.add(f"device {d} is not on this host; GPUs here: {present}", s.row, "Devices")
+        elif len(found) > 1:
+            problems.add(f"device {d} names {' and '.join(g.info().describe for g in found)}: each "
+                         "vendor numbers its GPUs from 0, so radtrack cannot tell which; name an "
+                         "NVIDIA GPU by its UUID (GPU-...)", s.row, "Devices")
+        else:
+            placed.append(found[0])
+    for gpu in placed:
+        for name in gpu.visibility:
+            if name in s.env and name != CUDA_VISIBLE:
+                problems.add(f"{name}={s.env[name]} conflicts with Devices {'+'.join(s.devices)}, "
+                             f"from which radtrack sets {gpu.visibility[0]}; remove it from Env, "
+                             "or leave Devices empty to choose the GPUs through Env yourself",
+                             s.row, "Env")
+                return placed
+    return placed
+
+
+def _not_nvidia(s: RunSpec, placed: list[gpus_mod.Gpu], problems: Problems) -> bool:
+    """Refuse NVIDIA's features (MPS, MIG, clock locks, power limits: nvidia-smi's) on another
+    vendor's GPU, each in its own column; True when the row asked for one."""
+    other = next((g for g in placed if not g.nvidia), None)
+    if other is None:
+        return False
+    asked = False
+    for what, column, wanted_here in (
+            ("MPS", "Collocation", s.collocation_kind == "mps"),
+            ("MIG", "Collocation", s.collocation_kind == "mig"),
+            ("Clocks", "Clocks", bool(s.clocks)),
+            ("PowerLimit", "PowerLimit", s.power_limit is not None)):
+        if wanted_here:
+            problems.add(f"{what} is NVIDIA's: GPU {other.index} is {other.described}; run the "
+                         f"row on it without {what} (time-sharing: Collocation -), or on an "
+                         "NVIDIA GPU", s.row, column)
+            asked = True
+    return asked
 
 
 def check_gpu_requests(specs: list[RunSpec], problems: Problems, host: list[gpus_mod.Gpu], *,

@@ -6,14 +6,18 @@ scripts at 75 % and 25 % of its GFX engine), GPU 1 idles beside them. Each run g
 counter's energy with its 95 % interval, co-location attribution by the per-process GFX
 shares, code-window energy (a window shorter than the 1-s default sensor period flagged),
 the GPU label from the listener's UUID and index, ``radtrack report``'s summary and the
-page's Summary tab (its Dash callback, in this process). On a host without ROCm,
-``radtrack listeners`` says why amdsmi is unavailable.
+page's Summary tab (its Dash callback, in this process). A third row, of a second workload,
+names AMD GPU 1 in Devices: the launcher's inventory holds the AMD GPUs amdsmi declares, so
+the row is placed as on an NVIDIA GPU (its script sees ROCR_VISIBLE_DEVICES=1, its amdsmi
+reads GPU 1 alone); a row asking for MPS on an AMD GPU is refused, naming the row. On a host
+without ROCm, ``radtrack listeners`` says why amdsmi is unavailable.
 """
 
 from __future__ import annotations
 
 import csv
 import io
+import json
 import sys
 from pathlib import Path
 
@@ -43,9 +47,11 @@ def amd(tmp_path_factory: pytest.TempPathFactory) -> dict:
          "unsupported": ["current_socket_power", "edge_temp"]}])
     env |= {"MLFLOW_TRACKING_URI": uri, "RADTRACK_HOME": str(tmp / ".radtrack")}
     sheet = tmp / "amd.csv"
+    show = tmp / "show_gpu_env.py"
+    show.write_text(SHOW_GPU_ENV)
     sheet.write_text("Experiment,Workload,Devices,Collocation,File,Listeners,Params,Interval,RunName\n" + "".join(
         f"amd,1,-,-,{SCRIPTS / 'window_epochs.py'},amdsmi,--tag {t} --seconds {EPOCH_S:g},0.1,{t}\n"
-        for t in "ab"))
+        for t in "ab") + f"amd,2,1,-,{show},amdsmi,--out {tmp / 'placed.json'},0.1,placed\n")
     p = radtrack_cli(str(sheet), env=env, cwd=tmp, timeout=300)
     assert p.returncode == 0, p.stdout[-2000:] + p.stderr[-3000:]
     client = MlflowClient(tracking_uri=uri)
@@ -53,13 +59,23 @@ def amd(tmp_path_factory: pytest.TempPathFactory) -> dict:
     runs = {r.info.run_name: r for r in client.search_runs([exp.experiment_id])}
     report = run_cli("report", "amd", "--format", "csv", env=env, cwd=tmp, check=True)
     rows = {r["run_name"]: r for r in csv.DictReader(io.StringIO(report.stdout))}
-    return {"uri": uri, "env": env, "tmp": tmp, "client": client, "runs": runs, "report": rows}
+    return {"uri": uri, "env": env, "tmp": tmp, "client": client, "runs": runs, "report": rows,
+            "placed": json.loads((tmp / "placed.json").read_text())}
+
+
+#: a row's script: the GPU variables it was given, then 1.5 s for its listener to read
+SHOW_GPU_ENV = """import json, os, sys, time
+names = ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES", "RADTRACK_DEVICES")
+with open(sys.argv[sys.argv.index("--out") + 1], "w") as f:
+    json.dump({n: os.environ.get(n) for n in names}, f)
+time.sleep(1.5)
+"""
 
 
 def test_an_amd_gpu_gets_energy_attribution_windows_and_a_label(amd: dict) -> None:
     runs, report = amd["runs"], amd["report"]
     a, b = runs["a"], runs["b"]
-    parent = next(r for r in runs.values() if r.data.tags.get("radtrack.role") == "workload")
+    parent = amd["client"].get_run(a.data.tags["mlflow.parentRunId"])  # workload 1's
     for run in (a, b):
         m, tags = run.data.metrics, run.data.tags
         assert tags["radtrack.listener.amdsmi.gpu0.uuid"] == BUSY_UUID
@@ -120,3 +136,35 @@ def test_listeners_says_why_amdsmi_is_unavailable(tmp_path: Path) -> None:
     p = radtrack_cli("listeners", env=env, cwd=tmp_path, timeout=120)
     line = next(x for x in p.stdout.splitlines() if x.startswith("amdsmi"))
     assert "amdsmi_init failed" in line and "amdgpu driver" in line, p.stdout
+
+
+def test_devices_place_a_row_on_an_amd_gpu(amd: dict) -> None:
+    """Devices 1 on an AMD host: ROCR_VISIBLE_DEVICES (the variable amdsmi declares), not
+    CUDA's; the row's amdsmi reads that GPU alone, with its energy and label."""
+    assert amd["placed"] == {"ROCR_VISIBLE_DEVICES": "1", "HIP_VISIBLE_DEVICES": None,
+                             "CUDA_VISIBLE_DEVICES": None, "RADTRACK_DEVICES": "1"}
+    run = amd["runs"]["placed"]
+    m, tags = run.data.metrics, run.data.tags
+    assert tags["radtrack.listener.amdsmi.gpu0.uuid"] == IDLE_UUID
+    assert tags["radtrack.listener.amdsmi.gpu0.index"] == "1"
+    assert not any(k.startswith("radtrack.listener.amdsmi.gpu1.") for k in tags)
+    assert m["summary/amdsmi/gpu0/energy_j"] == pytest.approx(IDLE_W * m["summary/duration_s"], rel=0.1)
+    assert amd["report"]["placed"]["gpu_used"] == "GPU1 1dff74a1"
+    assert IDLE_UUID in tags["radtrack.gpu.uuids"]  # the host's GPUs, from the neutral inventory
+
+
+def test_nvidia_only_features_on_an_amd_gpu_are_refused(amd: dict) -> None:
+    sheet = amd["tmp"] / "mps.csv"
+    sheet.write_text("Experiment,Devices,Collocation,Clocks,File,Env\n"
+                     f"amd-mps,0,mps,,{SCRIPTS / 'sleeper.py'},\n"
+                     f"amd-clocks,1,,1200,{SCRIPTS / 'sleeper.py'},\n"
+                     f"amd-env,0,,,{SCRIPTS / 'sleeper.py'},HIP_VISIBLE_DEVICES=1\n")
+    p = radtrack_cli(str(sheet), env=amd["env"], cwd=amd["tmp"], timeout=120)
+    assert p.returncode != 0
+    said = p.stdout + p.stderr
+    gpu = "an AMD Instinct MI300X (read by amdsmi)"
+    assert f"{sheet}:2: column Collocation: MPS is NVIDIA's: GPU 0 is {gpu}" in said, said
+    assert f"{sheet}:3: column Clocks: Clocks is NVIDIA's: GPU 1 is {gpu}" in said, said
+    assert (f"{sheet}:4: column Env: HIP_VISIBLE_DEVICES=1 conflicts with Devices 0, from which "
+            "radtrack sets ROCR_VISIBLE_DEVICES") in said, said
+    assert "nvidia-smi reports none" not in said, said
