@@ -16,6 +16,7 @@ from test_analysis_seed import T0, Row, seed_workload
 
 from radtrack.analysis.report import main
 from radtrack.analysis.report_text import REPORT_TABLES
+from radtrack.store import newstore
 
 
 def report(*args: str, cwd: Path, uri: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -29,6 +30,7 @@ def report(*args: str, cwd: Path, uri: str | None = None) -> subprocess.Complete
 @pytest.fixture
 def seeded(store, tmp_path, monkeypatch) -> dict[str, list[str]]:
     monkeypatch.setenv("RADTRACK_CACHE_DIR", str(tmp_path / "cache"))
+    newstore.prepare(store)  # radtrack's template: no MLflow migrations per test (1.3 CPU-s)
     client = MlflowClient(store)
     solo = seed_workload(client, "coloc", 1, [Row(duration_s=10, throughput=100.0)])
     pair = seed_workload(client, "coloc", 2, [Row(duration_s=15, power_w=300.0, throughput=60.0,
@@ -39,8 +41,17 @@ def seeded(store, tmp_path, monkeypatch) -> dict[str, list[str]]:
     return {"solo": solo + repeat, "pair": pair}
 
 
-def test_table_and_csv_files(seeded, tmp_path, store):
-    proc = report("coloc", "--format", "csv", "--out", "out/report.csv", cwd=tmp_path, uri=store)
+def here(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """:func:`main` in this process (the ``store`` fixture's working folder and URI): the
+    module's process is tested by the two tests below that run it as a user does."""
+    capsys.readouterr()
+    code = main(list(args))
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(list(args), code, out.out, out.err)
+
+
+def test_table_and_csv_files(seeded, tmp_path, store, capsys):
+    proc = here(capsys, "coloc", "--format", "csv", "--out", "out/report.csv")
     assert proc.returncode == 0, proc.stderr
     text = proc.stdout
     assert "experiment coloc: 4 run(s)" in text
@@ -61,9 +72,10 @@ def test_table_and_csv_files(seeded, tmp_path, store):
     assert sorted(var["rows_in_workload"]) == [1, 2]
 
 
-def test_json_and_parquet_and_workload_filter(seeded, tmp_path, store):
-    proc = report("coloc", "--workload", "2", "--format", "json", "--out", "r.json",
-                  "--tracking-uri", store, cwd=tmp_path, uri="sqlite:///nowhere.db")
+def test_json_and_parquet_and_workload_filter(seeded, tmp_path, store, capsys, monkeypatch):
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///nowhere.db")  # --tracking-uri wins
+    proc = here(capsys, "coloc", "--workload", "2", "--format", "json", "--out", "r.json",
+                "--tracking-uri", store)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((tmp_path / "r.json").read_text())
     # every table, empty or not, and what each column is: one schema whatever the data
@@ -76,7 +88,7 @@ def test_json_and_parquet_and_workload_filter(seeded, tmp_path, store):
     assert doc["interference"][0]["solo_energy_per_unit_j"] == pytest.approx(
         (2000 / 1000 + 2400 / 960) / 2)
     assert [v["rows_in_workload"] for v in doc["variability"]] == [2]
-    proc = report("coloc", "--format", "parquet", "--out", "r.parquet", cwd=tmp_path, uri=store)
+    proc = here(capsys, "coloc", "--format", "parquet", "--out", "r.parquet", "--tracking-uri", store)
     assert proc.returncode == 0, proc.stderr
     assert len(pd.read_parquet(tmp_path / "r.parquet")) == 4
     assert len(pd.read_parquet(tmp_path / "r.interference.parquet")) == 2
@@ -99,6 +111,7 @@ def test_target_and_correlate_in_process(seeded, store, capsys, tmp_path):
 
 @pytest.fixture
 def small(store) -> str:
+    newstore.prepare(store)
     return seed_workload(MlflowClient(store), "coloc", 1, [Row(duration_s=2, parquet=False)])[0]
 
 
