@@ -20,7 +20,7 @@ from mlflow import MlflowClient
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "doubles"))
 import nvml_scenario  # noqa: E402
 from fakehost import H100_UUID, FakeHost  # noqa: E402
-from support import radtrack_cli, sqlite_locked  # noqa: E402
+from support import radtrack_cli, run_cli, sqlite_locked  # noqa: E402
 
 from radtrack.vocab import schema  # noqa: E402
 
@@ -78,7 +78,7 @@ def test_sync_stores_what_the_launchers_end_step_stores(store: str, tmp_path: Pa
     assert away.returncode == 0, away.stderr[-3000:]
     assert "Traceback" not in away.stderr and "spooled in" in away.stderr, away.stderr[-3000:]
 
-    s = radtrack_cli("sync", env=env)
+    s = run_cli("sync", env=env)  # in-process: the lock is gone; no process boundary tested
     assert s.returncode == 0, s.stdout + s.stderr
     assert "2 run(s) stored, 0 left" in s.stdout and "end step" in s.stdout, s.stdout
 
