@@ -22,7 +22,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
-from support import radtrack_cli
+from support import radtrack_cli, run_cli
 
 from radtrack.store import newstore
 
@@ -71,7 +71,8 @@ def _no_mlflow_noise(stderr: str) -> None:
 
 
 def _synced_row(tmp_path: Path, db: Path) -> tuple[MlflowClient, object, object]:
-    s = radtrack_cli("sync", cwd=tmp_path, env={"RADTRACK_HOME": str(tmp_path / ".radtrack")})
+    # in-process: this process never opened the store, so it holds no connection to the old file
+    s = run_cli("sync", cwd=tmp_path, env={"RADTRACK_HOME": str(tmp_path / ".radtrack")})
     assert s.returncode == 0, s.stdout + s.stderr
     assert "1 run(s) stored, 0 left" in s.stdout, s.stdout
     c = MlflowClient(f"sqlite:///{db}")
