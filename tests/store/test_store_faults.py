@@ -116,8 +116,10 @@ def test_a_locked_sqlite_file_is_waited_for_no_longer_than_the_store_wait(
 
 
 def _server(tmp: Path, port: int | None = None) -> MlflowServer:
-    return start_mlflow_server(f"sqlite:///{tmp / 'server.db'}", tmp / "server-artifacts",
-                               tmp / "server", port=port)
+    backend = f"sqlite:///{tmp / 'server.db'}"
+    tmp.mkdir(parents=True, exist_ok=True)
+    newstore.prepare(backend)  # radtrack's template: the server starts without MLflow's migrations
+    return start_mlflow_server(backend, tmp / "server-artifacts", tmp / "server", port=port)
 
 
 def _files_holding(secret: str, *folders: Path) -> list[str]:
