@@ -221,4 +221,6 @@ def test_repo_layout_installs_namespaced_packages(tmp_path: Path) -> None:
             "assert u.find_spec('listeners') is None and u.find_spec('frontend') is None\n")
     p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    assert (REPO / "listeners" / "base.py").exists()
+    # import names are paths: the listeners and the page live under radtrack/
+    assert (REPO / "radtrack" / "listeners" / "base.py").exists()
+    assert not (REPO / "listeners").exists() and not (REPO / "frontend").exists()
