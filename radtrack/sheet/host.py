@@ -15,7 +15,8 @@ from radtrack.spec import RunSpec
 from radtrack.vocab.device_inventory import CUDA_VISIBLE
 
 MPS_CONTROL = "nvidia-cuda-mps-control"
-NO_GPU = "nvidia-smi reports none on this host"
+#: nvidia-smi for NVIDIA GPUs, each other vendor's listener for its own (gpus.inventory)
+NO_GPU = "no GPU listener reports a GPU on this host"
 CPU_FALLBACK_FLAG = "--allow-cpu-fallback"
 # CUDA_VISIBLE_DEVICES values that ask for no GPU (SLURM writes NoDevFiles)
 _NO_DEVICE_VALUES = ("", "-1", "none", "nodevfiles")
@@ -153,8 +154,9 @@ def check_gpu_requests(specs: list[RunSpec], problems: Problems, host: list[gpus
                 warnings.add(f"asks for GPU {asked}, but {NO_GPU}: the script runs on CPU "
                              f"({CPU_FALLBACK_FLAG})", s.row, "Devices")
             else:
-                problems.add(f"asks for GPU {asked}, but {NO_GPU} (no NVIDIA driver, or "
-                             "nvidia-smi not on PATH), so the script would run on CPU: remove "
+                problems.add(f"asks for GPU {asked}, but {NO_GPU} (no GPU driver, or its tool "
+                             "or library missing: 'radtrack listeners' says why), so the script "
+                             "would run on CPU: remove "
                              f"the devices to run it on CPU, or pass {CPU_FALLBACK_FLAG} to run "
                              "it as it is", s.row, "Devices")
         elif s.env.get("CUDA_VISIBLE_DEVICES", "").strip().lower() not in _NO_DEVICE_VALUES:

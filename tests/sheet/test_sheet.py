@@ -113,20 +113,21 @@ def test_without_gpus_a_devices_row_and_gpu_features_are_refused(tmp_path, monke
     FakeHost(tmp_path, monkeypatch, present=False)
     path = make(tmp_path, f"{HEADER}\ne,1,,,3,-,train.py,,\n")
     assert problems_of(path) == [
-        f"{path}:2: column Devices: asks for GPU 3, but nvidia-smi reports none on this host "
-        "(no NVIDIA driver, or nvidia-smi not on PATH), so the script would run on CPU: remove "
+        f"{path}:2: column Devices: asks for GPU 3, but no GPU listener reports a GPU on this host "
+        "(no GPU driver, or its tool or library missing: 'radtrack listeners' says why), so the "
+        "script would run on CPU: remove "
         "the devices to run it on CPU, or pass --allow-cpu-fallback to run it as it is"]
     seen: list[str] = []
     assert read_sheet(path, cpu_fallback=True, warn=seen.append)[0].devices == ["3"]
-    assert seen == [f"{path}:2: column Devices: asks for GPU 3, but nvidia-smi reports none "
-                    "on this host: the script runs on CPU (--allow-cpu-fallback)"]
+    assert seen == [f"{path}:2: column Devices: asks for GPU 3, but no GPU listener reports "
+                    "a GPU on this host: the script runs on CPU (--allow-cpu-fallback)"]
     assert read_sheet(path, check_host=False)[0].devices == ["3"]  # a plan, not this host
     path = make(tmp_path, f"{HEADER}\ne,1,,,0,1g.10gb,train.py,,\n", "mig.csv")
     # the fallback does not cover what cannot run on CPU
     with pytest.raises(SheetError) as err:
         read_sheet(path, cpu_fallback=True)
     assert err.value.problems == [f"{path}:2: column Collocation: MIG needs an NVIDIA GPU, but "
-                                  "nvidia-smi reports none on this host"]
+                                  "no GPU listener reports a GPU on this host"]
 
 
 def test_mps_needs_the_control_tool(tmp_path, monkeypatch):

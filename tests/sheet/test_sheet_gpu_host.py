@@ -15,9 +15,10 @@ from support import radtrack_cli
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
 HEADER = "Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params,Clocks,PowerLimit"
-NO_GPU = "nvidia-smi reports none on this host"
-DEVICES = (": column Devices: asks for GPU 3, but nvidia-smi reports none on this host (no "
-           "NVIDIA driver, or nvidia-smi not on PATH), so the script would run on CPU: remove the "
+NO_GPU = "no GPU listener reports a GPU on this host"
+DEVICES = (": column Devices: asks for GPU 3, but no GPU listener reports a GPU on this host (no GPU "
+           "driver, or its tool or library missing: 'radtrack listeners' says why), so the script "
+           "would run on CPU: remove the "
            "devices to run it on CPU, or pass --allow-cpu-fallback to run it as it is")
 
 
