@@ -5,7 +5,8 @@
   (--detach-end / --wait-end: give the shell back before the runs are stored, or not)
   radtrack listeners                             installed listeners and availability
   radtrack sync                                  ship spools a killed launcher left behind
-  radtrack status sheet.csv                      refresh a sheet from its SLURM jobs
+  radtrack status sheet.csv                      a sheet's launch, through its executor
+  radtrack cancel sheet.csv                      stop a sheet's launch, through its executor
   radtrack report ...                            analysis tables (radtrack.analysis.report)
   radtrack export ...                            a wide, time-aligned table (radtrack.export)
   radtrack ui ...                                the Dash page (radtrack.frontend)

@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 from radtrack import inputs
 from radtrack.spec import DEFAULT_INTERVAL
 
-SUBCOMMANDS = ("listeners", "sync", "status", "report", "export", "ui", "copy")
+SUBCOMMANDS = ("listeners", "sync", "status", "cancel", "report", "export", "ui", "copy")
 DEFAULT_EXPERIMENT = "Default"
 # options that describe a single run; a sheet's rows set them in their own columns
 SINGLE_RUN_OPTIONS = {"experiment": ("-e/--experiment", "Experiment"),
@@ -31,7 +31,8 @@ commands:
   export      a wide, time-aligned table of an experiment's runs
   ui          the page to explore runs (http://127.0.0.1:8050)
   sync        store what a killed or disconnected launcher left spooled
-  status      refresh a sheet run with --executor slurm from its jobs
+  status      a sheet's launch (refreshed from its jobs under --executor slurm)
+  cancel      stop a sheet's launch (its SLURM jobs, or its launcher here)
   copy        copy runs from one store to another (a laptop's to the team server)
 
 radtrack --help lists the options; radtrack --version prints the version.
@@ -100,7 +101,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a Python script or an experiment sheet as tracked MLflow runs with "
                     "hardware metrics. Subcommands: " + ", ".join(SUBCOMMANDS) + ".",
         usage="radtrack [options] SCRIPT.py [script args...] | SHEET.csv | "
-              "{listeners,sync,status,report,export,ui,copy} ...",
+              "{listeners,sync,status,cancel,report,export,ui,copy} ...",
     )
     p.add_argument("target", help="a Python script or an experiment sheet (.csv)")
     p.add_argument("script_args", nargs=argparse.REMAINDER,

@@ -1,4 +1,4 @@
-"""``radtrack listeners|sync|status|report|export|ui|copy ...``: each subcommand handed to
+"""``radtrack listeners|sync|status|cancel|report|export|ui|copy ...``: each subcommand handed to
 the module that owns it (radtrack/cli_parser.py ``SUBCOMMANDS``), once the launches still
 storing in the background have stored what the readers among them read."""
 
@@ -24,10 +24,10 @@ def run_subcommand(name: str, rest: list[str]) -> int:
         from radtrack.sync_command import main as sync_main
 
         return sync_main(rest)
-    if name == "status":
-        from radtrack.executors.slurm_status import main as status_main
+    if name in ("status", "cancel"):
+        from radtrack.launch_control import main as control_main
 
-        return status_main(rest)
+        return control_main(name, rest)
     if name == "report":
         from radtrack.analysis.report import main as report_main
 

@@ -11,6 +11,10 @@ An executor's own row options (a SLURM partition, ...) are sheet columns and fla
 declares as :class:`RowOption`; the sheet reader stores them in the row's
 ``RunSpec.executor_options`` (a row's common spec names none of them), and only the
 executor that declared them reads them.
+
+``radtrack status SHEET`` and ``radtrack cancel SHEET`` (radtrack/launch_control.py) ask
+the executors in turn (radtrack/executor_registry.py ``control``) for what they run or ran
+from the sheet: the first that has any of it answers.
 """
 
 from __future__ import annotations
@@ -56,6 +60,14 @@ class Launch:
         return self.store.uri
 
 
+@dataclass(frozen=True)
+class Enquiry:
+    """What ``radtrack status`` / ``radtrack cancel`` hand each executor they ask."""
+
+    target: Path  # the sheet, absolute (the command checked it exists)
+    tracking_uri: str | None = None  # --tracking-uri; None: the store the launch used
+
+
 class Executor(Protocol):
     """Where a launch's workloads run. One module (or class) per executor, registered by
     name in radtrack/executor_registry.py ``EXECUTORS``."""
@@ -87,3 +99,12 @@ class Executor(Protocol):
     def submit(self, launch: Launch) -> int:
         """Run or submit the launch's workloads (waiting as the executor does); the
         command's exit code."""
+
+    def status(self, enquiry: Enquiry) -> int | None:
+        """Report what it runs or ran from the sheet, one line per workload on stdout (the
+        sheet brought up to date where the executor keeps its own record); the command's
+        exit code (0: every workload finished); None where it ran nothing of the sheet."""
+
+    def cancel(self, enquiry: Enquiry) -> int | None:
+        """Stop what it still runs from the sheet, as Ctrl-C in its launcher would, saying
+        so on stdout; the command's exit code; None where it runs nothing of the sheet."""

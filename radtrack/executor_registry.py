@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 from radtrack.errors import RadtrackError
 
 if TYPE_CHECKING:
-    from radtrack.executor_contract import Executor, RowOption
+    from radtrack.executor_contract import Enquiry, Executor, RowOption
 
 #: name -> "module:attribute" of its Executor
 EXECUTORS = {
@@ -86,3 +86,21 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     """Every executor's flags, on the launch's parser."""
     for executor in every():
         executor.add_options(parser)
+
+
+def control(action: str, enquiry: Enquiry, name: str | None = None) -> int | None:
+    """``radtrack status|cancel SHEET``: ``action`` ("status" or "cancel") of the executor
+    ``name`` (None: every executor in turn, those keeping their own record of a sheet, like
+    SLURM's job ledger, before the local one, which reads the sheet's lock and cells); the
+    first answer, or None where no executor ran anything of the sheet."""
+    if name is not None:
+        asked = [load(EXECUTORS[resolve(name)])]
+    else:
+        executors = every()
+        asked = [e for e in executors if e.name != "local"] + [e for e in executors
+                                                                if e.name == "local"]
+    for executor in asked:
+        code: int | None = getattr(executor, action)(enquiry)
+        if code is not None:
+            return code
+    return None

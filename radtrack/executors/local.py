@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from radtrack.errors import RadtrackError, SheetError
-from radtrack.executor_contract import Launch, RowOption
+from radtrack.executor_contract import Enquiry, Launch, RowOption
 from radtrack.spec import RunSpec
 
 if TYPE_CHECKING:
@@ -57,6 +57,16 @@ class LocalExecutor:
         self.check_rows([s for specs in workloads for s in specs], launch.target)
         sheet = launch.target if launch.sheet else None
         return run_workloads(workloads, launch.uri, grace=launch.args.grace, sheet=sheet)
+
+    def status(self, enquiry: Enquiry) -> int | None:
+        from radtrack.executors.local_control import status
+
+        return status(enquiry.target)
+
+    def cancel(self, enquiry: Enquiry) -> int | None:
+        from radtrack.executors.local_control import cancel
+
+        return cancel(enquiry.target)
 
 
 EXECUTOR = LocalExecutor()

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from radtrack import inputs
 from radtrack.errors import RadtrackError
-from radtrack.executor_contract import Launch, RowOption
+from radtrack.executor_contract import Enquiry, Launch, RowOption
 from radtrack.spec import RunSpec
 
 
@@ -63,6 +63,17 @@ class NodesExecutor:
             return 0
         a = launch.args
         return launch_node(workloads[0][0], launch.store, a.grace, a.nodes, a.node_rank, a.master)
+
+    # status and cancel address a sheet; a multi-node launch runs one script, never a
+    # sheet (check() refuses one), so it has nothing of any sheet to report or stop: its
+    # run is stopped by Ctrl-C in node 0's terminal, which ends every node's part
+    # (radtrack/nodes/launch.py), and its status is its run's in the store
+
+    def status(self, enquiry: Enquiry) -> int | None:
+        return None
+
+    def cancel(self, enquiry: Enquiry) -> int | None:
+        return None
 
 
 EXECUTOR = NodesExecutor()

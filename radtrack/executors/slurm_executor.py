@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 
 from radtrack.errors import RadtrackError
-from radtrack.executor_contract import Launch
+from radtrack.executor_contract import Enquiry, Launch
 from radtrack.executors.slurm_options import ROW_OPTIONS
 from radtrack.spec import RunSpec
 
@@ -73,6 +73,16 @@ class SlurmExecutor:
                             sbatch_args=list(a.sbatch_arg), grace=a.grace)
         return launch_sheet(launch.target, launch.defaults, launch.store, opts, rerun=a.rerun,
                             dry_run=a.dry_run)
+
+    def status(self, enquiry: Enquiry) -> int | None:
+        from radtrack.executors.slurm_status import report
+
+        return report(enquiry.target, enquiry.tracking_uri)
+
+    def cancel(self, enquiry: Enquiry) -> int | None:
+        from radtrack.executors.slurm_status import cancel
+
+        return cancel(enquiry.target)
 
 
 EXECUTOR = SlurmExecutor()

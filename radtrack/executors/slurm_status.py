@@ -16,9 +16,7 @@ lock (radtrack/sheet/lock.py); the waiting submitter already holds it.
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -265,42 +263,52 @@ def write_back(sheet: Path, jobs: list[Job], cells: dict[int, tuple[str, str]],
                     + (", the store its run" if run_id else ""))
 
 
-def main(argv: list[str]) -> int:
-    """``radtrack status sheet.csv``: refresh a sheet's Status/Run/Job from its SLURM jobs."""
-    p = argparse.ArgumentParser(prog="radtrack status",
-                                description="Refresh an experiment sheet's Status, Run and Job "
-                                            "cells from the SLURM jobs that run it.")
-    p.add_argument("sheet", help="the sheet submitted with --executor slurm")
-    p.add_argument("--tracking-uri", default=None,
-                   help="store the jobs track into (default: the one they were submitted with)")
-    a = p.parse_args(argv)
-    sheet = Path(a.sheet).absolute()
-    try:
-        if not sheet.is_file():
-            raise RadtrackError(f"{sheet}: no such sheet")
-        ledger = Ledger.load(sheet)
-        if not ledger.jobs:
-            raise RadtrackError(f"{sheet}: no SLURM jobs recorded for this sheet (none in "
-                                f"{ledger.path}); submit it with --executor slurm")
-        from radtrack.store.mlflow_client import mlflow_client as client
-        from radtrack.store.tracking import check_reachable, with_password
+def report(sheet: Path, tracking_uri: str | None) -> int | None:
+    """``radtrack status sheet.csv`` for a sheet submitted with --executor slurm: refresh its
+    Status/Run/Job cells from its jobs and print one line per job; None when its ledger
+    records no job (the sheet was not submitted here)."""
+    if not Ledger.load(sheet).jobs:
+        return None
+    ledger = Ledger.load(sheet)
+    from radtrack.store.mlflow_client import mlflow_client as client
+    from radtrack.store.tracking import check_reachable, with_password
 
-        uri = a.tracking_uri or with_password(ledger.uri)  # the ledger holds no password
-        check_reachable(uri)
-        from radtrack.sheet.lock import sheet_lock
+    uri = tracking_uri or with_password(ledger.uri)  # the ledger holds no password
+    check_reachable(uri)
+    from radtrack.sheet.lock import sheet_lock
 
-        notes: list[str] = []
-        # one writer of the sheet and its ledger at a time: a launcher or submitter running
-        # this sheet holds the lock (and writes these states itself), and status is refused
-        with sheet_lock(sheet):
-            ledger = Ledger.load(sheet)  # as it is now that nobody else writes it
-            found = refresh(ledger, client(uri), log=notes.append)
-    except RadtrackError as exc:
-        print(f"radtrack: error: {exc}", file=sys.stderr)
-        return exc.exit_code
+    notes: list[str] = []
+    # one writer of the sheet and its ledger at a time: a launcher or submitter running
+    # this sheet holds the lock (and writes these states itself), and status is refused
+    with sheet_lock(sheet):
+        ledger = Ledger.load(sheet)  # as it is now that nobody else writes it
+        found = refresh(ledger, client(uri), log=notes.append)
     for job in ledger.jobs.values():
         reason = f" ({job.reason})" if job.reason else ""
         print(f"{job.experiment}-{job.workload}: job {job.job} {job.state}{reason}")
     for line in notes:
         print(line)
     return 0 if all(s.state == "COMPLETED" for s in found.values()) else 1
+
+
+def cancel(sheet: Path) -> int | None:
+    """``radtrack cancel sheet.csv``: scancel the sheet's jobs still queued or running (as
+    Ctrl-C in the waiting submitter does); their runs end KILLED on the nodes and the next
+    ``radtrack status`` writes that back. None when its ledger records no job."""
+    ledger = Ledger.load(sheet)
+    if not ledger.jobs:
+        return None
+    jobs = [j.job for j in ledger.jobs.values()]
+    found = states(jobs)
+    live = [j for j in jobs if not found[j].ended]
+    if not live:
+        print(f"{sheet}: none of its SLURM jobs ({', '.join(jobs)}) is queued or running")
+        return 0
+    from radtrack.executors.slurm_queue import cancel as scancel
+
+    complaint = scancel(live)
+    if complaint:
+        raise RadtrackError(f"scancel {' '.join(live)}: {complaint}")
+    print(f"cancelled job(s) {', '.join(live)} (scancel); 'radtrack status {sheet}' writes "
+          "their end to the sheet")
+    return 0

@@ -43,6 +43,19 @@ def _holder(text: str) -> tuple[int, str, str] | None:
         return None
 
 
+def holder(sheet: Path) -> tuple[int, str, str] | None:
+    """(pid, host, since) of the launcher holding the sheet now, or None: no lock file, or
+    one whose holder no longer runs on this host. A holder on another host cannot be
+    checked from here and is taken at its word (its lock file is removed when it ends)."""
+    try:
+        found = _holder(lock_path(sheet).read_text("utf-8", "replace"))
+    except OSError:
+        return None
+    if found is None or (found[1] == socket.gethostname() and not pid_alive(found[0])):
+        return None
+    return found
+
+
 def _read(fd: int) -> str:
     os.lseek(fd, 0, os.SEEK_SET)
     return os.read(fd, 4096).decode("utf-8", "replace")

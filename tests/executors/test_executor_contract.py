@@ -75,6 +75,8 @@ class _QueueExecutor:
 
         self.row_options = (RowOption("queue", None, "queue_name", self._parse),)
         self.launches: list = []
+        self.asked: list = []  # (action, enquiry) of every status/cancel put to it
+        self.own: set = set()  # the sheets it says it runs
 
     @staticmethod
     def _parse(text: str) -> str:
@@ -101,6 +103,17 @@ class _QueueExecutor:
         self.launches.append(launch)
         return 0
 
+    def status(self, enquiry) -> int | None:
+        self.asked.append(("status", enquiry))
+        if enquiry.target in self.own:
+            print(f"queue: {enquiry.target.name} waits")
+            return 1
+        return None
+
+    def cancel(self, enquiry) -> int | None:
+        self.asked.append(("cancel", enquiry))
+        return 0 if enquiry.target in self.own else None
+
 
 QUEUE = _QueueExecutor()
 
@@ -125,3 +138,33 @@ def test_a_new_executor_is_one_class_and_one_registration(tmp_path: Path, monkey
     p = run_cli("--executor", "queue", str(script), env=STORE)
     assert p.returncode == 2 and "--executor queue runs experiment sheets" in p.stderr
     assert len(QUEUE.launches) == 1
+
+
+def test_status_and_cancel_ask_the_executors_in_turn(tmp_path: Path, monkeypatch) -> None:
+    """``radtrack status|cancel SHEET`` through the registry: an executor's own sheet is
+    answered by it, before the local one; a sheet nobody ran is one message naming it."""
+    from radtrack import executor_registry
+
+    monkeypatch.setitem(executor_registry.EXECUTORS, "queue", f"{__name__}:QUEUE")
+    QUEUE.asked.clear()
+    _script, sheet = _files(tmp_path)
+    QUEUE.own = {sheet}
+    p = run_cli("status", str(sheet), "--tracking-uri", "sqlite:///x.db")
+    assert (p.returncode, p.stdout) == (1, "queue: sheet.csv waits\n"), p.stderr
+    (action, enquiry), = QUEUE.asked
+    assert action == "status" and enquiry.target == sheet
+    assert enquiry.tracking_uri == "sqlite:///x.db"
+    p = run_cli("cancel", str(sheet))
+    assert p.returncode == 0 and QUEUE.asked[-1][0] == "cancel"
+    QUEUE.own = set()  # not its sheet: the local executor is asked, which never ran it
+    for action in ("status", "cancel"):
+        p = run_cli(action, str(sheet))
+        assert p.returncode == 2 and QUEUE.asked[-1][0] == action
+        assert f"{sheet}: nothing of it" in p.stderr and "no launcher holds it" in p.stderr
+    p = run_cli("status", "--executor", "local", str(sheet))  # that executor only
+    assert p.returncode == 2 and "nothing of it ran under local" in p.stderr
+    assert QUEUE.asked[-1][0] == "cancel"  # not asked again
+    p = run_cli("cancel", "--executor", "kube", str(sheet))
+    assert p.returncode == 2 and "--executor: unknown executor 'kube'" in p.stderr
+    p = run_cli("status", str(tmp_path / "none.csv"))
+    assert p.returncode == 2 and "none.csv: no such sheet" in p.stderr

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from slurm_cluster import wait_for
-from support import radtrack_cli
+from support import radtrack_cli, run_cli
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
 
@@ -202,6 +202,32 @@ def test_ctrl_c_cancels_the_jobs(slurm_cluster, tmp_path: Path) -> None:
     assert child.data.tags["radtrack.slurm.state"] == "CANCELLED"
     assert child.data.tags["radtrack.stopped_by"] == "slurm:CANCELLED"
     wait_for(lambda: not Path(f"/proc/{workload_pid}").exists(), 30, "the workload to end")
+
+
+def test_radtrack_cancel_scancels_a_detached_sheets_jobs(slurm_cluster, tmp_path: Path) -> None:
+    """``radtrack cancel SHEET`` through the SLURM executor's side of the contract: the
+    sheet's live jobs scancelled, their end written by the next ``radtrack status``."""
+    pid_file, release = tmp_path / "pid", tmp_path / "release"
+    sheet = _sheet(tmp_path, WAITER.format(exp="cancelled", pid=pid_file, release=release),
+                   ("wait_for_file.py",))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    env = _env(slurm_cluster, uri, tmp_path)
+    p = radtrack_cli(str(sheet), "--executor", "slurm", "--shared-fs", "--detach",
+                     "--grace", "2", env=env)
+    assert p.returncode == 0, p.stderr
+    job = _rows(sheet)[0]["Job"].split()[0]
+    wait_for(pid_file.exists, 120, "the job's workload to start")
+    c = run_cli("cancel", str(sheet), env=env)
+    assert c.returncode == 0, c.stderr
+    assert f"cancelled job(s) {job} (scancel)" in c.stdout
+    wait_for(lambda: slurm_cluster.state(job) not in ("PENDING", "RUNNING", "COMPLETING", ""),
+             120, "the cancelled job to end")
+    assert slurm_cluster.state(job) == "CANCELLED"
+    s = run_cli("status", str(sheet), env=env)
+    assert s.returncode == 1 and f"cancelled-1: job {job} CANCELLED" in s.stdout, s.stderr
+    assert _rows(sheet)[0]["Job"] == f"{job} CANCELLED"
+    again = run_cli("cancel", str(sheet), env=env)  # nothing of it is live any more
+    assert again.returncode == 0 and "is queued or running" in again.stdout, again.stderr
 
 
 def test_launcher_killed_on_the_node_leaves_its_spool_for_status(slurm_cluster,
