@@ -118,6 +118,17 @@ def spooled_samples(spool: Path, listener: str) -> int:
     return n
 
 
+def made_store(uri: str) -> str:
+    """``uri`` with its SQLite store made now from radtrack's template (radtrack/store/newstore.py),
+    for a test whose own process opens the store first: MLflow would make its tables itself,
+    1.3-2.2 CPU-s a store (docs/testing.md). The ``store`` fixture leaves the file unmade:
+    tests check that a refused launch touches no store."""
+    from radtrack.store import newstore
+
+    newstore.prepare(uri)
+    return uri
+
+
 @contextlib.contextmanager
 def sqlite_locked(db: Path) -> Iterator[None]:
     """Another writer holds ``db`` (an SQLite file) with an exclusive lock while inside."""

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
+from support import made_store
 from test_analysis_seed import T0, Row, seed_workload
 
 from radtrack.analysis import data
@@ -25,7 +26,7 @@ def long(run_id: str, metric: str, seconds, values, steps=None) -> pd.DataFrame:
 @pytest.fixture
 def experiment(store, tmp_path, monkeypatch) -> dict[str, list[str]]:
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
-    client = MlflowClient(store)
+    client = MlflowClient(made_store(store))
     solo = seed_workload(client, "coloc", 1, [Row(duration_s=10, power_w=200.0, throughput=100.0)])
     pair = seed_workload(client, "coloc", 2, [
         # the GPU's 300 W x 15 s = 4500 J, attributed 2:1 by the launcher
@@ -63,7 +64,7 @@ def test_interference_against_solo_runs(experiment):
 
 def test_interference_falls_back_to_duration(store, tmp_path, monkeypatch):
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
-    client = MlflowClient(store)
+    client = MlflowClient(made_store(store))
     seed_workload(client, "dur", 1, [Row(duration_s=10, throughput=None)])
     pair = seed_workload(client, "dur", 2, [Row(duration_s=14, throughput=None, devices="0",
                                                 attributed_j=2800.0, attribution="solo"),

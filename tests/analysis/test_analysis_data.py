@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
+from support import made_store
 from test_analysis_seed import T0, Row, seed_workload
 
 from radtrack.analysis import data
@@ -21,7 +22,7 @@ from radtrack.errors import RadtrackError
 @pytest.fixture
 def seeded(store: str, tmp_path, monkeypatch) -> dict[str, list[str]]:
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
-    client = MlflowClient(store)
+    client = MlflowClient(made_store(store))
     solo = seed_workload(client, "exp", 1, [Row(duration_s=10)])
     pair = seed_workload(client, "exp", 2, [Row(duration_s=15, parquet=False, collocation="mps"),
                                             Row(duration_s=12, collocation="mps",
@@ -121,7 +122,7 @@ def test_series_from_parquet_and_history_agree(seeded):
 
 def test_parquet_is_read_instead_of_history(store, tmp_path, monkeypatch):
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
-    (run_id,) = seed_workload(MlflowClient(store), "pq", 1, [Row(duration_s=4, history=False)])
+    (run_id,) = seed_workload(MlflowClient(made_store(store)), "pq", 1, [Row(duration_s=4, history=False)])
     series = load_series([run_id])
     # smi samples exist only in the Parquet trace, throughput only in the metric history
     assert set(series["metric"]) == {"smi/gpu0/power_w", "smi/gpu0/gpu_util_pct",

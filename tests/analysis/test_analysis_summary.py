@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from mlflow import MlflowClient
+from support import made_store
 from test_analysis_seed import Row, seed_workload
 
 from radtrack.analysis import data
@@ -123,7 +124,7 @@ def test_summarize_series_power_util_throughput_energy_per_sample():
 
 def test_summarize_runs_on_seeded_store(store, tmp_path, monkeypatch):
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
-    client = MlflowClient(store)
+    client = MlflowClient(made_store(store))
     ids = seed_workload(client, "sum", 1, [Row(duration_s=10, power_w=150.0),
                                            Row(duration_s=8, power_w=300.0, parquet=False,
                                                energy_counter=False, throughput=None)])
@@ -216,7 +217,7 @@ def test_stored_summaries_agree_with_the_series_on_the_synthetic_store(tmp_path,
 
 def test_stored_values_are_used_and_runs_without_them_are_computed(store, tmp_path, monkeypatch):
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
-    client = MlflowClient(store)
+    client = MlflowClient(made_store(store))
     ids = seed_workload(client, "mixed", 1, [
         Row(duration_s=10, power_w=150.0, summaries=True),
         Row(duration_s=8, power_w=300.0, summaries=False),
@@ -253,7 +254,7 @@ def test_stored_values_are_used_and_runs_without_them_are_computed(store, tmp_pa
 
 def test_running_run_and_missing_stored_energy_fall_back_to_the_series(store, tmp_path, monkeypatch):
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
-    client = MlflowClient(store)
+    client = MlflowClient(made_store(store))
     ids = seed_workload(client, "edge", 1, [
         Row(duration_s=10, power_w=150.0, summaries=True, status="RUNNING"),
         Row(duration_s=10, power_w=150.0, summaries=True, stored_energy=False),
@@ -273,7 +274,7 @@ def test_running_run_and_missing_stored_energy_fall_back_to_the_series(store, tm
 
 def test_colocated_runs_recorded_without_accounting_are_accounted_from_traces(store, tmp_path, monkeypatch):
     monkeypatch.setenv(data.CACHE_ENV, str(tmp_path / "cache"))
-    client = MlflowClient(store)
+    client = MlflowClient(made_store(store))
     ids = seed_workload(client, "old", 1, [Row(duration_s=10, power_w=300.0), Row(duration_s=10, power_w=300.0)])
     unknown = summarize_runs(ids).set_index("run_id")
     assert (unknown["attribution"] == "unattributed").all()  # no GPU UUID tag: nothing to go on
