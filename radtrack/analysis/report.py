@@ -12,7 +12,6 @@ stderr for an unknown experiment, run id or metric.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 import pandas as pd
@@ -307,7 +306,9 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     # The output is the report only: MLflow would draw a "Downloading artifacts" bar on
     # stderr for every trace it fetches whenever tqdm is installed.
-    os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"
+    from radtrack.store.mlflow_client import quiet_downloads
+
+    quiet_downloads(force=True)
     uri = resolve_tracking_uri(args.tracking_uri)
     try:
         if args.correlate:

@@ -11,7 +11,6 @@ a server that does not answer is an error within seconds, not minutes of retries
 from __future__ import annotations
 
 import logging
-import os
 import time
 
 from dash import ctx, html, set_props
@@ -33,8 +32,9 @@ _EMPTIED = {"workload.options": [], "runs.children": None}
 
 def bound_requests() -> None:
     """Short timeouts for MLflow's HTTP store requests, unless the user set their own."""
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", REQUEST_TIMEOUT_S)
-    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", REQUEST_RETRIES)
+    from radtrack.store.mlflow_client import bound_requests as bound
+
+    bound(REQUEST_TIMEOUT_S, REQUEST_RETRIES)  # the one place that sets MLflow's variables
 
 
 def describe(uri: str, exc: BaseException) -> str:

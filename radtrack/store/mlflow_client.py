@@ -6,9 +6,9 @@ MLflow (3.x) reads its HTTP retry settings only from the environment
 own process before its first client, where the user set none; :func:`script_http_env`
 gives a script's process the user's own, else long ones, from the environment as it was
 before (taken when this module is imported, which every setter here follows).
-:func:`radtrack_process` and :func:`quiet_downloads` are the commands' other MLflow
-settings. No other module of radtrack's writing side sets an ``MLFLOW_*`` variable
-(tests/run/test_store_handle.py).
+:func:`radtrack_process`, :func:`quiet_downloads` and :func:`bound_requests` are the
+commands' other MLflow settings (the readers' included). No other module of radtrack sets
+an ``MLFLOW_*`` variable (tests/run/test_store_handle.py).
 """
 
 from __future__ import annotations
@@ -42,9 +42,21 @@ def radtrack_process() -> None:
     os.environ.setdefault("MLFLOW_DISABLE_TELEMETRY", "true")
 
 
-def quiet_downloads() -> None:
-    """No MLflow progress bar per artifact (``radtrack copy`` says a line per run instead)."""
-    os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+def quiet_downloads(*, force: bool = False) -> None:
+    """No MLflow progress bar per artifact (``radtrack copy`` says a line per run instead),
+    unless the user asked for one; ``force``: none at all (``radtrack report``, whose output
+    is the report only)."""
+    if force:
+        os.environ["MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR"] = "false"
+    else:
+        os.environ.setdefault("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false")
+
+
+def bound_requests(timeout_s: str, retries: str) -> None:
+    """MLflow's HTTP request limits for a reader that must not hang on a server gone away
+    (the page: radtrack/frontend/health.py), unless the user set their own."""
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", timeout_s)
+    os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", retries)
 
 
 def script_http_env() -> dict[str, str]:

@@ -15,10 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HANDLE = ROOT / "radtrack" / "store" / "mlflow_client.py"
 #: the writing side: every MLflow client it makes comes from the handle
 WRITERS = ("run", "store", "postrun", "executors", "nodes", "sheet", "script")
-#: readers with a request policy of their own (a page that must not hang on a server that
-#: went away; a report that downloads artifacts without a progress bar): not the store
-#: handle's, and no launch goes through them
-READER_ENV = {"radtrack/frontend/health.py", "radtrack/analysis/report.py"}
+#: modules besides the handle that set MLflow's variables: none (the page's request limits
+#: and the report's quiet downloads are the handle's too: bound_requests, quiet_downloads)
+READER_ENV: set[str] = set()
 
 
 def _mlflow_env_writes(tree: ast.AST) -> list[str]:
