@@ -206,8 +206,8 @@ def nvidia_inventory() -> list[Gpu]:
 
 def other_vendors() -> list[Gpu]:
     """The GPUs the registered listeners other than smi declare (amdsmi's AMD GPUs, a
-    plugin's): each listener that overrides ``Listener.inventory`` is asked; one that fails
-    to load or to answer declares none (the registry warns of the former)."""
+    plugin's): each registered listener's ``inventory()``; one that fails to load or to
+    answer declares none (the registry warns of the former)."""
     from radtrack.errors import RadtrackError
     from radtrack.listeners import registry
     from radtrack.listeners.base import Listener
@@ -221,9 +221,9 @@ def other_vendors() -> list[Gpu]:
             cls = registry.get(name)
         except RadtrackError:  # failed to load: the registry warned of it
             continue
-        if not issubclass(cls, Listener) or cls.inventory.__func__ is Listener.inventory.__func__:  # type: ignore[attr-defined]
-            continue  # a command wrapper, or a listener that declares no GPU
-        try:
+        if not issubclass(cls, Listener):
+            continue  # a command wrapper (nsys, ncu): no GPU of its own
+        try:  # the base's answer is []: a listener that reads no GPU declares none
             out += [Gpu.of(d) for d in cls.inventory()]
         except Exception:  # noqa: BLE001, S112 - a plugin's broken inventory is no GPU, not no launch
             continue
