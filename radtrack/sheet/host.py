@@ -140,10 +140,12 @@ def check_gpu_requests(specs: list[RunSpec], problems: Problems, host: list[gpus
     ``--allow-cpu-fallback``, a warning instead); a CUDA_VISIBLE_DEVICES naming GPUs, in a
     row's Env or in the launcher's environment, is a warning (radtrack did not pick those
     GPUs). MPS, MIG, Clocks and PowerLimit: check_against_host."""
-    if host:
-        return
     environ = os.environ if environ is None else environ
     say = warn or (lambda _message: None)
+    if host:
+        for item in _inherited_selection(specs, problems, host, environ):
+            say(item)
+        return
     warnings = Problems(problems.path)
     for s in specs:
         if s.devices:
@@ -169,3 +171,25 @@ def check_gpu_requests(specs: list[RunSpec], problems: Problems, host: list[gpus
                               f"GPUs, but {NO_GPU}: the script(s) run on CPU")
     for item in warnings.items:
         say(item)
+
+
+def _inherited_selection(specs: list[RunSpec], problems: Problems, host: list[gpus_mod.Gpu],
+                         environ: Mapping[str, str]) -> list[str]:
+    """Warnings for a row placed through another variable than CUDA_VISIBLE_DEVICES (an AMD
+    GPU's ROCR_VISIBLE_DEVICES) while the launcher's environment sets one that selects among
+    those GPUs again (HIP_VISIBLE_DEVICES, CUDA_VISIBLE_DEVICES: HIP numbers them within
+    ROCR's list), which the row's Env does not override: its script may see another GPU, or
+    none. A row on an NVIDIA GPU gets CUDA_VISIBLE_DEVICES itself, over the inherited one."""
+    warnings = Problems(problems.path)
+    for s in specs:
+        for gpu in (g for d in s.devices for g in gpus_mod.resolve(d, host)[:1]):
+            if gpu.visibility[:1] == (CUDA_VISIBLE,):
+                continue
+            for name in gpu.visibility[1:]:
+                if name in environ and name not in s.env:
+                    warnings.add(f"the environment's {name}={environ[name]} selects among the GPUs "
+                                 f"radtrack gives the script in {gpu.visibility[0]} (Devices "
+                                 f"{'+'.join(s.devices)}), so it may see another GPU or none: "
+                                 "unset it before the launch", s.row, "Devices")
+            break
+    return warnings.items

@@ -18,7 +18,7 @@ from radtrack.listeners import amd_reads
 from radtrack.listeners.amd import AmdSmiListener
 from radtrack.listeners.smi import SmiListener
 from radtrack.placement.plain import PlainPlacement
-from radtrack.sheet.host import check_against_host
+from radtrack.sheet.host import check_against_host, check_gpu_requests
 from radtrack.sheet.records import Problems
 from radtrack.spec import RunSpec
 
@@ -93,3 +93,18 @@ def test_an_index_on_a_host_with_two_vendors_is_refused_and_a_uuid_is_not(amd_do
         "mixed.csv:2: column Devices: device 0 names GPU 0 (NVIDIA H100 80GB HBM3, read by smi) and "
         "GPU 0 (AMD Instinct MI300X, read by amdsmi): each vendor numbers its GPUs from 0, so radtrack "
         "cannot tell which; name an NVIDIA GPU by its UUID (GPU-...)"]
+
+
+def test_an_inherited_hip_selection_beside_an_amd_row_is_a_warning(amd_double: ModuleType) -> None:
+    host = [gpus.Gpu.of(d) for d in AmdSmiListener.inventory()]
+    problems, said = Problems(Path("amd.csv")), []
+    rows = [RunSpec("e", 1, Path("s.py"), devices=["1"], row=2), RunSpec("e", 1, Path("s.py"), row=3)]
+    check_gpu_requests(rows, problems, host, warn=said.append,
+                       environ={"HIP_VISIBLE_DEVICES": "2", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    assert problems.items == []
+    assert said == ["amd.csv:2: column Devices: the environment's HIP_VISIBLE_DEVICES=2 selects among the "
+                    "GPUs radtrack gives the script in ROCR_VISIBLE_DEVICES (Devices 1), so it may see "
+                    "another GPU or none: unset it before the launch"]
+    said.clear()
+    check_gpu_requests(rows, problems, host, warn=said.append, environ={})
+    assert said == []
