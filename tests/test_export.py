@@ -21,7 +21,7 @@ import pandas as pd
 import pytest
 from mlflow import MlflowClient
 from mlflow.entities import Metric
-from support import radtrack_cli, run_cli
+from support import made_store, radtrack_cli, run_cli
 
 from radtrack.analysis import load_series
 from radtrack.export import is_counter, parse_every, resample
@@ -35,7 +35,7 @@ def _known_run(uri: str, tmp_path: Path) -> str:
     """Experiment 'known': one row run with exact timestamps, a param, the script's own metric
     and two Parquet traces: smi's power (a level) and energy (a counter), and top's host CPU
     (% of all cores) next to the run's (% of one core), which share a unit symbol."""
-    client = MlflowClient(uri)
+    client = MlflowClient(made_store(uri))
     exp = client.create_experiment("known")
     run = client.create_run(exp, start_time=int(START * 1000), run_name="known-1 A", tags={
         "radtrack.role": "row", "radtrack.workload": "1", "radtrack.letter": "A",

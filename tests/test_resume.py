@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
+from support import made_store
 
 from radtrack.plan import group_workloads
 from radtrack.resume import pending_workloads
@@ -18,7 +19,7 @@ def spec(wl: int, status: str = "", run_id: str = "") -> RunSpec:
 
 @pytest.fixture
 def client(store) -> MlflowClient:
-    return MlflowClient(store)
+    return MlflowClient(made_store(store))
 
 
 def make_runs(client: MlflowClient, n: int) -> tuple[str, list[str]]:

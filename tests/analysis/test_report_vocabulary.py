@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 from mlflow import MlflowClient
-from support import report_rows, run_cli
+from support import made_store, report_rows, run_cli
 from test_analysis_seed import T0, Row, seed_workload
 
 from radtrack.analysis.report_text import REPORT_TABLES, column_legend
@@ -28,7 +28,7 @@ OLD_NAMES = ("span_s", "run_cpu_pct", "host_cpu_pct", "energy_ci95_pct")
 @pytest.fixture
 def seeded(store, tmp_path, monkeypatch) -> str:
     monkeypatch.setenv("RADTRACK_CACHE_DIR", str(tmp_path / "cache"))
-    client = MlflowClient(store)
+    client = MlflowClient(made_store(store))
     cpu = {"system/top/cpu_pct": [(t, i, 50.0) for i, t in enumerate(range(0, 11))],
            "system/top/proc/cpu_pct": [(t, i, 90.0) for i, t in enumerate(range(0, 11))]}
     seed_workload(client, "coloc", 1, [Row(duration_s=10, throughput=100.0, extra=cpu)])
@@ -135,7 +135,7 @@ def _cells(section: str, column: str) -> list[str]:
 
 def test_long_names_fit_the_width_and_every_block_keeps_its_key(store, tmp_path, monkeypatch):
     monkeypatch.setenv("RADTRACK_CACHE_DIR", str(tmp_path / "cache"))
-    client = MlflowClient(store)
+    client = MlflowClient(made_store(store))
     params = {"batch-size": "64", "a-rather-long-option-name": "with-a-long-value-" * 3}
     script = "/home/someone/projects/a-deep/folder/structure/of/experiments/train_the_model.py"
     loss = {"loss": [(0.0, 0, 0.9), (1.0, 1, 0.5)]}  # the script's own metric

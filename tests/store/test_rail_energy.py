@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from support import made_store
 
 from radtrack.compute import energy_sums
 from radtrack.vocab import energy_sources as es
@@ -99,7 +100,7 @@ def test_the_sink_stores_each_rails_energy_over_the_span_live_and_synced(store: 
     from radtrack.store.sink import Sink
     from radtrack.store.spool import Span
 
-    c = MlflowClient(store)
+    c = MlflowClient(made_store(store))
     exp = c.create_experiment("rails")
     t0 = 1_700_000_000.0
     # live: the run's span is 0.5 s .. 9.5 s into the readings (its ends interpolated)

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from support import made_store
 
 from radtrack.store.sink import Sink
 from radtrack.store.spans import span_frame
@@ -33,7 +34,7 @@ def _stored(db: Path, key: str) -> pd.DataFrame:
 def test_the_sink_stores_the_span_only_and_its_ends(store: str, tmp_path: Path) -> None:
     from mlflow import MlflowClient
 
-    client = MlflowClient(store)
+    client = MlflowClient(made_store(store))
     run_id = client.create_run(client.create_experiment("spans")).info.run_id
     sink = Sink.unbound(tmp_path / "spool", "row")
     sink.hold()
