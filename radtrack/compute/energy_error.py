@@ -26,7 +26,17 @@ The interval combines, as relative standard deviations added in quadrature (x 1.
   which run ``lag_s`` ahead of the counter (its averaging window); where the power changes
   within ``lag_s`` at a window's ends, that much energy lands on the wrong side of each
   end: ``lag_s`` x the RMS change of the samples over ``lag_s``, per end (0 on a steady load
-  and on loads periodic within the counter's window; 1-s bursts on an H200: up to 15 % at 1-2 s).
+  and on loads periodic within the counter's window; 1-s bursts on an H200: up to 15 % at 1-2 s);
+- ``readings``: each counter reading the window's energy is interpolated from may be up to one
+  update stale (the counter publishes every ``update_s``; a reading returns the last published
+  value), short of the true energy by ``U x P`` (U uniform over [0, ``update_s``], P the power
+  at the reading); a window edge between readings t_i and t_i+1 carries (1 - w) of t_i's error
+  and w of t_i+1's (w the edge's fraction of the gap), so a window inside a long gap carries
+  the two readings' difference x its share of the gap: ``update_s`` / gap of its energy at
+  worst, whatever the window's length. The mean lag (half an update) cancels between readings
+  at the same power, not between an idle one and a busy one: the term is the error's RMS, mean
+  included (:func:`reading_error_j`; issue 51: a run's last reading, at 718 W, 63 J short,
+  spread over a 12.6-s gap from its first, idle, put every window inside it -0.9 % off).
 
 An interval above ``threshold_pct`` is flagged with its main cause: "window too short"
 (the edge term dominates, or the window is under ``min_window_s``) or "bursty load near the
@@ -176,14 +186,43 @@ def fast_std(values: np.ndarray) -> float:
     return float(np.std(np.diff(v)) / math.sqrt(2)) if len(v) > 2 else 0.0
 
 
+def reading_error_j(a: float, b: float, reading_t: np.ndarray, reading_power_w: np.ndarray,
+                    update_s: float) -> float:
+    """The RMS error (J) of the energy over [a, b] from the counter readings taken at
+    ``reading_t`` (sorted; the power at each ``reading_power_w``), each one up to ``update_s``
+    stale: its error ``-U x P``, U uniform over [0, update_s] and independent between readings
+    (a listener's polls drift against the counter's updates): mean ``-P x update_s / 2``,
+    spread ``P x update_s / sqrt(12)``. Each edge is interpolated between the readings around it
+    (linearly in time: the power-shaped weight differs little over a steady stretch), an edge
+    at or beyond the first or last reading takes that reading's error whole. The window's
+    coefficients sum to 0, so the mean errors cancel where the readings' powers are equal and
+    add up where they differ; 0 with fewer than two readings."""
+    t = np.asarray(reading_t, dtype=float)
+    lag_j = np.nan_to_num(np.asarray(reading_power_w, dtype=float)) * update_s
+    if len(t) < 2 or not update_s > 0:
+        return 0.0
+    coef = np.zeros(len(t))
+    for edge, sign in ((a, -1.0), (b, 1.0)):
+        i = int(np.clip(np.searchsorted(t, edge, side="right") - 1, 0, len(t) - 2))
+        gap = t[i + 1] - t[i]
+        w = float(np.clip((edge - t[i]) / gap, 0.0, 1.0)) if gap > 0 else 1.0
+        coef[i] += sign * (1.0 - w)
+        coef[i + 1] += sign * w
+    mean = float(np.sum(coef * lag_j)) / 2.0
+    return math.sqrt(mean**2 + float(np.sum((coef * lag_j) ** 2)) / 12.0)
+
+
 def interval(window_s: float, power_w: np.ndarray, activity_pct: np.ndarray | None = None,
-             swing_w: float | None = None, constants: SensorConstants | None = None) -> EnergyInterval:
+             swing_w: float | None = None, constants: SensorConstants | None = None,
+             readings_j: float = 0.0) -> EnergyInterval:
     """The 95 % interval of the counter's energy over a window of ``window_s`` seconds.
 
     ``power_w``: the driver's power samples in the window (or polled power readings);
     ``activity_pct``: activity readings in the window (GPM SM active, else GPU
     utilisation), each over the time since the one before; ``swing_w``: busy minus idle
-    power (an activity model's slope x 100), else the constants'."""
+    power (an activity model's slope x 100), else the constants'; ``readings_j``: the
+    RMS error the stale counter readings put on the window's energy
+    (:func:`reading_error_j`; 0 where the counter's readings are not known)."""
     c = constants or SensorConstants()
     p = np.asarray(power_w, dtype=float)
     p = p[np.isfinite(p)]
@@ -208,12 +247,13 @@ def interval(window_s: float, power_w: np.ndarray, activity_pct: np.ndarray | No
         # two ends, each uniform over one update (or the measured edge_s)
         "edges": (c.edge_s or c.update_s) / window_s / math.sqrt(6.0),
         "lag": math.sqrt(2.0) * c.lag_s * _change_rms(p, c) / mean / window_s,
+        "readings": readings_j / (mean * window_s),
     }
     ci = Z95 * math.sqrt(sum(v * v for v in parts.values())) * 100.0
     reason = ""
     if ci > c.threshold_pct or window_s < c.min_window_s:
         main = max(parts, key=lambda k: parts[k])
-        if window_s < c.min_window_s or main == "edges":
+        if window_s < c.min_window_s or main in ("edges", "readings"):
             reason = f"{TOO_SHORT} ({window_s:.3g} s; the sensor updates every {c.update_s:g} s)"
         elif main == "lag":  # a sensor that sees all: the samples' timing at the ends
             reason = (f"{BURSTY} (power swings within the counter's {c.lag_s * 1000:g}-ms lag "

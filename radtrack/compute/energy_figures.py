@@ -34,6 +34,7 @@ from radtrack.compute.energy_error import (
     SensorConstants,
     interval,
     load_constants,
+    reading_error_j,
 )
 from radtrack.vocab import energy_sources as es
 from radtrack.vocab import schema
@@ -89,12 +90,17 @@ class GpuEnergy:
         return load_constants(gpu=model, refresh_s=self.refresh_s)
 
     def interval(self, a: float, b: float, constants: SensorConstants) -> EnergyInterval:
-        """The counter's 95 % interval over [a, b]."""
+        """The counter's 95 % interval over [a, b], the stale-reading term over the counter
+        readings its edges are interpolated between (each one update of the sensor stale at
+        most, at the power then)."""
         tp, p = self.power
         tb, u = self.busy
         swing = sum(self.model.slopes_w.values()) * 100 if self.model is not None else None
         busy = u[(tb > a) & (tb <= b)] if len(tb) else None
-        return interval(b - a, p[(tp >= a) & (tp <= b)], busy, swing, constants)
+        tc = self.counter[0]
+        stale = (reading_error_j(a, b, tc, np.interp(tc, tp, p), constants.update_s)
+                 if len(tp) and len(tc) > 1 else 0.0)
+        return interval(b - a, p[(tp >= a) & (tp <= b)], busy, swing, constants, stale)
 
     def model_energy(self, a: float, b: float) -> float:
         if self.model is None or self.activity is None:
