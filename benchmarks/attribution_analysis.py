@@ -211,7 +211,7 @@ def bursty_coverage(sensor: Path, rng: np.random.Generator, constants_text: str 
     from types import SimpleNamespace
 
     from radtrack.compute.attribution import cumulative_energy
-    from radtrack.compute.energy_error import interval, load_constants
+    from radtrack.compute.energy_error import interval, load_constants, reading_error_j
 
     constants = load_constants(constants_text)
     meta = json.loads((sensor / "phases.json").read_text())
@@ -229,6 +229,7 @@ def bursty_coverage(sensor: Path, rng: np.random.Generator, constants_text: str 
         lo, hi = float(phase["start"]), float(phase["end"])
         # the listener's view: the counter every listener_s, the driver's samples between
         grid = np.arange(lo, hi + 1e-9, listener_s)
+        grid_w = np.interp(grid, tp, pw)  # the power at each reading: how stale one can be
         use = SimpleNamespace(readings={"energy_j": (grid, np.interp(grid, tc, ec)),
                                         "power_w": (tp[(tp >= lo) & (tp <= hi)], pw[(tp >= lo) & (tp <= hi)])})
         for _ in range(per_setting):
@@ -239,7 +240,8 @@ def bursty_coverage(sensor: Path, rng: np.random.Generator, constants_text: str 
             est = float(np.diff(cumulative_energy(use, np.array([a, a + width])))[0])
             inside = (tp >= a) & (tp <= a + width)
             act = gpm[(gpm["t"] >= a) & (gpm["t"] <= a + width)]["sm_active_pct"].to_numpy()
-            ci = interval(width, pw[inside], act if len(act) else None, constants=constants)
+            stale = reading_error_j(a, a + width, grid, grid_w, constants.update_s)
+            ci = interval(width, pw[inside], act if len(act) else None, constants=constants, readings_j=stale)
             err = 100 * (est / ref - 1)
             rows.append({"setting": phase["name"], "period_s": period, "window_s": width,
                          "identical_windows": len(shifts), "energy_j": est, "reference_j": ref,
@@ -253,6 +255,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results")
     parser.add_argument("--store")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--experiment", default="att")
+    parser.add_argument("--gpu", help="the sensor constants of this GPU model (energy_error.for_gpu, e.g. "
+                                      "'NVIDIA H200'); default: the H100's, or sensor_constants.json there")
+    parser.add_argument("--recheck", type=int, metavar="PER_RUN",
+                        help="only coverage.csv's windows again (PER_RUN a run, as recorded) under the "
+                             "interval as it is now: coverage_recheck.csv, before and after per band")
     args = parser.parse_args(argv)
     from radtrack.analysis.data import load_runs
     from radtrack.analysis.run_summaries import summarize_runs
@@ -260,10 +268,12 @@ def main(argv: list[str] | None = None) -> int:
     results = Path(args.results)
     where = _unpack(results, args.store)
     uri = f"sqlite:///{where / 'mlflow.db'}"
-    runs = load_runs("att", tracking_uri=uri)
+    runs = load_runs(args.experiment, tracking_uri=uri)
     _link_artifacts(where, runs)
-    summary = summarize_runs(runs, uri, quantiles=False)
     frames = {r["run_id"]: _frames(r, uri) for _, r in runs.iterrows()}
+    if args.recheck:
+        return _recheck(results, runs, frames, args.seed, args.recheck, _constants(args.gpu))
+    summary = summarize_runs(runs, uri, quantiles=False)
     table = splits(runs, summary, frames, uri)
     table.round(3).to_csv(results / "splits.csv", index=False)
     counter = pd.read_csv(results / "counter.csv")
@@ -307,6 +317,51 @@ def length_bands(cov: pd.DataFrame) -> pd.DataFrame:
                      "flagged_pct": 100 * float((part["flag"].fillna("") != "").mean()) if len(part) else float("nan"),
                      "traces": int(part["trace"].nunique()) if "trace" in part else float("nan")})
     return pd.DataFrame(rows)
+
+
+def recheck_bands(before: pd.DataFrame, after: pd.DataFrame) -> pd.DataFrame:
+    """The same windows' coverage figure per band under the interval as it was (``before``)
+    and as it is now (``after``): windows, % covered, median and 95th-percentile half-width, %
+    within issue 51's width target. The two must be the same windows (same seed): checked on
+    their lengths and energies."""
+    if len(before) != len(after) or not (np.allclose(before["window_s"], after["window_s"], atol=1e-3)
+                                         and np.allclose(before["energy_j"], after["energy_j"], rtol=1e-4)):
+        raise ValueError("recheck: the windows differ from the recorded ones (another seed or store?)")
+    rows = []
+    for name, cov in (("before", before), ("after", after)):
+        band = pd.cut(cov["window_s"], list(BANDS_S), right=False)
+        for interval, part in cov.groupby(band, observed=True):
+            target = 3.0 if interval.left >= 5 else 5.0
+            rows.append({"interval": name, "band_s": f"{interval.left:g}-{interval.right:g}",
+                         "windows": len(part), "covered_pct": 100 * float(part["covered"].mean()),
+                         "median_ci95_pct": float(part["ci95_pct"].median()),
+                         "p95_ci95_pct": float(part["ci95_pct"].quantile(0.95)),
+                         "within_width_target_pct": 100 * float((part["ci95_pct"] <= target).mean())})
+    return pd.DataFrame(rows)
+
+
+def _constants(gpu: str | None) -> str:
+    """The JSON of GPU model ``gpu``'s sensor constants ("{}": the defaults)."""
+    import dataclasses
+
+    from radtrack.compute.energy_error import for_gpu
+
+    return json.dumps(dataclasses.asdict(for_gpu(gpu))) if gpu else "{}"
+
+
+def _recheck(results: Path, runs: pd.DataFrame, frames: dict, seed: int, per_run: int, constants: str) -> int:
+    """--recheck: the recorded coverage.csv's windows (same seed, ``per_run`` a run) under the
+    interval as it is now; writes coverage.csv, coverage_bands.csv and coverage_recheck.csv."""
+    before = pd.read_csv(results / "coverage.csv")
+    after = coverage(runs, frames, pd.read_csv(results / "counter.csv"), np.random.default_rng(seed),
+                     constants, per_run=per_run)
+    after["trace"] = after["workload"].astype(str) + after["letter"]
+    table = recheck_bands(before, after)
+    after.round(4).to_csv(results / "coverage.csv", index=False)
+    length_bands(after).round(3).to_csv(results / "coverage_bands.csv", index=False)
+    table.round(3).to_csv(results / "coverage_recheck.csv", index=False)
+    print(table.round(2).to_string(index=False))
+    return 0
 
 
 def _coverage_summary(cov: pd.DataFrame) -> dict[str, object]:

@@ -15,7 +15,9 @@ constants (radtrack/compute/energy_error.py ``H200``):
 - ``splits.csv``: every co-located run re-split (attribution_analysis.splits), solo runs
   matched without MaxTime (the mixed sheet's solo rows ran 0.3 min, its pairs 0.5 min).
 
-With ``--bands`` only ``coverage_bands.csv``, from the two coverage csv files already there:
+With ``--recheck`` (and ``--round1``) only the two coverage csv files again, the same windows
+under the interval as it is now, and ``coverage_recheck.csv``: per band, before and after
+(attribution_analysis.recheck_bands). With ``--bands`` only ``coverage_bands.csv``, from the two coverage csv files already there:
 the coverage figure per window-length band, 1-60 s (attribution_analysis.length_bands).
 """
 
@@ -71,6 +73,25 @@ def _bands(res: Path) -> int:
     return 0
 
 
+def _recheck(res: Path, runs_cov: pd.DataFrame, bursty: pd.DataFrame) -> int:
+    """The recorded windows' coverage before (the csv files there) and after (these)."""
+    before = [pd.read_csv(res / "coverage_runs.csv"), pd.read_csv(res / "coverage_bursty.csv")]
+    table = pd.concat([aa.recheck_bands(old, new.reset_index(drop=True)).assign(windows_from=name)
+                       for name, old, new in (("runs", before[0], runs_cov), ("sensor settings", before[1], bursty),
+                                              ("all", pd.concat(before), pd.concat([runs_cov, bursty])))])
+    runs_cov.round(4).to_csv(res / "coverage_runs.csv", index=False)
+    bursty.round(4).to_csv(res / "coverage_bursty.csv", index=False)
+    table.round(3).to_csv(res / "coverage_recheck.csv", index=False)
+    summary = json.loads((res / "coverage_summary.json").read_text())  # its splits' constants stay
+    summary.update({"runs": _summary(runs_cov), "runs by load": {k: _summary(g) for k, g in runs_cov.groupby("load")},
+                    "power sensor settings": _summary(bursty),
+                    "by setting": {k: _summary(g) for k, g in bursty.groupby("setting")},
+                    "all": _summary(pd.concat([runs_cov, bursty]))})
+    (res / "coverage_summary.json").write_text(json.dumps(summary, indent=1) + "\n")
+    print(table.round(2).to_string(index=False))
+    return _bands(res)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("results", type=Path)
@@ -78,6 +99,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--bands", action="store_true",
                         help="only the coverage per window-length band, from the coverage csv files "
                              "already in RESULTS_DIR (coverage_bands.csv)")
+    parser.add_argument("--recheck", action="store_true",
+                        help="only the coverage csv files again (the same windows) under the interval as it "
+                             "is now, with coverage_recheck.csv: before and after per band")
     args = parser.parse_args(argv)
     if args.bands:
         return _bands(args.results)
@@ -104,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         if counter is not None:
             cov = aa.coverage(runs, frames, pd.read_csv(counter), np.random.default_rng(1), constants)
             coverages.append(cov.assign(store=name))
-        if name == "round1":
+        if name == "round1" or args.recheck:
             continue  # its splits are round 1's (benchmarks/results/h200-2026-11-29-attribution)
         runs["param.max_time"] = "any"  # the limit is no parameter of the work
         summary = summarize_runs(runs, uri, quantiles=False)
@@ -112,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     sensor = _unpack(res / "sensor.tar.xz", tmp / "sensor") / "sensor"
     bursty = aa.bursty_coverage(sensor, np.random.default_rng(1), constants, per_setting=60)
     runs_cov = pd.concat(coverages)
+    if args.recheck:
+        return _recheck(res, runs_cov, bursty)
     runs_cov.round(4).to_csv(res / "coverage_runs.csv", index=False)
     bursty.round(4).to_csv(res / "coverage_bursty.csv", index=False)
     pd.concat(tables).round(3).to_csv(res / "splits.csv", index=False)
