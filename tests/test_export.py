@@ -139,17 +139,19 @@ def test_bad_input_is_one_clear_line(known, tmp_path):
     missing = tmp_path / "mlflow.db"  # a store that was never made
     env = {"MLFLOW_TRACKING_URI": f"sqlite:///{missing}", "RADTRACK_HOME": str(tmp_path / ".radtrack")}
     x = str(tmp_path / "x.csv")
-    no_store, fast = _together(("export", "nope", "--out", x),
-                               ("export", "nope", "--every", "fast", "--out", x), cwd=tmp_path, env=env)
+    # in-process (support.run_cli), one after the other: each refusal is the CLI's own line
+    # and exit code; a subprocess each cost 3-4 CPU-s (the concurrent readers: the known fixture)
+    no_store, fast = (run_cli(*args, cwd=tmp_path, env=env) for args in (
+        ("export", "nope", "--out", x), ("export", "nope", "--every", "fast", "--out", x)))
     assert no_store.returncode == 2  # a read-only command: the missing store is refused, not created
     assert no_store.stderr.strip().splitlines()[-1].startswith("radtrack export: tracking store sqlite:///")
     assert "mlflow.db does not exist" in no_store.stderr and not missing.exists()
     assert fast.returncode == 2
     assert fast.stderr.strip() == ("radtrack export: --every wants a positive duration such as 1s, "
                                    "500ms or 2m, got 'fast'")
-    nope, seven, metric = _together(
+    nope, seven, metric = (run_cli(*args, cwd=tmp_path, env=known["env"]) for args in (
         ("export", "nope", "--out", x), ("export", "known", "--workload", "7", "--out", x),
-        ("export", "known", "--metrics", "smi/gpu0/powr_w", "--out", x), cwd=tmp_path, env=known["env"])
+        ("export", "known", "--metrics", "smi/gpu0/powr_w", "--out", x)))
     assert nope.returncode == 2
     assert nope.stderr.strip().splitlines()[-1].startswith(
         "radtrack export: experiment 'nope' not found in sqlite:///")
