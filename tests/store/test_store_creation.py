@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from support import radtrack_cli
+from support import radtrack_cli, run_cli
 
 from radtrack.store import newstore, storestate
 
@@ -142,7 +142,7 @@ def test_sigkill_of_the_launcher_during_a_new_stores_creation(tmp_path: Path) ->
     kinds = {str(s): storestate.inspect(s).kind for s in stores if s.exists()}
     assert all(k == "whole" for k in kinds.values()), kinds
 
-    sync = radtrack_cli("sync", env={"RADTRACK_HOME": str(home), "RADTRACK_SCHEMA_CACHE": str(warm)})
+    sync = run_cli("sync", env={"RADTRACK_HOME": str(home), "RADTRACK_SCHEMA_CACHE": str(warm)})  # in-process
     assert sync.returncode == 0, sync.stdout + sync.stderr
     assert "Traceback" not in sync.stdout + sync.stderr
     opened = _open_all([f"sqlite:///{s}" for s in stores if s.exists()])
@@ -332,7 +332,7 @@ def test_stores_holding_runs_that_mlflow_cannot_open_are_named_and_repaired(tmp_
         lines = [ln for ln in refused.stderr.splitlines() if ln.strip()]
         assert len(lines) == 1 and f"radtrack sync --repair-store --tracking-uri {uri}" in lines[0], (case, lines)
 
-        fixed = radtrack_cli("sync", "--repair-store", "--tracking-uri", uri, cwd=folder, env=env)
+        fixed = run_cli("sync", "--repair-store", "--tracking-uri", uri, cwd=folder, env=env)  # in-process
         assert fixed.returncode == 0, (case, fixed.stdout + fixed.stderr)
         assert "kept in" in fixed.stdout and list(folder.glob("mlflow.db.before-repair-*")), case
         assert storestate.inspect(db).kind == "whole", case
