@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from mlflow import MlflowClient
-from support import report_here
+from support import made_store, report_here
 from test_analysis_seed import T0, Row, seed_workload
 
 from radtrack.analysis.text_table import WIDTH
@@ -32,7 +32,7 @@ def _busy_host(seconds: int) -> dict[str, list[tuple[float, int, float]]]:
 @pytest.fixture
 def flagged(store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, list[str]]:
     monkeypatch.setenv("RADTRACK_CACHE_DIR", str(tmp_path / "cache"))
-    client = MlflowClient(store)
+    client = MlflowClient(made_store(store))
     # the baseline, in another experiment, taken while other work loaded the host
     solo = seed_workload(client, "base", 1, [Row(duration_s=30, throughput=None, extra=_busy_host(30))])
     # co-located in half the solo time: faster than solo
