@@ -68,7 +68,7 @@ def test_sheet_with_earlier_rows_launches_while_its_store_is_away(
     monkeypatch.setenv("RADTRACK_HOME", str(home))
     if away == "postgresql":
         server = request.getfixturevalue("postgres_server")
-        real = server.new_database(f"sheet_away_{int(time.time() * 1000) % 10**9}")
+        real = server.new_database(f"sheet_away_{int(time.time() * 1000) % 10**9}", mlflow_tables=True)
         MlflowClient(real).create_experiment("away", artifact_location=(tmp_path / "arts").as_uri())
         down = _on_port(real, free_port())  # nothing listens there
     else:

@@ -38,7 +38,7 @@ def test_postgres_down_at_launch_then_sync(postgres_server, tmp_path: Path,
     monkeypatch.chdir(tmp_path)
     home = tmp_path / ".radtrack"
     monkeypatch.setenv("RADTRACK_HOME", str(home))
-    real = postgres_server.new_database("faults_pg_down")
+    real = postgres_server.new_database("faults_pg_down", mlflow_tables=True)
     MlflowClient(real).create_experiment("pgdown", artifact_location=(tmp_path / "arts").as_uri())
     down = _on_port(real, free_port())  # nothing listens there
     t0 = time.monotonic()

@@ -31,7 +31,7 @@ def test_no_database_password_in_the_spool_sync_or_the_sheet_folder(postgres_ser
     monkeypatch.chdir(tmp_path)
     home = tmp_path / ".radtrack"
     monkeypatch.setenv("RADTRACK_HOME", str(home))
-    uri = postgres_server.new_database("faults_secret")
+    uri = postgres_server.new_database("faults_secret", mlflow_tables=True)
     secret = postgres_server.password
     assert f":{secret}@" in uri
     MlflowClient(uri).create_experiment("secret", artifact_location=(tmp_path / "arts").as_uri())
