@@ -47,17 +47,7 @@ _RUN_COLUMNS = {"run_uuid", "name", "source_type", "source_name", "entry_point_n
 _EXPERIMENT_COLUMNS = {"experiment_id", "name", "artifact_location", "lifecycle_stage",
                        "creation_time", "last_update_time", "workspace"}
 _METRIC_COLUMNS = {"key", "value", "timestamp", "run_uuid", "step", "is_nan"}
-_BUSY_TIMEOUT_S = 20.0  # another writer (the script's own MLflow calls) holding the file
-_BUSY_FLOOR_S = 1.0  # a brief hold by another writer is waited out even when no wait is asked
-
-
-def busy_timeout_s() -> float:
-    """How long one call waits for a file another writer holds: 20 s, but never past what
-    the launcher waits for an away store in all (``RADTRACK_STORE_WAIT_S``, store/outage.py):
-    a file held locked for the whole launch is a store away, and each call blocking 20 s on
-    it made a launch told to wait 2 s take a minute (at least 1 s: a script's own write
-    holds the file for milliseconds)."""
-    return max(_BUSY_FLOOR_S, min(_BUSY_TIMEOUT_S, outage.wait_s()))
+busy_timeout_s = outage.sqlite_busy_s  # another writer (the script's own MLflow calls) holding the file
 
 
 def database_path(uri: str) -> Path | None:

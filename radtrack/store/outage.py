@@ -64,6 +64,14 @@ def wait_s() -> float:
     return env_seconds(WAIT_ENV, DEFAULT_WAIT_S)
 
 
+def sqlite_busy_s() -> float:
+    """How long one call waits for a SQLite file another writer holds: 20 s, but never past
+    :func:`wait_s` (a file held locked for the whole launch is a store away: each call
+    blocking 20 s on it made a launch told to wait 2 s take a minute), and at least 1 s (a
+    script's own write holds the file for milliseconds)."""
+    return max(1.0, min(20.0, wait_s()))
+
+
 _CREDENTIALS = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^/\s:@]*):[^@\s/]*@", re.IGNORECASE)
 
 
