@@ -15,17 +15,19 @@ from pathlib import Path
 
 from radtrack.script import env as renv
 from radtrack.store import runfiles
+from radtrack.store.handle import StoreHandle
 from radtrack.store.outage import describe
 from radtrack.store.spool import SPOOL_DIR
 from radtrack.storecmds.sync import sync
 from radtrack.storecmds.sync import sync_folders as _sync_folders
 
 
-def sync_folders(folders: list[Path], tracking_uri: str | None = None,
+def sync_folders(folders: list[Path], store: StoreHandle | None = None,
                  log=print) -> tuple[int, int]:
     """radtrack/storecmds/sync.py ``sync_folders`` with the workload's end step: what ``radtrack
-    sync`` does for the spool folders ``folders``; returns (runs stored, runs left)."""
-    return _sync_folders(folders, end_step, tracking_uri, log)
+    sync`` does for the spool folders ``folders`` (into ``store``, else the store each run
+    recorded); returns (runs stored, runs left)."""
+    return _sync_folders(folders, end_step, store, log)
 
 
 def end_step(parent_id: str, group: list[tuple[Path, str, str]], log) -> bool:
@@ -34,14 +36,14 @@ def end_step(parent_id: str, group: list[tuple[Path, str, str]], log) -> bool:
     True when done (each ``finish.json`` then says so: never run twice)."""
     from radtrack.analysis.workload_runs import read_workload_runs
     from radtrack.postrun.synced import end_workload
-    from radtrack.store.mlflow_client import mlflow_client as make_client
     from radtrack.store.reach import raise_if_away
     from radtrack.store.uris import redact
 
     uri = group[0][2]
     try:
         raise_if_away(uri)
-        end_workload(make_client(uri), uri, parent_id, [(f, r) for f, r, _ in group],
+        # the handle of the store the rows recorded (or sync's --tracking-uri: _uri)
+        end_workload(StoreHandle(uri), parent_id, [(f, r) for f, r, _ in group],
                      read_workload_runs, log)
         for folder, _, _ in group:
             runfiles.update(folder, runfiles.FINISH_FILE, end_step_done=True)
@@ -88,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     if not root.is_dir():
         print(f"radtrack sync: nothing to do ({root} does not exist)")
         return 0
-    stored, left = sync(root, end_step, a.tracking_uri)
+    # the one store handle of the command, when it was given one (else each run's own)
+    stored, left = sync(root, end_step, StoreHandle(a.tracking_uri) if a.tracking_uri else None)
     print(f"radtrack sync: {stored} run(s) stored, {left} left in {root}")
     return 1 if left else 0
 

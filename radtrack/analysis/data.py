@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 from radtrack.analysis.reader_client import reader_client
 from radtrack.analysis.run_records import records, records_frame, run_row
 from radtrack.analysis.trace_listing import FINAL_STATUSES, local_folder, telemetry_listeners
+from radtrack.atomic import replacing
 from radtrack.errors import RadtrackError
 from radtrack.store.entities import refusals
 from radtrack.store.tracking import lookup_experiment, resolve_uri
@@ -198,17 +199,20 @@ def telemetry_path(run_id: str, listener: str, tracking_uri: str | None = None,
         return cached
     cached.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix="download-", dir=cached.parent))
+    # Readers in other processes (the frontend) must never see a half-written file: it is
+    # made beside the cache's and renamed over it (radtrack/atomic.py; not fsync'd: a cache
+    # a crash loses is downloaded again). MLflow downloads into a folder of its own.
     try:
-        try:
-            if own is not None:
-                local = shutil.copyfile(own, staging / own.name)
-            else:
-                local = client.download_artifacts(run_id, artifact, str(staging))  # type: ignore[union-attr]
-        except (*refusals(), OSError) as exc:
-            raise RadtrackError(
-                f"run {run_id}: no telemetry artifact {artifact!r} ({exc})") from exc
-        # Readers in other processes (the frontend) must never see a half-written file.
-        os.replace(local, cached)
+        with replacing(cached, durable=False) as made:
+            try:
+                if own is not None:
+                    shutil.copyfile(own, made)
+                else:
+                    local = client.download_artifacts(run_id, artifact, str(staging))  # type: ignore[union-attr]
+                    shutil.move(local, made)
+            except (*refusals(), OSError) as exc:
+                raise RadtrackError(
+                    f"run {run_id}: no telemetry artifact {artifact!r} ({exc})") from exc
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return cached

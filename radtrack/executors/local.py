@@ -56,7 +56,7 @@ class LocalExecutor:
             return 0
         self.check_rows([s for specs in workloads for s in specs], launch.target)
         sheet = launch.target if launch.sheet else None
-        return run_workloads(workloads, launch.uri, grace=launch.args.grace, sheet=sheet)
+        return run_workloads(workloads, launch.store, grace=launch.args.grace, sheet=sheet)
 
     def status(self, enquiry: Enquiry) -> int | None:
         from radtrack.executors.local_control import status

@@ -129,7 +129,9 @@ def main(payload: str) -> int:
     grace, note = fit_grace(float(data.get("grace", 10.0)), kill_wait())
     if note:
         say(f"job {job}: {note}")
-    code = run_workloads([specs], uri, grace=grace, sheet=None)
+    from radtrack.store.handle import StoreHandle
+
+    code = run_workloads([specs], StoreHandle(uri), grace=grace, sheet=None)
     if code == 130:
         say(f"job {job}: ended by a signal (SLURM's on scancel, a time limit or preemption): "
             "the rows were stopped and stored; 'radtrack status' records SLURM's reason")

@@ -69,6 +69,7 @@ def create_uncreated(client: MlflowClient, home: str, job_id: str, log: Callable
     whose launcher is alive is left to it; a store that is away or refuses is said, and
     the folder kept for the next call."""
     from radtrack.store import runfiles
+    from radtrack.store.handle import StoreHandle
     from radtrack.store.outage import describe
     from radtrack.store.recovery import read_meta
     from radtrack.storecmds.syncruns import create_runs
@@ -90,7 +91,7 @@ def create_uncreated(client: MlflowClient, home: str, job_id: str, log: Callable
         try:
             if any(o is None for o in owners):
                 continue  # its launcher is alive: it creates them itself
-            for line in create_runs(folders, client.tracking_uri):
+            for line in create_runs(folders, StoreHandle(client.tracking_uri)):
                 log(f"job {job_id}: {line}")
             created += [str(read_meta(f)["run_id"]) for f in folders]
         except Exception as exc:  # noqa: BLE001 - store away or refusing: tried again next time
@@ -140,6 +141,7 @@ def ship_leftovers(client: MlflowClient, home: str, run_ids: list[str],
     (accounting, code windows, the script's runs; once, ``end_step_done``) when its launcher
     left it, the workload run closed; then the output log when its launcher died before
     storing it. A workload a folder of which a live launcher still holds is left to it."""
+    from radtrack.store.handle import StoreHandle
     from radtrack.sync_command import sync_folders
 
     out = Leftover()
@@ -151,7 +153,7 @@ def ship_leftovers(client: MlflowClient, home: str, run_ids: list[str],
             out.kept += [f"spool {f} of run {by_folder[f]} is held by {holder(busy)}, which "
                          "ships it" for f in group if f in by_folder]
             continue
-        sync_folders(group, client.tracking_uri, log)
+        sync_folders(group, StoreHandle(client.tracking_uri), log)
         for folder in group:
             run_id = by_folder.get(folder)
             if run_id is None:

@@ -20,6 +20,7 @@ import socket
 import threading
 import time
 import uuid
+from typing import TYPE_CHECKING
 
 from radtrack.errors import RadtrackError
 from radtrack.nodes.options import join_wait_s, torch_env
@@ -32,8 +33,11 @@ from radtrack.script import env as renv
 from radtrack.spec import RunSpec
 from radtrack.vocab import schema
 
+if TYPE_CHECKING:
+    from radtrack.store.handle import StoreHandle
 
-def run_node(spec: RunSpec, uri: str, grace: float, node: int, nodes: int, host: str,
+
+def run_node(spec: RunSpec, store: StoreHandle, grace: float, node: int, nodes: int, host: str,
              port: int) -> int:
     """Join, run this node's part, report its end; 0 when the part finished."""
     try:
@@ -62,7 +66,7 @@ def run_node(spec: RunSpec, uri: str, grace: float, node: int, nodes: int, host:
         if link.aborted or link.lost or not link.start_info:
             raise RadtrackError(f"node {node}: {link.aborted or 'node 0 went away before the start'}")
         spec.env = {**spec.env, **torch_env(node, nodes, host, int(link.start_info["master_port"]))}
-        end = NodePart(spec, uri, grace, node, link).run(interrupt)
+        end = NodePart(spec, store, grace, node, link).run(interrupt)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
@@ -79,12 +83,14 @@ class NodePart:
     """One node's script, listeners and sink, as radtrack/run/launch.py runs a row, minus the
     run's creation and end (node 0's)."""
 
-    def __init__(self, spec: RunSpec, uri: str, grace: float, node: int, link: NodeLink):
+    def __init__(self, spec: RunSpec, store: StoreHandle, grace: float, node: int,
+                 link: NodeLink):
         from radtrack.run.experiment import resolve_listeners
         from radtrack.run.start import command_for
         from radtrack.store.runs import row_params
 
-        self.spec, self.uri, self.grace, self.node, self.link = spec, uri, grace, node, link
+        self.spec, self.grace, self.node, self.link = spec, grace, node, link
+        self.store, self.uri = store, store.uri  # the command's handle (store/handle.py)
         samplers, wrappers, ltags = resolve_listeners(spec)
         key = uuid.uuid4().hex
         self.row = Row(spec=spec, key=key, env={}, listeners=samplers, wrappers=wrappers,
@@ -146,7 +152,6 @@ class NodePart:
         """Once node 0 hands the run over: bind the sink (it ships what it spooled) and tell
         the script (RADTBenchmark on this node logs into the same run)."""
         from radtrack.script import handshake
-        from radtrack.store.mlflow_client import mlflow_client as client
         from radtrack.store.outage import describe
 
         self.link.has_run.wait()
@@ -161,7 +166,7 @@ class NodePart:
         except OSError:
             pass
         try:
-            self.client = client(self.uri)
+            self.client = self.store.mlflow  # MLflow's own, as before: artifacts
             assert row.sink is not None
             row.sink.bind(self.client, row.run_id, self.uri)
         except Exception as exc:  # noqa: BLE001 - the spool keeps everything: said at the end

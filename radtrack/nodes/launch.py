@@ -58,7 +58,7 @@ def launch(spec: RunSpec, store: StoreHandle, grace: float, nodes: int, node: in
     if node:
         from radtrack.nodes.agent import run_node
 
-        return run_node(spec, store.uri, grace, node, nodes, host, port)
+        return run_node(spec, store, grace, node, nodes, host, port)
     return run_master(spec, store, grace, nodes, host, port)
 
 
@@ -80,7 +80,7 @@ def run_master(spec: RunSpec, store: StoreHandle, grace: float, nodes: int, host
         master.start(master_addr=host, master_port=torch_port)
         spec.env = {**spec.env, **torch_env(0, nodes, host, torch_port)}
         hooks = MasterHooks(master, nodes, grace)
-        code = run_workloads([[spec]], store.uri, grace, nodes=hooks)
+        code = run_workloads([[spec]], store, grace, nodes=hooks)
         if not hooks.done:  # node 0's part never ran (placement refused, ...): stop the rest
             master.broadcast(op="stop", why="node 0 could not run its part")
         hooks.store_figures(store, spec)

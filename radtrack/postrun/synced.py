@@ -27,10 +27,10 @@ from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     import pandas as pd
-    from mlflow import MlflowClient
 
     from radtrack.listeners.protocol import Hello
     from radtrack.postrun.workload_end import StoredReader
+    from radtrack.store.handle import StoreHandle
 
 @dataclass
 class SpooledSink:
@@ -116,7 +116,7 @@ def spooled_row(folder: Path, run_id: str) -> SpooledRow:
                       params=dict(finish.get("params") or {}), record_tags=tags)
 
 
-def end_workload(client: MlflowClient, uri: str, parent_id: str, folders: list[tuple[Path, str]],
+def end_workload(store: StoreHandle, parent_id: str, folders: list[tuple[Path, str]],
                  read_stored: StoredReader, log: Any = print) -> None:
     """The launcher's end-of-workload step for the rows in ``folders`` ((spool folder, run
     id) each, every row of the workload), before its workload run is closed. Accounting,
@@ -126,8 +126,9 @@ def end_workload(client: MlflowClient, uri: str, parent_id: str, folders: list[t
 
     rows = [spooled_row(folder, run_id) for folder, run_id in folders]
     rows.sort(key=lambda r: r.spec.letter)
-    end = workload_end.WorkloadEnd(parent_id, uri, list(rows), read_stored, placement_logs(folders),
-                                   log)
+    end = workload_end.WorkloadEnd(parent_id, store, list(rows), read_stored,
+                                   placement_logs(folders), log)
+    client = store.mlflow
     workload_end.store_parent(client, end)
     accounts = workload_end.account(client, end)
     workload_end.bind_script_runs(client, end, accounts)

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from radtrack.compute.attribution import GpuAccount
     from radtrack.compute.colocation import WorkloadRuns
+    from radtrack.store.handle import StoreHandle
 
 
 #: (experiment, workload, store) -> the workload's stored runs and solo baselines, None for
@@ -45,11 +46,15 @@ class WorkloadEnd:
     """Everything the end of one workload needs."""
 
     parent_id: str
-    uri: str
+    store: StoreHandle  # the store the workload's runs are in (radtrack/store/handle.py)
     rows: list[EndRow]
     read_stored: StoredReader
     artifacts: list[Path] = field(default_factory=list)
     log: Callable[[str], None] = print
+
+    @property
+    def uri(self) -> str:
+        return self.store.uri
 
 
 def store_parent(client: MlflowClient, end: WorkloadEnd) -> None:

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from mlflow import MlflowClient
 
     from radtrack.listeners.wrappers import CommandWrapper
+    from radtrack.store.handle import StoreHandle
 
 
 def resolve_listeners(spec: RunSpec) -> tuple[list[str], list[type[CommandWrapper]], dict[str, str]]:
@@ -77,7 +78,7 @@ def resolve_listeners(spec: RunSpec) -> tuple[list[str], list[type[CommandWrappe
 WAIT_LISTENERS_ENV = "RADTRACK_WAIT_LISTENERS"  # "1": scripts start once listeners read
 
 
-def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
+def run_workloads(workloads: list[list[RunSpec]], store: StoreHandle, grace: float = 10.0,
                   sheet: Path | None = None, wait_listeners: bool | None = None,
                   nodes: NodeHooks | None = None) -> int:
     """Run every workload; return the launcher's exit code (0 all finished, 1 some failed,
@@ -85,7 +86,8 @@ def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
     listener has taken its first reading; by default (None; ``$RADTRACK_WAIT_LISTENERS``
     0 or 1 overrides) only a workload with a GPU power listener waits, so that the energy
     counter covers its scripts from their first instant (radtrack/run/start.py). ``nodes``:
-    node 0 of a multi-node row (radtrack/nodes/), told of the rows and their end."""
+    node 0 of a multi-node row (radtrack/nodes/), told of the rows and their end. ``store``:
+    the command's handle (radtrack/store/handle.py); each workload opens its own clients."""
     if wait_listeners is None and os.environ.get(WAIT_LISTENERS_ENV, "") in ("0", "1"):
         wait_listeners = os.environ[WAIT_LISTENERS_ENV] == "1"
     interrupt = Interrupt()
@@ -96,7 +98,7 @@ def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
             # the last workload's end may go on in the background (radtrack/run/detach.py)
             detach = (functools.partial(detach_after, interrupt=interrupt, worst=worst)
                       if i == len(workloads) - 1 else None)
-            statuses = _run_one(uri, specs, interrupt, grace, wait_listeners, detach, nodes)
+            statuses = _run_one(store, specs, interrupt, grace, wait_listeners, detach, nodes)
             if sheet is not None:
                 from radtrack.sheet.writeback import write_ran_rows
 
@@ -112,13 +114,13 @@ def run_workloads(workloads: list[list[RunSpec]], uri: str, grace: float = 10.0,
     return worst
 
 
-def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
+def _run_one(store: StoreHandle, specs: list[RunSpec], interrupt: Interrupt, grace: float,
              wait_listeners: bool = False,
              detach: Callable[..., bool] | None = None,
              nodes: NodeHooks | None = None) -> list[tuple[str, str, str]]:
     from radtrack.placement import WorkloadPlacement
 
-    first = specs[0]
+    uri, first = store.uri, specs[0]
     if first.workload:  # else a CLI launch, numbered when its run is made (run/record.py)
         say(f"workload {first.experiment}-{first.workload}: {len(specs)} row(s)")
     rows: list[Row] = []
@@ -134,7 +136,10 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
                         record_tags={**row_tags(spec, specs, {}), **ltags}))
     run_dir = renv.radtrack_home() / "runs" / uuid.uuid4().hex
     run_dir.mkdir(parents=True, exist_ok=True)
-    recorder = Recorder(uri, specs, rows, say, scratch=run_dir)
+    # this workload's clients, made anew (StoreHandle.anew: a store file replaced since the
+    # last workload is opened as it is now)
+    store = store.anew()
+    recorder = Recorder(store, specs, rows, say, scratch=run_dir)
     try:
         with WorkloadPlacement(specs, run_dir, log=say) as placement:
             for row in rows:
@@ -177,7 +182,7 @@ def _run_one(uri: str, specs: list[RunSpec], interrupt: Interrupt, grace: float,
     # the end of the workload rides out a store restart (radtrack/store/outage.py); past
     # $RADTRACK_STORE_WAIT_S, radtrack sync closes the workload run from the rows' spools
     deadline = time.monotonic() + wait_s()
-    end = _workload_end(pid, uri, rows, artifacts)
+    end = _workload_end(pid, store, rows, artifacts)
     try:
         retrying(lambda: _one_transaction(client, lambda: workload_end.store_parent(client, end)), deadline)
         accounts = workload_end.account(client, end)
@@ -219,11 +224,12 @@ def _end_step_done(rows: list[Row]) -> None:
                 pass  # a full disk: at worst sync stores the end step again
 
 
-def _workload_end(pid: str, uri: str, rows: list[Row], artifacts: list) -> WorkloadEnd:
+def _workload_end(pid: str, store: StoreHandle, rows: list[Row], artifacts: list) -> WorkloadEnd:
     """The end step's input (radtrack/postrun/workload_end.py): the workload's stored runs and
     solo baselines are read through the one reader the launcher may use, imported only where
     a workload of several rows reads them (it imports MLflow and pandas: seconds of CPU)."""
-    return WorkloadEnd(pid, uri, list(rows), _read_workload_runs, [Path(a) for a in artifacts], say)
+    return WorkloadEnd(pid, store, list(rows), _read_workload_runs, [Path(a) for a in artifacts],
+                       say)
 
 
 def _read_workload_runs(experiment: str, workload: int | str, uri: str) -> object:

@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from radtrack.script import handshake
-from radtrack.store.handle import StoreHandle
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient
 
     from radtrack.run.rows import Row
     from radtrack.spec import RunSpec
+    from radtrack.store.handle import StoreHandle
 
 _HOST: dict[str, str] | None = None
 PARENT_TAG = "mlflow.parentRunId"  # MLflow's own tag, named here: MLflow is not imported
@@ -50,12 +50,13 @@ class Recorder:
     records there what it created (the experiment, the workload number, the parent), so that
     ``radtrack sync`` creates the rest as this thread would have when the store stays away."""
 
-    def __init__(self, uri: str, specs: list[RunSpec], rows: list[Row], say: Any,
+    def __init__(self, store: StoreHandle, specs: list[RunSpec], rows: list[Row], say: Any,
                  scratch: Path | None = None):
-        self.uri, self.specs, self.rows, self.say = uri, specs, rows, say
+        self.specs, self.rows, self.say = specs, rows, say
         self.scratch = scratch  # the workload's placement folder (MPS pipes and logs)
-        # the store's URI and the launcher's client of it (radtrack/store/handle.py)
-        self.store = StoreHandle(uri)
+        # the store's URI and the launcher's client of it, the command's (store/handle.py)
+        self.store = store
+        self.uri = store.uri
         self.client: MlflowClient | None = None
         self.parent_id = ""
         self.parent_name = ""

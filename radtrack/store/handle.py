@@ -55,6 +55,13 @@ class StoreHandle:
             self._mlflow = mlflow_client(self.uri)
         return self._mlflow
 
+    def anew(self) -> StoreHandle:
+        """A handle of the same store whose clients are made again on first use: each
+        workload of a launch opens the store anew (radtrack/run/experiment.py), so that a
+        SQLite file replaced or deleted between workloads is written as it is now, never
+        through a connection kept to the old file (radtrack/run/launch.py ``store_lost``)."""
+        return StoreHandle(self.uri)
+
     @property
     def light(self) -> bool:
         """Whether the launcher writes this store without MLflow."""

@@ -8,6 +8,8 @@ import os
 import re
 import secrets
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from radtrack.spec import RunSpec
@@ -36,17 +38,33 @@ def launch_user() -> str:
 LAUNCH_ID_ENV = "RADTRACK_LAUNCH_ID"  # set for SLURM jobs: one submission is one launch
 _LAUNCH_ID_RE = re.compile(r"^[0-9a-f]{8}$")
 _launch_id: list[str] = []
+_acting: list[str] = []  # acting_as's launch ids, innermost last
 
 
 def launch_id() -> str:
-    """This launch's id (8 hex digits): ``RADTRACK_LAUNCH_ID`` when a submitter set it for its
-    jobs, else made once per process."""
-    given = os.environ.get(LAUNCH_ID_ENV, "").strip().lower()
-    if _LAUNCH_ID_RE.match(given):
-        return given
+    """This launch's id (8 hex digits): the launch ``radtrack sync`` acts for
+    (:func:`acting_as`), else ``RADTRACK_LAUNCH_ID`` when a submitter set it for its jobs,
+    else made once per process."""
+    for given in (*reversed(_acting), os.environ.get(LAUNCH_ID_ENV, "")):
+        given = given.strip().lower()
+        if _LAUNCH_ID_RE.match(given):
+            return given
     if not _launch_id:
         _launch_id.append(secrets.token_hex(4))
     return _launch_id[0]
+
+
+@contextmanager
+def acting_as(launch: str) -> Iterator[None]:
+    """Inside the block, :func:`launch_id` is ``launch`` (a launch's recorded id; "" or not
+    an id: unchanged): ``radtrack sync`` creates the runs a launcher could not with that
+    launcher's id, so their names and tags are those it would have made. The process's
+    environment is left alone (it was once set and restored around the call)."""
+    _acting.append(launch)
+    try:
+        yield
+    finally:
+        _acting.pop()
 
 
 def identity_tags() -> dict[str, str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from radtrack.script import env as renv
 from radtrack.store import runfiles
@@ -27,30 +27,35 @@ from radtrack.store.outage import describe
 from radtrack.store.spool import META_FILE, SPOOL_SUFFIX, hold, holder
 from radtrack.vocab.schema import STOPPED_BY, STOPPED_BY_LAUNCHER_LOST
 
+if TYPE_CHECKING:
+    from radtrack.store.handle import StoreHandle
+
 #: (workload run id, its rows as (spool folder, run id, store), log) -> True once the
 #: workload's end step is stored (radtrack/sync_command.py end_step)
 EndStep = Callable[[str, list[tuple[Path, str, str]], Any], bool]
 
 
-def sync(root: Path, end_step: EndStep, tracking_uri: str | None = None,
+def sync(root: Path, end_step: EndStep, store: StoreHandle | None = None,
          log=print) -> tuple[int, int]:
     """Finish every spooled run under ``root``, then look up the sheet runs a launch could
     not (radtrack/store/unchecked.py); return (runs stored, runs and lookups left)."""
     from radtrack.store.unchecked import settle
 
     stored, left = sync_folders(sorted(p for p in root.glob("*") if p.is_dir()), end_step,
-                                tracking_uri, log)
-    return stored, left + settle(root, tracking_uri, log)
+                                store, log)
+    return stored, left + settle(root, store.uri if store else None, log)
 
 
-def sync_folders(folders: list[Path], end_step: EndStep, tracking_uri: str | None = None,
+def sync_folders(folders: list[Path], end_step: EndStep, store: StoreHandle | None = None,
                  log=print) -> tuple[int, int]:
     """Finish the spooled runs of ``folders`` (spool folders), running ``end_step`` for each
-    workload whose every row is stored; return (runs stored, runs left)."""
+    workload whose every row is stored; return (runs stored, runs left). ``store``: the one
+    the command was given (``--tracking-uri``), else None: the one each run recorded."""
     from radtrack.store.recovery import read_meta
     from radtrack.store.uris import redact
     from radtrack.storecmds.syncruns import create_runs
 
+    tracking_uri = store.uri if store else None
     stored = left = 0
     held: list[tuple[Path, IO[str]]] = []
     uncreated: dict[str, list[Path]] = {}  # workload key -> its rows' folders
@@ -74,7 +79,7 @@ def sync_folders(folders: list[Path], end_step: EndStep, tracking_uri: str | Non
     try:
         for group in uncreated.values():
             try:
-                for line in create_runs(group, tracking_uri):
+                for line in create_runs(group, store):
                     log(line)
             except Exception as exc:  # noqa: BLE001 - the store is away or refuses: kept
                 left += len(group)

@@ -10,23 +10,27 @@ the launcher names and tags it, so readers cannot tell a synced launch from anot
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from radtrack.spec import RunSpec
 from radtrack.store import runfiles
 from radtrack.vocab import schema
 
+if TYPE_CHECKING:
+    from radtrack.store.handle import StoreHandle
 
-def create_runs(folders: list[Path], tracking_uri: str | None) -> list[str]:
+
+def create_runs(folders: list[Path], store: StoreHandle | None) -> list[str]:
     """Create the workload run (unless it exists) and a run per folder of one workload; each
     folder gets its ``meta.json``. Returns what was done, a line each. Raises when the store
-    is away or refuses (the folders stay as they were)."""
+    is away or refuses (the folders stay as they were). ``store``: the command's (``radtrack
+    sync --tracking-uri``), else None: the one the launcher recorded, its handle made here."""
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
-    from radtrack.store.identity import LAUNCH_ID_ENV
-    from radtrack.store.mlflow_client import mlflow_client
+    from radtrack.store.handle import StoreHandle
+    from radtrack.store.identity import acting_as
     from radtrack.store.reach import raise_if_away
     from radtrack.store.spool import write_meta
     from radtrack.store.tracking import (
@@ -41,15 +45,13 @@ def create_runs(folders: list[Path], tracking_uri: str | None) -> list[str]:
     records = [(f, runfiles.read(f, runfiles.CREATE_FILE) or {}) for f in folders]
     first = records[0][1]
     recorded_uri = first.get("tracking_uri") or ""
-    uri = tracking_uri or with_password(recorded_uri)
+    store = store or StoreHandle(with_password(recorded_uri))
+    uri = store.uri
     raise_if_away(uri)  # a database that is down: said now, not after MLflow's retries
-    c = mlflow_client(uri)
+    c = store.mlflow
     lines: list[str] = []
     # the launch's own id: its runs' names and tags are those the launcher would have made
-    saved = os.environ.get(LAUNCH_ID_ENV)
-    if first.get("launch_id"):
-        os.environ[LAUNCH_ID_ENV] = str(first["launch_id"])
-    try:
+    with acting_as(str(first.get("launch_id") or "")):
         exp_id = str(first.get("experiment_id") or experiment_id(c, uri, first["experiment"]))
         number = int(first.get("workload") or 0) or next_workload_number(c, exp_id)
         spec = RunSpec(experiment=first["experiment"], workload=number,
@@ -76,9 +78,4 @@ def create_runs(folders: list[Path], tracking_uri: str | None) -> list[str]:
             run = c.create_run(exp_id, run_name=name, tags=tags, start_time=rec.get("row_start_ms"))
             write_meta(folder, run.info.run_id, rec.get("tracking_uri") or recorded_uri)
             lines.append(f"{folder.name}: created run {run.info.run_id} ({name})")
-    finally:
-        if saved is None:
-            os.environ.pop(LAUNCH_ID_ENV, None)
-        else:
-            os.environ[LAUNCH_ID_ENV] = saved
     return lines
