@@ -131,7 +131,10 @@ def _launch(args: argparse.Namespace) -> int:
     # the one place a launch resolves its tracking URI; the handle carries it down
     store = StoreHandle(tracking.resolve_uri(args.tracking_uri))
     executor = pick(args)
-    launch = Launch(target.absolute(), sheets.is_sheet(target), args, store)
+    from radtrack.stored_reader import read_stored
+
+    launch = Launch(target.absolute(), sheets.is_sheet(target), args, store,
+                    read_stored=read_stored)
     executor.check(launch)
     if launch.sheet:
         if args.script_args:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 from radtrack.spec import RunSpec
 
 if TYPE_CHECKING:
+    from radtrack.postrun.workload_end import StoredReader
     from radtrack.store.handle import StoreHandle
 
 
@@ -54,6 +55,9 @@ class Launch:
     store: StoreHandle  # the tracking URI, resolved once by the command, and its clients
     defaults: dict[str, object] = field(default_factory=dict)  # what a sheet's rows inherit
     spec: RunSpec | None = None  # a single script's run; None for a sheet
+    # the reader of a co-located workload's stored runs (radtrack/stored_reader.py): the
+    # command hands it down, the executor passes it to the launch, which imports no reader
+    read_stored: StoredReader | None = None
 
     @property
     def uri(self) -> str:

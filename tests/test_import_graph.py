@@ -11,8 +11,8 @@ floors, lowest first:
   (and never MLflow);
 - the writers (``WRITERS``: store, listeners, script, run, postrun, sheet, placement,
   executors, nodes, the store's commands, radt) never import a reader (``READERS``:
-  radtrack.analysis, radtrack.export, radtrack.frontend), but for the one ``ALLOWED`` edge,
-  and the data path's package pairs in ``NEVER`` never appear;
+  radtrack.analysis, radtrack.export, radtrack.frontend; ``ALLOWED`` is empty), and the
+  data path's package pairs in ``NEVER`` never appear;
 - readers never import the frontend but from it; the command line (radtrack.cli*) is the top.
 
 No cycle among modules, nor among packages: a package is a folder of radtrack (its modules
@@ -41,12 +41,8 @@ WRITERS = ("radtrack.store", "radtrack.listeners", "radtrack.script", "radtrack.
            "radtrack.nodes", "radtrack.storecmds", "radt")
 READERS = ("radtrack.analysis", "radtrack.export", "radtrack.frontend")
 #: (importer, imported) -> why this back-edge is sanctioned
-ALLOWED = {
-    ("radtrack.run.experiment", "radtrack.analysis.workload_runs"):
-        "a co-located workload's STP/ANTT/energy vs serial need its solo baselines (earlier "
-        "workloads) and the script-logged throughput, both only in the store: the experiment "
-        "loop reads them through this one reader and hands them to radtrack.postrun",
-}
+ALLOWED: dict[tuple[str, str], str] = {}  # none left: the launch is handed the one reader
+# it needs (radtrack/stored_reader.py) by the entry at the top
 
 #: the data path, launch -> listeners -> store -> postrun -> readers -> page, as imports:
 #: (importer, imported) package pairs that must never appear (issue 40, issue 48)
@@ -243,7 +239,7 @@ def test_the_graph_reads_every_package() -> None:
         assert package in graph
     assert "radtrack.compute.attribution" in graph["radtrack.postrun.accounting"]
     # function-local imports count
-    assert "radtrack.analysis.workload_runs" in graph["radtrack.run.experiment"]
+    assert "radtrack.analysis.workload_runs" in graph["radtrack.stored_reader"]
     assert "radtrack.postrun.accounting" in graph["radtrack.postrun.workload_end"]
 
 
@@ -294,10 +290,9 @@ def test_no_package_cycles() -> None:
     assert cycles(package_graph(import_graph())) == []
 
 
-def test_every_sanctioned_back_edge_still_exists() -> None:
-    graph = import_graph()
-    for src, dst in ALLOWED:
-        assert dst in graph.get(src, set()), f"{src} -> {dst} is gone: drop it from ALLOWED"
+def test_no_sanctioned_back_edge_is_left() -> None:
+    """Issue 48: the floors hold with no exception; a new one needs this test changed."""
+    assert ALLOWED == {}
 
 
 def test_the_direction_check_fails_on_each_back_edge() -> None:

@@ -56,7 +56,8 @@ class LocalExecutor:
             return 0
         self.check_rows([s for specs in workloads for s in specs], launch.target)
         sheet = launch.target if launch.sheet else None
-        return run_workloads(workloads, launch.store, grace=launch.args.grace, sheet=sheet)
+        return run_workloads(workloads, launch.store, grace=launch.args.grace, sheet=sheet,
+                             read_stored=launch.read_stored)
 
     def status(self, enquiry: Enquiry) -> int | None:
         from radtrack.executors.local_control import status

@@ -75,7 +75,10 @@ def batch_script(rows: list[RunSpec], uri: str, grace: float, home: str | None) 
 
     python = sys.executable
     # a row over several nodes: the step that starts a task per node (slurm_nodes.py)
-    entry = "slurm_nodes" if rows[0].nodes > 1 else "slurm_job"
+    # one workload on one node: its launcher with the reader of stored runs the co-located
+    # figures need, which the entry at the top hands down (radtrack/stored_reader.py)
+    entry, call = (("radtrack.executors.slurm_nodes", "main") if rows[0].nodes > 1 else
+                   ("radtrack.stored_reader", "slurm_job"))
     if any(c.isspace() for c in python) or len(python) > 200:
         raise RadtrackError(f"the interpreter path {python!r} cannot be a batch script's "
                             "#! line (spaces or too long); install radtrack in a plain path")
@@ -84,8 +87,8 @@ def batch_script(rows: list[RunSpec], uri: str, grace: float, home: str | None) 
     return (f"#!{python}\n"
             "# radtrack: one workload of an experiment sheet (radtrack --executor slurm)\n"
             "import sys\n\n"
-            f"from radtrack.executors.{entry} import main\n\n"
-            f"sys.exit(main({payload!r}))\n")
+            f"from {entry} import {call}\n\n"
+            f"sys.exit({call}({payload!r}))\n")
 
 
 def sbatch_args(rows: list[RunSpec], script: Path, out_dir: Path,

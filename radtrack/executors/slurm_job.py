@@ -20,15 +20,17 @@ import getpass
 import json
 import os
 import socket
-import sys
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from radtrack import own_threads
 from radtrack.errors import RadtrackError
 from radtrack.script import env as renv
 from radtrack.spec import RunSpec
+
+if TYPE_CHECKING:
+    from radtrack.postrun.workload_end import StoredReader
 
 JOB_HOME = "RADTRACK_JOB_HOME"  # where jobs spool on their node (default /tmp/radtrack-<user>)
 STORE_RESERVE_MAX_S = 5.0  # of KillWait, kept for storing the stopped rows
@@ -94,8 +96,10 @@ def fit_grace(grace: float, kill_wait: float | None) -> tuple[float, str]:
                     f"{2 * fitted:g} s), leaving {kill_wait - 2 * fitted:g} s to store them")
 
 
-def main(payload: str) -> int:
-    """Run the workload described by ``payload``; exit code as the local executor's."""
+def main(payload: str, read_stored: StoredReader) -> int:
+    """Run the workload described by ``payload``; exit code as the local executor's.
+    ``read_stored``: the reader of stored runs the co-located figures need, handed down by
+    the batch script's entry (radtrack/stored_reader.py ``slurm_job``)."""
     data = json.loads(payload)
     own_threads.limit()  # radtrack's own process (radtrack/own_threads.py); rows get the user's
     os.environ[renv.HOME] = data.get("home") or default_job_home()
@@ -131,7 +135,8 @@ def main(payload: str) -> int:
         say(f"job {job}: {note}")
     from radtrack.store.handle import StoreHandle
 
-    code = run_workloads([specs], StoreHandle(uri), grace=grace, sheet=None)
+    code = run_workloads([specs], StoreHandle(uri), grace=grace, sheet=None,
+                         read_stored=read_stored)
     if code == 130:
         say(f"job {job}: ended by a signal (SLURM's on scancel, a time limit or preemption): "
             "the rows were stopped and stored; 'radtrack status' records SLURM's reason")
@@ -150,7 +155,3 @@ def _check_host(specs: list[RunSpec]) -> None:
     check_against_host([s for s in specs if s not in by_uuid], problems, gpus.inventory())
     if problems.items:
         raise SheetError(problems.items)
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))

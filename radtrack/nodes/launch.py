@@ -80,7 +80,8 @@ def run_master(spec: RunSpec, store: StoreHandle, grace: float, nodes: int, host
         master.start(master_addr=host, master_port=torch_port)
         spec.env = {**spec.env, **torch_env(0, nodes, host, torch_port)}
         hooks = MasterHooks(master, nodes, grace)
-        code = run_workloads([[spec]], store, grace, nodes=hooks)
+        # one row: its end reads no stored runs back (no co-location figures)
+        code = run_workloads([[spec]], store, grace, nodes=hooks, read_stored=None)
         if not hooks.done:  # node 0's part never ran (placement refused, ...): stop the rest
             master.broadcast(op="stop", why="node 0 could not run its part")
         hooks.store_figures(store, spec)

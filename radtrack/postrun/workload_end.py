@@ -37,7 +37,8 @@ if TYPE_CHECKING:
 
 
 #: (experiment, workload, store) -> the workload's stored runs and solo baselines, None for
-#: a workload of fewer than two rows (radtrack/analysis/workload_runs.py read_workload_runs)
+#: a workload of fewer than two rows (radtrack/analysis/workload_runs.py read_workload_runs,
+#: handed down from the top: radtrack/stored_reader.py)
 StoredReader = Callable[[str, int, str], "WorkloadRuns | None"]
 
 
@@ -48,7 +49,7 @@ class WorkloadEnd:
     parent_id: str
     store: StoreHandle  # the store the workload's runs are in (radtrack/store/handle.py)
     rows: list[EndRow]
-    read_stored: StoredReader
+    read_stored: StoredReader | None  # None: every workload of the launch has one row
     artifacts: list[Path] = field(default_factory=list)
     log: Callable[[str], None] = print
 
@@ -103,7 +104,7 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict[str, GpuAccount]:
         # the solo baselines as stored before this workload's figures: the solo-model split
         # (radtrack/compute/split_model.py) needs each row's solo J per unit and throughput
         before = None
-        if len(rows) > 1:
+        if len(rows) > 1 and end.read_stored is not None:
             try:
                 before = end.read_stored(first.experiment, first.workload, end.uri)
             except Exception as exc:  # noqa: BLE001 - without baselines the signal's split stays
@@ -116,7 +117,7 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict[str, GpuAccount]:
             device = f"host {gpu}" if acc.host else f"GPU {gpu[:12]}"  # <host>:pkg0, or a GPU's UUID
             say(f"{name}: {device} {acc.gpu_energy_j:.0f} J{interval(rows, acc)} ({acc.method}): "
                 f"{parts}, other {acc.energy_j('other'):.0f} J, idle {acc.energy_j('idle'):.0f} J")
-        if len(rows) > 1:
+        if len(rows) > 1 and end.read_stored is not None:
             stored = end.read_stored(first.experiment, first.workload, end.uri)
             totals = record_workload_totals(client, parent_id, first.workload, stored)
             stp = totals.get("stp") if totals else None

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from radtrack import own_threads
-from radtrack.errors import PlacementError
+from radtrack.errors import PlacementError, RadtrackError
 from radtrack.postrun import workload_end
-from radtrack.postrun.workload_end import WorkloadEnd
+from radtrack.postrun.workload_end import StoredReader, WorkloadEnd
 from radtrack.run.detach import after_rows as detach_after
 from radtrack.run.launch import (
     Interrupt,
@@ -80,14 +80,18 @@ WAIT_LISTENERS_ENV = "RADTRACK_WAIT_LISTENERS"  # "1": scripts start once listen
 
 def run_workloads(workloads: list[list[RunSpec]], store: StoreHandle, grace: float = 10.0,
                   sheet: Path | None = None, wait_listeners: bool | None = None,
-                  nodes: NodeHooks | None = None) -> int:
+                  nodes: NodeHooks | None = None, *, read_stored: StoredReader | None) -> int:
     """Run every workload; return the launcher's exit code (0 all finished, 1 some failed,
     130 interrupted). The scripts start at once, or, with ``wait_listeners``, once every
     listener has taken its first reading; by default (None; ``$RADTRACK_WAIT_LISTENERS``
     0 or 1 overrides) only a workload with a GPU power listener waits, so that the energy
     counter covers its scripts from their first instant (radtrack/run/start.py). ``nodes``:
     node 0 of a multi-node row (radtrack/nodes/), told of the rows and their end. ``store``:
-    the command's handle (radtrack/store/handle.py); each workload opens its own clients."""
+    the command's handle (radtrack/store/handle.py); each workload opens its own clients.
+    ``read_stored``: the reader of a co-located workload's stored runs and solo baselines
+    (radtrack/analysis/workload_runs.py), handed down by the entry at the top (the command,
+    a SLURM job's batch script): the launch imports no reader; None only where every
+    workload has one row (a multi-node row), which reads nothing back."""
     if wait_listeners is None and os.environ.get(WAIT_LISTENERS_ENV, "") in ("0", "1"):
         wait_listeners = os.environ[WAIT_LISTENERS_ENV] == "1"
     interrupt = Interrupt()
@@ -98,7 +102,8 @@ def run_workloads(workloads: list[list[RunSpec]], store: StoreHandle, grace: flo
             # the last workload's end may go on in the background (radtrack/run/detach.py)
             detach = (functools.partial(detach_after, interrupt=interrupt, worst=worst)
                       if i == len(workloads) - 1 else None)
-            statuses = _run_one(store, specs, interrupt, grace, wait_listeners, detach, nodes)
+            statuses = _run_one(store, specs, interrupt, grace, wait_listeners, detach, nodes,
+                                read_stored)
             if sheet is not None:
                 from radtrack.sheet.writeback import write_ran_rows
 
@@ -117,8 +122,13 @@ def run_workloads(workloads: list[list[RunSpec]], store: StoreHandle, grace: flo
 def _run_one(store: StoreHandle, specs: list[RunSpec], interrupt: Interrupt, grace: float,
              wait_listeners: bool = False,
              detach: Callable[..., bool] | None = None,
-             nodes: NodeHooks | None = None) -> list[tuple[str, str, str]]:
+             nodes: NodeHooks | None = None,
+             read_stored: StoredReader | None = None) -> list[tuple[str, str, str]]:
     from radtrack.placement import WorkloadPlacement
+
+    if read_stored is None and len(specs) > 1:
+        raise RadtrackError(f"internal: workload {specs[0].experiment}-{specs[0].workload} has "
+                            f"{len(specs)} rows but its launch was handed no reader of stored runs")
 
     uri, first = store.uri, specs[0]
     if first.workload:  # else a CLI launch, numbered when its run is made (run/record.py)
@@ -182,7 +192,7 @@ def _run_one(store: StoreHandle, specs: list[RunSpec], interrupt: Interrupt, gra
     # the end of the workload rides out a store restart (radtrack/store/outage.py); past
     # $RADTRACK_STORE_WAIT_S, radtrack sync closes the workload run from the rows' spools
     deadline = time.monotonic() + wait_s()
-    end = _workload_end(pid, store, rows, artifacts)
+    end = _workload_end(pid, store, rows, artifacts, read_stored)
     try:
         retrying(lambda: _one_transaction(client, lambda: workload_end.store_parent(client, end)), deadline)
         accounts = workload_end.account(client, end)
@@ -224,18 +234,12 @@ def _end_step_done(rows: list[Row]) -> None:
                 pass  # a full disk: at worst sync stores the end step again
 
 
-def _workload_end(pid: str, store: StoreHandle, rows: list[Row], artifacts: list) -> WorkloadEnd:
-    """The end step's input (radtrack/postrun/workload_end.py): the workload's stored runs and
-    solo baselines are read through the one reader the launcher may use, imported only where
-    a workload of several rows reads them (it imports MLflow and pandas: seconds of CPU)."""
-    return WorkloadEnd(pid, store, list(rows), _read_workload_runs, [Path(a) for a in artifacts],
-                       say)
-
-
-def _read_workload_runs(experiment: str, workload: int | str, uri: str) -> object:
-    from radtrack.analysis.workload_runs import read_workload_runs
-
-    return read_workload_runs(experiment, workload, uri)
+def _workload_end(pid: str, store: StoreHandle, rows: list[Row], artifacts: list,
+                  read_stored: StoredReader | None) -> WorkloadEnd:
+    """The end step's input (radtrack/postrun/workload_end.py), with the reader of the
+    workload's stored runs and solo baselines that the entry handed down (it imports MLflow
+    and pandas, seconds of CPU, only where a workload of several rows reads them)."""
+    return WorkloadEnd(pid, store, list(rows), read_stored, [Path(a) for a in artifacts], say)
 
 
 def _stored_name(client: MlflowClient, row: Row) -> str:
