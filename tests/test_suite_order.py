@@ -8,12 +8,24 @@ processes, then the rest, each file's tests kept together.
 
 from __future__ import annotations
 
+import importlib.util
 import types
 from pathlib import Path
 
-import conftest
-
 TESTS = Path(__file__).resolve().parent
+
+
+def _conftest() -> types.ModuleType:
+    """tests/conftest.py itself, by its path: under xdist the module named ``conftest`` may be
+    another folder's conftest.py (whichever was imported first)."""
+    spec = importlib.util.spec_from_file_location("radtrack_tests_conftest", TESTS / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+conftest = _conftest()
 
 
 def test_every_longest_first_name_is_one_test_file() -> None:

@@ -122,7 +122,9 @@ def test_installed_plugins_are_asked_about_only_when_the_server_refuses(monkeypa
             asked.append("mlflow client")
             return []
 
-    monkeypatch.setattr(tracking, "client", lambda uri: Client())
+    from radtrack.store import mlflow_client
+
+    monkeypatch.setattr(mlflow_client, "mlflow_client", lambda uri: Client())
     uri, seen, stop = _server(401)
     try:
         tracking.check_reachable(uri)  # the plugin's headers (MLflow's client) are accepted

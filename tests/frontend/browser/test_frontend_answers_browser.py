@@ -261,8 +261,9 @@ def test_every_tab_is_reachable_and_picked_with_the_keyboard(web, app) -> None:
     web.wait_for_selector(".shares-totals tbody tr")
     rows = [[c.strip() for c in r.locator("td").all_inner_texts()]
             for r in web.locator(".shares-totals tbody tr").all()]
-    assert rows[0][1:] == ["h100-colocation-2 A", "36.00", "10.00", "68.2 %"]
-    assert rows[-1][1:] == ["total", "52.80", "14.67", "100.0 %"]
+    # the owner's columns (energy_j in J, share_of_device_pct in %), as the report says them
+    assert rows[0][1:] == ["h100-colocation-2 A", "36,000", "68.2"]
+    assert rows[-1][1:] == ["total", "52,800", "100.0"]
 
 
 def test_filter_by_user_and_workloads_grouped_by_launch(web, app) -> None:
