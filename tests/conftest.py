@@ -25,7 +25,8 @@ os.environ.setdefault("DO_NOT_TRACK", "true")
 # the browser files together, but pytest-xdist 3.8 under pytest 9 ignores those marks:
 # every test became a group of its own and those module fixtures ran once per worker.)
 # Session fixtures (PostgreSQL, mlflow server, SLURM, Chromium) start once per worker.
-# Files are handed out in the order below (pytest_configure turns off xdist's own reorder):
+# Files are collected in the order below; pytest-xdist 3.8 hands them out by their test count
+# (--loadscope-reorder, its default), this order breaking the ties:
 # the longest first, so no worker starts one near the end while the other idles; then
 # the files that start processes (launches, servers, a browser); the in-process files last,
 # seconds each, to even out the two workers' ends. Per-file seconds from CI's 30 slowest
@@ -47,15 +48,6 @@ LONGEST_FIRST = ("test_deployment_doc.py",  # the walkthrough, servers started: 
                  "test_node_rejoins.py", "test_sheet_store_away.py", "test_cli_e2e.py")
 # what a file that starts processes calls (its own, radtrack's, a server's, a browser's)
 _STARTS_PROCESSES = re.compile(r"radtrack_cli\(|subprocess\.|Popen\(|_server\b|slurm_cluster|page\b")
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    # pytest-xdist 3.8's --loadscope-reorder (on by default) hands out the files with the
-    # most tests first, whatever the collection order: the longest files here have 1-7
-    # tests each, so they went last (the 43-s test_slurm_nodes.py 170th of 184) and one
-    # of them decided the stage's end while the other worker idled
-    if hasattr(config.option, "loadscopereorder"):
-        config.option.loadscopereorder = False
 
 
 def _longest_first(items: list[pytest.Item]) -> None:

@@ -35,12 +35,6 @@ def test_every_longest_first_name_is_one_test_file() -> None:
     assert len(set(conftest.LONGEST_FIRST)) == len(conftest.LONGEST_FIRST)
 
 
-def test_xdist_reorder_by_test_count_is_off() -> None:
-    config = types.SimpleNamespace(option=types.SimpleNamespace(loadscopereorder=True))
-    conftest.pytest_configure(config)  # type: ignore[arg-type]
-    assert config.option.loadscopereorder is False
-
-
 def test_listed_files_first_then_those_starting_processes(tmp_path: Path) -> None:
     plain = tmp_path / "test_plain.py"
     plain.write_text("def test_a():\n    assert 1\n")
