@@ -96,6 +96,17 @@ def power_between(power: Power, a: float, b: float) -> float:
     return float(np.trapezoid(np.interp(xs, tp, w), xs))
 
 
+def _reads_inside(power: Power | None, a: float, b: float) -> bool:
+    """Whether ``power`` has a reading strictly inside ``a``..``b``: a gap its readings only
+    border (the same listener's power, dead with its counter) is bridged at the lives' mean
+    rates over BRIDGE_S, not at the two single readings next to it (one reading's noise, a
+    partly updated counter's, would be stretched over the whole gap)."""
+    if power is None:
+        return False
+    tp = np.asarray(power[0], dtype=float)
+    return bool(np.any((tp > a) & (tp < b)))
+
+
 def stitch_counter(v: np.ndarray, t: np.ndarray | None = None,
                    power: Power | None = None) -> np.ndarray:
     """A cumulative counter's readings (in time order; NaN where none) as one counter over
@@ -103,8 +114,9 @@ def stitch_counter(v: np.ndarray, t: np.ndarray | None = None,
     from 0 again, a driver reload resets the counter), which is raised to go on from the
     previous life's last reading plus the gap between the two, unmeasured by either (with
     the readings' times ``t``, in s; without them the gap counts 0), bridged by the
-    device's ``power`` readings over it where they cover it (a counter read every 30 s
-    leaves long gaps), else at the mean power of the lives either side of it. Each life's
+    device's ``power`` readings over it where some lie inside it (a counter read every 30 s
+    leaves long gaps a power sensor fills), else at the mean power of the lives either side
+    of it over BRIDGE_S. Each life's
     own increases are kept as read."""
     out = np.asarray(v, dtype=float).copy()
     idx = np.flatnonzero(~np.isnan(out))
@@ -119,7 +131,7 @@ def stitch_counter(v: np.ndarray, t: np.ndarray | None = None,
         bridge = 0.0
         if tt is not None:
             bridge = (power_between(power, float(tt[a - 1]), float(tt[a]))
-                      if power is not None else float("nan"))
+                      if _reads_inside(power, float(tt[a - 1]), float(tt[a])) else float("nan"))
             if bridge != bridge:  # no power reading covers the gap: the lives' own rates
                 life_before = max((b for b in [0, *starts] if b < a), default=0)
                 rates = [r for r in (_rate(x, tt, life_before, a - 1, back=True),
