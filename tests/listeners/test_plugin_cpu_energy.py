@@ -23,7 +23,8 @@ import pytest
 from mlflow import MlflowClient
 from support import radtrack_cli
 
-from radtrack.compute.cpu_energy_share import split
+from radtrack.compute.attribution import GpuUse, account
+from radtrack.compute.cpu_energy_share import HOST_CPU, PROC_CPU, split
 
 TESTS = Path(__file__).resolve().parents[1]
 INTENSITY = 400.0
@@ -81,16 +82,35 @@ def test_a_plugin_cpu_counter_is_split_by_cpu_time(store, site, tmp_path):
         assert r.data.tags[f"radtrack.attribution.{DEVICE}"] == "process-cpu-time"
         assert r.data.metrics["summary/co2e_g"] == pytest.approx(shares[name] / 3.6e6 * INTENSITY, rel=1e-6)
 
-    # the rule on what the rows stored, over the counter's own readings (µJ)
+    # "like RAPL": co-location accounting (radtrack/compute/attribution.py, the live end
+    # step's arithmetic, whose agreement with the CPU-time rule tests/postrun/
+    # test_cpu_attribution_e2e.py checks for RAPL) over the series as the store holds them
+    # (each run's histories over its recorded span): the plugin's counter, found by its
+    # declared role, must go in as RAPL's does (its µJ as J, the host's CPU side)
     ids = {n: r.info.run_id for n, r in rows.items()}
     cores = sum(1 for k in rows["feeder"].data.metrics if k.startswith("summary/top/cpu")
                 and k.endswith("/util_pct/mean"))
+    assert cores >= 1
+    uses = []
+    for name, run_id in ids.items():
+        t, host = _history(c, run_id, "top/cpu_pct")
+        t_e, uj = _history(c, run_id, "cpumeter/socket0/energy_uj")
+        info = rows[name].info
+        uses.append(GpuUse(run_id, DEVICE, "plain", info.start_time / 1000, info.end_time / 1000,
+                           {"energy_j": (t_e, uj / 1e6), PROC_CPU: _history(c, run_id, "top/proc/cpu_pct"),
+                            HOST_CPU: (t, host * cores)}, host=True))
+    accounts = account(uses, min(u.start for u in uses), max(u.end for u in uses))
+    assert {acc.method for acc in accounts.values()} == {"process-cpu-time"}
+    want = {n: sum(acc.energy_j(i) for acc in accounts.values()) for n, i in ids.items()}
+    for name in rows:
+        assert shares[name] == pytest.approx(want[name], rel=0.05), (name, shares, want)
+    # and the rule over the counter's own readings, as a bound: accounting's 1-s windows drift
+    # from it when samples bunch on a loaded host (31 % for a 20-J share in one CI run);
+    # splitting by time held instead of CPU time would be off several-fold
     t, host = _history(c, ids["feeder"], "top/cpu_pct")
     t_e, uj = _history(c, ids["feeder"], "cpumeter/socket0/energy_uj")
-    want = split((t_e, uj / 1e6), {n: _history(c, i, "top/proc/cpu_pct") for n, i in ids.items()},
+    rule = split((t_e, uj / 1e6), {n: _history(c, i, "top/proc/cpu_pct") for n, i in ids.items()},
                  (t, host * cores))
-    # within 15 %, or 1 % of the host's energy for a small share (the history the rule is
-    # re-applied to is thinner than the traces accounting read: a few % of a small share)
-    total = sum(want.values())
+    total = sum(rule.values())
     for name in rows:
-        assert shares[name] == pytest.approx(want[name], rel=0.15, abs=0.01 * total), (name, shares, want)
+        assert shares[name] == pytest.approx(rule[name], rel=0.5, abs=0.02 * total), (name, shares, rule)
