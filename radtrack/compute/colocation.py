@@ -218,11 +218,12 @@ def figures_said(totals: dict[str, object], missing: str = "-") -> str:
     return ", ".join(words)
 
 
-def figures_line(totals: dict[str, object]) -> str:
-    """The launcher's closing line of a co-located workload (a :func:`workload_totals` row):
-    :func:`figures_said`, and what to do where there are no intervals."""
+def figures_line(totals: dict[str, object]) -> tuple[str, str]:
+    """The launcher's closing lines of a co-located workload (a :func:`workload_totals` row):
+    :func:`figures_said`, and whence its intervals or what to do where there are none; two
+    lines, so that each fits the 120 columns the launcher's lines keep to."""
     line = figures_said(totals, missing="n/a (a solo run has no energy)")
     if _bounds(totals, "stp", ".2f"):
-        return line + " ([95 % intervals] from repeats)"
+        return line, "[95 % intervals] from repeats"
     # short: the line is one of the launcher's; the report's interval_note says it in full
-    return line + " (no 95 % intervals: no repeats; how to repeat: docs/sheets.md, Repeats)"
+    return line, "no 95 % intervals: no repeats; how to repeat: docs/sheets.md, Repeats"

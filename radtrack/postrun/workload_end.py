@@ -122,7 +122,8 @@ def account(client: MlflowClient, end: WorkloadEnd) -> dict[str, GpuAccount]:
             totals = record_workload_totals(client, parent_id, first.workload, stored)
             stp = totals.get("stp") if totals else None
             if isinstance(stp, float) and stp == stp:  # nan: no solo baseline
-                say(f"{name}: {figures_line(totals)}")
+                for line in figures_line(totals):
+                    say(f"{name}: {line}")
             elif totals and totals.get("note"):
                 say(f"{name}: {totals['note']}")
             else:

@@ -52,15 +52,16 @@ def test_workload_intervals_propagate_the_rows_and_say_when_there_are_none() -> 
     log_sd = math.sqrt((0.75 * 0.08) ** 2 + (0.25 * 0.02) ** 2)
     assert row["energy_vs_serial_pct_hi"] == pytest.approx(100 * (1.0625 * math.exp(t * log_sd) - 1))
     assert row["interval_note"] == ""
-    line = figures_line(row)
-    assert f"stp {row['stp']:.2f} [{row['stp_lo']:.2f}, {row['stp_hi']:.2f}]" in line and "from repeats" in line
+    line, note = figures_line(row)
+    assert f"stp {row['stp']:.2f} [{row['stp_lo']:.2f}, {row['stp_hi']:.2f}]" in line and "from repeats" in note
 
     bare: dict[str, object] = {"stp": 1.0, "antt": 2.0, "energy_vs_serial_pct": 3.0}
     _intervals(group.assign(interval_df=np.nan), pd.Series(s), serial, bare)
     assert "stp_lo" not in bare and "no repeats" in str(bare["interval_note"])
     assert "Workload numbers" in str(bare["interval_note"])
-    assert figures_line(bare).startswith("stp 1.00, antt 2.00, energy_vs_serial_pct +3.0 (no 95 % intervals")
-    assert "energy_vs_serial_pct n/a" in figures_line({"stp": 1.0, "antt": 2.0})
+    assert figures_line(bare) == ("stp 1.00, antt 2.00, energy_vs_serial_pct +3.0",
+                                  "no 95 % intervals: no repeats; how to repeat: docs/sheets.md, Repeats")
+    assert "energy_vs_serial_pct n/a" in figures_line({"stp": 1.0, "antt": 2.0})[0]
 
 
 def test_the_page_shows_the_stored_figures_with_their_intervals() -> None:

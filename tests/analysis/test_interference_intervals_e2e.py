@@ -74,12 +74,16 @@ def test_interference_figures_carry_intervals_from_repeats(store, tmp_path, monk
         f"ci,9,,,,-,{TRIALS},top,,0.1,,"], env)
     # the launcher's closing line: at workload 4's end b had no repeats, so no intervals and
     # how to declare them; from workload 5 on, every figure with its interval
-    line = next(x for x in out.splitlines() if "ci-4: stp " in x)
-    assert "[" not in line.split(": stp ")[1] and "no 95 % intervals: no repeats" in line, line
-    assert "docs/sheets.md, Repeats" in line
+    lines = out.splitlines()
+    at = next(i for i, x in enumerate(lines) if "ci-4: stp " in x)
+    line, note = lines[at], lines[at + 1]
+    assert "[" not in line.split(": stp ")[1] and "ci-4: no 95 % intervals: no repeats" in note, (line, note)
+    assert "docs/sheets.md, Repeats" in note
     for workload in (5, 7):
-        line = next(x for x in out.splitlines() if f"ci-{workload}: stp " in x)
-        assert INTERVAL_LINE.search(line) and "from repeats" in line, line
+        at = next(i for i, x in enumerate(lines) if f"ci-{workload}: stp " in x)
+        line, note = lines[at], lines[at + 1]
+        assert INTERVAL_LINE.search(line) and note.endswith(f"ci-{workload}: [95 % intervals] from repeats"), line
+        assert len(line) <= 120 and len(note) <= 120, (len(line), line)  # the launcher's width
 
     out = tmp_path / "rep.json"
     rep = report_here(monkeypatch, capsys, "ci", "--format", "json", "--out", str(out))
