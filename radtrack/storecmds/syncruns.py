@@ -6,13 +6,19 @@ one, taken now), the workload run's and the row's names, tags and start times, t
 id; and whatever the Recorder did create before the store went away (experiment, parent).
 The rows of one workload (one ``workload_key``) get one workload run, named and tagged as
 the launcher names and tags it, so readers cannot tell a synced launch from another.
+
+A launcher killed between creating a run and noting it (``create.json``'s ``parent_id``, a
+row's ``meta.json``) left that run in the store, RUNNING, and unknown to the folders: sync
+adopts it (the workload run by its launch id, workload number and role; a row's by its
+parent and letter) instead of creating a second one, so the rest of sync ends it with the
+row's true status.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from radtrack.spec import RunSpec
 from radtrack.store import runfiles
@@ -20,6 +26,13 @@ from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from radtrack.store.handle import StoreHandle
+
+
+def _made(c: Any, exp_id: str, tags: dict[str, str]) -> Any | None:
+    """The run of ``exp_id`` carrying every one of ``tags`` (the earliest), or None."""
+    query = " and ".join(f"tags.`{k}` = '{str(v).replace(chr(39), chr(39) * 2)}'" for k, v in tags.items())
+    runs = c.search_runs([exp_id], filter_string=query, max_results=10)
+    return min(runs, key=lambda r: r.info.start_time or 0) if runs else None
 
 
 def create_runs(folders: list[Path], store: StoreHandle | None) -> list[str]:
@@ -58,6 +71,14 @@ def create_runs(folders: list[Path], store: StoreHandle | None) -> list[str]:
                        file=Path(first.get("script") or "script.py"),
                        sheet=Path(first["sheet"]) if first.get("sheet") else None)
         parent_id, parent_name = first.get("parent_id") or "", first.get("parent_name") or ""
+        launch = str(first.get("launch_id") or "")
+        made = (_made(c, exp_id, {schema.ROLE: schema.ROLE_WORKLOAD, schema.LAUNCH_ID: launch,
+                                  schema.WORKLOAD: str(number)})
+                if not parent_id and launch and first.get("workload") else None)
+        if made is not None:  # created by the launcher, which died before noting it
+            parent_id, parent_name = made.info.run_id, made.info.run_name
+            lines.append(f"adopted workload run {parent_id} ({parent_name}), created by the "
+                         "launcher before it stopped")
         if not parent_id:
             name = workload_run_name(c, exp_id, spec)
             tags = {**(first.get("parent_tags") or {}), schema.WORKLOAD: str(number)}
@@ -73,6 +94,12 @@ def create_runs(folders: list[Path], store: StoreHandle | None) -> list[str]:
             row_spec = replace(spec, letter=rec.get("letter") or "A", run_name=rec.get("run_name"),
                                row=rec.get("row"))
             name = row_run_name(row_spec, parent_name)
+            made = _made(c, exp_id, {MLFLOW_PARENT_RUN_ID: parent_id, schema.LETTER: row_spec.letter})
+            if made is not None:  # the launcher created it and died before binding the folder
+                write_meta(folder, made.info.run_id, rec.get("tracking_uri") or recorded_uri)
+                lines.append(f"{folder.name}: adopted run {made.info.run_id} ({made.info.run_name}), "
+                             "created by the launcher before it stopped")
+                continue
             tags = {**(rec.get("row_tags") or {}), MLFLOW_PARENT_RUN_ID: parent_id,
                     schema.WORKLOAD: str(number)}
             run = c.create_run(exp_id, run_name=name, tags=tags, start_time=rec.get("row_start_ms"))

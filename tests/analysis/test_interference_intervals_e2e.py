@@ -80,7 +80,8 @@ def test_interference_figures_carry_intervals_from_repeats(store, tmp_path, monk
     assert "[" not in line.split(": stp ")[1] and "ci-4: no 95 % intervals: no repeats" in note, (line, note)
     assert "docs/sheets.md, Repeats" in note
     for workload in (5, 7):
-        at = next(i for i, x in enumerate(lines) if f"ci-{workload}: stp " in x)
+        at = next((i for i, x in enumerate(lines) if f"ci-{workload}: stp " in x), None)
+        assert at is not None, [x for x in lines if f"ci-{workload}" in x]
         line, note = lines[at], lines[at + 1]
         assert INTERVAL_LINE.search(line) and note.endswith(f"ci-{workload}: [95 % intervals] from repeats"), line
         assert len(line) <= 120 and len(note) <= 120, (len(line), line)  # the launcher's width

@@ -1,4 +1,8 @@
-"""A launcher killed with SIGKILL, then ``radtrack sync``: rows and their workload run closed."""
+"""A launcher killed with SIGKILL, then ``radtrack sync``: rows and their workload run closed.
+
+One launch, its spool then left as a kill between creating a run and noting it leaves it
+(radtrack/run/record.py: the workload run made, ``create.json`` not yet told; a row's run
+made, its folder not yet bound): sync adopts those runs, creates none twice, and ends them."""
 
 from __future__ import annotations
 
@@ -40,9 +44,24 @@ def test_sync_after_sigkill_closes_the_parent_run(store: str, tmp_path: Path) ->
     before = c.search_runs([exp.experiment_id])
     assert sorted(r.info.status for r in before) == ["RUNNING"] * 3
 
+    # the kill a moment earlier: both runs existed, the parent's id not yet in either row's
+    # create.json, the second row's folder not yet bound to its run
+    from radtrack.store import runfiles
+
+    folders = sorted(f.parent for f in spool.glob("*/create.json"))
+    assert len(folders) == 2
+    for folder in folders:
+        runfiles.update(folder, runfiles.CREATE_FILE, parent_id="", parent_name="")
+    unbound = folders[1]
+    bound_to = runfiles.read(unbound, "meta.json")["run_id"]
+    (unbound / "meta.json").unlink()
+
     p = run_cli("sync")
     assert p.returncode == 0, p.stdout + p.stderr
     assert "2 run(s) stored" in p.stdout
+    assert "adopted workload run" in p.stdout and f"adopted run {bound_to}" in p.stdout, p.stdout
+    assert "created workload run" not in p.stdout and ": created run" not in p.stdout, p.stdout  # none twice
+    assert len(c.search_runs([exp.experiment_id])) == 3
     runs = c.search_runs([exp.experiment_id])
     parent = next(r for r in runs if r.data.tags.get("radtrack.role") == "workload")
     rows = [r for r in runs if r.data.tags.get("radtrack.role") == "row"]
