@@ -57,7 +57,7 @@ test: $(VENV)/.test-installed
 	./scripts/ensure-postgres.sh
 	./scripts/ensure-slurm.sh
 	$(BIN)/ruff check .
-	$(BIN)/pytest -q -n 2 --dist loadfile -m 'not timing' --durations=30
+	$(BIN)/pytest -q -n 3 --dist loadfile -m 'not timing' --durations=30
 	$(BIN)/pytest -q -m timing --durations=30
 
 lint: $(VENV)/.test-installed

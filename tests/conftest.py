@@ -83,3 +83,28 @@ def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("RADTRACK_HOME", str(tmp_path / ".radtrack"))
     monkeypatch.chdir(tmp_path)
     return uri
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):  # noqa: ANN201
+    """With ``RADTRACK_TEST_CPU_LOG=FILE``: one JSON line per test (setup, call and teardown
+    together) with its wall seconds and the CPU seconds of the worker and of the processes
+    it waited for (launches, readers, scripts; not the shared servers), so that a suite's
+    CPU cost can be put on its tests (docs/testing.md)."""
+    path = os.environ.get("RADTRACK_TEST_CPU_LOG")
+    if not path:
+        yield
+        return
+    import json
+    import resource
+    import time
+
+    def cpu() -> float:
+        own, kids = (resource.getrusage(w) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+    t0, c0 = time.monotonic(), cpu()
+    yield
+    line = {"test": item.nodeid, "wall_s": round(time.monotonic() - t0, 2), "cpu_s": round(cpu() - c0, 2)}
+    with open(path, "a") as f:
+        f.write(json.dumps(line) + "\n")
