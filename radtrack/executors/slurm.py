@@ -185,12 +185,20 @@ def run(workloads: list[list[RunSpec]], store: StoreHandle, sheet: Path, opts: S
     if not submitted:
         ledger.save()
         return 1 if failed else 0
-    refresh(ledger, client, submitted,
-            known={j.job: queue.JobState("PENDING") for j in submitted}, log=_say)
     if opts.detach:
+        try:
+            refresh(ledger, client, submitted,
+                    known={j.job: queue.JobState("PENDING") for j in submitted}, log=_say)
+        except KeyboardInterrupt:  # detached: the jobs stay, as the ledger says
+            ledger.save()
+            _say(f"interrupted: {len(submitted)} job(s) stay submitted (--detach); "
+                 f"'radtrack status {sheet}' or 'radtrack cancel {sheet}'")
+            return 130
         _say(f"{len(submitted)} job(s) submitted; 'radtrack status {sheet}' writes their "
              "states into the sheet")
         return 1 if failed else 0
+    # the first refresh too under _wait's Ctrl-C handler: a Ctrl-C there cancels the jobs
+    # (it raised KeyboardInterrupt out of MLflow's search before, jobs left queued)
     code = _wait(ledger, client, submitted, opts)
     return code if code else (1 if failed else 0)
 
@@ -211,6 +219,8 @@ def _wait(ledger: Ledger, client, jobs: list[Job], opts: SlurmOptions) -> int:
     last = ""
     cancelled_at: float | None = None
     try:
+        refresh(ledger, client, jobs, known={j.job: queue.JobState("PENDING") for j in jobs},
+                log=_say)
         while True:
             try:
                 found = queue.states([j.job for j in jobs])
