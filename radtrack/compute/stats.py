@@ -80,31 +80,21 @@ def _rate(x: np.ndarray, t: np.ndarray, first: int, last: int, back: bool) -> fl
     return float((x[b] - x[a]) / (t[b] - t[a])) if t[b] > t[a] else float("nan")
 
 
-def power_between(power: Power, a: float, b: float) -> float:
+def power_between(power: Power, a: float, b: float, inside_only: bool = False) -> float:
     """The trapezoid integral of ``power`` over ``a``..``b`` (its value interpolated at
     both ends); NaN where its readings do not cover the span (none inside it, nor on both
-    sides of it)."""
+    sides of it; with ``inside_only``, none inside it: a span its readings only border is
+    not bridged from the two single readings next to it)."""
     tp, w = (np.asarray(x, dtype=float) for x in power)
     ok = np.isfinite(tp) & np.isfinite(w)
     tp, w = tp[ok], w[ok]
     order = np.argsort(tp, kind="stable")
     tp, w = tp[order], w[order]
     inside = (tp > a) & (tp < b)
-    if not len(tp) or not (inside.any() or (tp[0] <= a and tp[-1] >= b)):
+    if not len(tp) or not (inside.any() or (not inside_only and tp[0] <= a and tp[-1] >= b)):
         return float("nan")
     xs = np.concatenate(([a], tp[inside], [b]))
     return float(np.trapezoid(np.interp(xs, tp, w), xs))
-
-
-def _reads_inside(power: Power | None, a: float, b: float) -> bool:
-    """Whether ``power`` has a reading strictly inside ``a``..``b``: a gap its readings only
-    border (the same listener's power, dead with its counter) is bridged at the lives' mean
-    rates over BRIDGE_S, not at the two single readings next to it (one reading's noise, a
-    partly updated counter's, would be stretched over the whole gap)."""
-    if power is None:
-        return False
-    tp = np.asarray(power[0], dtype=float)
-    return bool(np.any((tp > a) & (tp < b)))
 
 
 def stitch_counter(v: np.ndarray, t: np.ndarray | None = None,
@@ -130,9 +120,11 @@ def stitch_counter(v: np.ndarray, t: np.ndarray | None = None,
         e = starts[k + 1] if k + 1 < len(starts) else len(x)
         bridge = 0.0
         if tt is not None:
-            bridge = (power_between(power, float(tt[a - 1]), float(tt[a]))
-                      if _reads_inside(power, float(tt[a - 1]), float(tt[a])) else float("nan"))
-            if bridge != bridge:  # no power reading covers the gap: the lives' own rates
+            # power read inside the gap (a sensor that lived through it); the dead listener's
+            # own readings only border it, and one of them stretched over the gap is its noise
+            bridge = (power_between(power, float(tt[a - 1]), float(tt[a]), inside_only=True)
+                      if power is not None else float("nan"))
+            if bridge != bridge:  # no power reading inside the gap: the lives' own rates
                 life_before = max((b for b in [0, *starts] if b < a), default=0)
                 rates = [r for r in (_rate(x, tt, life_before, a - 1, back=True),
                                      _rate(x, tt, a, e - 1, back=False)) if r == r]

@@ -187,8 +187,7 @@ def run(workloads: list[list[RunSpec]], store: StoreHandle, sheet: Path, opts: S
         return 1 if failed else 0
     if opts.detach:
         try:
-            refresh(ledger, client, submitted,
-                    known={j.job: queue.JobState("PENDING") for j in submitted}, log=_say)
+            _first_refresh(ledger, client, submitted)
         except KeyboardInterrupt:  # detached: the jobs stay, as the ledger says
             ledger.save()
             _say(f"interrupted: {len(submitted)} job(s) stay submitted (--detach); "
@@ -201,6 +200,11 @@ def run(workloads: list[list[RunSpec]], store: StoreHandle, sheet: Path, opts: S
     # (it raised KeyboardInterrupt out of MLflow's search before, jobs left queued)
     code = _wait(ledger, client, submitted, opts)
     return code if code else (1 if failed else 0)
+
+
+def _first_refresh(ledger: Ledger, client, jobs: list[Job]) -> None:
+    """The sheet's cells of jobs just submitted (each PENDING until SLURM says more)."""
+    refresh(ledger, client, jobs, known={j.job: queue.JobState("PENDING") for j in jobs}, log=_say)
 
 
 class _Stop:
@@ -219,8 +223,7 @@ def _wait(ledger: Ledger, client, jobs: list[Job], opts: SlurmOptions) -> int:
     last = ""
     cancelled_at: float | None = None
     try:
-        refresh(ledger, client, jobs, known={j.job: queue.JobState("PENDING") for j in jobs},
-                log=_say)
+        _first_refresh(ledger, client, jobs)
         while True:
             try:
                 found = queue.states([j.job for j in jobs])

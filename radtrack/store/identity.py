@@ -81,13 +81,26 @@ def _suffixed(name: str) -> str:
     return f"{name} #{launch_id()[:4]}"
 
 
+def _workload_runs(c: MlflowClient, exp_id: str, workload: int) -> list:
+    """Workload (parent) runs of workload number ``workload``, every launch's."""
+    query = f"tags.`{ROLE}` = '{schema.ROLE_WORKLOAD}' and tags.`{schema.WORKLOAD}` = '{workload}'"
+    return c.search_runs([exp_id], filter_string=query, max_results=1000)
+
+
 def _other_launches(c: MlflowClient, exp_id: str, workload: int, name: str | None = None) -> list:
     """Workload (parent) runs of workload number ``workload`` (named ``name``, when given)
     made by other launches."""
-    query = f"tags.`{ROLE}` = '{schema.ROLE_WORKLOAD}' and tags.`{schema.WORKLOAD}` = '{workload}'"
-    runs = c.search_runs([exp_id], filter_string=query, max_results=1000)
-    return [r for r in runs if r.data.tags.get(schema.LAUNCH_ID) != launch_id()
+    return [r for r in _workload_runs(c, exp_id, workload)
+            if r.data.tags.get(schema.LAUNCH_ID) != launch_id()
             and (name is None or r.info.run_name == name)]
+
+
+def own_workload_run(c: MlflowClient, exp_id: str, workload: int):  # noqa: ANN201 - MLflow's Run
+    """This launch's workload run of number ``workload`` (the earliest), or None: under
+    :func:`acting_as`, one the recorded launcher made before it could note it."""
+    mine = [r for r in _workload_runs(c, exp_id, workload)
+            if r.data.tags.get(schema.LAUNCH_ID) == launch_id()]
+    return min(mine, key=lambda r: r.info.start_time or 0) if mine else None
 
 
 def _taken_line(spec: RunSpec, runs: list, name: str) -> str:

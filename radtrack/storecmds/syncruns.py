@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from radtrack.spec import RunSpec
 from radtrack.store import runfiles
@@ -26,13 +26,6 @@ from radtrack.vocab import schema
 
 if TYPE_CHECKING:
     from radtrack.store.handle import StoreHandle
-
-
-def _made(c: Any, exp_id: str, tags: dict[str, str]) -> Any | None:
-    """The run of ``exp_id`` carrying every one of ``tags`` (the earliest), or None."""
-    query = " and ".join(f"tags.`{k}` = '{str(v).replace(chr(39), chr(39) * 2)}'" for k, v in tags.items())
-    runs = c.search_runs([exp_id], filter_string=query, max_results=10)
-    return min(runs, key=lambda r: r.info.start_time or 0) if runs else None
 
 
 def create_runs(folders: list[Path], store: StoreHandle | None) -> list[str]:
@@ -43,7 +36,7 @@ def create_runs(folders: list[Path], store: StoreHandle | None) -> list[str]:
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
     from radtrack.store.handle import StoreHandle
-    from radtrack.store.identity import acting_as
+    from radtrack.store.identity import acting_as, own_workload_run
     from radtrack.store.reach import raise_if_away
     from radtrack.store.spool import write_meta
     from radtrack.store.tracking import (
@@ -71,10 +64,8 @@ def create_runs(folders: list[Path], store: StoreHandle | None) -> list[str]:
                        file=Path(first.get("script") or "script.py"),
                        sheet=Path(first["sheet"]) if first.get("sheet") else None)
         parent_id, parent_name = first.get("parent_id") or "", first.get("parent_name") or ""
-        launch = str(first.get("launch_id") or "")
-        made = (_made(c, exp_id, {schema.ROLE: schema.ROLE_WORKLOAD, schema.LAUNCH_ID: launch,
-                                  schema.WORKLOAD: str(number)})
-                if not parent_id and launch and first.get("workload") else None)
+        made = (own_workload_run(c, exp_id, number)
+                if not parent_id and first.get("launch_id") and first.get("workload") else None)
         if made is not None:  # created by the launcher, which died before noting it
             parent_id, parent_name = made.info.run_id, made.info.run_name
             lines.append(f"adopted workload run {parent_id} ({parent_name}), created by the "
@@ -94,11 +85,13 @@ def create_runs(folders: list[Path], store: StoreHandle | None) -> list[str]:
             row_spec = replace(spec, letter=rec.get("letter") or "A", run_name=rec.get("run_name"),
                                row=rec.get("row"))
             name = row_run_name(row_spec, parent_name)
-            made = _made(c, exp_id, {MLFLOW_PARENT_RUN_ID: parent_id, schema.LETTER: row_spec.letter})
-            if made is not None:  # the launcher created it and died before binding the folder
-                write_meta(folder, made.info.run_id, rec.get("tracking_uri") or recorded_uri)
-                lines.append(f"{folder.name}: adopted run {made.info.run_id} ({made.info.run_name}), "
-                             "created by the launcher before it stopped")
+            made = c.search_runs([exp_id], max_results=1, filter_string=(
+                f"tags.`{MLFLOW_PARENT_RUN_ID}` = '{parent_id}' and "
+                f"tags.`{schema.LETTER}` = '{row_spec.letter}'"))
+            if made:  # the launcher created it and died before binding the folder
+                write_meta(folder, made[0].info.run_id, rec.get("tracking_uri") or recorded_uri)
+                lines.append(f"{folder.name}: adopted run {made[0].info.run_id} "
+                             f"({made[0].info.run_name}), created by the launcher before it stopped")
                 continue
             tags = {**(rec.get("row_tags") or {}), MLFLOW_PARENT_RUN_ID: parent_id,
                     schema.WORKLOAD: str(number)}
