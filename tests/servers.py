@@ -11,6 +11,10 @@ Registered from conftest.py (``pytest_plugins = ["servers"]``). Session-scoped f
   store is its own database on that PostgreSQL and whose artifacts are proxied by the
   server into a temp folder; started after a health check, stopped at the end.
 
+A server's port is picked free, then bound by the server: another pytest worker's server
+can take it in between. A server counts as started only when its own process listens there
+(``owns_port``); otherwise, or when it could not bind, it is started again on another port.
+
 Each server starts once per pytest session and stops at its end. Without the PostgreSQL
 binaries (scripts/ensure-postgres.sh installs them as root), without the ``postgres`` user
 as root, or without the psycopg2 driver, the fixtures skip with the reason. The functions
@@ -44,6 +48,38 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class PortTaken(RuntimeError):
+    """The free port picked for a server was taken before the server bound it (another
+    test's server, or a client's ephemeral port): the caller picks another one."""
+
+
+PORT_ATTEMPTS = 3  # pick-then-bind is racy beside other pytest workers starting servers
+
+
+def owns_port(proc: subprocess.Popen, port: int) -> bool:
+    """Whether ``proc`` or one of its descendants listens on 127.0.0.1:``port``: a server's
+    health check alone cannot tell ours from another server that took the port first."""
+    import psutil
+
+    try:
+        tree = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return False
+    for p in tree:
+        try:
+            conns = p.net_connections(kind="tcp")
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+        if any(c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port for c in conns):
+            return True
+    return False
+
+
+def _bind_refused(log: Path) -> bool:
+    text = log.read_text(errors="replace") if log.exists() else ""
+    return "ddress already in use" in text or "could not bind" in text
 
 
 def postgres_bindir() -> Path | None:
@@ -144,7 +180,7 @@ def start_postgres(settings: dict[str, str] | None = None, timeout: float = 60.0
     run_as = _as_server_user()
     # not under pytest's tmp (0700, root's): the server user must reach its data directory
     root = Path(tempfile.mkdtemp(prefix="radtrack-pg-", dir="/tmp" if run_as else None))
-    data, log = root / "data", root / "server.log"
+    data = root / "data"
     password = secrets.token_hex(12)
     (root / "pw").write_text(password + "\n")
     if run_as:
@@ -159,6 +195,18 @@ def start_postgres(settings: dict[str, str] | None = None, timeout: float = 60.0
         shutil.rmtree(root, ignore_errors=True)
         raise RuntimeError(f"initdb failed ({init.returncode}):\n{init.stdout}\n{init.stderr}")
     (root / "pw").unlink()
+    for attempt in range(PORT_ATTEMPTS):
+        try:
+            return _run_postgres(bindir, root, password, settings, run_as, env, timeout)
+        except PortTaken:
+            if attempt == PORT_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+def _run_postgres(bindir: Path, root: Path, password: str, settings: dict[str, str] | None,
+                  run_as: dict, env: dict[str, str], timeout: float) -> Postgres:
+    data, log = root / "data", root / "server.log"
     port = free_port()
     args = [str(bindir / "postgres"), "-D", str(data), "-p", str(port),
             "-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=",
@@ -178,10 +226,14 @@ def start_postgres(settings: dict[str, str] | None = None, timeout: float = 60.0
     while True:
         try:
             psycopg.connect(server.libpq_uri("postgres"), connect_timeout=2).close()
-            return server
+            return server  # our password: our server
         except psycopg.OperationalError:
             if proc.poll() is not None or time.monotonic() > deadline:
                 text = log.read_text(errors="replace")[-3000:]
+                if proc.poll() is not None and _bind_refused(log):
+                    proc.wait()
+                    log.rename(root / f"server-port-{port}-taken.log")
+                    raise PortTaken(f"127.0.0.1:{port} was taken before PostgreSQL bound it") from None
                 server.stop()
                 raise RuntimeError(f"PostgreSQL did not start on 127.0.0.1:{port}:\n{text}") from None
             time.sleep(0.2)
@@ -208,7 +260,19 @@ def start_mlflow_server(backend_uri: str, artifacts: Path, workdir: Path, worker
     answer its health check within seconds, which a loaded 2-core host can miss while
     importing MLflow (seen here at load 14); one worker still serves requests concurrently
     from its thread pool."""
-    port = port or free_port()  # a given port: a restart where clients expect the server
+    for attempt in range(PORT_ATTEMPTS):
+        try:
+            return _run_mlflow_server(backend_uri, artifacts, workdir, workers, app_name, env,
+                                      timeout, port or free_port())
+        except PortTaken:
+            if port or attempt == PORT_ATTEMPTS - 1:  # a given port: a restart, clients wait there
+                raise
+    raise AssertionError("unreachable")
+
+
+def _run_mlflow_server(backend_uri: str, artifacts: Path, workdir: Path, workers: int,
+                       app_name: str | None, env: dict[str, str] | None, timeout: float,
+                       port: int) -> MlflowServer:
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / f"mlflow-server-{port}.log"
     args = [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", backend_uri,
@@ -227,8 +291,15 @@ def start_mlflow_server(backend_uri: str, artifacts: Path, workdir: Path, worker
     while True:
         try:
             urllib.request.urlopen(uri + "/health", timeout=2).close()
-            return MlflowServer(proc, uri, artifacts, log)
+            if owns_port(proc, port):
+                return MlflowServer(proc, uri, artifacts, log)
+            # another process answers there (seen: a plain server on the port picked for the
+            # basic-auth one); ours cannot bind it and must not be taken for it
+            stop_process(proc, signal.SIGTERM)
+            raise PortTaken(f"{uri} answers, but not from the mlflow server started for it")
         except (urllib.error.URLError, OSError):
+            if proc.poll() is not None and _bind_refused(log):
+                raise PortTaken(f"{uri}: taken before the mlflow server bound it") from None
             if proc.poll() is not None or time.monotonic() > deadline:
                 stop_process(proc, signal.SIGTERM)
                 text = log.read_text(errors="replace")[-3000:]
