@@ -51,7 +51,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from radtrack.compute import cpu_energy_share, stats
+from radtrack.compute import cpu_energy_share as ces
+from radtrack.compute import stats
 
 WINDOW_S = 1.0
 IDLE = "idle"
@@ -382,7 +383,7 @@ def _account_host(uses: Sequence[GpuUse], edges: np.ndarray, energy: np.ndarray)
     (radtrack/compute/cpu_energy_share.py), ``other`` the rest of the busy time, ``idle``
     a window without any; by holding time where a run's CPU time was not read."""
     width, mid = np.diff(edges), (edges[:-1] + edges[1:]) / 2
-    if not all(u.has(cpu_energy_share.PROC_CPU) for u in uses):
+    if not all(u.has(ces.PROC_CPU) for u in uses):
         held = np.vstack([_overlap(u, edges) for u in uses])
         parts, to_other, to_idle = split_energy(energy, np.zeros_like(held), np.zeros(len(width)), held)
         table = pd.DataFrame(parts.T, columns=[u.run for u in uses], index=mid)
@@ -390,11 +391,14 @@ def _account_host(uses: Sequence[GpuUse], edges: np.ndarray, energy: np.ndarray)
         notes = {u.run: "no process CPU time on this host: charged by holding time" for u in uses}
         return GpuAccount(uses[0].gpu, "held-time", edges, table, table.drop(columns=IDLE) * 0.0, notes,
                           True)
-    used = {u.run: cpu_energy_share.window_seconds(u.readings[cpu_energy_share.PROC_CPU], edges,
-                                                   u.start, u.end) for u in uses}
-    busy = cpu_energy_share.host_busy_seconds(
-        [u.readings[cpu_energy_share.HOST_CPU] for u in uses if u.has(cpu_energy_share.HOST_CPU)], edges)
-    split, to_other, to_idle = cpu_energy_share.shares(energy, used, busy)
+    # the rule per piece between the energy readings, summed into the windows: a window's
+    # totals would split its energy by CPU time averaged over a change in the host's load
+    cuts = ces.reading_cuts(edges, [u.readings[k][0] for u in uses for k in ("energy_j", "power_w")
+                                    if k in u.readings])
+    used = {u.run: ces.window_seconds(u.readings[ces.PROC_CPU], cuts, u.start, u.end) for u in uses}
+    busy = ces.host_busy_seconds([u.readings[ces.HOST_CPU] for u in uses if u.has(ces.HOST_CPU)], cuts)
+    split, to_other, to_idle, used, busy = ces.shares_in_windows(gpu_window_energy(uses, cuts), used,
+                                                                 busy, cuts, edges)
     table = pd.DataFrame(split, index=mid)
     table[OTHER], table[IDLE] = to_other, to_idle
     share = pd.DataFrame({r: 100.0 * u / width for r, u in used.items()}, index=mid)

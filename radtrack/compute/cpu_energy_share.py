@@ -104,9 +104,44 @@ def window_seconds(series: Series, edges: np.ndarray, start: float = -np.inf,
 def host_busy_seconds(readings: Sequence[Series], edges: np.ndarray) -> np.ndarray | None:
     """The host's busy CPU seconds in each window from several readings of it (each
     co-located run's listener reads the same host, over its own span): per window the
-    largest, i.e. the reading that covers the window most; None without any reading."""
-    found = [window_seconds(s, edges) for s in readings if len(s[0]) >= 2]
-    return np.max(np.vstack(found), axis=0) if found else None
+    reading that covers the window most, the mean of those that cover it equally (not the
+    largest value: of two noisy readings of one quantity that is biased upward); None
+    without any reading."""
+    found = [s for s in readings if len(s[0]) >= 2]
+    if not found:
+        return None
+    edges = np.asarray(edges, float)
+    seconds = np.vstack([window_seconds(s, edges) for s in found])
+    cover = np.vstack([np.clip(np.minimum(edges[1:], np.nanmax(s[0])) -
+                               np.maximum(edges[:-1], np.nanmin(s[0])), 0.0, None) for s in found])
+    best = cover >= cover.max(axis=0) - 1e-9
+    return np.sum(np.where(best, seconds, 0.0), axis=0) / best.sum(axis=0)
+
+
+def reading_cuts(edges: np.ndarray, times: Sequence[np.ndarray]) -> np.ndarray:
+    """The windows' ``edges`` cut again at every reading time inside them: the pieces
+    over which the rule is applied before they are summed into their windows, so that a
+    window in which the host's busy time changes (a partner's end, another job) splits
+    each piece's energy by that piece's CPU time, as the counter's own readings do."""
+    edges = np.asarray(edges, float)
+    inside = [t[(t > edges[0]) & (t < edges[-1])] for t in (np.asarray(x, float) for x in times)]
+    return np.unique(np.concatenate([edges, *inside]))
+
+
+def shares_in_windows(energy: np.ndarray, used: Mapping[str, np.ndarray], busy: np.ndarray | None,
+                      cuts: np.ndarray, edges: np.ndarray) -> tuple[
+        dict[str, np.ndarray], np.ndarray, np.ndarray, dict[str, np.ndarray], np.ndarray | None]:
+    """:func:`shares` applied per piece between ``cuts`` (:func:`reading_cuts`), then summed
+    into the windows between ``edges``: (run -> joules, ``other``, ``idle``, run -> CPU
+    seconds, the host's busy seconds or None), each per window."""
+    starts = np.searchsorted(cuts, np.asarray(edges, float)[:-1])
+
+    def into(pieces: np.ndarray) -> np.ndarray:
+        return np.add.reduceat(np.asarray(pieces, float), starts)
+
+    parts, other, idle = shares(energy, used, busy)
+    return ({r: into(v) for r, v in parts.items()}, into(other), into(idle),
+            {r: into(v) for r, v in used.items()}, None if busy is None else into(busy))
 
 
 # -- the inputs, from a run's traces (listener -> wide frame with a ``time`` column, s) -----

@@ -9,7 +9,13 @@ import pandas as pd
 import pytest
 
 from radtrack.compute.attribution import HOST_METHOD, IDLE, OTHER, GpuUse, account
-from radtrack.compute.cpu_energy_share import HOST_CPU, PROC_CPU, cpu_readings, mark_host_uses
+from radtrack.compute.cpu_energy_share import (
+    HOST_CPU,
+    PROC_CPU,
+    cpu_readings,
+    host_busy_seconds,
+    mark_host_uses,
+)
 
 T = np.arange(0.0, 10.01, 0.5)  # readings every 0.5 s for 10 s
 WATTS = 80.0
@@ -95,3 +101,32 @@ def test_only_the_hosts_devices_are_marked():
     mark_host_uses(uses, frames)
     assert uses["pkg0"].host and PROC_CPU in uses["pkg0"].readings
     assert not uses["gpu0"].host and not uses["gpu0"].readings
+
+
+def test_a_change_of_load_inside_a_window_is_split_at_the_energy_readings():
+    # every 0.1 s for 2 s: the host is 200 % busy (B burns it) until 1.5 s, then 20 %; A
+    # uses 10 % throughout. Over 1-s windows' totals A would get 0.1/1.3 of the second
+    # window; at the counter's own readings it gets 1/2 of each piece after 1.5 s
+    t = np.round(np.arange(0.0, 2.001, 0.1), 3)
+    host = np.where(t < 1.5, 200.0, 20.0)
+    a = GpuUse("A", "box:pkg0", "plain", 0.0, 2.0, {"energy_j": (t, WATTS * t),
+               PROC_CPU: (t, np.full(len(t), 10.0)), HOST_CPU: (t, host)}, host=True)
+    b = GpuUse("B", "box:pkg0", "plain", 0.0, 2.0, {"energy_j": (t, WATTS * t),
+               PROC_CPU: (t, np.where(t < 1.5, 190.0, 0.0)), HOST_CPU: (t, host)}, host=True)
+    got = _totals(account([a, b], 0.0, 2.0)["box:pkg0"])
+    # the rule over every 0.1-s piece, by hand (trapezoids of both series)
+    e = np.diff(WATTS * t)
+    ua = np.full(len(e), 0.01)
+    busy = (host[1:] + host[:-1]) / 2 / 100 * 0.1
+    assert got["A"] == pytest.approx(float(np.sum(e * ua / busy)), rel=1e-6)
+    assert sum(got.values()) == pytest.approx(WATTS * 2.0)
+
+
+def test_the_hosts_busy_time_is_the_reading_that_covers_a_window_not_the_larger():
+    # two listeners read the same host: both cover the window, so their mean (the larger
+    # of two noisy readings is biased upward); only one covers the next: that one alone
+    edges = np.array([0.0, 1.0, 2.0])
+    one = (np.array([0.0, 1.0, 2.0]), np.array([100.0, 100.0, 100.0]))
+    two = (np.array([0.0, 1.0, 1.2]), np.array([140.0, 140.0, 900.0]))
+    got = host_busy_seconds([one, two], edges)
+    assert got == pytest.approx([1.2, 1.0])
