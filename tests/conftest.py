@@ -25,7 +25,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ.setdefault(_var, "1")
 
 
-# make test runs ``pytest -n 2 --dist loadfile``: each test file on one xdist worker, so its
+# make test runs ``pytest -n 3 --dist loadfile``: each test file on one xdist worker, so its
 # module fixtures (a whole sheet launched once, the deployment walkthrough) run once.
 # (``--dist loadgroup`` with ``xdist_group`` marks would also keep the server-starting and
 # the browser files together, but pytest-xdist 3.8 under pytest 9 ignores those marks:

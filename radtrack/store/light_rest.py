@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
+from radtrack.errors import RadtrackError
 from radtrack.store import credentials
 from radtrack.store.entities import (
     Experiment,
@@ -96,7 +97,33 @@ class RestClient(LightClient):
             raise ConnectionError(f"API request to {path} failed: {exc}") from None
         if raw:
             return text
-        return json.loads(text) if text.strip() else {}
+        try:
+            answer = json.loads(text) if text.strip() else {}
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):  # a login page, another service's answer
+            raise self.not_mlflow(method, path, "an answer that is not MLflow's JSON")
+        return answer
+
+    def not_mlflow(self, method: str, path: str, what: str) -> RadtrackError:
+        """The one-line error for a server that answers, but not as MLflow: nothing is taken
+        from such an answer for stored (radtrack/store/reach.py says it before a launch)."""
+        from radtrack.store.reach import NOT_MLFLOW_HINT
+        from radtrack.store.uris import redact
+
+        return RadtrackError(f"tracking URI {redact(self.uri)} answers HTTP but is not an MLflow "
+                             f"tracking server ({method} {path.split('?', 1)[0]}: {what}); "
+                             f"{NOT_MLFLOW_HINT}")
+
+    def field(self, method: str, endpoint: str, key: str, body: Any = None, **query: Any) -> Any:
+        """``key`` of the answer to one call, which MLflow always sends (a run, an
+        experiment, an id); its absence is no MLflow server's answer."""
+        value = self.call(method, endpoint, body, **query).get(key)
+        ids = value.get("info", value) if isinstance(value, dict) else {}  # a run's, an experiment's
+        if not value or isinstance(value, dict) and not (
+                isinstance(ids, dict) and any(ids.get(k) for k in ("run_id", "run_uuid", "experiment_id"))):
+            raise self.not_mlflow(method, API + endpoint, f"no {key!r} in its answer")
+        return value
 
     def call(self, method: str, endpoint: str, body: Any = None, **query: Any) -> dict[str, Any]:
         return self.send(method, API + endpoint, body=body, query=query or None)
@@ -105,18 +132,18 @@ class RestClient(LightClient):
 
     def get_experiment_by_name(self, name: str) -> Experiment | None:
         try:
-            return _experiment(self.call("GET", "experiments/get-by-name", experiment_name=name)["experiment"])
+            return _experiment(self.field("GET", "experiments/get-by-name", "experiment", experiment_name=name))
         except StoreError as exc:
             if exc.error_code == "RESOURCE_DOES_NOT_EXIST":
                 return None
             raise
 
     def get_experiment(self, experiment_id: str) -> Experiment:
-        return _experiment(self.call("GET", "experiments/get", experiment_id=experiment_id)["experiment"])
+        return _experiment(self.field("GET", "experiments/get", "experiment", experiment_id=experiment_id))
 
     def create_experiment(self, name: str, artifact_location: str | None = None) -> str:
         body = {"name": name, **({"artifact_location": artifact_location} if artifact_location else {})}
-        return str(self.call("POST", "experiments/create", body)["experiment_id"])
+        return str(self.field("POST", "experiments/create", "experiment_id", body))
 
     def search_experiments(self, **kwargs: Any) -> list[Experiment]:
         if kwargs:  # a view of deleted ones too: a reader's error message only
@@ -144,10 +171,10 @@ class RestClient(LightClient):
                                 "tags": [{"key": k, "value": v} for k, v in tags.items()]}
         if run_name:
             body["run_name"] = run_name
-        return self._known(_run(self.call("POST", "runs/create", body)["run"]))
+        return self._known(_run(self.field("POST", "runs/create", "run", body)))
 
     def get_run(self, run_id: str) -> Run:
-        return self._known(_run(self.call("GET", "runs/get", run_id=run_id)["run"]))
+        return self._known(_run(self.field("GET", "runs/get", "run", run_id=run_id)))
 
     def _known(self, run: Run) -> Run:
         self._artifact_uris[run.info.run_id] = run.info.artifact_uri

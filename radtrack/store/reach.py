@@ -184,13 +184,24 @@ def judge(uri: str, endpoint: str, status: int, body: str) -> str:
             answer = json.loads(text) if text else {}
         except ValueError:
             answer = None
-        if isinstance(answer, dict) and (200 <= status < 300 or "error_code" in answer):
+        if isinstance(answer, dict) and ("error_code" in answer
+                                         or 200 <= status < 300 and _searched(answer)):
             _MLFLOW_SERVERS.add(uri)
             return ""
     what = ("an HTML page" if text[:1] == "<" else "an empty body" if not text
+            else "a JSON answer without MLflow's fields" if 200 <= status < 300 and text[:1] in "{["
             else f"{text.splitlines()[0][:60]!r}")
     return (f"tracking URI {redact(uri)} answers HTTP but is not an MLflow tracking server "
             f"(GET {endpoint.split('?', 1)[0]}: HTTP {status}, {what}); {NOT_MLFLOW_HINT}")
+
+
+def _searched(answer: dict) -> bool:
+    """Whether ``answer`` has the shape of MLflow's answer to an experiment search: no field
+    but ``experiments`` (each with its ``experiment_id``) and ``next_page_token``, as its
+    protobuf JSON omits empty ones (a store without experiments answers ``{}``)."""
+    found = answer.get("experiments", [])
+    return (set(answer) <= {"experiments", "next_page_token"} and isinstance(found, list)
+            and all(isinstance(e, dict) and "experiment_id" in e for e in found))
 
 
 def not_mlflow(uri: str, timeout: float = PROBE_TIMEOUT_S) -> str:

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from radtrack.errors import RadtrackError
 from radtrack.spec import RunSpec
 from radtrack.store import runfiles
+from radtrack.store.uris import redact
 from radtrack.vocab import schema
 
 if TYPE_CHECKING:
@@ -75,7 +77,7 @@ def create_runs(folders: list[Path], store: StoreHandle | None) -> list[str]:
             tags = {**(first.get("parent_tags") or {}), schema.WORKLOAD: str(number)}
             parent = create_workload_run(c, exp_id, spec, name, tags=tags,
                                          start_time=first.get("parent_start_ms"))
-            parent_id, parent_name = parent.info.run_id, parent.info.run_name
+            parent_id, parent_name = _created(uri, parent), parent.info.run_name
             lines.append(f"created workload run {parent_id} ({parent_name}) in experiment "
                          f"{first['experiment']!r}")
         for folder, _ in records:
@@ -96,6 +98,18 @@ def create_runs(folders: list[Path], store: StoreHandle | None) -> list[str]:
             tags = {**(rec.get("row_tags") or {}), MLFLOW_PARENT_RUN_ID: parent_id,
                     schema.WORKLOAD: str(number)}
             run = c.create_run(exp_id, run_name=name, tags=tags, start_time=rec.get("row_start_ms"))
-            write_meta(folder, run.info.run_id, rec.get("tracking_uri") or recorded_uri)
+            write_meta(folder, _created(uri, run), rec.get("tracking_uri") or recorded_uri)
             lines.append(f"{folder.name}: created run {run.info.run_id} ({name})")
     return lines
+
+
+def _created(uri: str, run: Any) -> str:
+    """The id of a run the store says it created: MLflow's client reads any JSON answer
+    into a run, so a server that answers HTTP but is no MLflow server (its experiment
+    search looking like one) gives a run without an id, which nothing may be bound to."""
+    if not run.info.run_id:
+        from radtrack.store.reach import NOT_MLFLOW_HINT
+
+        raise RadtrackError(f"tracking URI {redact(uri)} answers HTTP but is not an MLflow tracking "
+                            f"server (POST runs/create: no run id in its answer); {NOT_MLFLOW_HINT}")
+    return str(run.info.run_id)
