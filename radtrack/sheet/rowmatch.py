@@ -6,8 +6,11 @@ sheet meanwhile (a row or a comment inserted above, rows deleted or moved). The 
 its identity, taken when the sheet was read (:func:`row_key`): its cells other than those
 radtrack writes (Status, Run, Job), and its Run cell as it was then (two identical rows of a
 sheet are told apart by it once one of them ran). Rows that look alike in both are matched
-in their order. A row found nowhere (deleted,
-or its cells edited) is reported by the caller, never written somewhere else.
+in their order; where the sheet now holds more of them than ran (a copy pasted above or
+below), the one whose neighbours as read are still beside it is the row that ran: each
+key carries its neighbours' (:func:`with_neighbours`), never compared as identity. A row
+found nowhere (deleted, or its cells edited) is reported by the caller, never written
+somewhere else.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from radtrack.sheet.records import Record
 
 WRITTEN = ("Status", "Run", "Job")  # radtrack's cells: not part of a row's identity
 _SEP = "\x1f"  # unit separator: no cell of a CSV row holds it
+_NEAR = "\x1e"  # record separator: after a row's identity, its neighbours' (with_neighbours)
 
 
 def written_columns(header: Sequence[str]) -> dict[str, int]:
@@ -40,6 +44,45 @@ def row_key(written: Collection[int], cells: Sequence[str]) -> str:
     return _SEP.join(kept)
 
 
+def with_neighbours(keys: Sequence[str]) -> list[str]:
+    """Each row's :func:`row_key` followed by those of the rows above and below it as read
+    ("" at an end): what tells the row that ran from a copy of it pasted beside it."""
+    near = ["", *keys, ""]
+    return [_NEAR.join((k, near[i], near[i + 2])) for i, k in enumerate(keys)]
+
+
+def _parts(key: str) -> tuple[str, tuple[str, str] | None]:
+    """(identity, (the key above, the key below) as read, or None for a key without them)."""
+    identity, *near = key.split(_NEAR)
+    return identity, (near[0], near[1]) if len(near) == 2 else None
+
+
+def _pick(lines: Sequence[int], near_then: Mapping[int, tuple[str, str] | None], candidates: Sequence[int],
+          near_now: Mapping[int, tuple[str, str]]) -> dict[int, int]:
+    """Rows alike (``lines`` as read) -> lines now among ``candidates``, in their order: with
+    more candidates than rows, each takes the one with more of its neighbours as read still
+    beside it (the earliest among equals: a copy pasted right above or below a row leaves
+    the two alike, whichever it was), leaving enough for the rows after it."""
+    lines, candidates = sorted(lines), sorted(candidates)
+    if len(candidates) <= len(lines):
+        return dict(zip(lines, candidates, strict=False))
+    out: dict[int, int] = {}
+    lo = 0
+    for n, line in enumerate(lines):
+        hi = len(candidates) - (len(lines) - n)  # the last index this row may take
+        then = near_then.get(line)
+
+        def score(i: int, then: tuple[str, str] | None = then) -> int:
+            now = near_now.get(candidates[i], ("", ""))
+            # a sheet's end beside both is no evidence (a copy appended after the last row)
+            return 0 if then is None else sum(a == b != "" for a, b in zip(now, then, strict=True))
+
+        best = max(range(lo, hi + 1), key=lambda i: (score(i), -i))
+        out[line] = candidates[best]
+        lo = best + 1
+    return out
+
+
 def locate(records: Sequence[Record], wanted: Mapping[int, tuple[str, str]],
            writing: Mapping[int, str] | None = None) -> dict[int, int]:
     """Where each wanted row is now: line when the sheet was read -> line now, for the rows
@@ -51,16 +94,22 @@ def locate(records: Sequence[Record], wanted: Mapping[int, tuple[str, str]],
     written = written_columns(header)
     run = written.get("Run")
     now: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for rec in records[1:]:
+    keys_now = [row_key(written.values(), rec.cells) for rec in records[1:]]
+    near_now = {rec.line: (keys_now[i - 1] if i else "", keys_now[i + 1] if i + 1 < len(keys_now) else "")
+                for i, rec in enumerate(records[1:])}
+    for rec, key in zip(records[1:], keys_now, strict=True):
         cell = rec.cells[run].strip() if run is not None and run < len(rec.cells) else ""
-        now[(row_key(written.values(), rec.cells), cell)].append(rec.line)
+        now[(key, cell)].append(rec.line)
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    near_then: dict[int, tuple[str, str] | None] = {}
+    identities: dict[int, str] = {}
     for line, (key, run_then) in wanted.items():
-        groups[(key, run_then.strip())].append(line)
+        identities[line], near_then[line] = _parts(key)
+        groups[(identities[line], run_then.strip())].append(line)
     found: dict[int, int] = {}
     for identity, lines in groups.items():
         # rows alike in all of it keep their order (one inserted above shifts them all)
-        found.update(zip(sorted(lines), now.get(identity, []), strict=False))
+        found.update(_pick(lines, near_then, now.get(identity, []), near_now))
     # then by the cells alone, where the Run cell now is blank or the run being written
     # (never a row that holds another run's id: an identical row that ran elsewhere)
     taken = set(found.values())
@@ -68,9 +117,11 @@ def locate(records: Sequence[Record], wanted: Mapping[int, tuple[str, str]],
     for (key, cell), lines_now in now.items():
         by_key[key] += [(line, cell) for line in lines_now if line not in taken]
     for line in sorted(set(wanted) - set(found)):
-        key, run_then = wanted[line]
+        key, run_then = identities[line], wanted[line][1]
         ok = {"", run_then.strip(), (writing or {}).get(line, "").strip()}
-        match = next((x for x in sorted(by_key[key]) if x[1] in ok), None)
+        fits = [x for x in sorted(by_key[key]) if x[1] in ok]
+        pick = _pick([line], near_then, [x[0] for x in fits], near_now) if fits else {}
+        match = next((x for x in fits if x[0] == pick.get(line)), None)
         if match is not None:
             found[line] = match[0]
             by_key[key].remove(match)

@@ -40,7 +40,7 @@ from radtrack.sheet.records import (
     read_records,
     read_text,
 )
-from radtrack.sheet.rowmatch import WRITTEN, row_key
+from radtrack.sheet.rowmatch import WRITTEN, row_key, with_neighbours
 from radtrack.spec import RunSpec
 
 _SPEC_FIELDS = {f.name for f in fields(RunSpec)}
@@ -95,6 +95,10 @@ def read_sheet(path: Path, defaults: dict[str, Any] | None = None, *,
         parsed.append(spec)
         if ok:
             specs.append(spec)
+    # each row's identity with its neighbours' as read: a copy pasted beside a row is told
+    # apart from the row that ran (rowmatch.py)
+    for spec, key in zip(parsed, with_neighbours([s.row_key for s in parsed]), strict=True):
+        spec.row_key = key
     host = gpus_mod.inventory() if check_host and parsed else []
     check_workloads(specs, problems, host)
     if check_host and parsed:

@@ -134,3 +134,32 @@ def test_rows_alike_keep_their_order_and_an_edited_row_is_lost(tmp_path: Path) -
     assert lines[2] == "e,1,FINISHED e-1 A,r1,,-,a.py,none,x"
     assert lines[3] == "e,1,FINISHED e-1 B,r2,,-,a.py,none,x"
     assert lines[5].startswith("e, 3 ,FINISHED e-3 A,r4,")
+
+
+def test_a_copy_pasted_beside_a_row_does_not_take_its_status(tmp_path: Path) -> None:
+    """A copy of a row that is still to run pasted above it (its neighbours as read stay
+    beside the row, not the copy), and a copy of the last row appended after it (the sheet's
+    end is no evidence): each status lands in the row that ran; the copies stay blank for
+    the next launch."""
+    from radtrack.sheet import read_records
+    from radtrack.sheet.rowmatch import WRITTEN, row_key, with_neighbours
+    from radtrack.sheet.writeback import write_statuses
+
+    head = "Experiment,Workload,Status,Run,Devices,Collocation,File,Listeners,Params"
+    rows = ["e,1,,,,-,a.py,none,x", "e,2,,,,-,a.py,none,x", "e,3,,,,-,a.py,none,x",
+            "e,4,,,,-,a.py,none,x"]
+    records = read_records("\n".join([head, *rows]) + "\n")
+    skip = [records[0].cells.index(c) for c in WRITTEN if c in records[0].cells]
+    keys = with_neighbours([row_key(skip, r.cells) for r in records[1:]])
+    ids = {r.line: (k, "") for r, k in zip(records[1:], keys, strict=True)}
+    sheet = tmp_path / "s.csv"
+    # workload 2's row copied to the top, workload 3's row deleted, workload 4's appended
+    sheet.write_text("\n".join([head, rows[1], rows[0], rows[1], rows[3], rows[3]]) + "\n")
+    lost = write_statuses(sheet, {2: ("FINISHED e-1 A", "r1"), 3: ("FINISHED e-2 A", "r2"),
+                                  4: ("FINISHED e-3 A", "r3"), 5: ("FINISHED e-4 A", "r4")},
+                          identities=ids)
+    assert lost == [4]
+    assert sheet.read_text().splitlines()[1:] == [
+        "e,2,,,,-,a.py,none,x", "e,1,FINISHED e-1 A,r1,,-,a.py,none,x",
+        "e,2,FINISHED e-2 A,r2,,-,a.py,none,x", "e,4,FINISHED e-4 A,r4,,-,a.py,none,x",
+        "e,4,,,,-,a.py,none,x"]
