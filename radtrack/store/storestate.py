@@ -253,6 +253,13 @@ def condition(uri: str, since: tuple[int, int] | None = None) -> str:
     if not_sqlite(path):
         return (f"its file {path} is no SQLite database any more (overwritten in place): restore "
                 "it from a copy, or move it aside for a new store")
+    try:
+        emptied = path.stat().st_size == 0
+    except OSError:
+        emptied = False
+    if emptied:  # truncated in place: SQLite reads it as a database without tables
+        return (f"its file {path} was emptied (truncated in place): restore it from a copy, or "
+                "remove it for a new store")
     why = writable_problem(path)
     return f"it is read-only ({why})" if why else ""
 

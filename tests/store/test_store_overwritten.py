@@ -1,8 +1,9 @@
 """Fault: the SQLite store overwritten in place while a sheet's row runs (garbage written
-into mlflow.db; docs/architecture.md "Faults"). The script's exit 0 stays a FINISHED row, in
-the launcher's exit code and in the sheet; one line names the store's problem and what to do;
-once the file is moved aside, ``radtrack sync`` re-creates the row and its workload run, both
-FINISHED, and writes the row's Run cell into the sheet."""
+into mlflow.db, or the file emptied; docs/architecture.md "Faults"). The script's exit 0
+stays a FINISHED row, in the launcher's exit code and in the sheet; one line names the
+store's problem and what to do; once the garbage is moved aside (an emptied file is a store
+again as it is), ``radtrack sync`` re-creates the row and its workload run, both FINISHED,
+and writes the row's Run cell into the sheet."""
 
 from __future__ import annotations
 
@@ -14,34 +15,37 @@ from support import cli_here, radtrack_cli
 
 SCRIPT = """import sys, time
 time.sleep(1.5)
-with open(sys.argv[1], "r+b") as f:  # in place: the same inode, other bytes
-    f.write(b"garbage!" * 4096)
+with open(sys.argv[1], "r+b") as f:  # in place: the same inode, other bytes or none
+    f.write(b"garbage!" * 4096) if sys.argv[2] == "garbage" else f.truncate(0)
 time.sleep(1.5)
 print("script done", flush=True)
 """
 
 
+@pytest.mark.parametrize(("how", "said_as"), [("garbage", "no SQLite database any more"),
+                                             ("emptied", "was emptied (truncated in place)")])
 def test_a_store_overwritten_mid_run_keeps_the_scripts_status_and_sync_restores_it(
         store: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str], how: str, said_as: str) -> None:
     from mlflow import MlflowClient
 
     db = tmp_path / "mlflow.db"
     (tmp_path / "g.py").write_text(SCRIPT)
     sheet = tmp_path / "sheet.csv"
     sheet.write_text("Experiment,Workload,Devices,Collocation,File,Listeners,Params\n"
-                     f"garbage,1,,-,g.py,top,{db}\n")
+                     f"garbage,1,,-,g.py,top,{db} {how}\n")
     p = radtrack_cli(str(sheet), env={"RADTRACK_STORE_WAIT_S": "5"}, timeout=300)
     out = p.stdout + p.stderr
     assert p.returncode == 0, out  # the script's exit 0 is no failure
     assert "script done" in out and "could not start" not in out and "FAILED" not in out
-    said = [ln for ln in out.splitlines() if "no SQLite database any more" in ln]
+    said = [ln for ln in out.splitlines() if said_as in ln]
     assert len(said) == 1 and "radtrack sync" in said[0] and "restore it" in said[0], out
     assert "garbage-1 A: FINISHED (exit 0" in out
     cells = list(csv.reader(sheet.read_text().splitlines()))
     assert cells[1][cells[0].index("Status")] == "FINISHED garbage-1 A"  # what the script did
 
-    db.rename(tmp_path / "garbage.db")  # the user moves the garbage aside
+    if how == "garbage":
+        db.rename(tmp_path / "garbage.db")  # the user moves the garbage aside
     done = cli_here(monkeypatch, capsys, "sync")
     assert done.returncode == 0, done.stdout + done.stderr
     client = MlflowClient(store)
