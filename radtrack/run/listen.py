@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import threading
 import time
@@ -43,6 +44,12 @@ from radtrack.vocab.schema import listener_tag
 
 MAX_RESTARTS = 3
 READY_TIMEOUT_S = 20.0
+# a listener writes a line at least every flush (runner.FLUSH_EVERY_S, 1 s) once it read:
+# one silent this long (and ten of its intervals) hangs (a deadlock, a read that never
+# returns, SIGSTOP): it is killed and restarted like one that died
+STALL_S = 30.0
+STALL_ENV = "RADTRACK_LISTENER_STALL_S"
+STOP_GRACE_S = 5.0  # from SIGTERM (and SIGCONT) at a run's end to SIGKILL
 # "0" runs every listener in a process of its own (the behaviour before shared samplers;
 # benchmarks/listeners.py uses it for the "separate processes" rows)
 SHARED_SAMPLER_ENV = "RADTRACK_SHARED_SAMPLER"
@@ -142,8 +149,11 @@ class ListenerProc:
         self.resume: dict[str, int] = {}
         self.sampler: SharedSampler | None = None  # the shared process it runs in, if any
         self.failed_inside = False  # it failed inside a shared sampler that went on
+        self.last_line = time.monotonic()  # when its process last wrote a line (or started)
+        self.killed_at_stop = False  # it did not end within the stop's grace: SIGKILL
 
     def start(self) -> None:
+        self.last_line = time.monotonic()
         if self.sampler is not None:
             self.sampler.start()
             return
@@ -170,6 +180,7 @@ class ListenerProc:
 
     def take(self, msg: Message | None) -> None:
         """Note what one of its lines says (readiness, restart positions, failure)."""
+        self.last_line = time.monotonic()
         if type(msg) is Sample or type(msg) is Samples:
             self.read_once()
             if msg.resume is not None:
@@ -203,7 +214,12 @@ class ListenerProc:
         else:
             code = self.proc.poll()
             if code is None:
-                return None
+                silent = now - self.last_line
+                if not self.ready.is_set() or silent < stall_s(self.interval):
+                    return None
+                # hung: ended as one that died (a shared process: all of its listeners)
+                stopping.stop(self.proc, (signal.SIGKILL,), 5.0, group=True)
+                self.failure = f"no line for {silent:.0f} s (hung): killed"
             reason = self.failure or self._exit_reason(code)
         if self.restarts >= MAX_RESTARTS:
             self.gave_up = True
@@ -221,20 +237,32 @@ class ListenerProc:
             self.reader.join(timeout=2)
         return self.proc.last_error(code) if self.proc is not None else f"exited with code {code}"
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = STOP_GRACE_S) -> None:
         """Stop sampling and wait until every line it wrote is in the sink. Safe twice."""
         self.stopping = True
         if self.sampler is not None:
             self.sampler.stop(timeout)
             return
-        _stop(self.proc, self.reader, timeout)
+        self.killed_at_stop = _stop(self.proc, self.reader, timeout) or self.killed_at_stop
 
 
-def _stop(p: ListenerPopen | None, reader: threading.Thread | None, timeout: float) -> None:
-    """SIGTERM, up to ``timeout`` s, SIGKILL; then until the reader took its last line."""
-    stopping.stop(p, stopping.TERM_THEN_KILL, timeout)
+def stall_s(interval: float) -> float:
+    """Seconds without a line after which a listener reading every ``interval`` s hangs:
+    :data:`STALL_S` (``$RADTRACK_LISTENER_STALL_S``), and at least ten of its intervals."""
+    try:
+        floor = float(os.environ.get(STALL_ENV, STALL_S))
+    except ValueError:
+        floor = STALL_S
+    return max(floor if floor > 0 else STALL_S, 10 * interval)
+
+
+def _stop(p: ListenerPopen | None, reader: threading.Thread | None, timeout: float) -> bool:
+    """SIGTERM, up to ``timeout`` s, SIGKILL; then until the reader took its last line.
+    True when it had to be killed (it hung: its last readings may be lost)."""
+    ended_by = stopping.stop(p, stopping.TERM_THEN_KILL, timeout)
     if reader is not None:
         reader.join(timeout=10)
+    return ended_by == signal.SIGKILL
 
 
 class SharedSampler:
@@ -269,6 +297,7 @@ class SharedSampler:
         proc = _spawn(self.argv(), self.members[0].env, [m.name for m in self.members])
         for m in self.members:
             m.spawned.append(proc)
+            m.last_line = time.monotonic()
             m.ready.clear()
             m.next_restart = None
             m.failed_inside = False
@@ -316,10 +345,12 @@ class SharedSampler:
             self._reason = (proc, proc.last_error(code))
         return self._reason[1]
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = STOP_GRACE_S) -> None:
         for m in self.members:
             m.stopping = True
-        _stop(self.proc, self.reader, timeout)
+        if _stop(self.proc, self.reader, timeout):
+            for m in self.members:
+                m.killed_at_stop = True
 
 
 def start_listeners(entries: Sequence[tuple[str, float]], sink: Sink, devices: list[str], pid: int,

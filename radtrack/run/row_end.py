@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from radtrack.run import cost
-from radtrack.run.listen import hello_tags
+from radtrack.run.listen import STOP_GRACE_S, hello_tags
 from radtrack.run.procs import drain
 from radtrack.run.row_status import decide_status
 from radtrack.run.start import say, stop_row_listeners
@@ -32,6 +32,11 @@ def end_row(row: Row) -> None:
         key = schema.listener_tag(lp.name)
         if lp.gave_up:
             continue
+        if lp.killed_at_stop:  # it hung at the end: its readings since its last flush lost
+            row.tags[key] = (f"killed at stop: it did not end within {STOP_GRACE_S:g} s of being "
+                             f"asked (hung); its last line came {max(0.0, time.monotonic() - lp.last_line):.0f} s "
+                             "before its end")
+            say(f"{row.spec.letter}: listener {lp.name} {row.tags[key]}")
         if key not in row.tags:
             row.tags[key] = "ok" if lp.ready.is_set() else f"failed: {lp.failure or 'no output'}"
         row.tags.update(hello_tags(lp.name, row.sink.hello(lp.name)))

@@ -42,27 +42,34 @@ def signal_group(pgid: int, sig: int) -> bool:
 
 
 def stop(proc: subprocess.Popen | None, steps: Sequence[int | None], grace: float,
-         group: bool = False) -> None:
+         group: bool = False) -> int | None:
     """Blocking: for each step send its signal (None: send nothing) to ``proc`` (to its
     process group with ``group``), wait up to ``grace`` s for it to exit, else take the next
-    step; after the last, wait until it exits. Reaps ``proc``; nothing when it already ended."""
+    step; after the last, wait until it exits. A signal it may handle is followed by SIGCONT:
+    a stopped process (SIGSTOP, a debugger let go) acts on it at once instead of being
+    killed a grace later. Reaps ``proc``; returns the last signal sent before it exited
+    (None: it ended on its own, or had already)."""
     if proc is None:
-        return
+        return None
+    sent = None
     for sig in steps:
         if proc.poll() is not None:
-            return
+            return sent
         if sig is not None:
-            if group:
-                signal_group(proc.pid, sig)
-            else:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.send_signal(sig)
+            sent = sig
+            for one in (sig, signal.SIGCONT) if sig != signal.SIGKILL else (sig,):
+                if group:
+                    signal_group(proc.pid, one)
+                else:
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.send_signal(one)
         try:
             proc.wait(grace)
-            return
+            return sent
         except subprocess.TimeoutExpired:
             continue
     proc.wait()
+    return sent
 
 
 def reap_group(pgid: int, timeout: float = 5.0) -> None:

@@ -48,7 +48,7 @@ class FakeListener:
 
     def __init__(self, name: str, change: str | None = None):
         self.name, self.change, self.stopped = name, change, False
-        self.gave_up, self.failure = False, ""
+        self.gave_up, self.failure, self.killed_at_stop = False, "", False
         self.ready = threading.Event()
         self.ready.set()
 
