@@ -88,7 +88,8 @@ def reap_group(pgid: int, timeout: float = 5.0) -> None:
 class GroupStopper:
     """Stop a process group in stages without blocking: the first signal of ``steps`` on
     :meth:`request`, each next one ``grace`` seconds later (SIGINT, then SIGTERM after
-    ``grace``, then SIGKILL after ``grace`` more), as :meth:`tick` finds it still running."""
+    ``grace``, then SIGKILL after ``grace`` more), as :meth:`tick` finds it still running.
+    Each signal but SIGKILL is followed by SIGCONT, as in :func:`stop`."""
 
     def __init__(self, proc: subprocess.Popen[bytes], grace: float,
                  steps: Sequence[int] = ROW_ESCALATION, before: Callable[[], None] | None = None):
@@ -114,7 +115,10 @@ class GroupStopper:
             self._next()
 
     def _next(self) -> None:
-        signal_group(self.proc.pid, self.steps[self.stage])
+        sig = self.steps[self.stage]
+        signal_group(self.proc.pid, sig)
+        if sig != signal.SIGKILL:  # a stopped group (SIGSTOP) acts on it at once
+            signal_group(self.proc.pid, signal.SIGCONT)
         self.stage += 1
 
 

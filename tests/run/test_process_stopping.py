@@ -83,3 +83,18 @@ def _dead(pid: int) -> bool:
             return f.read().rpartition(")")[2].split()[0] == "Z"
     except FileNotFoundError:
         return True
+
+
+def test_a_stopped_process_acts_on_its_stop_signal_at_once() -> None:
+    """SIGSTOPped (a debugger, a job manager, ``kill -STOP``): SIGCONT follows each signal
+    but SIGKILL, so it ends by the first one, within the grace, not killed after it."""
+    proc = _child()
+    proc.send_signal(signal.SIGSTOP)
+    started = time.monotonic()
+    assert stopping.stop(proc, stopping.TERM_THEN_KILL, grace=5) == signal.SIGTERM
+    assert proc.returncode == -signal.SIGTERM and time.monotonic() - started < 4
+    group = _child()
+    group.send_signal(signal.SIGSTOP)
+    stopper = stopping.GroupStopper(group, grace=5)
+    stopper.request()
+    assert group.wait(4) == -signal.SIGINT  # the first step, not the SIGKILL 10 s on
