@@ -85,7 +85,7 @@ def _between(acc, run: str, a: float, b: float) -> float:  # noqa: ANN001
 
 def _solo_logged_jpu(client, runs: pd.DataFrame, frames: dict, ids: list[str], metric: str) -> float:  # noqa: ANN001
     """Mean J per unit of the solo runs ``ids`` over the spans where they logged ``metric``."""
-    from radtrack.compute.attribution import cumulative_energy
+    from radtrack.compute.device_energy import cumulative_energy
     from radtrack.compute.gpu_uses import run_uses
 
     out = []
@@ -163,7 +163,7 @@ def splits(runs: pd.DataFrame, summary: pd.DataFrame, frames: dict, uri: str) ->
 
 def coverage(runs: pd.DataFrame, frames: dict, counter: pd.DataFrame, rng: np.random.Generator,
              constants_text: str = "{}", per_run: int = 12) -> pd.DataFrame:
-    from radtrack.compute.attribution import cumulative_energy
+    from radtrack.compute.device_energy import cumulative_energy
     from radtrack.compute.energy_error import load_constants
     from radtrack.compute.energy_figures import gpu_energies
     from radtrack.compute.gpu_uses import run_uses
@@ -210,7 +210,7 @@ def bursty_coverage(sensor: Path, rng: np.random.Generator, constants_text: str 
     averages out whatever phase the sensor caught in any one of them (issue 51)."""
     from types import SimpleNamespace
 
-    from radtrack.compute.attribution import cumulative_energy
+    from radtrack.compute.device_energy import cumulative_energy
     from radtrack.compute.energy_error import interval, load_constants, reading_error_j
 
     constants = load_constants(constants_text)

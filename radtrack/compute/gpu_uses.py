@@ -121,7 +121,7 @@ def run_uses(run: str, frames: Mapping[str, pd.DataFrame], tags: Mapping[str, st
             readings["energy_j"] = p
         # the device's own power samples (a driver's buffer, ~50 Hz on an H100), where read, are the
         # finest power series: they shape the energy counter's intervals
-        # (attribution.cumulative_energy)
+        # (device_energy.cumulative_energy)
         sampled = es.best(found, "samples")
         samples = _pairs(frames, sampled.key, sampled.scale) if sampled is not None else None
         if samples is not None and len(samples[0]) >= 2:

@@ -15,7 +15,7 @@ says the same for users):
 - every :data:`ECC_EVERY_S`: the volatile ECC counts (a counter: nothing is missed);
 - every :data:`ENERGY_SAMPLED_EVERY_S` where the driver's 50-Hz power samples are read
   (they place the energy in time between counter readings:
-  radtrack/compute/attribution.py ``cumulative_energy``), else every
+  radtrack/compute/device_energy.py ``cumulative_energy``), else every
   :data:`ENERGY_EVERY_S`: the energy counter (4-10 ms of CPU a read, the dearest reading);
   always at the first and the final reading, which bound the run's total exactly;
 - the per-process readings (radtrack/listeners/gpuprocs.py): where the GPU is shared

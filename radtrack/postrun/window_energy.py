@@ -4,7 +4,7 @@ For each window the script recorded (radtrack/script/codewindows.py), on each de
 run used (a GPU, a Jetson board, a plugin's device; the host's CPU packages and DRAM where
 ``rapl`` or another host energy listener ran: radtrack/compute/gpu_uses.py ``run_uses``):
 the device's energy over the window (the energy counter, shaped inside its intervals by
-the power: radtrack/compute/attribution.py ``cumulative_energy``; integrated power where
+the power: radtrack/compute/device_energy.py ``cumulative_energy``; integrated power where
 there is no counter), the run's attributed energy when it shared the device (its
 per-second accounting, prorated at the window's edges), and the time-weighted mean power,
 GPU utilisation and SM activity.
@@ -43,7 +43,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
-from radtrack.compute.attribution import GpuAccount, GpuUse, cumulative_energy
+from radtrack.compute.attribution import GpuAccount, GpuUse
+from radtrack.compute.device_energy import cumulative_energy
 from radtrack.compute.energy_error import combine
 from radtrack.compute.energy_figures import (
     flag_code,

@@ -11,11 +11,11 @@ from radtrack.compute.attribution import (
     GpuUse,
     account,
     account_gpu,
-    cumulative_energy,
     split_energy,
     step_means,
     window_edges,
 )
+from radtrack.compute.device_energy import cumulative_energy
 
 GPU = "GPU-558ac94e-f540-acd2-43d4-5a86d3074202"
 T0 = 1_700_000_000.0

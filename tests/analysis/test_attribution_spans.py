@@ -12,9 +12,9 @@ from radtrack.compute.attribution import (
     OTHER,
     GpuUse,
     account,
-    gpu_window_energy,
     window_edges,
 )
+from radtrack.compute.device_energy import gpu_window_energy
 
 GPU = "GPU-558ac94e-f540-acd2-43d4-5a86d3074202"
 T0 = 1_700_000_000.0
