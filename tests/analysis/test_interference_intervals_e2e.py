@@ -75,7 +75,8 @@ def test_interference_figures_carry_intervals_from_repeats(store, tmp_path, monk
     # the launcher's closing line: at workload 4's end b had no repeats, so no intervals and
     # how to declare them; from workload 5 on, every figure with its interval
     lines = out.splitlines()
-    at = next(i for i, x in enumerate(lines) if "ci-4: stp " in x)
+    at = next((i for i, x in enumerate(lines) if "ci-4: stp " in x), None)
+    assert at is not None, [x for x in lines if "ci-4" in x or "ci-1" in x or "ci-3" in x]
     line, note = lines[at], lines[at + 1]
     assert "[" not in line.split(": stp ")[1] and "ci-4: no 95 % intervals: no repeats" in note, (line, note)
     assert "docs/sheets.md, Repeats" in note
