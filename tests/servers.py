@@ -23,8 +23,10 @@ below (``start_postgres``, ``start_mlflow_server``) are also used by benchmarks/
 
 from __future__ import annotations
 
+import itertools
 import os
 import pwd
+import random
 import secrets
 import shutil
 import signal
@@ -44,7 +46,35 @@ import pytest
 PG_USER = "radtrack"  # the database superuser initdb creates
 
 
+# Ports for the tests' servers come from a range of their own per xdist worker, below the
+# kernel's ephemeral range: bind(0) and every outgoing connection (the tests make thousands)
+# draw from that range, so a port picked there can be handed to another socket before the
+# server binds it. Here only this worker's own picks can meet, each started at random.
+_PORTS_FROM, _PORTS_PER_WORKER, _WORKERS = 20000, 1500, 8
+_picks = itertools.count(random.randrange(_PORTS_PER_WORKER))
+
+
+def _ephemeral_low() -> int:
+    try:
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def free_port() -> int:
+    """A port on 127.0.0.1 no socket holds now, for a server a test starts: from this xdist
+    worker's own range below the ephemeral ports where the host allows it, else any."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0").removeprefix("gw")
+    base = _PORTS_FROM + (int(worker) % _WORKERS if worker.isdigit() else 0) * _PORTS_PER_WORKER
+    if _PORTS_FROM + _WORKERS * _PORTS_PER_WORKER <= _ephemeral_low():
+        for _ in range(_PORTS_PER_WORKER):
+            port = base + next(_picks) % _PORTS_PER_WORKER
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+                return port
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -38,9 +38,9 @@ DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "scon
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from servers import free_port  # a port outside the ephemeral range (tests/servers.py)
+
+    return free_port()
 
 
 def _which(name: str) -> str | None:

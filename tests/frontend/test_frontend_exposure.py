@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
 import time
@@ -20,9 +19,9 @@ from radtrack.frontend.exposure import NO_CLOUD, host_problem, is_loopback
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from servers import free_port  # a port outside the ephemeral range (tests/servers.py)
+
+    return free_port()
 
 
 def _ui_stderr(uri: str, host: str) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -17,9 +16,9 @@ from radtrack.vocab import schema
 
 
 def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from servers import free_port  # a port outside the ephemeral range (tests/servers.py)
+
+    return free_port()
 
 
 def _node(tmp: Path, node: int, port: int, script: Path, tag: str = "") -> tuple[subprocess.Popen[str], Path]:

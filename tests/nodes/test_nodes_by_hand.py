@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,9 +25,9 @@ pytestmark = pytest.mark.slow
 
 
 def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from servers import free_port  # a port outside the ephemeral range (tests/servers.py)
+
+    return free_port()
 
 
 def _env(tmp: Path, node: int) -> dict[str, str]:

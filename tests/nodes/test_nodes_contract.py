@@ -3,7 +3,6 @@ from every node's end, the node sink's scoping, the rendezvous' refusals and the
 
 from __future__ import annotations
 
-import socket
 import sys
 import threading
 from pathlib import Path
@@ -147,9 +146,9 @@ def test_master_parsing() -> None:
 
 
 def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from servers import free_port  # a port outside the ephemeral range (tests/servers.py)
+
+    return free_port()
 
 
 def test_the_rendezvous_admits_each_node_once_and_names_those_missing() -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -149,9 +148,9 @@ def test_recover_ships_only_unshipped_lines(store: str, tmp_path: Path) -> None:
 
 
 def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    from servers import free_port  # a port outside the ephemeral range (tests/servers.py)
+
+    return free_port()
 
 
 def _start_server(db: Path, artifacts: Path, port: int) -> subprocess.Popen:
