@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from servers import free_port as _free_port  # outside the ephemeral ports
 
 NODE = "radnode"
 FAKE_GPUS = 2
@@ -35,12 +36,6 @@ FAKE_GPUS = 2
 NODE_CPUS = max(os.cpu_count() or 2, 16)
 NODE_MEMORY_MB = 16000
 DAEMONS = ("munged", "slurmctld", "slurmd", "sbatch", "squeue", "scancel", "scontrol")
-
-
-def _free_port() -> int:
-    from servers import free_port  # a port outside the ephemeral range (tests/servers.py)
-
-    return free_port()
 
 
 def _which(name: str) -> str | None:

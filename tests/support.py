@@ -251,3 +251,17 @@ def report_here(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[s
                 *args: str) -> subprocess.CompletedProcess[str]:
     """``radtrack report ARGS`` in this process (:func:`cli_here`)."""
     return cli_here(monkeypatch, capsys, "report", *args)
+
+
+def plugin_site(root: Path, module: str, source: str, listeners: dict[str, str]) -> Path:
+    """A site folder (for PYTHONPATH) holding ``module``.py with ``source`` and an installed
+    distribution whose ``radtrack.listeners`` entry points name ``listeners`` (name ->
+    class in that module), registered the way any plugin is."""
+    site = root / "site"
+    dist = site / f"radtrack_test_{module}-0.1.dist-info"
+    dist.mkdir(parents=True)
+    (site / f"{module}.py").write_text(source)
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: radtrack-test-{module}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(
+        "[radtrack.listeners]\n" + "".join(f"{n} = {module}:{c}\n" for n, c in listeners.items()))
+    return site

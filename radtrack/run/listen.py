@@ -218,7 +218,7 @@ class ListenerProc:
                 if not self.ready.is_set() or silent < stall_s(self.interval):
                     return None
                 # hung: ended as one that died (a shared process: all of its listeners)
-                stopping.stop(self.proc, (signal.SIGKILL,), 5.0, group=True)
+                stopping.stop(self.proc, (signal.SIGKILL,), STOP_GRACE_S, group=True)
                 self.failure = f"no line for {silent:.0f} s (hung): killed"
             reason = self.failure or self._exit_reason(code)
         if self.restarts >= MAX_RESTARTS:

@@ -57,12 +57,7 @@ def stop(proc: subprocess.Popen | None, steps: Sequence[int | None], grace: floa
             return sent
         if sig is not None:
             sent = sig
-            for one in (sig, signal.SIGCONT) if sig != signal.SIGKILL else (sig,):
-                if group:
-                    signal_group(proc.pid, one)
-                else:
-                    with contextlib.suppress(ProcessLookupError):
-                        proc.send_signal(one)
+            _deliver(proc, sig, group)
         try:
             proc.wait(grace)
             return sent
@@ -70,6 +65,17 @@ def stop(proc: subprocess.Popen | None, steps: Sequence[int | None], grace: floa
             continue
     proc.wait()
     return sent
+
+
+def _deliver(proc: subprocess.Popen, sig: int, group: bool) -> None:
+    """``sig`` to ``proc`` (its process group with ``group``), then SIGCONT unless it was
+    SIGKILL: a stopped process (SIGSTOP, a debugger) acts on it at once."""
+    for one in (sig,) if sig == signal.SIGKILL else (sig, signal.SIGCONT):
+        if group:
+            signal_group(proc.pid, one)
+        else:
+            with contextlib.suppress(ProcessLookupError):
+                proc.send_signal(one)
 
 
 def reap_group(pgid: int, timeout: float = 5.0) -> None:
@@ -115,10 +121,7 @@ class GroupStopper:
             self._next()
 
     def _next(self) -> None:
-        sig = self.steps[self.stage]
-        signal_group(self.proc.pid, sig)
-        if sig != signal.SIGKILL:  # a stopped group (SIGSTOP) acts on it at once
-            signal_group(self.proc.pid, signal.SIGCONT)
+        _deliver(self.proc, self.steps[self.stage], group=True)
         self.stage += 1
 
 

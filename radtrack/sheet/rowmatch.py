@@ -95,8 +95,8 @@ def locate(records: Sequence[Record], wanted: Mapping[int, tuple[str, str]],
     run = written.get("Run")
     now: dict[tuple[str, str], list[int]] = defaultdict(list)
     keys_now = [row_key(written.values(), rec.cells) for rec in records[1:]]
-    near_now = {rec.line: (keys_now[i - 1] if i else "", keys_now[i + 1] if i + 1 < len(keys_now) else "")
-                for i, rec in enumerate(records[1:])}
+    near_now = {rec.line: _parts(k)[1] or ("", "") for rec, k in zip(records[1:], with_neighbours(keys_now),
+                                                                    strict=True)}
     for rec, key in zip(records[1:], keys_now, strict=True):
         cell = rec.cells[run].strip() if run is not None and run < len(rec.cells) else ""
         now[(key, cell)].append(rec.line)
@@ -120,8 +120,8 @@ def locate(records: Sequence[Record], wanted: Mapping[int, tuple[str, str]],
         key, run_then = identities[line], wanted[line][1]
         ok = {"", run_then.strip(), (writing or {}).get(line, "").strip()}
         fits = [x for x in sorted(by_key[key]) if x[1] in ok]
-        pick = _pick([line], near_then, [x[0] for x in fits], near_now) if fits else {}
-        match = next((x for x in fits if x[0] == pick.get(line)), None)
+        pick = _pick([line], near_then, [x[0] for x in fits], near_now).get(line)
+        match = next((x for x in fits if x[0] == pick), None)
         if match is not None:
             found[line] = match[0]
             by_key[key].remove(match)

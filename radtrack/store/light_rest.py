@@ -108,20 +108,17 @@ class RestClient(LightClient):
     def not_mlflow(self, method: str, path: str, what: str) -> RadtrackError:
         """The one-line error for a server that answers, but not as MLflow: nothing is taken
         from such an answer for stored (radtrack/store/reach.py says it before a launch)."""
-        from radtrack.store.reach import NOT_MLFLOW_HINT
-        from radtrack.store.uris import redact
+        from radtrack.store.reach import not_mlflow_line
 
-        return RadtrackError(f"tracking URI {redact(self.uri)} answers HTTP but is not an MLflow "
-                             f"tracking server ({method} {path.split('?', 1)[0]}: {what}); "
-                             f"{NOT_MLFLOW_HINT}")
+        return RadtrackError(not_mlflow_line(self.uri, f"{method} {path}", what))
 
     def field(self, method: str, endpoint: str, key: str, body: Any = None, **query: Any) -> Any:
         """``key`` of the answer to one call, which MLflow always sends (a run, an
         experiment, an id); its absence is no MLflow server's answer."""
         value = self.call(method, endpoint, body, **query).get(key)
-        ids = value.get("info", value) if isinstance(value, dict) else {}  # a run's, an experiment's
-        if not value or isinstance(value, dict) and not (
-                isinstance(ids, dict) and any(ids.get(k) for k in ("run_id", "run_uuid", "experiment_id"))):
+        # the id it carries: a run's (in its info), an experiment's, or the id itself
+        ids = value.get("info", value) if isinstance(value, dict) else {key: value}
+        if not (isinstance(ids, dict) and any(ids.get(k) for k in ("run_id", "run_uuid", "experiment_id"))):
             raise self.not_mlflow(method, API + endpoint, f"no {key!r} in its answer")
         return value
 

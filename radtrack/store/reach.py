@@ -191,8 +191,14 @@ def judge(uri: str, endpoint: str, status: int, body: str) -> str:
     what = ("an HTML page" if text[:1] == "<" else "an empty body" if not text
             else "a JSON answer without MLflow's fields" if 200 <= status < 300 and text[:1] in "{["
             else f"{text.splitlines()[0][:60]!r}")
+    return not_mlflow_line(uri, f"GET {endpoint}", f"HTTP {status}, {what}")
+
+
+def not_mlflow_line(uri: str, request: str, what: str) -> str:
+    """The one line naming ``uri`` as no MLflow server: ``request`` (method and path, its
+    query left out) answered ``what``; the password hidden, what to do said."""
     return (f"tracking URI {redact(uri)} answers HTTP but is not an MLflow tracking server "
-            f"(GET {endpoint.split('?', 1)[0]}: HTTP {status}, {what}); {NOT_MLFLOW_HINT}")
+            f"({request.split('?', 1)[0]}: {what}); {NOT_MLFLOW_HINT}")
 
 
 def _searched(answer: dict) -> bool:

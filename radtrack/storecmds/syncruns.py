@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING, Any
 from radtrack.errors import RadtrackError
 from radtrack.spec import RunSpec
 from radtrack.store import runfiles
-from radtrack.store.uris import redact
 from radtrack.vocab import schema
 
 if TYPE_CHECKING:
@@ -108,8 +107,7 @@ def _created(uri: str, run: Any) -> str:
     into a run, so a server that answers HTTP but is no MLflow server (its experiment
     search looking like one) gives a run without an id, which nothing may be bound to."""
     if not run.info.run_id:
-        from radtrack.store.reach import NOT_MLFLOW_HINT
+        from radtrack.store.reach import not_mlflow_line
 
-        raise RadtrackError(f"tracking URI {redact(uri)} answers HTTP but is not an MLflow tracking "
-                            f"server (POST runs/create: no run id in its answer); {NOT_MLFLOW_HINT}")
+        raise RadtrackError(not_mlflow_line(uri, "POST runs/create", "no run id in its answer"))
     return str(run.info.run_id)

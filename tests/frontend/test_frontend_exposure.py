@@ -11,17 +11,12 @@ import time
 from pathlib import Path
 
 import pytest
+from servers import free_port as _free_port  # outside the ephemeral ports
 from support import radtrack_cli
 from synthetic import new_store, seed_workload
 
 from radtrack.frontend.app import create_app
 from radtrack.frontend.exposure import NO_CLOUD, host_problem, is_loopback
-
-
-def _free_port() -> int:
-    from servers import free_port  # a port outside the ephemeral range (tests/servers.py)
-
-    return free_port()
 
 
 def _ui_stderr(uri: str, host: str) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from support import radtrack_cli
+from support import plugin_site, radtrack_cli
 
 MODULE = '''
 import os
@@ -77,14 +77,7 @@ print("script done", flush=True)
 
 
 def _site(tmp_path: Path) -> Path:
-    site = tmp_path / "site"
-    dist = site / "radtrack_test_hang-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (site / "hang_listeners.py").write_text(MODULE)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: radtrack-test-hang\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
-        "[radtrack.listeners]\nstuck = hang_listeners:Stuck\ndeaf = hang_listeners:Deaf\n")
-    return site
+    return plugin_site(tmp_path, "hang_listeners", MODULE, {"stuck": "Stuck", "deaf": "Deaf"})
 
 
 def test_a_hung_listener_is_restarted_and_one_that_ignores_its_stop_is_killed(

@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pandas as pd
-from support import radtrack_cli
+from support import plugin_site, radtrack_cli
 
 SCRIPTS = Path(__file__).parents[1] / "scripts"
 
@@ -63,15 +63,8 @@ class Flaky(Listener):
 
 
 def _site(tmp_path: Path) -> Path:
-    site = tmp_path / "site"
-    dist = site / "radtrack_test_restart-0.1.dist-info"
-    dist.mkdir(parents=True)
-    (site / "restart_listeners.py").write_text(MODULE)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: radtrack-test-restart\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text(
-        "[radtrack.listeners]\ncrashy = restart_listeners:Crashy\nflaky = restart_listeners:Flaky\n"
-        "brokenwrap = restart_listeners:BrokenWrap\n")
-    return site
+    return plugin_site(tmp_path, "restart_listeners", MODULE,
+                       {"crashy": "Crashy", "flaky": "Flaky", "brokenwrap": "BrokenWrap"})
 
 
 def test_dead_listeners_are_restarted_then_given_up(store: str, tmp_path: Path) -> None:

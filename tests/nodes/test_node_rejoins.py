@@ -12,13 +12,9 @@ import sys
 import time
 from pathlib import Path
 
+from servers import free_port as _port  # outside the ephemeral ports
+
 from radtrack.vocab import schema
-
-
-def _port() -> int:
-    from servers import free_port  # a port outside the ephemeral range (tests/servers.py)
-
-    return free_port()
 
 
 def _node(tmp: Path, node: int, port: int, script: Path, tag: str = "") -> tuple[subprocess.Popen[str], Path]:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from servers import free_port as _port  # outside the ephemeral ports
 from support import run_cli
 
 from radtrack.vocab import schema
@@ -22,12 +23,6 @@ REPO = Path(__file__).resolve().parents[2]
 DDP = REPO / "tests" / "scripts" / "ddp_gloo.py"
 
 pytestmark = pytest.mark.slow
-
-
-def _port() -> int:
-    from servers import free_port  # a port outside the ephemeral range (tests/servers.py)
-
-    return free_port()
 
 
 def _env(tmp: Path, node: int) -> dict[str, str]:

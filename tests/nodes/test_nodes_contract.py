@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from servers import free_port as _port  # outside the ephemeral ports
 
 from radtrack.errors import RadtrackError
 from radtrack.listeners.protocol import Hello, Sample, Samples, decode
@@ -143,12 +144,6 @@ def test_master_parsing() -> None:
     for bad in ("host:0", "host:x", ":80", "host:70000"):
         with pytest.raises(RadtrackError, match="--master"):
             parse_master(bad)
-
-
-def _port() -> int:
-    from servers import free_port  # a port outside the ephemeral range (tests/servers.py)
-
-    return free_port()
 
 
 def test_the_rendezvous_admits_each_node_once_and_names_those_missing() -> None:

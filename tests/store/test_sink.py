@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from servers import free_port as _free_port  # outside the ephemeral ports
 from support import cli_here, run_cli, spooled_samples
 
 from radtrack.store.sink import MAX_METRICS_PER_CALL, Sink, summarize
@@ -145,12 +146,6 @@ def test_recover_ships_only_unshipped_lines(store: str, tmp_path: Path) -> None:
     assert spy.sizes[0] == 30 * 3  # only the unshipped lines (the summary batch follows)
     hist = _client(store).get_metric_history(run_id, "system/t/k1_pct")
     assert sorted(h.step for h in hist) == list(range(80))
-
-
-def _free_port() -> int:
-    from servers import free_port  # a port outside the ephemeral range (tests/servers.py)
-
-    return free_port()
 
 
 def _start_server(db: Path, artifacts: Path, port: int) -> subprocess.Popen:
